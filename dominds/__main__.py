@@ -1,0 +1,5 @@
+import sys
+
+from dominds.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,69 @@
+"""`dominds` entry point.
+
+Each subcommand lives in its own module ``dominds/cli/cmd_<name>.py`` exposing
+``register(subparsers) -> None``; the parser discovers them, so commands stay independent.
+A command handler is ``func(args) -> int`` set with ``parser.set_defaults(func=...)``.
+Errors that a user can act on are raised as ``CliError`` and printed as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+from pathlib import Path
+
+from dominds import __version__
+from dominds.cli.common import CliError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dominds",
+        description="Dominds: a local-first dialog runtime for teams of LLM agents.",
+    )
+    parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR (the workspace)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"dominds {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    package_dir = Path(__file__).parent
+    for info in sorted(pkgutil.iter_modules([str(package_dir)]), key=lambda m: m.name):
+        if info.name.startswith("cmd_"):
+            module = importlib.import_module(f"dominds.cli.{info.name}")
+            module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.chdir:
+        try:
+            os.chdir(args.chdir)
+        except OSError as exc:
+            print(f"dominds: cannot use -C {args.chdir}: {exc.strerror}", file=sys.stderr)
+            return 2
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(func(args) or 0)
+    except CliError as exc:
+        if args.debug:
+            raise
+        print(f"dominds: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the last line of defence: one clear line, traceback with --debug
+        if args.debug:
+            raise
+        print(f"dominds: error: {type(exc).__name__}: {exc} (rerun with --debug for details)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

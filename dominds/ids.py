@@ -1,0 +1,53 @@
+"""Identifiers and timestamps.
+
+Dialog ids are path-safe (no ``/``), short and sort by creation time: 9 base-36 digits of the
+epoch-millisecond clock, a dash, then 4 random base-36 digits. Within one process ids are
+strictly increasing even when many are made in the same millisecond.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import threading
+import time
+from datetime import datetime
+
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+DIALOG_ID_RE = re.compile(r"^[0-9a-z]{9}-[0-9a-z]{4}$")
+
+_lock = threading.Lock()
+_last_ms = 0
+
+
+def _base36(n: int, width: int) -> str:
+    out = []
+    for _ in range(width):
+        n, r = divmod(n, 36)
+        out.append(_ALPHABET[r])
+    return "".join(reversed(out))
+
+
+def new_dialog_id() -> str:
+    """A fresh dialog id such as ``0mi7x2k3a-9f3c``."""
+    global _last_ms
+    with _lock:
+        ms = int(time.time() * 1000)
+        if ms <= _last_ms:
+            ms = _last_ms + 1
+        _last_ms = ms
+    suffix = "".join(secrets.choice(_ALPHABET) for _ in range(4))
+    return f"{_base36(ms, 9)}-{suffix}"
+
+
+def is_dialog_id(value: str) -> bool:
+    return bool(DIALOG_ID_RE.match(value))
+
+
+def now_iso() -> str:
+    """The current local time as ISO 8601 with offset, millisecond precision."""
+    return datetime.now().astimezone().isoformat(timespec="milliseconds")
+
+
+def short_token(nbytes: int = 6) -> str:
+    return secrets.token_hex(nbytes)

@@ -1,0 +1,94 @@
+"""The runtime workspace (rtws): where `.minds/`, `.dialogs/` and Taskdoc packages live."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DIALOG_STATUSES = ("run", "done", "archive")
+
+
+class RtwsNotFound(Exception):
+    """No workspace was found at or above the given directory."""
+
+
+@dataclass(frozen=True)
+class Rtws:
+    """Paths of one workspace. All paths are absolute."""
+
+    root: Path
+
+    @property
+    def minds_dir(self) -> Path:
+        return self.root / ".minds"
+
+    @property
+    def team_yaml(self) -> Path:
+        return self.minds_dir / "team.yaml"
+
+    @property
+    def llm_yaml(self) -> Path:
+        return self.minds_dir / "llm.yaml"
+
+    @property
+    def dialogs_dir(self) -> Path:
+        return self.root / ".dialogs"
+
+    def status_dir(self, status: str) -> Path:
+        if status not in DIALOG_STATUSES:
+            raise ValueError(f"unknown dialog status {status!r}; expected one of {DIALOG_STATUSES}")
+        return self.dialogs_dir / status
+
+    @property
+    def run_dir(self) -> Path:
+        return self.dialogs_dir / "run"
+
+    @property
+    def done_dir(self) -> Path:
+        return self.dialogs_dir / "done"
+
+    @property
+    def archive_dir(self) -> Path:
+        return self.dialogs_dir / "archive"
+
+    @property
+    def lock_path(self) -> Path:
+        """The lock file held by the daemon, or by a CLI command that writes without one."""
+        return self.dialogs_dir / ".rtws.lock"
+
+    @property
+    def daemon_json(self) -> Path:
+        return self.dialogs_dir / "daemon.json"
+
+    @property
+    def state_dir(self) -> Path:
+        """Runtime state that is not a dialog (workflow sessions, caches)."""
+        return self.root / ".dominds"
+
+    def ensure_layout(self) -> None:
+        for status in DIALOG_STATUSES:
+            self.status_dir(status).mkdir(parents=True, exist_ok=True)
+
+    def relpath(self, path: Path) -> str:
+        return path.resolve().relative_to(self.root).as_posix()
+
+
+def is_rtws(path: Path) -> bool:
+    return (path / ".minds").is_dir() or (path / ".dialogs").is_dir()
+
+
+def find_rtws(start: Path | None = None, *, must_exist: bool = True) -> Rtws:
+    """Find the workspace at ``start`` (default: cwd) or the nearest parent that has one.
+
+    With ``must_exist=False`` the start directory itself is returned when nothing is found.
+    """
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if is_rtws(candidate):
+            return Rtws(candidate)
+    if must_exist:
+        raise RtwsNotFound(
+            f"no Dominds workspace at or above {here} (no .minds/ or .dialogs/); "
+            "run `dominds init` to create one, or pass -C DIR"
+        )
+    return Rtws(here)

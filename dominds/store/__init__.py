@@ -1,0 +1,4 @@
+"""Files and formats: atomic writes, course JSONL, typed state records, dialog layout.
+
+Knows nothing about LLMs, sockets or scheduling.
+"""

@@ -1,0 +1,123 @@
+"""Atomic file replacement and durable appends.
+
+``write_atomic`` writes a temp file in the same directory, fsyncs it, renames it over the target
+and fsyncs the directory, so a reader (or a crash) sees either the old or the new content, never a
+mix. Set ``DOMINDS_FSYNC=0`` to skip the fsyncs (benchmarks only: rename stays atomic, durability
+across power loss is lost). See docs/reliability.md for what each costs.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from dominds.store.errors import WriteFailedError
+
+_FSYNC = os.environ.get("DOMINDS_FSYNC", "1") not in ("0", "false", "no")
+
+
+def fsync_enabled() -> bool:
+    return _FSYNC
+
+
+def set_fsync(enabled: bool) -> None:
+    """Turn fsync on or off for this process (benchmarks measure both)."""
+    global _FSYNC
+    _FSYNC = enabled
+
+
+def fsync_dir(directory: Path) -> None:
+    if not _FSYNC:
+        return
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically; create parent directories as needed.
+
+    Raises ``WriteFailedError`` (the old content is left untouched) when the disk refuses.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    directory = path.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is None else mode)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if _FSYNC:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            _unlink_quietly(tmp)
+            raise
+        os.close(fd)
+        if mode is None:
+            os.chmod(tmp, 0o644)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)
+            raise
+        fsync_dir(directory)
+    except OSError as exc:
+        raise WriteFailedError(path, _describe(exc)) from exc
+
+
+def append_line(path: Path, line: str, *, sync: bool = True) -> None:
+    """Append one line (a newline is added) with a single write; fsync when ``sync``.
+
+    A crash mid-append leaves at most a torn last line, which the JSONL reader ignores.
+    """
+    data = (line + "\n").encode("utf-8")
+    try:
+        new_file = not path.exists()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if sync and _FSYNC:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        if new_file:
+            fsync_dir(path.parent)
+    except OSError as exc:
+        raise WriteFailedError(path, _describe(exc)) from exc
+
+
+def remove_file(path: Path) -> None:
+    """Delete ``path`` if it exists and make the deletion durable."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise WriteFailedError(path, _describe(exc)) from exc
+    fsync_dir(path.parent)
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def _describe(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "no space left on device"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    return exc.strerror or str(exc)

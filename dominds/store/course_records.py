@@ -1,0 +1,269 @@
+"""Records of ``course-NNN.jsonl``: one JSON object per line, each with ``type`` and ``ts``.
+
+A course file starts with a ``course_start`` record carrying the format version. Records are
+append-only; the reader (``jsonl.py``) ignores a torn last line and reports a bad line anywhere else.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from dominds.store.records import Record
+
+COURSE_FORMAT_VERSION = 1
+
+
+class Usage(Record):
+    """Token usage of one generation as the provider reported it (zeros when unknown)."""
+
+    input_tokens: int = 0
+    """Prompt tokens, excluding cache reads."""
+    output_tokens: int = 0
+    """Completion tokens (thinking included)."""
+    cache_read_tokens: int = 0
+    """Prompt tokens served from the provider's cache."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the provider's cache."""
+    available: bool = True
+    """False when the provider reported nothing."""
+
+
+class CourseStartRecord(Record):
+    """First line of a course file."""
+
+    type: Literal["course_start"] = "course_start"
+    ts: str
+    """ISO time."""
+    v: int = COURSE_FORMAT_VERSION
+    """Course format version."""
+    course: int
+    """The course number."""
+    reason: str | None = None
+    """Why a new course began (``clear_mind``, ``context_health``)."""
+
+
+class HumanTextRecord(Record):
+    """A prompt given to the agent: human input, a Q4H answer, an assignment or a system prompt."""
+
+    type: Literal["human_text_record"] = "human_text_record"
+    ts: str
+    """ISO time."""
+    genseq: int
+    """Generation that consumed it."""
+    msg_id: str
+    """Unique id of the prompt (dedupes a prompt recorded before a crash)."""
+    content: str
+    """Text."""
+    grammar: Literal["tellask", "markdown"] = "tellask"
+    """Whether it was parsed for tellasks."""
+    origin: str = "user"
+    """user, q4h_answer, assignment, tellask_back, new_course, diligence or system."""
+    question_id: str | None = None
+    """Q4H answers: the question answered."""
+    from_dialog_id: str | None = None
+    """Tellask-back prompts: the asking subdialog."""
+    call_id: str | None = None
+    """Tellask-back prompts: the asking call."""
+
+
+class GenStartRecord(Record):
+    """A generation began."""
+
+    type: Literal["gen_start_record"] = "gen_start_record"
+    ts: str
+    """ISO time."""
+    genseq: int
+    """Generation number within the course (1-based)."""
+
+
+class AgentThoughtRecord(Record):
+    """One finished thinking segment."""
+
+    type: Literal["agent_thought_record"] = "agent_thought_record"
+    ts: str
+    """ISO time."""
+    genseq: int
+    """Generation."""
+    content: str
+    """Thinking text."""
+    provider_data: dict[str, Any] | None = None
+    """Opaque provider data to send back (e.g. an Anthropic thinking signature)."""
+
+
+class AgentWordsRecord(Record):
+    """One finished saying segment (may contain tellask blocks)."""
+
+    type: Literal["agent_words_record"] = "agent_words_record"
+    ts: str
+    """ISO time."""
+    genseq: int
+    """Generation."""
+    content: str
+    """Saying text, verbatim."""
+
+
+class FuncCallRecord(Record):
+    """A function call, persisted before the tool runs."""
+
+    type: Literal["func_call_record"] = "func_call_record"
+    ts: str
+    """ISO time."""
+    genseq: int
+    """Generation."""
+    id: str
+    """Provider's call id."""
+    name: str
+    """Tool name."""
+    arguments: dict[str, Any] | str
+    """Parsed arguments, or the raw text when they were not a JSON object."""
+
+
+class FuncResultRecord(Record):
+    """A function result, persisted after the tool ran (or a recovery note if it may not have)."""
+
+    type: Literal["func_result_record"] = "func_result_record"
+    ts: str
+    """ISO time."""
+    genseq: int
+    """Generation of the call."""
+    id: str
+    """Call id it answers."""
+    name: str
+    """Tool name."""
+    content: str
+    """Result text the model sees."""
+    is_error: bool = False
+    """The call failed or was refused."""
+    interrupted: bool = False
+    """Recorded at recovery: the daemon died while the tool ran; it may or may not have run."""
+
+
+class TeammateCallResultRecord(Record):
+    """The immediate outcome of a tellask call: dispatched, or refused with a note."""
+
+    type: Literal["teammate_call_result_record"] = "teammate_call_result_record"
+    ts: str
+    """ISO time."""
+    genseq: int | None = None
+    """Generation that made the call."""
+    call_id: str
+    """callId."""
+    responder_id: str
+    """Target agent, or ``dominds`` for runtime notes."""
+    tellask_head: str
+    """Headline of the call."""
+    status: Literal["pending", "completed", "failed"]
+    """pending: waiting for a teammate; failed: refused (the note is the result)."""
+    result: str
+    """Text shown to the model and the user."""
+
+
+class TeammateResponseRecord(Record):
+    """A teammate's answer supplied to this (calling) dialog; exactly one per (calleeDialogId, callId)."""
+
+    type: Literal["teammate_response_record"] = "teammate_response_record"
+    ts: str
+    """ISO time."""
+    genseq: int | None = None
+    """Generation that made the call."""
+    call_id: str
+    """callId answered."""
+    call_type: Literal["A", "B", "C"] = "C"
+    """Call type."""
+    responder_id: str
+    """Agent that answered."""
+    callee_dialog_id: str
+    """Dialog that answered."""
+    tellask_head: str
+    """Headline of the original call."""
+    status: Literal["completed", "failed"]
+    """failed: declared dead or errored."""
+    response: str
+    """The raw answer."""
+    result: str
+    """The formatted text the model sees."""
+    agent_id: str
+    """Agent of this (calling) dialog."""
+    origin_member_id: str
+    """Agent that made the call."""
+
+
+class SubdialogCreatedRecord(Record):
+    """A tellask created or re-used a subdialog (lets the UI link the call to it)."""
+
+    type: Literal["subdialog_created_record"] = "subdialog_created_record"
+    ts: str
+    """ISO time."""
+    genseq: int | None = None
+    """Generation that made the call."""
+    call_id: str
+    """callId."""
+    call_type: Literal["B", "C"]
+    """Call type."""
+    subdialog_id: str
+    """Self id of the subdialog."""
+    target_agent_id: str
+    """Its agent."""
+    tellask_head: str
+    """Headline."""
+    tellask_body: str
+    """Body."""
+    reused: bool = False
+    """TYPE B hit in the registry."""
+
+
+class RunMarkerRecord(Record):
+    """A visible marker: the dialog was interrupted or resumed."""
+
+    type: Literal["run_marker_record"] = "run_marker_record"
+    ts: str
+    """ISO time."""
+    kind: Literal["interrupted", "resumed"]
+    """Marker kind."""
+    reason: str | None = None
+    """Why."""
+
+
+class GenFinishRecord(Record):
+    """A generation ended (always written, also on errors and stops)."""
+
+    type: Literal["gen_finish_record"] = "gen_finish_record"
+    ts: str
+    """ISO time."""
+    genseq: int
+    """Generation."""
+    status: Literal["ok", "interrupted", "error"] = "ok"
+    """How it ended."""
+    error: str | None = None
+    """Error text when not ok."""
+    provider: str | None = None
+    """Provider key used."""
+    model: str | None = None
+    """Model key used."""
+    usage: Usage | None = None
+    """Tokens reported for this generation."""
+    duration_ms: int | None = None
+    """Wall time of the provider call."""
+    context_health: dict[str, Any] | None = None
+    """Context-health snapshot after this generation."""
+
+
+CourseRecord = Annotated[
+    CourseStartRecord
+    | HumanTextRecord
+    | GenStartRecord
+    | AgentThoughtRecord
+    | AgentWordsRecord
+    | FuncCallRecord
+    | FuncResultRecord
+    | TeammateCallResultRecord
+    | TeammateResponseRecord
+    | SubdialogCreatedRecord
+    | RunMarkerRecord
+    | GenFinishRecord,
+    Field(discriminator="type"),
+]
+
+COURSE_RECORD_ADAPTER: TypeAdapter[CourseRecord] = TypeAdapter(CourseRecord)

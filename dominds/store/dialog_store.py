@@ -1,0 +1,251 @@
+"""Where each dialog lives on disk and typed access to its files.
+
+Layout: ``.dialogs/<status>/<rootId>/`` for a root, ``.dialogs/<status>/<rootId>/subdialogs/<selfId>/``
+for every subdialog of that tree whatever its depth. The directory a root is in *is* its status.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dominds.ids import is_dialog_id, now_iso
+from dominds.rtws import DIALOG_STATUSES, Rtws
+from dominds.store.atomic import fsync_dir, remove_file
+from dominds.store.course_records import CourseRecord
+from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
+from dominds.store.fileio import (
+    append_record,
+    load_model,
+    load_raw,
+    read_course,
+    repair_tail,
+    save_model,
+    save_raw,
+    validate,
+)
+from dominds.store.records import (
+    REGISTRY_HEADER,
+    DialogMeta,
+    LatestState,
+    Q4hFile,
+    RegistryEntry,
+    RemindersFile,
+    SubdialogResponse,
+    SubdlgFile,
+)
+
+DIALOG_YAML = "dialog.yaml"
+LATEST_YAML = "latest.yaml"
+REMINDERS_JSON = "reminders.json"
+Q4H_YAML = "q4h.yaml"
+SUBDLG_YAML = "subdlg.yaml"
+RESPONSE_YAML = "response.yaml"
+REGISTRY_YAML = "registry.yaml"
+SUBDIALOGS = "subdialogs"
+
+
+def course_file_name(course: int) -> str:
+    return f"course-{course:03d}.jsonl"
+
+
+@dataclass(frozen=True)
+class DialogFiles:
+    """The files of one dialog directory."""
+
+    dir: Path
+
+    @property
+    def dialog_yaml(self) -> Path:
+        return self.dir / DIALOG_YAML
+
+    @property
+    def latest_yaml(self) -> Path:
+        return self.dir / LATEST_YAML
+
+    @property
+    def reminders_json(self) -> Path:
+        return self.dir / REMINDERS_JSON
+
+    @property
+    def q4h_yaml(self) -> Path:
+        return self.dir / Q4H_YAML
+
+    @property
+    def subdlg_yaml(self) -> Path:
+        return self.dir / SUBDLG_YAML
+
+    @property
+    def response_yaml(self) -> Path:
+        return self.dir / RESPONSE_YAML
+
+    @property
+    def registry_yaml(self) -> Path:
+        return self.dir / REGISTRY_YAML
+
+    def course(self, number: int) -> Path:
+        return self.dir / course_file_name(number)
+
+    # -- typed access -------------------------------------------------------------------------
+
+    def read_meta(self) -> DialogMeta:
+        meta = load_model(self.dialog_yaml, DialogMeta)
+        if meta is None:
+            raise DialogNotFoundError(f"no dialog at {self.dir} ({DIALOG_YAML} missing)")
+        return meta
+
+    def write_meta(self, meta: DialogMeta) -> None:
+        save_model(self.dialog_yaml, meta)
+
+    def read_latest(self) -> LatestState | None:
+        return load_model(self.latest_yaml, LatestState)
+
+    def write_latest(self, latest: LatestState) -> None:
+        latest.last_modified = now_iso()
+        save_model(self.latest_yaml, latest)
+
+    def read_reminders(self) -> RemindersFile:
+        return load_model(self.reminders_json, RemindersFile) or RemindersFile(updated_at=now_iso())
+
+    def write_reminders(self, reminders: RemindersFile) -> None:
+        reminders.updated_at = now_iso()
+        save_model(self.reminders_json, reminders)
+
+    def read_q4h(self) -> Q4hFile:
+        return load_model(self.q4h_yaml, Q4hFile) or Q4hFile(updated_at=now_iso())
+
+    def write_q4h(self, q4h: Q4hFile) -> None:
+        """Persist the question index; an empty index deletes the file (seed: deleted when empty)."""
+        if not q4h.questions:
+            remove_file(self.q4h_yaml)
+            return
+        q4h.updated_at = now_iso()
+        save_model(self.q4h_yaml, q4h)
+
+    def read_subdlg(self) -> SubdlgFile:
+        return load_model(self.subdlg_yaml, SubdlgFile) or SubdlgFile(updated_at=now_iso())
+
+    def write_subdlg(self, subdlg: SubdlgFile) -> None:
+        if not subdlg.pending:
+            remove_file(self.subdlg_yaml)
+            return
+        subdlg.updated_at = now_iso()
+        save_model(self.subdlg_yaml, subdlg)
+
+    def read_response(self) -> SubdialogResponse | None:
+        return load_model(self.response_yaml, SubdialogResponse)
+
+    def write_response(self, response: SubdialogResponse) -> None:
+        save_model(self.response_yaml, response)
+
+    def read_registry(self) -> dict[str, RegistryEntry]:
+        raw = load_raw(self.registry_yaml)
+        if raw is None:
+            return {}
+        if not isinstance(raw, dict):
+            from dominds.store.errors import CorruptFileError
+
+            raise CorruptFileError(self.registry_yaml, "expected a map of agentId!tellaskSession -> entry")
+        return {str(key): validate(self.registry_yaml, RegistryEntry, value) for key, value in raw.items()}
+
+    def write_registry(self, registry: dict[str, RegistryEntry]) -> None:
+        data = {key: entry.to_disk() for key, entry in registry.items()}
+        save_raw(self.registry_yaml, data, header=REGISTRY_HEADER)
+
+    def append(self, course: int, record: CourseRecord, *, sync: bool = True) -> None:
+        append_record(self.course(course), record, sync=sync)
+
+    def read_course(self, course: int) -> list[CourseRecord]:
+        return read_course(self.course(course))
+
+    def repair_course_tail(self, course: int) -> bool:
+        return repair_tail(self.course(course))
+
+    def course_numbers(self) -> list[int]:
+        numbers = []
+        for entry in os.scandir(self.dir):
+            name = entry.name
+            if name.startswith("course-") and name.endswith(".jsonl"):
+                try:
+                    numbers.append(int(name[7:-6]))
+                except ValueError:
+                    continue
+        return sorted(numbers)
+
+
+class DialogStore:
+    """Locates dialogs in a workspace and moves root trees between statuses."""
+
+    def __init__(self, rtws: Rtws) -> None:
+        self.rtws = rtws
+
+    def root_dir(self, status: str, root_id: str) -> Path:
+        _check_id(root_id)
+        return self.rtws.status_dir(status) / root_id
+
+    def files(self, status: str, root_id: str, self_id: str | None = None) -> DialogFiles:
+        root = self.root_dir(status, root_id)
+        if self_id is None or self_id == root_id:
+            return DialogFiles(root)
+        _check_id(self_id)
+        return DialogFiles(root / SUBDIALOGS / self_id)
+
+    def locate_root(self, root_id: str) -> str:
+        """The status directory holding this root; DialogNotFoundError when none does."""
+        _check_id(root_id)
+        for status in DIALOG_STATUSES:
+            if (self.rtws.status_dir(status) / root_id / DIALOG_YAML).exists():
+                return status
+        raise DialogNotFoundError(f"no dialog {root_id!r} in {self.rtws.dialogs_dir}")
+
+    def root_ids(self, status: str) -> list[str]:
+        """Root ids under one status, oldest first (ids sort by creation time). Reads no files."""
+        directory = self.rtws.status_dir(status)
+        try:
+            names = [e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name)]
+        except FileNotFoundError:
+            return []
+        return sorted(names)
+
+    def subdialog_ids(self, status: str, root_id: str) -> list[str]:
+        directory = self.root_dir(status, root_id) / SUBDIALOGS
+        try:
+            return sorted(e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name))
+        except FileNotFoundError:
+            return []
+
+    def iter_tree(self, status: str, root_id: str) -> Iterator[DialogFiles]:
+        yield self.files(status, root_id)
+        for sub_id in self.subdialog_ids(status, root_id):
+            yield self.files(status, root_id, sub_id)
+
+    def move_root(self, root_id: str, from_status: str, to_status: str) -> None:
+        """Move a whole tree (subdialogs, registry, queues) to another status directory."""
+        if from_status == to_status:
+            return
+        src = self.root_dir(from_status, root_id)
+        dst = self.root_dir(to_status, root_id)
+        if not (src / DIALOG_YAML).exists():
+            raise DialogNotFoundError(f"no dialog {root_id!r} in {from_status}/")
+        if dst.exists():
+            raise StoreError(f"cannot move {root_id}: {dst} already exists")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(src, dst)  # same filesystem: atomic
+        except OSError as exc:
+            raise WriteFailedError(dst, exc.strerror or str(exc)) from exc
+        fsync_dir(src.parent)
+        fsync_dir(dst.parent)
+
+    def delete_root(self, status: str, root_id: str) -> None:
+        shutil.rmtree(self.root_dir(status, root_id))
+        fsync_dir(self.rtws.status_dir(status))
+
+
+def _check_id(dialog_id: str) -> None:
+    # Ids become path segments: refuse anything that could escape the dialogs directory.
+    if not dialog_id or "/" in dialog_id or "\\" in dialog_id or dialog_id in (".", "..") or "\0" in dialog_id:
+        raise DialogNotFoundError(f"invalid dialog id {dialog_id!r}")

@@ -1,0 +1,152 @@
+"""Load and save typed state files (YAML or JSON) and course JSONL files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from dominds.store.atomic import append_line, write_atomic
+from dominds.store.course_records import COURSE_RECORD_ADAPTER, CourseRecord
+from dominds.store.errors import CorruptFileError, UnreadableFileError
+
+try:  # the C implementations are several times faster
+    from yaml import CSafeDumper as _Dumper
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on how pyyaml was built
+    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def yaml_dump(data: Any, header: str = "") -> str:
+    return header + yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=100)
+
+
+def yaml_load(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text, or None when it does not exist."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise CorruptFileError(path, f"not valid UTF-8 ({exc.reason})") from exc
+    except OSError as exc:
+        raise UnreadableFileError(path, exc.strerror or str(exc)) from exc
+
+
+def load_raw(path: Path) -> Any:
+    """Parse a YAML or JSON file (by suffix); None when missing."""
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        if path.suffix == ".json":
+            return json.loads(text)
+        return yaml_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError) as exc:
+        raise CorruptFileError(path, f"cannot parse: {_first_line(str(exc))}") from exc
+
+
+def load_model(path: Path, model: type[M]) -> M | None:
+    """Load a typed record; None when the file is missing; CorruptFileError when malformed."""
+    raw = load_raw(path)
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise CorruptFileError(path, f"expected a mapping, found {type(raw).__name__}")
+    return validate(path, model, raw)
+
+
+def validate(path: Path, model: type[M], raw: dict[str, Any]) -> M:
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()[:3]
+        )
+        raise CorruptFileError(path, f"does not match {model.__name__}: {problems}") from exc
+
+
+def save_model(path: Path, record: BaseModel, header: str = "") -> None:
+    data = record.model_dump(mode="json", by_alias=True, exclude_none=True)
+    save_raw(path, data, header)
+
+
+def save_raw(path: Path, data: Any, header: str = "") -> None:
+    if path.suffix == ".json":
+        write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+    else:
+        write_atomic(path, yaml_dump(data, header))
+
+
+# ---------------------------------------------------------------- JSONL
+
+
+def append_record(path: Path, record: BaseModel, *, sync: bool = True) -> None:
+    line = json.dumps(
+        record.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False, separators=(",", ":")
+    )
+    append_line(path, line, sync=sync)
+
+
+def read_course(path: Path) -> list[CourseRecord]:
+    """Every record of a course file, in order.
+
+    Blank lines are skipped. A last line that does not parse is a torn append from a crash and is
+    ignored; a bad line anywhere else raises ``CorruptFileError`` with its line number.
+    """
+    text = read_text(path)
+    if text is None:
+        return []
+    lines = text.split("\n")
+    # Index of the last non-blank line: only that one may be torn.
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    records: list[CourseRecord] = []
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if index == last:
+                break  # torn tail: the append never completed
+            raise CorruptFileError(path, f"bad JSON line: {exc.msg}", line=index + 1) from exc
+        try:
+            records.append(COURSE_RECORD_ADAPTER.validate_python(raw))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise CorruptFileError(path, f"bad record ({where}: {err['msg']})", line=index + 1) from exc
+    return records
+
+
+def repair_tail(path: Path) -> bool:
+    """Make the file end on a complete line so later appends start fresh.
+
+    A last line that parses but lacks its newline gets one; one that does not parse (torn) is cut.
+    True when the file was changed.
+    """
+    text = read_text(path)
+    if not text or text.endswith("\n"):
+        return False
+    cut = text.rfind("\n") + 1
+    try:
+        json.loads(text[cut:])
+    except json.JSONDecodeError:
+        write_atomic(path, text[:cut])
+        return True
+    write_atomic(path, text + "\n")
+    return True
+
+
+def _first_line(message: str) -> str:
+    return " ".join(message.split())[:300]

@@ -1,0 +1,308 @@
+"""Typed records for every per-dialog state file (DESIGN §3).
+
+Each YAML/JSON state file carries ``v`` (its format version). Field names on disk are the seed's
+camelCase; Python attributes are snake_case. Course records (``course-NNN.jsonl``) live in
+``course_records.py``. Every model validates on load, so a file that parses as YAML but has the
+wrong shape raises ``CorruptFileError`` naming the file instead of failing later.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+STATE_FORMAT_VERSION = 1
+
+
+class Record(BaseModel):
+    """Base of all persisted records: camelCase on disk, unknown keys ignored for forward compatibility."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        use_attribute_docstrings=True,
+        extra="ignore",
+    )
+
+    def to_disk(self) -> dict[str, object]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+# ---------------------------------------------------------------- dialog.yaml
+
+
+class Assignment(Record):
+    """Why a subdialog exists and where its answer goes (updated on each TYPE B re-tellask)."""
+
+    tellask_head: str
+    """The headline of the tellask that assigned the work, verbatim (``@agent …``)."""
+    tellask_body: str
+    """The body of that tellask, verbatim."""
+    origin_member_id: str
+    """Agent id of the dialog that sent the tellask."""
+    caller_dialog_id: str
+    """Self id of the dialog the answer is supplied to (the *current* caller)."""
+    call_id: str
+    """callId of the tellask; the response is supplied once per (subdialog, callId)."""
+    call_type: Literal["A", "B", "C"] = "C"
+    """TYPE B (registered session) or C (fresh); A is never an assignment."""
+    collective_targets: list[str] | None = None
+    """All targets when one tellask addressed several members."""
+
+
+class DialogMeta(Record):
+    """``dialog.yaml``: identity of a dialog; written at creation and on TYPE B re-assignment."""
+
+    v: int = STATE_FORMAT_VERSION
+    """Format version."""
+    id: str
+    """Self id of the dialog."""
+    root_id: str
+    """Id of the root of its tree (equal to ``id`` for a root)."""
+    agent_id: str
+    """Member id of the agent that speaks in this dialog."""
+    task_doc_path: str
+    """rtws-relative path of the Taskdoc package shared by the whole tree."""
+    created_at: str
+    """ISO 8601 creation time."""
+    supdialog_id: str | None = None
+    """Subdialogs: self id of the dialog that created it."""
+    tellask_session: str | None = None
+    """TYPE B subdialogs: the session slug of their registry key."""
+    assignment_from_sup: Assignment | None = None
+    """Subdialogs: the current assignment."""
+    fbr: bool = False
+    """Fresh Boots Reasoning (``@self``) subdialog: runs without function tools."""
+
+    @property
+    def is_root(self) -> bool:
+        return self.id == self.root_id
+
+
+# ---------------------------------------------------------------- latest.yaml
+
+RunStateKind = Literal[
+    "idle", "proceeding", "stop_requested", "interrupted", "blocked", "dead", "terminal", "error"
+]
+
+
+class RunState(Record):
+    """The run state shown to users; ``blocked`` is derived from q4h/subdlg files, never trusted alone."""
+
+    kind: RunStateKind = "idle"
+    """idle, proceeding, stop_requested, interrupted, blocked, dead, terminal or error."""
+    reason: str | None = None
+    """interrupted: user_stop, emergency_stop, server_restart, system_stop; blocked: needs_human_input,
+    waiting_for_subdialogs, needs_human_input_and_subdialogs; dead: declared_by_user, system."""
+    detail: str | None = None
+    """Human-readable detail (an error message, a note)."""
+
+
+class QueuedPrompt(Record):
+    """A prompt accepted for a dialog but not yet recorded in its course (survives crashes)."""
+
+    msg_id: str
+    """Unique id; the course is checked for it before recording, so it is recorded once."""
+    content: str
+    """The text."""
+    grammar: Literal["tellask", "markdown"] = "tellask"
+    """``tellask`` text is parsed for calls (human input); ``markdown`` never is (system prompts)."""
+    origin: Literal["user", "q4h_answer", "assignment", "tellask_back", "new_course", "diligence", "system"] = "user"
+    """Who produced it."""
+    question_id: str | None = None
+    """For a Q4H answer: the question it answers."""
+    from_dialog_id: str | None = None
+    """For a tellask-back prompt: the subdialog asking."""
+    call_id: str | None = None
+    """For a tellask-back prompt: the asking call's id."""
+    queued_at: str
+    """ISO time it was accepted."""
+
+
+class InboundTellaskBack(Record):
+    """A TYPE A ask-back this dialog must answer when its current drive ends."""
+
+    from_dialog_id: str
+    """The subdialog that asked."""
+    call_id: str
+    """The asking call."""
+    tellask_head: str
+    """The ask-back headline (for the response record)."""
+
+
+class LatestState(Record):
+    """``latest.yaml``: the mutable state of one dialog."""
+
+    v: int = STATE_FORMAT_VERSION
+    """Format version."""
+    current_course: int = 1
+    """Number of the course file being appended to (``course-NNN.jsonl``)."""
+    last_modified: str
+    """ISO time of the last change to this dialog."""
+    generating: bool = False
+    """True between a generation's start and finish records; a crash leaves it true."""
+    needs_drive: bool = False
+    """The scheduler should drive this dialog once it can (queued prompt, revival, resume)."""
+    run_state: RunState = Field(default_factory=RunState)
+    """Current run state."""
+    queued_prompts: list[QueuedPrompt] = Field(default_factory=list)
+    """Accepted prompts waiting for the next drive, oldest first."""
+    inbound_tellask_backs: list[InboundTellaskBack] = Field(default_factory=list)
+    """Ask-backs from subdialogs this dialog is answering."""
+    disable_diligence_push: bool = True
+    """Roots: whether Diligence Push is off."""
+    diligence_push_remaining_budget: int = 0
+    """Roots: pushes left before a forced Q4H."""
+    fbr_violation: bool = False
+    """FBR subdialog: the model tried to use tools; the subdialog ended with a violation note."""
+
+
+# ---------------------------------------------------------------- reminders.json
+
+
+class Reminder(Record):
+    """One dialog-scoped reminder."""
+
+    id: str
+    """Stable id (``rem-…``)."""
+    content: str
+    """Text shown to the agent before its last user message."""
+    owner: str | None = None
+    """Tool that owns and re-renders it, if any."""
+    created_at: str
+    """ISO creation time."""
+
+
+class RemindersFile(Record):
+    """``reminders.json``."""
+
+    v: int = STATE_FORMAT_VERSION
+    """Format version."""
+    reminders: list[Reminder] = Field(default_factory=list)
+    """Reminders in display order."""
+    updated_at: str
+    """ISO time of the last change."""
+
+
+# ---------------------------------------------------------------- q4h.yaml
+
+
+class CallSiteRef(Record):
+    """Where in the transcript a question was asked."""
+
+    course: int
+    """Course number."""
+    message_index: int
+    """Index of the asking message in that course's records."""
+
+
+class HumanQuestion(Record):
+    """One pending question for the human (Q4H)."""
+
+    id: str
+    """``q4h-<dialogId>-<callId>``; unique in the workspace."""
+    tellask_head: str
+    """The question headline (trimmed)."""
+    body_content: str
+    """The question body (trimmed)."""
+    asked_at: str
+    """ISO time."""
+    call_id: str
+    """callId of the ``!?@human`` tellask."""
+    call_site_ref: CallSiteRef
+    """Where it was asked."""
+
+
+class Q4hFile(Record):
+    """``q4h.yaml``: the index of this dialog's pending questions; deleted when empty."""
+
+    v: int = STATE_FORMAT_VERSION
+    """Format version."""
+    questions: list[HumanQuestion] = Field(default_factory=list)
+    """Pending questions, oldest first."""
+    updated_at: str
+    """ISO time of the last change."""
+
+
+# ---------------------------------------------------------------- subdlg.yaml
+
+
+class PendingSubdialog(Record):
+    """One subdialog (or ask-back) this caller waits for."""
+
+    subdialog_id: str
+    """Self id of the awaited dialog (for TYPE A: the supdialog asked)."""
+    agent_id: str
+    """Agent of the awaited dialog."""
+    call_type: Literal["A", "B", "C"]
+    """A ask-back, B registered session, C fresh."""
+    tellask_session: str | None = None
+    """TYPE B session slug."""
+    tellask_head: str
+    """Headline of the call."""
+    tellask_body: str = ""
+    """Body of the call (lets recovery recreate a subdialog whose creation was cut short)."""
+    call_id: str
+    """callId of the call; the response is matched on (subdialogId, callId)."""
+    created_at: str
+    """ISO time."""
+    fbr: bool = False
+    """The awaited dialog is a tool-less ``@self`` subdialog."""
+    collective_targets: list[str] | None = None
+    """All targets of a collective tellask."""
+
+
+class SubdlgFile(Record):
+    """``subdlg.yaml``: what this caller is waiting for; deleted when empty."""
+
+    v: int = STATE_FORMAT_VERSION
+    """Format version."""
+    pending: list[PendingSubdialog] = Field(default_factory=list)
+    """Awaited dialogs."""
+    updated_at: str
+    """ISO time of the last change."""
+
+
+# ---------------------------------------------------------------- response.yaml
+
+
+class SubdialogResponse(Record):
+    """``response.yaml``: the last response a subdialog produced for a call."""
+
+    v: int = STATE_FORMAT_VERSION
+    """Format version."""
+    call_id: str
+    """The call answered."""
+    caller_dialog_id: str
+    """Who it is for."""
+    response: str
+    """The answer text (the subdialog's last saying)."""
+    status: Literal["completed", "failed"] = "completed"
+    """failed: declared dead or errored."""
+    completed_at: str
+    """ISO time."""
+
+
+# ---------------------------------------------------------------- registry.yaml
+
+
+class RegistryEntry(Record):
+    """One TYPE B session in a root's registry (``registry.yaml`` is a map ``agentId!session → entry``)."""
+
+    subdialog_id: str
+    """Self id of the registered subdialog."""
+    agent_id: str
+    """Its agent."""
+    tellask_session: str
+    """Its session slug."""
+    created_at: str
+    """ISO time of registration."""
+    last_accessed: str | None = None
+    """ISO time of the latest tellask to it."""
+    locked: bool = False
+    """Informational: being driven when written; reset at daemon start."""
+
+
+REGISTRY_HEADER = "# dominds registry.yaml format v1: map of agentId!tellaskSession -> entry\n"

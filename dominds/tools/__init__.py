@@ -1,0 +1,1 @@
+"""Function tools offered to agents, grouped in named toolsets (listed in team.yaml `toolsets:`)."""

@@ -1,0 +1,31 @@
+"""Shared fixtures. No test may reach a real LLM: the guard below is autouse."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dominds.rtws import Rtws
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Forbid real model requests and hide real API keys from every test."""
+    for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "OPENROUTER_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DOMINDS_FORBID_REAL_LLM", "1")
+    yield
+
+
+@pytest.fixture
+def tmp_rtws(tmp_path: Path) -> Rtws:
+    """An empty workspace with the dialog layout created."""
+    rtws = Rtws(tmp_path / "ws")
+    rtws.root.mkdir()
+    rtws.minds_dir.mkdir()
+    rtws.ensure_layout()
+    return rtws
