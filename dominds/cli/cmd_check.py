@@ -1,0 +1,80 @@
+"""`dominds check`: validate `.minds/team.yaml` and `.minds/llm.yaml` and report every problem.
+
+Prints ``file:line: severity: message`` per problem and a summary; exits 0 when there is none,
+1 otherwise (warnings included, so a typo in a key is never silently ignored in CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from dominds.cli.common import workspace
+from dominds.llm.catalog import LlmResolutionError, load_catalog, resolve_member_llm
+from dominds.problems import TEAM_CONFIG_ERROR, Problem, make_problem
+from dominds.team import TEAM_YAML, Team, load_team
+from dominds.tools.base import toolset_names
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "check",
+        help="validate team.yaml and llm.yaml; exit 1 when there are problems",
+        description="Load the team and the LLM providers as the daemon would and report every problem.",
+    )
+    p.add_argument("--json", action="store_true", help="print the problems as a JSON list")
+    p.set_defaults(func=_check)
+
+
+def _check(args: argparse.Namespace) -> int:
+    rtws = workspace()
+    catalog, problems = load_catalog(rtws)
+    # The toolset registry may be empty when no tool module has registered yet; load_team then
+    # skips toolset-name checks rather than flag every name.
+    team, team_problems = load_team(rtws, toolset_names(), catalog=catalog)
+    problems += team_problems
+    resolutions: dict[str, str] = {}
+    for member in team.members.values():
+        try:
+            resolved = resolve_member_llm(member, catalog, os.environ)
+        except LlmResolutionError as exc:
+            problems += _resolution_problem(team, member.id, str(exc), problems)
+        else:
+            resolutions[member.id] = f"{resolved.provider_key}/{resolved.model_key}"
+    problems.sort(key=lambda p: (p.source, p.line or 0))
+    if args.json:
+        print(json.dumps([p.to_json() for p in problems], ensure_ascii=False, indent=2))
+    else:
+        _print_report(team, resolutions, problems)
+    return 1 if problems else 0
+
+
+def _resolution_problem(team: Team, member_id: str, message: str, known: list[Problem]) -> list[Problem]:
+    """A problem for a member that resolves to no provider/model, unless its line already has one."""
+    member = team.members[member_id]
+    line = member.key_lines.get("model", member.key_lines.get("provider", member.line))
+    if line is not None and any(
+        p.source == TEAM_YAML and p.line == line and p.severity == "error" for p in known
+    ):
+        return []  # load_team already reported the bad provider/model on this line
+    return [make_problem(TEAM_CONFIG_ERROR, TEAM_YAML, line, message)]
+
+
+def _print_report(team: Team, resolutions: dict[str, str], problems: list[Problem]) -> None:
+    for problem in problems:
+        print(problem.format())
+    visible = [m.id for m in team.visible_members()]
+    print(
+        f"team: {len(visible)} member(s) ({', '.join(visible) or 'none'}) + hidden "
+        f"{', '.join(m.id for m in team.members.values() if m.hidden)}; "
+        f"default responder: {team.default_responder}"
+    )
+    for member_id in visible:
+        print(f"  {member_id} -> {resolutions.get(member_id, 'unresolved')}")
+    errors = sum(p.severity == "error" for p in problems)
+    warnings = len(problems) - errors
+    if problems:
+        print(f"{errors} error(s), {warnings} warning(s)")
+    else:
+        print("no problems")

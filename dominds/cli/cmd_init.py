@@ -1,0 +1,78 @@
+"""`dominds init [DIR]`: create a workspace from the template (a small team on the offline provider)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+from pathlib import Path
+
+import dominds
+from dominds.cli.common import CliError
+from dominds.rtws import Rtws, is_rtws
+
+_SKIPPED_NAMES = frozenset({"__pycache__", ".DS_Store"})
+
+
+def template_dir() -> Path:
+    """Where the workspace template is.
+
+    In a checkout it is ``<repo>/rtws-template`` (next to the package). An installed package
+    carries a copy as ``dominds/_template/``; wiring that copy into the build is a packaging step
+    (copy ``rtws-template/`` there when building the wheel) that is not done yet.
+    """
+    package_dir = Path(dominds.__file__).resolve().parent
+    for candidate in (package_dir.parent / "rtws-template", package_dir / "_template"):
+        if (candidate / ".minds").is_dir():
+            return candidate
+    raise CliError(f"the workspace template is missing (looked in {package_dir.parent / 'rtws-template'})")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "init",
+        help="create a workspace: a demo team, LLM settings and a demo Taskdoc",
+        description="Create a Dominds workspace in DIR (default: the current directory). "
+        "Existing files are kept; an existing workspace is never touched.",
+    )
+    p.add_argument("dir", nargs="?", metavar="DIR", help="directory to create the workspace in")
+    p.set_defaults(func=_init)
+
+
+def _init(args: argparse.Namespace) -> int:
+    target = Path(args.dir or ".").resolve()
+    if target.exists() and not target.is_dir():
+        raise CliError(f"{target} exists and is not a directory")
+    if is_rtws(target):
+        raise CliError(
+            f"{target} is already a Dominds workspace (it has .minds/ or .dialogs/); nothing changed"
+        )
+    created, kept = _copy_template(template_dir(), target)
+    Rtws(target).ensure_layout()
+    print(f"Created a Dominds workspace in {target}")
+    for rel in created:
+        print(f"  + {rel}")
+    print("  + .dialogs/run/, .dialogs/done/, .dialogs/archive/")
+    for rel in kept:
+        print(f"  = {rel} (exists, kept)")
+    go_there = "" if target == Path.cwd().resolve() else f"cd {shlex.quote(str(target))} && "
+    print(f"Next: {go_there}dominds check && dominds serve")
+    return 0
+
+
+def _copy_template(template: Path, target: Path) -> tuple[list[str], list[str]]:
+    """Copy every template file that does not exist yet; return (created, kept) relative paths."""
+    created: list[str] = []
+    kept: list[str] = []
+    for source in sorted(template.rglob("*")):
+        rel = source.relative_to(template)
+        if _SKIPPED_NAMES.intersection(rel.parts) or not source.is_file():
+            continue
+        dest = target / rel
+        if dest.exists():
+            kept.append(rel.as_posix())
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest)
+        created.append(rel.as_posix())
+    return created, kept

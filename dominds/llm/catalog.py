@@ -1,0 +1,467 @@
+"""The provider catalog and the choice of provider/model for a member.
+
+The catalog is the built-in ``defaults.yaml`` overlaid by the rtws ``.minds/llm.yaml``: an rtws
+provider replaces the built-in one with the same key as a whole (no field-by-field merge, so what
+the file says is exactly what runs). Catalog order is rtws providers first (file order), then the
+remaining built-ins; automatic provider choice walks it in that order.
+
+Loading never raises: mistakes become ``Problem``s (kind ``llm_workspace_config_error``). A provider
+entry whose required fields are broken is left out, so a member naming it gets a clear
+"unknown provider" problem rather than a half-configured provider.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from dominds.problems import (
+    LLM_CONFIG_ERROR,
+    Problem,
+    ProblemCollector,
+    YamlEntry,
+    compose_yaml,
+    did_you_mean,
+    is_invalid,
+    is_mapping,
+    is_null,
+    mapping_entries,
+    node_line,
+    try_node_value,
+)
+from dominds.rtws import Rtws
+
+API_TYPES = ("scripted", "anthropic", "openai-compatible", "openai")
+"""API types a generator exists for; ``openai`` is accepted as a synonym of ``openai-compatible``."""
+FALLBACK_PROVIDER = "scripted"
+"""Chosen when a member pins no provider and no provider's API key is set."""
+BUILTIN_SOURCE = "<builtin>/llm/defaults.yaml"
+"""``Problem.source`` for the built-in defaults (not a file of the rtws)."""
+
+_DEFAULTS_PATH = Path(__file__).with_name("defaults.yaml")
+
+_OPENAI_PARAMS = frozenset(
+    "temperature max_tokens top_p frequency_penalty presence_penalty seed logprobs top_logprobs stop "
+    "logit_bias user reasoning_effort verbosity parallel_tool_calls".split()
+)
+MODEL_PARAM_SECTIONS: Mapping[str, frozenset[str]] = {
+    "general": frozenset({"max_tokens"}),
+    "anthropic": frozenset("temperature max_tokens top_p top_k stop_sequences reasoning_split".split()),
+    "openai": _OPENAI_PARAMS,
+    "codex": _OPENAI_PARAMS,
+}
+"""``model_params`` sections (a member's ``model_params.<section>.<name>``) and the names each reads."""
+
+
+def model_params_mistakes(params: Mapping[Any, Any]) -> list[str]:
+    """Why parts of a member's ``model_params`` would be ignored (misplaced or unknown keys)."""
+    mistakes = []
+    for key, value in params.items():
+        section = MODEL_PARAM_SECTIONS.get(str(key))
+        if key == "max_tokens":
+            continue
+        if section is None:
+            homes = [s for s, names in MODEL_PARAM_SECTIONS.items() if key in names]
+            mistakes.append(
+                f"{key!r} is not read here" + (f"; put it under {' or '.join(homes)}:" if homes else "")
+            )
+        elif not isinstance(value, dict):
+            mistakes.append(f"`{key}` must be a mapping of parameters")
+        else:
+            mistakes.extend(
+                f"`{key}.{n}` is not a known {key} parameter" for n in sorted(set(map(str, value)) - section)
+            )
+    return mistakes
+
+
+@dataclass(frozen=True)
+class ModelPricing:
+    """Prices in USD per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    """Prompt-cache reads; ``None`` = not billed separately (counted as input)."""
+    cache_write: float | None = None
+    """Prompt-cache writes; ``None`` = not billed separately (counted as input)."""
+
+    def cost_usd(
+        self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0
+    ) -> float:
+        """Cost of one generation; ``input_tokens`` excludes the cache tokens."""
+        cache_read = self.input if self.cache_read is None else self.cache_read
+        cache_write = self.input if self.cache_write is None else self.cache_write
+        total = (
+            input_tokens * self.input
+            + output_tokens * self.output
+            + cache_read_tokens * cache_read
+            + cache_write_tokens * cache_write
+        )
+        return total / 1_000_000
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One model of a provider, as ``providers.<p>.models.<key>`` describes it."""
+
+    key: str
+    """The model id sent to the API (the mapping key)."""
+    name: str | None = None
+    context_length: int | None = None
+    """Context window in tokens; the context-health check measures against it."""
+    input_length: int | None = None
+    output_length: int | None = None
+    optimal_max_tokens: int | None = None
+    critical_max_tokens: int | None = None
+    pricing: ModelPricing | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Keys this module does not interpret, kept for generators and the UI."""
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """One provider entry of the catalog."""
+
+    key: str
+    name: str
+    api_type: str
+    """Which generator talks to it: ``scripted``, ``anthropic`` or ``openai-compatible``."""
+    base_url: str | None
+    """API endpoint; for ``scripted``, the response-database directory relative to the rtws."""
+    api_key_env_var: str | None
+    """Environment variable holding the key; ``None`` = keyless (never picked automatically)."""
+    models: Mapping[str, ModelInfo]
+    """Models in file order; the first is used when a member names the provider but no model."""
+    source: str = BUILTIN_SOURCE
+    """Where the entry comes from: ``BUILTIN_SOURCE`` or ``.minds/llm.yaml``."""
+    tech_spec_url: str | None = None
+    api_mgmt_url: str | None = None
+    model_param_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Providers by key, in resolution order (rtws providers first, then built-ins)."""
+
+    providers: Mapping[str, ProviderConfig]
+
+    def provider(self, key: str) -> ProviderConfig | None:
+        return self.providers.get(key)
+
+    def model(self, provider_key: str, model_key: str) -> ModelInfo | None:
+        provider = self.providers.get(provider_key)
+        return None if provider is None else provider.models.get(model_key)
+
+    def choice_problem(self, provider_key: str | None, model_key: str | None) -> tuple[str, str] | None:
+        """Which of ``provider``/``model`` the catalog lacks, and a message; ``None`` when both exist.
+
+        With no provider, the model must exist under some provider.
+        """
+        if provider_key is not None:
+            provider = self.providers.get(provider_key)
+            if provider is None:
+                return "provider", f"unknown provider {provider_key!r}; known: {', '.join(self.providers)}"
+            if model_key is not None and model_key not in provider.models:
+                models = ", ".join(provider.models)
+                return "model", f"provider {provider_key!r} has no model {model_key!r}; its models: {models}"
+        elif model_key is not None and not any(model_key in p.models for p in self.providers.values()):
+            return "model", f"no provider has a model {model_key!r}"
+        return None
+
+
+@dataclass(frozen=True)
+class ResolvedLlm:
+    """The provider and model a member's generations go to."""
+
+    provider_key: str
+    provider: ProviderConfig
+    model_key: str
+    model: ModelInfo
+
+
+class LlmResolutionError(Exception):
+    """A member's provider/model cannot be resolved; the message says what to change."""
+
+
+class MemberLlmChoice(Protocol):
+    """What resolution needs from a team member (``dominds.team.Member`` fits)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def provider(self) -> str | None: ...
+    @property
+    def model(self) -> str | None: ...
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_catalog(rtws: Rtws) -> tuple[Catalog, list[Problem]]:
+    """Built-in providers overlaid by ``.minds/llm.yaml``; a missing file means built-ins only."""
+    builtin, problems = _builtin_providers()
+    path = rtws.llm_yaml
+    collector = ProblemCollector(LLM_CONFIG_ERROR, ".minds/llm.yaml")
+    rtws_providers: dict[str, ProviderConfig] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = None
+    except (OSError, UnicodeDecodeError) as exc:
+        collector.error(None, f"cannot read the file: {exc}; built-in providers only")
+        text = None
+    if text is not None:
+        rtws_providers = parse_providers_yaml(text, collector)
+    merged = dict(rtws_providers)
+    for key, provider in builtin.items():
+        merged.setdefault(key, provider)
+    return Catalog(merged), [*problems, *collector.problems]
+
+
+def builtin_catalog() -> Catalog:
+    """The built-in providers alone (what ``defaults.yaml`` ships)."""
+    return Catalog(dict(_builtin_providers()[0]))
+
+
+@functools.cache
+def _builtin_providers() -> tuple[dict[str, ProviderConfig], tuple[Problem, ...]]:
+    # The package file never changes while we run, so parse it once.
+    collector = ProblemCollector(LLM_CONFIG_ERROR, BUILTIN_SOURCE)
+    providers = parse_providers_yaml(_DEFAULTS_PATH.read_text(encoding="utf-8"), collector)
+    return providers, tuple(collector.problems)
+
+
+def parse_providers_yaml(text: str, collector: ProblemCollector) -> dict[str, ProviderConfig]:
+    """Parse an ``llm.yaml`` document (``providers: {key: ProviderConfig}``) into valid providers."""
+    root = compose_yaml(text, collector)
+    if root is None or is_null(root):
+        return {}
+    if not is_mapping(root):
+        collector.wrong_type(root, node_line(root), "llm.yaml", "a mapping with `providers:`", "file ignored")
+        return {}
+    providers: dict[str, ProviderConfig] = {}
+    for entry in mapping_entries(root, collector, "llm.yaml"):
+        if entry.key != "providers":
+            collector.warning(
+                entry.line, f"unknown key {entry.key!r} ignored; the only root key is `providers`"
+            )
+            continue
+        if is_null(entry.node):
+            continue
+        if not is_mapping(entry.node):
+            collector.wrong_type(
+                entry.node, entry.line, "`providers`", "a mapping of provider key → settings"
+            )
+            continue
+        for provider_entry in mapping_entries(entry.node, collector, "providers"):
+            provider = _parse_provider(
+                provider_entry.key, provider_entry.line, provider_entry.node, collector
+            )
+            if provider is not None:
+                providers[provider.key] = provider
+    return providers
+
+
+_PROVIDER_KEYS = (
+    "name", "apiType", "baseUrl", "apiKeyEnvVar", "tech_spec_url", "api_mgmt_url", "model_param_options", "models",
+)  # fmt: skip
+_MODEL_INT_KEYS = (
+    "context_length", "input_length", "output_length", "optimal_max_tokens", "critical_max_tokens",
+)  # fmt: skip
+
+
+def _parse_provider(key: str, line: int, node: Any, collector: ProblemCollector) -> ProviderConfig | None:
+    who = f"provider {key!r}"
+    if not is_mapping(node):
+        collector.wrong_type(node, line, who, "a mapping of settings")
+        return None
+    fields: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    models_entry: YamlEntry | None = None
+    for entry in mapping_entries(node, collector, who):
+        if entry.key not in _PROVIDER_KEYS:
+            collector.warning(
+                entry.line,
+                f"{who}: unknown key {entry.key!r} ignored{did_you_mean(entry.key, _PROVIDER_KEYS)}",
+            )
+            continue
+        if entry.key == "models":
+            models_entry = entry
+            continue
+        value = try_node_value(entry.node, collector)
+        if not is_invalid(value):
+            fields[entry.key], lines[entry.key] = value, entry.line
+    api_type = fields.get("apiType")
+    if api_type is None:
+        collector.error(
+            line, f"{who}: `apiType` is required (one of {', '.join(API_TYPES)}); provider ignored"
+        )
+        return None
+    if api_type not in API_TYPES:
+        hint = "; the offline provider is `scripted`" if api_type == "mock" else ""
+        collector.error(
+            lines["apiType"],
+            f"{who}: unknown apiType {api_type!r} (one of {', '.join(API_TYPES)}){hint}; provider ignored",
+        )
+        return None
+    strings = {
+        k: _optional_str(fields, lines, k, who, collector)
+        for k in ("name", "baseUrl", "tech_spec_url", "api_mgmt_url")
+    }
+    key_var = _optional_str(fields, lines, "apiKeyEnvVar", who, collector)
+    options = fields.get("model_param_options")
+    if options is not None and not isinstance(options, dict):
+        collector.error(
+            lines["model_param_options"], f"{who}: `model_param_options` must be a mapping; ignored"
+        )
+        options = None
+    models = _parse_models(who, line, models_entry, collector)
+    if models is None:
+        return None
+    return ProviderConfig(
+        key=key,
+        name=strings["name"] or key,
+        api_type="openai-compatible" if api_type == "openai" else api_type,
+        base_url=strings["baseUrl"],
+        api_key_env_var=key_var or None,
+        models=models,
+        source=collector.source,
+        tech_spec_url=strings["tech_spec_url"],
+        api_mgmt_url=strings["api_mgmt_url"],
+        model_param_options=options or {},
+    )
+
+
+def _parse_models(
+    who: str, provider_line: int, models_entry: YamlEntry | None, collector: ProblemCollector
+) -> dict[str, ModelInfo] | None:
+    """The ``models`` mapping of a provider; ``None`` (provider ignored) when it is unusable."""
+    if models_entry is None or is_null(models_entry.node):
+        collector.error(
+            provider_line, f"{who}: `models` is required (a mapping of model key → info); provider ignored"
+        )
+        return None
+    if not is_mapping(models_entry.node):
+        expected = "a mapping of model key → info (e.g. `my-model: {context_length: 8192}`)"
+        collector.wrong_type(
+            models_entry.node, models_entry.line, f"{who}: `models`", expected, "provider ignored"
+        )
+        return None
+    models: dict[str, ModelInfo] = {}
+    for entry in mapping_entries(models_entry.node, collector, f"{who} models"):
+        if is_null(entry.node):
+            models[entry.key] = ModelInfo(key=entry.key)
+        elif not is_mapping(entry.node):
+            collector.wrong_type(
+                entry.node, entry.line, f"{who}: model {entry.key!r}", "a mapping (or empty)"
+            )
+        else:
+            value = try_node_value(entry.node, collector)
+            if not is_invalid(value):
+                models[entry.key] = _model_info(
+                    entry.key, value, entry.line, f"{who} model {entry.key!r}", collector
+                )
+    if not models:
+        collector.error(models_entry.line, f"{who}: no usable model; provider ignored")
+        return None
+    return models
+
+
+def _model_info(key: str, raw: dict[str, Any], line: int, who: str, collector: ProblemCollector) -> ModelInfo:
+    # Model entries are free-form (UI hints, generator knobs); only the keys we compute with are checked.
+    ints: dict[str, int | None] = {}
+    for name in _MODEL_INT_KEYS:
+        value = raw.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            collector.error(line, f"{who}: `{name}` must be a positive integer, got {value!r}; ignored")
+            value = None
+        ints[name] = value
+    name_value = raw.get("name")
+    if name_value is not None and not isinstance(name_value, str):
+        collector.error(line, f"{who}: `name` must be a string; ignored")
+        name_value = None
+    extra = {k: v for k, v in raw.items() if k not in (*_MODEL_INT_KEYS, "name", "pricing")}
+    return ModelInfo(
+        key=key,
+        name=name_value,
+        pricing=_pricing(raw.get("pricing"), line, who, collector),
+        extra=extra,
+        **ints,
+    )
+
+
+def _pricing(raw: object, line: int, who: str, collector: ProblemCollector) -> ModelPricing | None:
+    if raw is None:
+        return None
+    names = ("input", "output", "cache_read", "cache_write")
+    valid = (
+        isinstance(raw, dict)
+        and set(raw) <= set(names)
+        and all(
+            v is None or (isinstance(v, int | float) and not isinstance(v, bool) and v >= 0)
+            for v in raw.values()
+        )
+        and raw.get("input") is not None
+        and raw.get("output") is not None
+    )
+    if not isinstance(raw, dict) or not valid:
+        collector.error(
+            line,
+            f"{who}: `pricing` must be {{input, output, cache_read?, cache_write?}}, each a non-negative "
+            "number (USD per million tokens); ignored",
+        )
+        return None
+    cache_prices = [None if raw.get(name) is None else float(raw[name]) for name in names[2:]]
+    return ModelPricing(float(raw["input"]), float(raw["output"]), *cache_prices)
+
+
+def _optional_str(
+    fields: dict[str, Any], lines: dict[str, int], key: str, who: str, collector: ProblemCollector
+) -> str | None:
+    value = fields.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    collector.error(lines[key], f"{who}: `{key}` must be a string, got {type(value).__name__}; ignored")
+    return None
+
+
+# ---------------------------------------------------------------- resolution
+
+
+def resolve_member_llm(
+    member: MemberLlmChoice, catalog: Catalog, env: Mapping[str, str] | None = None
+) -> ResolvedLlm:
+    """The provider and model ``member`` generates with.
+
+    Provider: the member's own (``member_defaults`` already merged into it by the team loader),
+    else the first provider in catalog order whose ``apiKeyEnvVar`` is set to a non-empty value in
+    ``env`` (default ``os.environ``), else ``scripted``. Keyless providers are never picked
+    automatically. Model: the member's, else the provider's first model.
+    Raises ``LlmResolutionError`` with a message naming the member and what to fix.
+    """
+    environ = os.environ if env is None else env
+    provider_key = member.provider or _auto_provider(catalog, environ)
+    if provider_key is None:
+        raise LlmResolutionError(
+            f"member {member.id!r}: no provider: none is set in team.yaml, no API-key variable of a "
+            f"provider is set, and the fallback {FALLBACK_PROVIDER!r} is not in the catalog"
+        )
+    provider = catalog.provider(provider_key)
+    model_key = member.model or (next(iter(provider.models), None) if provider else None)
+    problem = catalog.choice_problem(provider_key, model_key)
+    if problem is not None or provider is None or model_key is None:
+        why = problem[1] if problem else f"provider {provider_key!r} has no models"
+        auto = "" if member.provider else " (provider chosen automatically; set `provider:` to choose)"
+        raise LlmResolutionError(f"member {member.id!r}: {why}{auto}")
+    return ResolvedLlm(provider_key, provider, model_key, provider.models[model_key])
+
+
+def _auto_provider(catalog: Catalog, env: Mapping[str, str]) -> str | None:
+    for key, provider in catalog.providers.items():
+        if provider.api_key_env_var and env.get(provider.api_key_env_var):
+            return key
+    return FALLBACK_PROVIDER if FALLBACK_PROVIDER in catalog.providers else None

@@ -1,0 +1,425 @@
+"""The team: members of ``.minds/team.yaml``, their defaults, and the always-present shadow members.
+
+``load_team`` never raises. Every mistake in the file becomes a ``Problem`` pointing at its line and
+the best-effort team is returned: a bad key or value is ignored (the default applies), a broken
+member is left out, a missing or unreadable file gives the bootstrap team (``fuxi`` + ``pangu``).
+The driver reloads the team before every generation, so hand edits take effect without a restart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dominds.llm.catalog import Catalog, load_catalog, model_params_mistakes
+from dominds.problems import (
+    TEAM_CONFIG_ERROR,
+    Problem,
+    ProblemCollector,
+    compose_yaml,
+    did_you_mean,
+    is_invalid,
+    is_mapping,
+    is_null,
+    mapping_entries,
+    node_line,
+    try_node_value,
+)
+from dominds.rtws import Rtws
+from dominds.tools.base import get_toolset, toolset_names
+
+TEAM_YAML = ".minds/team.yaml"
+SHADOW_MEMBER_IDS = ("fuxi", "pangu")
+"""Hidden members every team has: ``fuxi`` administers the team, ``pangu`` is a general worker."""
+SHELL_TOOL_NAMES = frozenset({"shell_cmd", "stop_daemon", "get_daemon_output"})
+"""Tools only ``shell_specialists`` keep; the runtime filters them out for everyone else."""
+RESERVED_IDS = frozenset({"human", "self", "tellasker"})
+"""Tellask targets with a fixed meaning, so no member may be called that."""
+_MEMBER_ID_RE = re.compile(r"[\w][\w.-]*", re.UNICODE)  # the characters a `@mention` can carry
+
+
+@dataclass(frozen=True)
+class Member:
+    """One teammate with ``member_defaults`` and built-in defaults already applied."""
+
+    id: str
+    """Call sign used in ``!?@<id>``; the key under ``members:``."""
+    name: str
+    provider: str | None = None
+    """Catalog provider key; ``None`` = chosen at run time (see ``resolve_member_llm``)."""
+    model: str | None = None
+    """Model key of the provider; ``None`` = the provider's first model."""
+    gofor: tuple[str, ...] | Mapping[str, str] = ()
+    """What the member is for, shown in the team directory of every system prompt."""
+    toolsets: tuple[str, ...] = ()
+    """Toolset names as written (``'*'`` = all, ``'!name'`` excludes); see ``expand_toolsets``."""
+    tools: tuple[str, ...] = ()
+    """Single tools added after the toolsets."""
+    model_params: Mapping[str, Any] = field(default_factory=dict)
+    fbr_effort: int = 3
+    """How many tool-less ``@self`` subdialogs a fresh-boots reasoning fans out to; 0 disables."""
+    fbr_model_params: Mapping[str, Any] = field(default_factory=dict)
+    diligence_push_max: int = 3
+    """Diligence Push budget of a root dialog; below 1 disables it."""
+    read_dirs: tuple[str, ...] = ()
+    """Read allow-list (glob patterns); empty = everything not denied."""
+    write_dirs: tuple[str, ...] = ()
+    no_read_dirs: tuple[str, ...] = ()
+    """Read deny-list, checked before the allow-list."""
+    no_write_dirs: tuple[str, ...] = ()
+    icon: str | None = None
+    streaming: bool = True
+    """``False`` = batch generation instead of streaming."""
+    hidden: bool = False
+    """Shadow members are hidden from listings but can still be called."""
+    line: int | None = None
+    """Line of the member's key in team.yaml (``None`` for a shadow member not written there)."""
+    key_lines: Mapping[str, int] = field(default_factory=dict)
+    """team.yaml line of each setting, the member's own or inherited from ``member_defaults``."""
+
+
+@dataclass(frozen=True)
+class Team:
+    """The effective team: members in file order, then the shadow members."""
+
+    members: Mapping[str, Member]
+    default_responder: str
+    """Member that answers a dialog created without naming an agent."""
+    shell_specialists: tuple[str, ...] = ()
+
+    def member(self, member_id: str) -> Member | None:
+        return self.members.get(member_id)
+
+    def visible_members(self) -> list[Member]:
+        return [m for m in self.members.values() if not m.hidden]
+
+    def is_shell_specialist(self, member_id: str) -> bool:
+        return member_id in self.shell_specialists
+
+    def keeps_shell_tools(self, member_id: str) -> bool:
+        """Whether shell tools stay in the member's tools: specialists, and hidden members (exempt)."""
+        member = self.members.get(member_id)
+        return member_id in self.shell_specialists or (member is not None and member.hidden)
+
+
+def expand_toolsets(spec: Sequence[str], available: Sequence[str]) -> list[str]:
+    """The toolsets ``spec`` selects among ``available``, in declaration order.
+
+    ``'*'`` adds every available toolset; ``'!name'`` removes ``name`` wherever it is written;
+    names that are not available are dropped (``load_team`` has reported them).
+    """
+    excluded = {entry[1:] for entry in spec if entry.startswith("!")}
+    selected: list[str] = []
+    for entry in spec:
+        names = available if entry == "*" else [] if entry.startswith("!") else [entry]
+        selected.extend(n for n in names if n in available and n not in excluded and n not in selected)
+    return selected
+
+
+# ---------------------------------------------------------------- member settings
+
+# The type each setting must have; lists are stored as tuples on ``Member``.
+_MEMBER_TYPES = {
+    "name": "string", "provider": "string", "model": "string", "gofor": "gofor", "toolsets": "list",
+    "tools": "list", "model_params": "mapping", "fbr_effort": "effort", "fbr_model_params": "mapping",
+    "diligence_push_max": "integer", "read_dirs": "list", "write_dirs": "list", "no_read_dirs": "list",
+    "no_write_dirs": "list", "icon": "string", "streaming": "boolean", "hidden": "boolean",
+}  # fmt: skip
+_TYPE_NAMES = {
+    "string": "a string", "boolean": "true or false", "integer": "an integer", "mapping": "a mapping",
+    "effort": "an integer from 0 to 100", "list": "a list of strings", "gofor": "a list of strings or a mapping",
+}  # fmt: skip
+
+
+def _has_type(kind: str, v: Any) -> bool:
+    is_int = isinstance(v, int) and not isinstance(v, bool)
+    is_str_list = isinstance(v, list) and all(isinstance(x, str) for x in v)
+    if kind == "gofor":
+        is_str_map = isinstance(v, dict) and all(
+            isinstance(k, str) and isinstance(x, str) for k, x in v.items()
+        )
+        return isinstance(v, str) or is_str_list or is_str_map
+    return {
+        "string": isinstance(v, str),
+        "boolean": isinstance(v, bool),
+        "integer": is_int,
+        "effort": is_int and 0 <= v <= 100,
+        "list": is_str_list,
+        "mapping": isinstance(v, dict),
+    }[kind]
+
+
+_KEY_ALIASES = {"fbr-effort": "fbr_effort", "diligence-push-max": "diligence_push_max"}
+
+
+@dataclass
+class _Spec:
+    """Settings written for one member (or ``member_defaults``), already type-checked."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Loader:
+    collector: ProblemCollector
+    catalog: Catalog
+    known_toolsets: list[str]
+
+    def member_spec(self, node: Any, who: str) -> _Spec:
+        spec = _Spec()
+        for entry in mapping_entries(node, self.collector, who):
+            key = _KEY_ALIASES.get(entry.key, entry.key)
+            if key not in _MEMBER_TYPES:
+                hint = did_you_mean(entry.key, [*_MEMBER_TYPES, *_KEY_ALIASES])
+                self.collector.warning(entry.line, f"{who}: unknown key {entry.key!r} ignored{hint}")
+                continue
+            if key in spec.values:
+                self.collector.warning(
+                    entry.line, f"{who}: {entry.key!r} repeats {key!r}; the first one is used"
+                )
+                continue
+            raw = try_node_value(entry.node, self.collector)
+            if is_invalid(raw) or raw is None:  # `key:` with no value = not set
+                continue
+            kind = _MEMBER_TYPES[key]
+            if not _has_type(kind, raw):
+                self.collector.wrong_type(entry.node, entry.line, f"{who}: `{entry.key}`", _TYPE_NAMES[kind])
+                continue
+            value = (raw,) if kind == "gofor" and isinstance(raw, str) else raw
+            value = tuple(value) if isinstance(value, list) else value
+            spec.values[key], spec.lines[key] = self.refine(key, value, entry.line, who), entry.line
+        return spec
+
+    def refine(self, key: str, value: Any, line: int, who: str) -> Any:
+        """Checks beyond the type; returns the value with bad entries dropped."""
+        if key == "toolsets" and self.known_toolsets:
+            for entry in value:
+                name = entry[1:] if entry.startswith("!") else entry
+                if entry != "*" and name not in self.known_toolsets:
+                    self.collector.error(
+                        line,
+                        f"{who}: unknown toolset {name!r}; known: {', '.join(self.known_toolsets)} "
+                        "('*' = all, '!name' excludes)",
+                    )
+        if key in ("read_dirs", "write_dirs"):
+            kept = tuple(p for p in value if not _names_protected_dir(p))
+            for pattern in sorted(set(value) - set(kept)):
+                self.collector.warning(
+                    line,
+                    f"{who}: `{key}` entry {pattern!r} ignored: .minds/ and *.tsk/ are never opened to file tools",
+                )
+            return kept
+        if key in ("model_params", "fbr_model_params"):
+            for mistake in model_params_mistakes(value):
+                self.collector.warning(line, f"{who}: `{key}`: {mistake}")
+        return value
+
+    def check_llm_choice(self, merged: dict[str, Any], spec: _Spec, who: str) -> None:
+        """Report a provider/model that the catalog lacks, at the line of ``spec`` that wrote it."""
+        problem = self.catalog.choice_problem(merged.get("provider"), merged.get("model"))
+        if problem is not None and problem[0] in spec.lines:
+            self.collector.error(spec.lines[problem[0]], f"{who}: {problem[1]}")
+
+
+def _names_protected_dir(pattern: str) -> bool:
+    segments = [s for s in pattern.strip().removeprefix("./").split("/") if s]
+    return bool(segments) and (segments[0] == ".minds" or any(s.endswith(".tsk") for s in segments))
+
+
+def _merge(*specs: _Spec) -> _Spec:
+    """Later specs win per setting; provider and model travel together (see docs/configuration.md)."""
+    merged = _Spec()
+    for spec in specs:
+        if "provider" in spec.values and "model" not in spec.values:
+            if merged.values.get("provider") not in (None, spec.values["provider"]):
+                merged.values.pop("model", None)  # a model of another provider would not exist here
+                merged.lines.pop("model", None)
+        merged.values.update(spec.values)
+        merged.lines.update(spec.lines)
+    return merged
+
+
+_SHADOW_BASE = {
+    "fuxi": _Spec({"name": "伏羲(Fuxi)", "toolsets": ("team-mgmt",), "gofor": ("manages the team: team.yaml, personas, providers",)}),
+    "pangu": _Spec({"name": "盘古(Pangu)", "gofor": ("general-purpose worker with every toolset except team management",)}),
+}  # fmt: skip
+
+
+def _impose_shadow_constraints(member_id: str, values: dict[str, Any]) -> None:
+    # team.yaml may tune a shadow member, but not turn it into something else
+    values["hidden"] = True
+    values["diligence_push_max"] = 0
+    if member_id == "fuxi" and "team-mgmt" not in values.get("toolsets", ()):
+        values["toolsets"] = (*values.get("toolsets", ()), "team-mgmt")
+    if member_id == "pangu":
+        values["toolsets"] = ("*", "!team-mgmt")
+        for key in ("no_read_dirs", "no_write_dirs"):
+            if ".minds/**" not in values.get(key, ()):
+                values[key] = (*values.get(key, ()), ".minds/**")
+
+
+def _member(member_id: str, spec: _Spec, line: int | None) -> Member:
+    values = {"name": member_id, **spec.values}
+    return Member(id=member_id, line=line, key_lines=dict(spec.lines), **values)
+
+
+def bootstrap_team() -> Team:
+    """The team of a workspace without team.yaml: only the shadow members."""
+    members = {}
+    for member_id in SHADOW_MEMBER_IDS:
+        values = dict(_SHADOW_BASE[member_id].values)
+        _impose_shadow_constraints(member_id, values)
+        members[member_id] = _member(member_id, _Spec(values), None)
+    return Team(members=members, default_responder="fuxi")
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_team(
+    rtws: Rtws, known_toolsets: Iterable[str] | None = None, *, catalog: Catalog | None = None
+) -> tuple[Team, list[Problem]]:
+    """Load ``.minds/team.yaml`` into the effective team and the problems found on the way.
+
+    ``known_toolsets`` (default: the registered ones) validates ``toolsets:`` entries; when it is
+    empty, toolset names are not checked. ``catalog`` (default: ``load_catalog(rtws)``, whose own
+    problems are not repeated here) validates ``provider``/``model``.
+    """
+    collector = ProblemCollector(TEAM_CONFIG_ERROR, TEAM_YAML)
+    if catalog is None:
+        catalog = load_catalog(rtws)[0]
+    known = list(toolset_names() if known_toolsets is None else known_toolsets)
+    try:
+        text = rtws.team_yaml.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return bootstrap_team(), []
+    except (OSError, UnicodeDecodeError) as exc:
+        collector.error(None, f"cannot read the file: {exc}; using the bootstrap team (fuxi, pangu)")
+        return bootstrap_team(), collector.problems
+    root = compose_yaml(text, collector)
+    if root is None or is_null(root):
+        return bootstrap_team(), collector.problems
+    if not is_mapping(root):
+        collector.wrong_type(root, node_line(root), "team.yaml", "a mapping", "using the bootstrap team")
+        return bootstrap_team(), collector.problems
+    return _TeamBuilder(_Loader(collector, catalog, known)).build(root), collector.problems
+
+
+@dataclass
+class _TeamBuilder:
+    loader: _Loader
+    defaults: _Spec = field(default_factory=_Spec)
+    member_specs: dict[str, tuple[_Spec, int]] = field(default_factory=dict)
+    default_responder: tuple[str, int] | None = None
+    shell_specialists: tuple[tuple[str, ...], int] = ((), 0)
+
+    def build(self, root: Any) -> Team:
+        collector = self.loader.collector
+        for entry in mapping_entries(root, collector, "team.yaml"):
+            self.read_root_entry(entry.key, entry.line, entry.node)
+        self.loader.check_llm_choice(self.defaults.values, self.defaults, "member_defaults")
+        members: dict[str, Member] = {}
+        baseline = _Spec({"fbr_effort": 3, "diligence_push_max": 3})
+        for member_id, (spec, line) in self.member_specs.items():
+            merged = _merge(baseline, self.defaults, _SHADOW_BASE.get(member_id, _Spec()), spec)
+            self.loader.check_llm_choice(merged.values, spec, f"member {member_id!r}")
+            if member_id in SHADOW_MEMBER_IDS:
+                _impose_shadow_constraints(member_id, merged.values)
+            members[member_id] = _member(member_id, merged, line)
+        for member_id in SHADOW_MEMBER_IDS:
+            if member_id not in members:
+                merged = _merge(baseline, self.defaults, _SHADOW_BASE[member_id])
+                _impose_shadow_constraints(member_id, merged.values)
+                members[member_id] = _member(member_id, merged, None)
+        team = Team(members, self.pick_default_responder(members), self.shell_specialists[0])
+        self.check_shell_specialists(team)
+        return team
+
+    def read_root_entry(self, key: str, line: int, node: Any) -> None:
+        collector = self.loader.collector
+        if key == "member_defaults":
+            if is_mapping(node):
+                self.defaults = self.loader.member_spec(node, "member_defaults")
+            elif not is_null(node):
+                collector.wrong_type(node, line, "`member_defaults`", "a mapping")
+        elif key == "members":
+            if is_mapping(node):
+                self.read_members(node)
+            elif not is_null(node):
+                collector.wrong_type(node, line, "`members`", "a mapping of member id → settings")
+        elif key == "default_responder":
+            value = try_node_value(node, collector)
+            if isinstance(value, str):
+                self.default_responder = (value, line)
+            elif value is not None and not is_invalid(value):
+                collector.wrong_type(node, line, "`default_responder`", "a member id")
+        elif key == "shell_specialists":
+            value = try_node_value(node, collector)
+            if isinstance(value, str):
+                value = [value]
+            if isinstance(value, list) and all(isinstance(v, str) for v in value):
+                self.shell_specialists = (tuple(value), line)
+            elif value is not None and not is_invalid(value):
+                collector.wrong_type(node, line, "`shell_specialists`", "a member id or a list of them")
+        else:
+            known = ["member_defaults", "default_responder", "shell_specialists", "members"]
+            hint = did_you_mean(key, known) or f"; known keys: {', '.join(known)}"
+            collector.warning(line, f"unknown key {key!r} ignored{hint}")
+
+    def read_members(self, node: Any) -> None:
+        collector = self.loader.collector
+        for entry in mapping_entries(node, collector, "members"):
+            who = f"member {entry.key!r}"
+            if not _MEMBER_ID_RE.fullmatch(entry.key) or entry.key.endswith("."):
+                collector.error(
+                    entry.line,
+                    f"{who}: an id may hold letters, digits, '_', '-' and inner '.'; member ignored",
+                )
+            elif entry.key in RESERVED_IDS:
+                collector.error(
+                    entry.line, f"{who}: {entry.key!r} is a reserved tellask target; member ignored"
+                )
+            elif is_null(entry.node):
+                self.member_specs[entry.key] = (_Spec(), entry.line)  # `id:` alone = all defaults
+            elif not is_mapping(entry.node):
+                collector.wrong_type(entry.node, entry.line, who, "a mapping of settings", "member ignored")
+            else:
+                self.member_specs[entry.key] = (self.loader.member_spec(entry.node, who), entry.line)
+
+    def pick_default_responder(self, members: Mapping[str, Member]) -> str:
+        if self.default_responder is not None:
+            wanted, line = self.default_responder
+            if wanted in members:
+                return wanted
+            self.loader.collector.error(
+                line, f"`default_responder` {wanted!r} is not a member; known: {', '.join(members)}"
+            )
+        return next((m.id for m in members.values() if not m.hidden), "fuxi")
+
+    def check_shell_specialists(self, team: Team) -> None:
+        collector = self.loader.collector
+        specialists, line = self.shell_specialists
+        for member_id in specialists:
+            if member_id not in team.members:
+                collector.error(line, f"`shell_specialists`: {member_id!r} is not a member")
+        for member in team.members.values():
+            if member.hidden:  # shadow members are exempt
+                continue
+            shell_tools = _shell_tools_of(member, self.loader.known_toolsets)
+            where = member.key_lines.get("toolsets", member.key_lines.get("tools", member.line))
+            if shell_tools and member.id not in specialists:
+                collector.warning(
+                    where,
+                    f"member {member.id!r} is not in `shell_specialists`, so its shell tools "
+                    f"({', '.join(sorted(shell_tools))}) will be removed",
+                )
+
+
+def _shell_tools_of(member: Member, known_toolsets: Sequence[str]) -> set[str]:
+    names = set(member.tools) & SHELL_TOOL_NAMES
+    for toolset in expand_toolsets(member.toolsets, known_toolsets):
+        names.update(t.name for t in get_toolset(toolset) or [] if t.name in SHELL_TOOL_NAMES)
+    return names
