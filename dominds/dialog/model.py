@@ -1,0 +1,214 @@
+"""Dialog objects: a cache of one dialog's files with persist-then-publish mutators."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from dominds.ids import now_iso
+from dominds.store.course_records import (
+    AgentThoughtRecord,
+    AgentWordsRecord,
+    CourseRecord,
+    CourseStartRecord,
+    GenFinishRecord,
+    GenStartRecord,
+    HumanTextRecord,
+    TeammateResponseRecord,
+)
+from dominds.store.dialog_store import DialogFiles
+from dominds.store.records import (
+    DialogMeta,
+    HumanQuestion,
+    LatestState,
+    PendingSubdialog,
+    Q4hFile,
+    RegistryEntry,
+    Reminder,
+    RemindersFile,
+    RunState,
+    SubdlgFile,
+)
+
+Publish = Callable[[tuple[str, str] | None, dict[str, Any]], dict[str, Any]]
+
+
+class Dialog:
+    """One dialog (root or subdialog). Not constructed directly: see ``load_dialog``."""
+
+    def __init__(
+        self,
+        files: DialogFiles,
+        meta: DialogMeta,
+        latest: LatestState,
+        publish: Publish,
+        root: RootDialog | None,
+    ) -> None:
+        self.files = files
+        self.meta = meta
+        self.latest = latest
+        self._publish = publish
+        self.root: RootDialog = root if root is not None else self  # type: ignore[assignment]
+        self.reminders: list[Reminder] = []
+        self.q4h: list[HumanQuestion] = []
+        self.pending: list[PendingSubdialog] = []
+        self.records: list[CourseRecord] = []
+        self.drive_mutex = asyncio.Lock()  # FIFO: asyncio wakes waiters in order
+        self.suspension_lock = asyncio.Lock()
+        self.drive_task: asyncio.Task[None] | None = None
+        self.stop_reason: str | None = None
+        self.load_error: str | None = None
+        self.genseq = 0
+        self.pending_new_course = False
+        """Set by clear_mind: start a new course when the current generation ends."""
+        self.streaming_text: dict[str, str] = {}
+        """The segment being streamed (kind → text so far), for late subscribers."""
+
+    # -- identity ------------------------------------------------------------------------------
+
+    @property
+    def self_id(self) -> str:
+        return self.meta.id
+
+    @property
+    def root_id(self) -> str:
+        return self.meta.root_id
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.meta.id, self.meta.root_id)
+
+    @property
+    def is_root(self) -> bool:
+        return self.meta.is_root
+
+    @property
+    def agent_id(self) -> str:
+        return self.meta.agent_id
+
+    @property
+    def ident(self) -> dict[str, str]:
+        return {"selfId": self.self_id, "rootId": self.root_id}
+
+    # -- derived state -------------------------------------------------------------------------
+
+    @property
+    def is_dead(self) -> bool:
+        return self.latest.run_state.kind == "dead"
+
+    @property
+    def is_driving(self) -> bool:
+        return self.drive_task is not None and not self.drive_task.done()
+
+    def can_drive(self) -> bool:
+        """DESIGN §4.3: no pending Q4H and no pending subdialogs (an inbound ask-back may bypass the latter)."""
+        if self.load_error or self.is_dead or self.latest.run_state.kind == "terminal":
+            return False
+        if self.q4h:
+            return False
+        return not self.pending or bool(self.latest.inbound_tellask_backs)
+
+    def blocked_reason(self) -> str | None:
+        if self.q4h and self.pending:
+            return "needs_human_input_and_subdialogs"
+        if self.q4h:
+            return "needs_human_input"
+        if self.pending:
+            return "waiting_for_subdialogs"
+        return None
+
+    def idle_run_state(self) -> RunState:
+        reason = self.blocked_reason()
+        return RunState(kind="blocked", reason=reason) if reason else RunState(kind="idle")
+
+    # -- persistence + publishing --------------------------------------------------------------
+
+    def publish(self, event: dict[str, Any]) -> dict[str, Any]:
+        return self._publish(self.key, event)
+
+    def save_latest(self) -> None:
+        self.files.write_latest(self.latest)
+
+    def set_run_state(self, state: RunState) -> None:
+        if state == self.latest.run_state:
+            return
+        self.latest.run_state = state
+        self.save_latest()
+        self.publish({"type": "dlg_run_state_evt", "runState": state.to_disk()})
+
+    def append(self, record: CourseRecord, *, sync: bool = True) -> int:
+        """Persist a course record, keep it in memory; returns its message index."""
+        self.files.append(self.latest.current_course, record, sync=sync)
+        self.records.append(record)
+        return len(self.records) - 1
+
+    def save_q4h(self) -> None:
+        self.files.write_q4h(Q4hFile(questions=list(self.q4h), updated_at=now_iso()))
+
+    def save_pending(self) -> None:
+        self.files.write_subdlg(SubdlgFile(pending=list(self.pending), updated_at=now_iso()))
+
+    def save_reminders(self) -> None:
+        self.files.write_reminders(RemindersFile(reminders=list(self.reminders), updated_at=now_iso()))
+        self.publish(
+            {
+                "type": "full_reminders_update",
+                "reminders": [{"id": r.id, "content": r.content, "owner": r.owner} for r in self.reminders],
+            }
+        )
+
+    # -- transcript queries --------------------------------------------------------------------
+
+    def recorded_msg_ids(self) -> set[str]:
+        return {r.msg_id for r in self.records if isinstance(r, HumanTextRecord)}
+
+    def supplied_response_keys(self) -> set[tuple[str, str]]:
+        return {(r.callee_dialog_id, r.call_id) for r in self.records if isinstance(r, TeammateResponseRecord)}
+
+    def last_saying(self) -> str | None:
+        """Text of the last saying of the current course (a subdialog's answer)."""
+        for record in reversed(self.records):
+            if isinstance(record, AgentWordsRecord) and record.content.strip():
+                return record.content
+            if isinstance(record, HumanTextRecord):
+                break
+        for record in reversed(self.records):
+            if isinstance(record, AgentThoughtRecord) and record.content.strip():
+                return record.content
+            if isinstance(record, HumanTextRecord):
+                break
+        return None
+
+    def next_genseq(self) -> int:
+        last = 0
+        for record in self.records:
+            if isinstance(record, GenStartRecord | GenFinishRecord) and record.genseq > last:
+                last = record.genseq
+        return last + 1
+
+    def start_course(self, number: int, reason: str | None) -> None:
+        self.latest.current_course = number
+        self.records = []
+        self.append(CourseStartRecord(ts=now_iso(), course=number, reason=reason))
+
+
+class SubDialog(Dialog):
+    """A dialog created by a tellask; answers its current caller."""
+
+
+class RootDialog(Dialog):
+    """A root dialog: owns the local registry of its tree and the TYPE B registry."""
+
+    def __init__(self, files: DialogFiles, meta: DialogMeta, latest: LatestState, publish: Publish) -> None:
+        super().__init__(files, meta, latest, publish, None)
+        self.status = "run"
+        self.local: dict[str, Dialog] = {meta.id: self}
+        """selfId → loaded dialog of this tree."""
+        self.type_b: dict[str, RegistryEntry] = {}
+        """``agentId!tellaskSession`` → registry entry (persisted in registry.yaml)."""
+        self.registry_lock = asyncio.Lock()
+        """Serializes TYPE B lookup-or-create so concurrent identical calls make one subdialog."""
+
+    def save_registry(self) -> None:
+        self.files.write_registry(self.type_b)

@@ -1,0 +1,70 @@
+"""Team, catalog and persona files, reloaded whenever they change on disk.
+
+The driver asks for the configuration at every generation so hand edits take effect at once; a
+``stat`` per file keeps that cheap when nothing changed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dominds.llm.catalog import Catalog, load_catalog
+from dominds.problems import Problem
+from dominds.rtws import Rtws
+from dominds.team import Team, load_team
+from dominds.tools import builtin as _builtin  # noqa: F401  (registers the built-in toolsets)
+from dominds.tools.base import toolset_names
+
+
+def _signature(path: Path) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
+
+
+@dataclass
+class Config:
+    team: Team
+    catalog: Catalog
+    problems: list[Problem]
+    generation: int
+    """Increases at each reload (lets listeners announce ``team_config_updated``)."""
+
+
+@dataclass
+class ConfigCache:
+    rtws: Rtws
+    _signature: tuple[tuple[int, int], ...] | None = None
+    _config: Config | None = None
+    _texts: dict[Path, tuple[tuple[int, int], str | None]] = field(default_factory=dict)
+
+    def get(self) -> Config:
+        signature = (_signature(self.rtws.team_yaml), _signature(self.rtws.llm_yaml))
+        if self._config is None or signature != self._signature:
+            catalog, catalog_problems = load_catalog(self.rtws)
+            team, team_problems = load_team(self.rtws, toolset_names(), catalog=catalog)
+            generation = self._config.generation + 1 if self._config else 1
+            self._config = Config(team, catalog, [*catalog_problems, *team_problems], generation)
+            self._signature = signature
+        return self._config
+
+    def text(self, path: Path) -> str | None:
+        """A small text file (persona, env, memory), cached by mtime; None when missing."""
+        signature = _signature(path)
+        cached = self._texts.get(path)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        try:
+            text: str | None = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None
+        self._texts[path] = (signature, text)
+        return text
+
+    def persona(self, member_id: str, lang: str = "en") -> str | None:
+        base = self.rtws.minds_dir / "team" / member_id
+        return self.text(base / f"persona.{lang}.md") or self.text(base / "persona.md")

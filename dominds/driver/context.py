@@ -1,0 +1,115 @@
+"""Build what the model sees: the system prompt and the ordered context messages (reference §3.3).
+
+Order: system prompt → memories → effective Taskdoc (a user environment message) → course messages →
+reminders and the language guide inserted just before the last user message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dominds.dialog.messages import context_messages
+from dominds.dialog.model import Dialog
+from dominds.driver.config import Config, ConfigCache
+from dominds.llm.base import ChatMessage
+from dominds.taskdoc import TaskdocError, load_taskdoc
+from dominds.taskdoc_render import render_effective_taskdoc
+from dominds.team import Member
+
+TELLASK_GRAMMAR = """\
+## Talking to teammates (Tellask)
+Write a line that starts at column 0 with `!?@<member>` to give a teammate a task; following lines that
+start with `!?` are its body. The block ends at the first line without `!?`. Examples:
+
+!?@researcher Find three sources on X
+!?Return a bullet list with links.
+
+- `!?@<member>` — a fresh one-off task (a new subdialog each time).
+- `!?@<member> !tellaskSession <slug>` in the headline — a resumable session: the same subdialog
+  keeps its context across tellasks with the same slug.
+- `!?@human <question>` — ask the human; you wait until they answer.
+- `!?@self <question>` — think about a sub-question with a fresh mind (tool-less helpers).
+- In a subdialog, `!?@tellasker <question>` asks back whoever gave you the task.
+Several tellasks in one message run in parallel; their answers arrive as messages. A subdialog's final
+message is its answer. Tools are called with function calling, never with `!?`.
+"""
+
+
+def system_prompt(cache: ConfigCache, config: Config, dialog: Dialog, member: Member, tool_names: list[str]) -> str:
+    parts = [f"# You are @{member.id} ({member.name}), a member of a team of agents working with a human."]
+    persona = cache.persona(member.id)
+    if persona:
+        parts.append(f"## Persona\n{persona.strip()}")
+    env = cache.text(cache.rtws.minds_dir / "env.md")
+    if env:
+        parts.append(f"## Runtime environment\n{env.strip()}")
+    directory = []
+    for other in config.team.visible_members():
+        gofor = other.gofor if isinstance(other.gofor, tuple) else tuple(f"{k}: {v}" for k, v in other.gofor.items())
+        what = "; ".join(gofor) if gofor else ""
+        me = " (you)" if other.id == member.id else ""
+        directory.append(f"- @{other.id}{me}: {other.name}{' — ' + what if what else ''}")
+    parts.append("## Team directory\n" + "\n".join(directory))
+    parts.append(TELLASK_GRAMMAR)
+    if dialog.meta.fbr:
+        parts.append("## This is a Fresh Boots Reasoning subdialog\nYou have no tools. Think, then answer.")
+    elif tool_names:
+        parts.append("## Tools\nFunction tools available: " + ", ".join(tool_names) + ".")
+    if not dialog.is_root:
+        parts.append(
+            "## Your position\nYou work in a subdialog on a task given by a teammate. Your final message is "
+            "your answer to them; make it complete and self-contained."
+        )
+    return "\n\n".join(parts)
+
+
+def memory_messages(cache: ConfigCache, member_id: str) -> list[ChatMessage]:
+    out = []
+    memory_root = cache.rtws.minds_dir / "memory"
+    for label, directory in (("team shared", memory_root / "team_shared"), ("personal", memory_root / "individual" / member_id)):
+        for path in sorted(_markdown_files(directory)):
+            text = cache.text(path)
+            if text and text.strip():
+                rel = path.relative_to(memory_root).as_posix()
+                out.append(ChatMessage(role="assistant", content=f"[{label} memory: {rel}]\n{text.strip()}"))
+    return out
+
+
+def _markdown_files(directory: Path) -> list[Path]:
+    if not directory.is_dir():
+        return []
+    return [p for p in directory.rglob("*.md") if p.is_file()]
+
+
+def taskdoc_message(cache: ConfigCache, dialog: Dialog) -> ChatMessage | None:
+    path = dialog.meta.task_doc_path
+    if not path:
+        return None
+    try:
+        taskdoc = load_taskdoc(cache.rtws.root, path)
+    except TaskdocError as exc:
+        return ChatMessage(role="user", content=f"[Taskdoc unavailable: {exc}]")
+    return ChatMessage(role="user", content=render_effective_taskdoc(taskdoc))
+
+
+def reminders_text(dialog: Dialog) -> str | None:
+    if not dialog.reminders:
+        return None
+    lines = [f"reminder #{i}: {r.content}" for i, r in enumerate(dialog.reminders, 1)]
+    return "[Your reminders (manage them with add/update/delete_reminder)]\n" + "\n".join(lines)
+
+
+def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[ChatMessage]:
+    messages = memory_messages(cache, member.id)
+    taskdoc = taskdoc_message(cache, dialog)
+    if taskdoc is not None:
+        messages.append(taskdoc)
+    course = context_messages(dialog.records)
+    reminder = reminders_text(dialog)
+    if reminder:
+        # Just before the last user message, so the model reads them right before its turn.
+        last_user = max((i for i, m in enumerate(course) if m.role == "user"), default=None)
+        insert_at = last_user if last_user is not None else len(course)
+        course.insert(insert_at, ChatMessage(role="user", content=reminder))
+    messages.extend(course)
+    return messages

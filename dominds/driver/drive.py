@@ -1,0 +1,117 @@
+"""One drive: generations in a loop until the dialog suspends, stops asking for more, is stopped, or fails.
+
+Runs under the dialog's FIFO drive mutex (taken by the scheduler). At the end it settles the run
+state, answers inbound ask-backs, and — for a subdialog that can drive — supplies its answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dominds.dialog.model import Dialog
+from dominds.driver import texts
+from dominds.driver.generation import GenOutcome, run_generation
+from dominds.driver.supply import answer_tellask_back, supply_response
+from dominds.ids import now_iso, short_token
+from dominds.store.course_records import RunMarkerRecord
+from dominds.store.records import QueuedPrompt, RunState
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+MAX_GENERATIONS_PER_DRIVE = 200
+"""A runaway guard: a model that calls tools forever is interrupted with a clear reason."""
+
+
+async def drive_dialog(engine: Engine, dialog: Dialog) -> None:
+    if dialog.is_dead or dialog.load_error or dialog.latest.run_state.kind == "terminal":
+        dialog.latest.needs_drive = False
+        return
+    dialog.stop_reason = None
+    was_interrupted = dialog.latest.run_state.kind == "interrupted"
+    dialog.set_run_state(RunState(kind="proceeding"))
+    if was_interrupted:
+        dialog.append(RunMarkerRecord(ts=now_iso(), kind="resumed"))
+        dialog.publish({"type": "dlg_run_state_marker_evt", "kind": "resumed"})
+    outcome = GenOutcome()
+    generations = 0
+    while True:
+        prompt = dialog.latest.queued_prompts[0] if dialog.latest.queued_prompts else None
+        outcome = await run_generation(engine, dialog, prompt)
+        generations += 1
+        if dialog.pending_new_course:
+            start_new_course(engine, dialog, reason="clear_mind")
+        if outcome.stopped or outcome.error or outcome.suspended:
+            break
+        if dialog.latest.queued_prompts or outcome.had_output:
+            if generations >= MAX_GENERATIONS_PER_DRIVE:
+                outcome.error = f"stopped after {generations} generations in one drive (runaway guard)"
+                break
+            continue
+        if dialog.is_root and engine.diligence_push(dialog):
+            continue
+        break
+    _settle(engine, dialog, outcome)
+    await _after_drive(engine, dialog, outcome)
+
+
+def _settle(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
+    dialog.latest.needs_drive = bool(dialog.latest.queued_prompts) and not outcome.stopped and not outcome.error
+    if dialog.is_dead:
+        dialog.save_latest()
+        return
+    if outcome.stopped:
+        reason = dialog.stop_reason or "user_stop"
+        state = RunState(kind="interrupted", reason=reason)
+    elif outcome.error:
+        state = RunState(kind="interrupted", reason="system_stop", detail=outcome.error)
+    else:
+        state = dialog.idle_run_state()
+    if state.kind == "interrupted":
+        dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason=state.reason))
+        dialog.publish({"type": "dlg_run_state_marker_evt", "kind": "interrupted", "reason": state.reason})
+    dialog.save_latest()
+    dialog.set_run_state(state)
+    dialog.stop_reason = None
+
+
+async def _after_drive(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
+    if outcome.stopped or outcome.error or dialog.q4h or dialog.is_dead:
+        return
+    for inbound in list(dialog.latest.inbound_tellask_backs):
+        await answer_tellask_back(engine, dialog, inbound, dialog.last_saying() or "(no answer was given)")
+    assignment = dialog.meta.assignment_from_sup
+    if assignment is not None and not dialog.pending and not dialog.latest.queued_prompts:
+        answer = dialog.last_saying()
+        if dialog.latest.fbr_violation:
+            await supply_response(
+                engine, dialog, assignment, answer or "", "failed", failure_reason="the FBR subdialog tried to use tools"
+            )
+        else:
+            await supply_response(engine, dialog, assignment, answer or "(the teammate gave no answer)")
+
+
+def start_new_course(engine: Engine, dialog: Dialog, *, reason: str) -> None:
+    """clear_mind: new course file, Q4H cleared, reminders and registry kept, new-course prompt queued first."""
+    dialog.pending_new_course = False
+    for question in list(dialog.q4h):
+        engine.unindex_question(question.id)
+        dialog.publish({"type": "q4h_answered", "questionId": question.id, "selfId": dialog.self_id})
+    dialog.q4h = []
+    dialog.save_q4h()
+    number = dialog.latest.current_course + 1
+    dialog.start_course(number, reason)
+    assignment = None
+    if dialog.meta.assignment_from_sup is not None:
+        a = dialog.meta.assignment_from_sup
+        assignment = texts.assignment_text(dialog.agent_id, a.origin_member_id, a.tellask_head, a.tellask_body)
+    prompt = QueuedPrompt(
+        msg_id=f"course-{number}-{short_token(3)}",
+        content=texts.new_course_prompt(number, assignment),
+        grammar="markdown",
+        origin="new_course",
+        queued_at=now_iso(),
+    )
+    dialog.latest.queued_prompts.insert(0, prompt)
+    dialog.save_latest()
+    dialog.publish({"type": "course_update", "course": number, "totalCourses": number})

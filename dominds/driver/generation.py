@@ -1,0 +1,189 @@
+"""One generation: record the prompt, build context, stream from the provider, execute calls, finish.
+
+``gen_finish_record`` and ``generating: false`` are always written, also on errors and stops
+(reference §13 row 6: close ``generating`` in a finally).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dominds.dialog.model import Dialog
+from dominds.driver.context import build_messages, system_prompt
+from dominds.driver.receiver import DialogReceiver
+from dominds.driver.tellask_exec import CallToRun, execute_tellasks, runtime_call_id
+from dominds.driver.tool_exec import execute_func_calls, tools_for
+from dominds.ids import now_iso
+from dominds.llm.base import GenerationRequest, LlmError, ProviderRejected, StreamProtocolError, ToolSpec
+from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
+from dominds.store.course_records import GenFinishRecord, GenStartRecord, HumanTextRecord, Usage
+from dominds.store.records import QueuedPrompt
+from dominds.tellask import TellaskCall, parse_segments
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+
+@dataclass
+class GenOutcome:
+    suspended: bool = False
+    """The dialog now waits for the human or for subdialogs."""
+    had_output: bool = False
+    """Tool results or tellask notes the model has not seen yet: generate again."""
+    stopped: bool = False
+    """A stop was requested during this generation."""
+    error: str | None = None
+    """Why the generation failed (the dialog is interrupted with it)."""
+    rejected: bool = False
+    """The provider refused the request (4xx): a user must fix the configuration."""
+    usage: Usage | None = None
+
+
+class GenerationAborted(Exception):
+    """The provider stream was cancelled by a stop request."""
+
+
+async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | None) -> GenOutcome:
+    outcome = GenOutcome()
+    genseq = dialog.next_genseq()
+    dialog.genseq = genseq
+    dialog.latest.generating = True
+    dialog.latest.needs_drive = False  # this generation sees everything recorded so far
+    dialog.save_latest()
+    dialog.append(GenStartRecord(ts=now_iso(), genseq=genseq))
+    gen = {"course": dialog.latest.current_course, "genseq": genseq}
+    dialog.publish({"type": "generating_start_evt", **gen})
+    finish = GenFinishRecord(ts="", genseq=genseq)
+    started = time.perf_counter()
+    try:
+        if prompt is not None:
+            if await _take_prompt(engine, dialog, prompt, genseq):
+                outcome.suspended = True
+                return outcome
+        if dialog.stop_reason:
+            outcome.stopped = True
+            return outcome
+        config = engine.config.get()
+        member = config.team.member(dialog.agent_id)
+        if member is None:
+            raise LlmResolutionError(f"agent {dialog.agent_id!r} is not a member of the team (.minds/team.yaml)")
+        resolved = resolve_member_llm(member, config.catalog)
+        finish.provider, finish.model = resolved.provider_key, resolved.model_key
+        tools = {} if dialog.meta.fbr else tools_for(member, dialog, config)
+        request = GenerationRequest(
+            provider_key=resolved.provider_key,
+            provider_config=engine.provider_config_dict(resolved.provider),
+            model_key=resolved.model_key,
+            model_name=resolved.model.key,
+            system_prompt=system_prompt(engine.config, config, dialog, member, sorted(tools)),
+            messages=build_messages(engine.config, dialog, member),
+            tools=[ToolSpec(t.name, t.description, t.parameters) for t in tools.values()],
+            model_params=dict(member.fbr_model_params if dialog.meta.fbr else member.model_params),
+            agent_id=dialog.agent_id,
+            rtws_root=str(engine.rtws.root),
+            streaming=member.streaming,
+        )
+        generator = engine.generator_for(resolved.provider.api_type)
+        receiver = DialogReceiver(dialog, genseq)
+        provider_started = time.perf_counter()
+        stream = asyncio.ensure_future(generator.generate(request, receiver))
+        engine.active_streams[dialog.self_id] = stream
+        try:
+            result = await stream
+        except asyncio.CancelledError:
+            if not dialog.stop_reason:
+                raise
+            outcome.stopped = True
+            return outcome
+        finally:
+            engine.active_streams.pop(dialog.self_id, None)
+        receiver.check_closed()
+        finish.duration_ms = int((time.perf_counter() - provider_started) * 1000)
+        finish.usage = outcome.usage = result.usage
+        if dialog.meta.fbr and receiver.func_calls:
+            outcome.error = "FBR subdialogs have no tools; the function calls were refused"
+            dialog.latest.fbr_violation = True
+            return outcome
+        tellask_outcome = await execute_tellasks(engine, dialog, receiver.calls, genseq, from_human=False)
+        if receiver.func_calls:
+            await execute_func_calls(engine, dialog, receiver.func_calls, tools, genseq)
+        outcome.had_output = bool(receiver.func_calls) or tellask_outcome.had_notes or (
+            tellask_outcome.dispatched and not (dialog.q4h or dialog.pending)
+        )
+        outcome.suspended = bool(dialog.q4h or dialog.pending) and not dialog.latest.inbound_tellask_backs
+        if dialog.stop_reason:
+            outcome.stopped = True
+        return outcome
+    except StreamProtocolError as exc:
+        outcome.error = f"stream protocol violation: {exc}"
+        dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
+        return outcome
+    except ProviderRejected as exc:
+        outcome.error = f"provider rejected the request: {exc}" + (f" — {exc.fix_hint}" if exc.fix_hint else "")
+        outcome.rejected = True
+        dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
+        engine.report_provider_problem(dialog, outcome.error)
+        return outcome
+    except (LlmError, LlmResolutionError) as exc:
+        outcome.error = str(exc)
+        dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
+        return outcome
+    finally:
+        finish.ts = now_iso()
+        if finish.duration_ms is None:
+            finish.duration_ms = int((time.perf_counter() - started) * 1000)
+        finish.status = "error" if outcome.error else "interrupted" if outcome.stopped else "ok"
+        finish.error = outcome.error
+        finish.context_health = engine.context_health(dialog, finish)
+        dialog.append(finish)
+        dialog.latest.generating = False
+        dialog.save_latest()
+        dialog.publish({"type": "generating_finish_evt", "llmGenModel": finish.model, **gen})
+        if finish.context_health:
+            dialog.publish({"type": "context_health_evt", "contextHealth": finish.context_health, **gen})
+
+
+async def _take_prompt(engine: Engine, dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> bool:
+    """Record a queued prompt exactly once and run the tellasks a human wrote. True when that suspended the dialog."""
+    if prompt.msg_id not in dialog.recorded_msg_ids():
+        dialog.append(
+            HumanTextRecord(
+                ts=now_iso(),
+                genseq=genseq,
+                msg_id=prompt.msg_id,
+                content=prompt.content,
+                grammar=prompt.grammar,
+                origin=prompt.origin,
+                question_id=prompt.question_id,
+                from_dialog_id=prompt.from_dialog_id,
+                call_id=prompt.call_id,
+            )
+        )
+        dialog.publish(
+            {
+                "type": "end_of_user_saying_evt",
+                "course": dialog.latest.current_course,
+                "genseq": genseq,
+                "msgId": prompt.msg_id,
+                "content": prompt.content,
+                "grammar": prompt.grammar,
+                "origin": prompt.origin,
+            }
+        )
+    dialog.latest.queued_prompts = [p for p in dialog.latest.queued_prompts if p.msg_id != prompt.msg_id]
+    dialog.save_latest()
+    if prompt.grammar != "tellask":
+        return False
+    course = dialog.latest.current_course
+    calls = [
+        CallToRun(seg, runtime_call_id(seg.call_id, course, genseq, "u"))
+        for seg in parse_segments(prompt.content)
+        if isinstance(seg, TellaskCall)
+    ]
+    if not calls:
+        return False
+    await execute_tellasks(engine, dialog, calls, genseq, from_human=True)
+    return bool(dialog.q4h or dialog.pending)

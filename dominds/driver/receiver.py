@@ -1,0 +1,148 @@
+"""The streaming receiver of one generation.
+
+It enforces the thinking/saying contract (segments alternate, never overlap; DESIGN §4.6), feeds each
+saying segment live to a fresh Tellask parser (one per segment, as replay does), publishes stream events,
+and persists each finished segment as one record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dominds.dialog.model import Dialog
+from dominds.driver.tellask_exec import CallToRun, runtime_call_id
+from dominds.ids import now_iso
+from dominds.llm.base import StreamProtocolError
+from dominds.store.course_records import AgentThoughtRecord, AgentWordsRecord
+from dominds.tellask import (
+    BodyChunk,
+    BodyFinish,
+    BodyStart,
+    CallFinish,
+    CallStart,
+    HeadlineChunk,
+    HeadlineFinish,
+    MarkdownChunk,
+    MarkdownFinish,
+    MarkdownStart,
+    ParserEvent,
+    TellaskParser,
+)
+
+
+@dataclass
+class FuncCallRequest:
+    call_id: str
+    name: str
+    arguments_json: str
+
+
+@dataclass
+class DialogReceiver:
+    dialog: Dialog
+    genseq: int
+    calls: list[CallToRun] = field(default_factory=list)
+    func_calls: list[FuncCallRequest] = field(default_factory=list)
+    streamed_anything: bool = False
+    _active: str | None = None
+    _text: list[str] = field(default_factory=list)
+    _parser: TellaskParser | None = None
+    _segment: int = 0
+
+    def _gen(self) -> dict[str, Any]:
+        return {"course": self.dialog.latest.current_course, "genseq": self.genseq}
+
+    def _begin(self, kind: str) -> None:
+        if self._active is not None:
+            raise StreamProtocolError(f"{kind} segment started while a {self._active} segment is still open")
+        self._active = kind
+        self._text = []
+        self.streamed_anything = True
+
+    def _end(self, kind: str) -> str:
+        if self._active != kind:
+            raise StreamProtocolError(f"{kind} segment finished but {self._active or 'no'} segment is open")
+        self._active = None
+        self.dialog.streaming_text.pop(kind, None)
+        return "".join(self._text)
+
+    def _add(self, kind: str, text: str) -> None:
+        if self._active != kind:
+            raise StreamProtocolError(f"{kind} chunk outside a {kind} segment")
+        self._text.append(text)
+        self.dialog.streaming_text[kind] = self.dialog.streaming_text.get(kind, "") + text
+
+    async def thinking_start(self) -> None:
+        self._begin("thinking")
+        self.dialog.publish({"type": "thinking_start_evt", **self._gen()})
+
+    async def thinking_chunk(self, text: str) -> None:
+        self._add("thinking", text)
+        self.dialog.publish({"type": "thinking_chunk_evt", "chunk": text, **self._gen()})
+
+    async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None:
+        content = self._end("thinking")
+        self.dialog.append(
+            AgentThoughtRecord(ts=now_iso(), genseq=self.genseq, content=content, provider_data=provider_data),
+            sync=False,
+        )
+        self.dialog.publish({"type": "thinking_finish_evt", **self._gen()})
+
+    async def saying_start(self) -> None:
+        self._begin("saying")
+        self._parser = TellaskParser()
+        self._segment += 1
+        self.dialog.publish({"type": "saying_start_evt", **self._gen()})
+
+    async def saying_chunk(self, text: str) -> None:
+        self._add("saying", text)
+        assert self._parser is not None
+        self._publish_parser_events(self._parser.feed(text))
+
+    async def saying_finish(self) -> None:
+        content = self._end("saying")
+        assert self._parser is not None
+        self._publish_parser_events(self._parser.finish())
+        self._parser = None
+        self.dialog.append(AgentWordsRecord(ts=now_iso(), genseq=self.genseq, content=content), sync=False)
+        self.dialog.publish({"type": "saying_finish_evt", "content": content, **self._gen()})
+
+    async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
+        if self._active is not None:
+            raise StreamProtocolError(f"function call {name!r} inside an open {self._active} segment")
+        self.streamed_anything = True
+        self.func_calls.append(FuncCallRequest(call_id, name, arguments_json))
+
+    def check_closed(self) -> None:
+        if self._active is not None:
+            raise StreamProtocolError(f"the stream ended inside an open {self._active} segment")
+
+    def _publish_parser_events(self, events: list[ParserEvent]) -> None:
+        for event in events:
+            payload: dict[str, Any]
+            if isinstance(event, MarkdownStart):
+                payload = {"type": "markdown_start_evt"}
+            elif isinstance(event, MarkdownChunk):
+                payload = {"type": "markdown_chunk_evt", "chunk": event.text}
+            elif isinstance(event, MarkdownFinish):
+                payload = {"type": "markdown_finish_evt"}
+            elif isinstance(event, CallStart):
+                payload = {"type": "teammate_call_start_evt", "validation": event.error or "valid"}
+            elif isinstance(event, HeadlineChunk):
+                payload = {"type": "teammate_call_headline_chunk_evt", "chunk": event.text}
+            elif isinstance(event, HeadlineFinish):
+                payload = {"type": "teammate_call_headline_finish_evt"}
+            elif isinstance(event, BodyStart):
+                payload = {"type": "teammate_call_body_start_evt"}
+            elif isinstance(event, BodyChunk):
+                payload = {"type": "teammate_call_body_chunk_evt", "chunk": event.text}
+            elif isinstance(event, BodyFinish):
+                payload = {"type": "teammate_call_body_finish_evt"}
+            elif isinstance(event, CallFinish):
+                call_id = runtime_call_id(event.call.call_id, self.dialog.latest.current_course, self.genseq, self._segment)
+                self.calls.append(CallToRun(event.call, call_id))
+                payload = {"type": "teammate_call_finish_evt", "callId": call_id}
+            else:  # pragma: no cover - exhaustive over ParserEvent
+                continue
+            self.dialog.publish({**payload, **self._gen()})

@@ -1,0 +1,237 @@
+"""Reconcile ``.dialogs/run/`` at daemon start (DESIGN §5, reference §3.10 with its gaps fixed).
+
+For every dialog that was mid-flight when the daemon died:
+- a generation without its finish record is closed as interrupted;
+- a function call without a result gets an "interrupted, may or may not have run" result (never re-run);
+- a tellask written by the model but never dispatched gets a note saying it was not delivered;
+- the run state becomes ``blocked`` (pending Q4H or subdialogs) or ``interrupted{server_restart}``,
+  and unless ``--no-resume`` the interrupted ones are driven again.
+Half-finished dispatches are completed from the caller's pending index (the commit point): a missing
+subdialog is created, a missing registry key is added, an ask-back never queued is queued, an answer
+already persisted but not supplied is supplied, and a supplied one is not supplied again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from dominds.dialog.model import Dialog, RootDialog
+from dominds.driver import texts
+from dominds.driver.tellask_exec import materialize_subdialog, queue_tellask_back, runtime_call_id
+from dominds.ids import now_iso
+from dominds.store.course_records import (
+    AgentWordsRecord,
+    FuncCallRecord,
+    FuncResultRecord,
+    GenFinishRecord,
+    GenStartRecord,
+    HumanTextRecord,
+    RunMarkerRecord,
+    SubdialogCreatedRecord,
+    TeammateCallResultRecord,
+    TeammateResponseRecord,
+)
+from dominds.store.errors import StoreError
+from dominds.store.records import RegistryEntry, RunState
+from dominds.tellask import TellaskCall, parse_segments
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+log = logging.getLogger("dominds.recovery")
+
+
+def recover(engine: Engine) -> None:
+    for root_id in engine.store.root_ids("run"):
+        if not _needs_attention(engine, root_id):
+            continue
+        root = engine.load_root(root_id)
+        if root.load_error:
+            log.error("dialog %s: %s", root_id, root.load_error)
+            continue
+        for sub_id in engine.store.subdialog_ids("run", root_id):
+            engine.try_load_sub(root, sub_id)
+        try:
+            _recover_tree(engine, root)
+        except StoreError as exc:  # one broken tree must not stop the daemon
+            log.error("recovery of %s failed: %s", root_id, exc)
+            root.load_error = str(exc)
+
+
+def _needs_attention(engine: Engine, root_id: str) -> bool:
+    """Cheap check (latest.yaml and index files only) so a big idle workspace starts fast."""
+    for files in engine.store.iter_tree("run", root_id):
+        if files.q4h_yaml.exists() or files.subdlg_yaml.exists():
+            return True
+        try:
+            latest = files.read_latest()
+        except StoreError:
+            return True
+        if latest is None or latest.generating or latest.needs_drive or latest.queued_prompts:
+            return True
+        if latest.run_state.kind in ("proceeding", "stop_requested", "error"):
+            return True
+        if latest.inbound_tellask_backs:
+            return True
+    return False
+
+
+def _recover_tree(engine: Engine, root: RootDialog) -> None:
+    for entry_key, entry in list(root.type_b.items()):
+        if entry.locked:
+            root.type_b[entry_key] = entry.model_copy(update={"locked": False})
+    dialogs = list(root.local.values())
+    for dialog in dialogs:
+        if dialog.load_error:
+            dialog.latest.run_state = RunState(kind="error", detail=dialog.load_error)
+            continue
+        for question in dialog.q4h:
+            engine.index_question(dialog, question)
+        _drop_answered_questions(engine, dialog)
+        if dialog.latest.generating or dialog.latest.run_state.kind in ("proceeding", "stop_requested"):
+            _close_interrupted_generation(dialog)
+    for dialog in list(root.local.values()):
+        if not dialog.load_error:
+            _complete_dispatches(engine, root, dialog)
+    root.save_registry() if root.type_b else None
+    for dialog in list(root.local.values()):
+        if dialog.load_error:
+            continue
+        if dialog.latest.run_state.kind == "interrupted" and dialog.latest.run_state.reason == "server_restart":
+            if engine.resume_on_start and dialog.can_drive():
+                dialog.latest.needs_drive = True
+        if dialog.latest.run_state.kind in ("idle", "blocked"):
+            dialog.latest.run_state = dialog.idle_run_state()
+        dialog.save_latest()
+        if dialog.latest.needs_drive or dialog.latest.queued_prompts:
+            dialog.latest.needs_drive = True
+            engine._want(dialog)
+
+
+def _drop_answered_questions(engine: Engine, dialog: Dialog) -> None:
+    """A queued answer whose question is still indexed: the daemon died between the two writes."""
+    answered = {p.question_id for p in dialog.latest.queued_prompts if p.question_id}
+    answered |= {r.question_id for r in dialog.records if isinstance(r, HumanTextRecord) and r.question_id}
+    for question in list(dialog.q4h):
+        if question.id in answered:
+            dialog.q4h.remove(question)
+            engine.unindex_question(question.id)
+    dialog.save_q4h()
+
+
+def _close_interrupted_generation(dialog: Dialog) -> None:
+    records = dialog.records
+    results = {r.id for r in records if isinstance(r, FuncResultRecord)}
+    finished = {r.genseq for r in records if isinstance(r, GenFinishRecord)}
+    open_gens = [r.genseq for r in records if isinstance(r, GenStartRecord) and r.genseq not in finished]
+    for record in list(records):
+        if isinstance(record, FuncCallRecord) and record.id not in results:
+            dialog.append(
+                FuncResultRecord(
+                    ts=now_iso(),
+                    genseq=record.genseq,
+                    id=record.id,
+                    name=record.name,
+                    content=texts.INTERRUPTED_TOOL_RESULT,
+                    is_error=True,
+                    interrupted=True,
+                )
+            )
+    for genseq in open_gens:
+        _note_undelivered_tellasks(dialog, genseq)
+        dialog.append(GenFinishRecord(ts=now_iso(), genseq=genseq, status="interrupted", error="server_restart"))
+    dialog.latest.generating = False
+    reason = dialog.blocked_reason()
+    if reason:
+        dialog.latest.run_state = RunState(kind="blocked", reason=reason)
+    else:
+        dialog.latest.run_state = RunState(kind="interrupted", reason="server_restart")
+        dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason="server_restart"))
+
+
+def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
+    handled = {r.call_id for r in dialog.records if isinstance(r, TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord)}
+    handled |= {p.call_id for p in dialog.pending} | {q.call_id for q in dialog.q4h}
+    course = dialog.latest.current_course
+    segment = 0
+    for record in list(dialog.records):
+        if not isinstance(record, AgentWordsRecord) or record.genseq != genseq:
+            continue
+        segment += 1
+        for seg in parse_segments(record.content):
+            if not isinstance(seg, TellaskCall):
+                continue
+            call_id = runtime_call_id(seg.call_id, course, genseq, segment)
+            if call_id in handled or seg.first_mention == "human" and any(q.call_id == call_id for q in dialog.q4h):
+                continue
+            dialog.append(
+                TeammateCallResultRecord(
+                    ts=now_iso(),
+                    genseq=genseq,
+                    call_id=call_id,
+                    responder_id="dominds",
+                    tellask_head=seg.headline,
+                    status="failed",
+                    result=texts.dominds_note(texts.INTERRUPTED_TELLASK),
+                )
+            )
+
+
+def _complete_dispatches(engine: Engine, root: RootDialog, caller: Dialog) -> None:
+    supplied = caller.supplied_response_keys()
+    for entry in list(caller.pending):
+        if (entry.subdialog_id, entry.call_id) in supplied:
+            caller.pending.remove(entry)  # supplied before the crash; only the index update was lost
+            continue
+        if entry.call_type == "A":
+            sup = engine.try_get_dialog(root.root_id, entry.subdialog_id)
+            if sup is not None and not any(
+                i.from_dialog_id == caller.self_id and i.call_id == entry.call_id for i in sup.latest.inbound_tellask_backs
+            ) and f"tb-{caller.self_id}-{entry.call_id}" not in sup.recorded_msg_ids():
+                queue_tellask_back(engine, sup, caller, entry.tellask_head, entry.tellask_body, entry.call_id)
+            continue
+        sub = root.local.get(entry.subdialog_id)
+        if sub is None and not engine.store.files("run", root.root_id, entry.subdialog_id).dialog_yaml.exists():
+            sub = materialize_subdialog(engine, root, caller, entry)
+        if entry.call_type == "B" and entry.tellask_session:
+            key = f"{entry.agent_id}!{entry.tellask_session}"
+            if key not in root.type_b:
+                root.type_b[key] = RegistryEntry(
+                    subdialog_id=entry.subdialog_id,
+                    agent_id=entry.agent_id,
+                    tellask_session=entry.tellask_session,
+                    created_at=entry.created_at,
+                    last_accessed=now_iso(),
+                )
+        if sub is None:
+            continue
+        response = _persisted_answer(sub, entry.call_id)
+        if response is not None:
+            from dominds.driver.supply import record_response
+
+            result = texts.response_text(caller.agent_id, sub.agent_id, response, entry.tellask_head, fbr=sub.meta.fbr)
+            record_response(caller, sub, entry.call_id, entry.call_type, entry.tellask_head, "completed", response, result)
+            caller.pending.remove(entry)
+    caller.save_pending()
+    if not caller.pending and not caller.q4h and caller.latest.run_state.kind == "blocked":
+        caller.latest.needs_drive = True  # every answer arrived while the daemon was down
+
+
+def _persisted_answer(sub: Dialog, call_id: str) -> str | None:
+    """The answer of a subdialog that finished its drive for ``call_id`` before the daemon died."""
+    try:
+        response = sub.files.read_response()
+    except StoreError:
+        response = None
+    if response is not None and response.call_id == call_id and response.status == "completed":
+        return response.response
+    assignment = sub.meta.assignment_from_sup
+    if assignment is None or assignment.call_id != call_id or sub.latest.needs_drive or sub.latest.queued_prompts:
+        return None
+    if sub.latest.generating or sub.pending or sub.q4h or sub.latest.run_state.kind != "idle":
+        return None
+    last = sub.records[-1] if sub.records else None
+    if isinstance(last, GenFinishRecord) and last.status == "ok":
+        return sub.last_saying()
+    return None

@@ -1,0 +1,136 @@
+"""Run control: stop, emergency stop, resume, declare dead, supersede, and moving roots between lists.
+
+Every run-state change is persisted and then published (``Dialog.set_run_state``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dominds.dialog.model import Dialog
+from dominds.driver.supply import supply_response
+from dominds.rtws import DIALOG_STATUSES
+from dominds.store.records import Assignment, RunState
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+
+def stop(engine: Engine, dialog: Dialog, reason: str = "user_stop") -> bool:
+    """Stop a drive (idempotent). A dialog only queued for driving is interrupted before it starts."""
+    if dialog.is_driving:
+        if dialog.stop_reason is None:
+            dialog.set_run_state(RunState(kind="stop_requested", reason=reason))
+        engine._request_stop(dialog, reason)
+        return True
+    if dialog.latest.needs_drive and not dialog.is_dead:
+        dialog.latest.needs_drive = False
+        dialog.set_run_state(RunState(kind="interrupted", reason=reason))
+        dialog.save_latest()
+        return True
+    return False
+
+
+def emergency_stop(engine: Engine) -> int:
+    count = 0
+    for root in list(engine.roots.values()):
+        for dialog in list(root.local.values()):
+            if dialog.is_driving or dialog.latest.needs_drive:
+                count += stop(engine, dialog, "emergency_stop")
+    return count
+
+
+def resume(engine: Engine, dialog: Dialog) -> None:
+    from dominds.driver.engine import EngineError
+
+    if dialog.latest.run_state.kind != "interrupted":
+        raise EngineError(f"dialog {dialog.self_id} is {dialog.latest.run_state.kind}, not interrupted; nothing to resume")
+    engine._check_drivable_target(dialog)
+    engine.request_drive(dialog)
+
+
+def resume_all(engine: Engine) -> int:
+    count = 0
+    for root_id in engine.store.root_ids("run"):
+        root = engine.load_root(root_id)
+        for sub_id in engine.store.subdialog_ids("run", root_id):
+            engine.try_load_sub(root, sub_id)
+        for dialog in list(root.local.values()):
+            if dialog.latest.run_state.kind == "interrupted" and not dialog.load_error:
+                engine.request_drive(dialog)
+                count += 1
+    return count
+
+
+async def declare_dead(engine: Engine, dialog: Dialog, note: str = "") -> None:
+    """Subdialogs only, irreversible: its caller is unblocked with a failed response."""
+    from dominds.driver.engine import EngineError
+
+    if dialog.is_root:
+        raise EngineError("only subdialogs can be declared dead; stop or archive a root dialog instead")
+    if dialog.is_dead:
+        return
+    if dialog.is_driving:
+        engine._request_stop(dialog, "declared_dead")
+    dialog.latest.needs_drive = False
+    dialog.latest.queued_prompts = []
+    dialog.set_run_state(RunState(kind="dead", reason="declared_by_user", detail=note or None))
+    # An ask-back this subdialog was waiting for will never be read: withdraw it from the asked dialog.
+    for entry in [p for p in dialog.pending if p.call_type == "A"]:
+        sup = engine.try_get_dialog(dialog.root_id, entry.subdialog_id)
+        if sup is not None:
+            sup.latest.inbound_tellask_backs = [
+                i for i in sup.latest.inbound_tellask_backs if i.from_dialog_id != dialog.self_id
+            ]
+            sup.save_latest()
+    assignment = dialog.meta.assignment_from_sup
+    if assignment is not None:
+        reason = "the subdialog was declared dead by the user" + (f" (note: {note})" if note else "")
+        await supply_response(engine, dialog, assignment, note, "failed", failure_reason=reason)
+
+
+async def supersede(engine: Engine, sub: Dialog, previous: Assignment) -> None:
+    """A TYPE B session was re-assigned to another caller: the earlier caller stops waiting for it."""
+    reason = "the session was re-assigned by a newer tellask; its next answer goes to the newer caller"
+    await supply_response(engine, sub, previous, "", "failed", failure_reason=reason)
+
+
+def move_root(engine: Engine, root_id: str, to_status: str) -> str:
+    """Mark done (``done``), archive (``archive``) or revive (``run``) a root tree; returns the old status."""
+    from dominds.driver.engine import EngineError
+
+    if to_status not in DIALOG_STATUSES:
+        raise EngineError(f"unknown status {to_status!r}; expected one of {', '.join(DIALOG_STATUSES)}")
+    from_status = engine.store.locate_root(root_id)
+    if from_status == to_status:
+        return from_status
+    root = engine.roots.get(root_id)
+    if root is not None:
+        busy = [d.self_id for d in root.local.values() if d.is_driving]
+        if busy:
+            raise EngineError(f"dialog tree {root_id} is running ({', '.join(busy)}); stop it first")
+        for dialog in root.local.values():
+            for question in dialog.q4h:
+                engine.unindex_question(question.id)
+        del engine.roots[root_id]
+    engine.store.move_root(root_id, from_status, to_status)
+    if to_status == "run":
+        revived = engine.load_root(root_id)
+        for sub_id in engine.store.subdialog_ids("run", root_id):
+            engine.try_load_sub(revived, sub_id)
+        for dialog in revived.local.values():
+            for question in dialog.q4h:
+                engine.index_question(dialog, question)
+            if dialog.latest.needs_drive:
+                engine.request_drive(dialog)
+    engine.pubchan.publish(
+        None,
+        {
+            "type": "dialogs_moved",
+            "scope": {"kind": "root", "rootId": root_id},
+            "fromStatus": from_status,
+            "toStatus": to_status,
+            "movedRootIds": [root_id],
+        },
+    )
+    return from_status

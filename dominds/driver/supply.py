@@ -1,0 +1,123 @@
+"""Supplying answers: a subdialog's response to its current caller, and an ask-back answer to the asker.
+
+A response is supplied exactly once, keyed by (subdialogId, callId), and only when the subdialog can
+itself drive (DESIGN §4.4). The unblocked caller is marked ``needsDrive`` and woken by the one scheduler,
+so it is revived once however many answers arrive.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from dominds.dialog.model import Dialog
+from dominds.driver import texts
+from dominds.ids import now_iso
+from dominds.store.course_records import TeammateResponseRecord
+from dominds.store.records import Assignment, InboundTellaskBack, SubdialogResponse
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+
+async def supply_response(
+    engine: Engine,
+    sub: Dialog,
+    assignment: Assignment,
+    response: str,
+    status: Literal["completed", "failed"] = "completed",
+    *,
+    failure_reason: str = "",
+) -> bool:
+    """Record ``response`` in the caller named by ``assignment``; True when it was supplied now."""
+    caller = engine.try_get_dialog(sub.root_id, assignment.caller_dialog_id)
+    if caller is None:
+        return False
+    async with caller.suspension_lock:
+        if (sub.self_id, assignment.call_id) in caller.supplied_response_keys():
+            return False
+        entry = next(
+            (p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_id == assignment.call_id), None
+        )
+        if entry is None:
+            return False  # late or duplicate: the caller no longer waits for this call
+        sub.files.write_response(
+            SubdialogResponse(
+                call_id=assignment.call_id,
+                caller_dialog_id=caller.self_id,
+                response=response,
+                status=status,
+                completed_at=now_iso(),
+            )
+        )
+        if status == "failed":
+            result = texts.failed_response_text(caller.agent_id, sub.agent_id, failure_reason, entry.tellask_head)
+        else:
+            result = texts.response_text(caller.agent_id, sub.agent_id, response, entry.tellask_head, fbr=sub.meta.fbr)
+        record_response(caller, sub, entry.call_id, entry.call_type, entry.tellask_head, status, response, result)
+        caller.pending.remove(entry)
+        caller.save_pending()
+    engine.after_unblock(caller)
+    return True
+
+
+def record_response(
+    caller: Dialog,
+    responder: Dialog,
+    call_id: str,
+    call_type: Literal["A", "B", "C"],
+    tellask_head: str,
+    status: Literal["completed", "failed"],
+    response: str,
+    result: str,
+) -> None:
+    record = TeammateResponseRecord(
+        ts=now_iso(),
+        call_id=call_id,
+        call_type=call_type,
+        responder_id=responder.agent_id,
+        callee_dialog_id=responder.self_id,
+        tellask_head=tellask_head,
+        status=status,
+        response=response,
+        result=result,
+        agent_id=caller.agent_id,
+        origin_member_id=caller.agent_id,
+    )
+    caller.append(record)
+    caller.publish(
+        {
+            "type": "teammate_response_evt",
+            "course": caller.latest.current_course,
+            "responderId": responder.agent_id,
+            "calleeDialogId": responder.self_id,
+            "calleeDialog": responder.ident,
+            "tellaskHead": tellask_head,
+            "status": status,
+            "result": result,
+            "response": response,
+            "agentId": caller.agent_id,
+            "callId": call_id,
+            "originMemberId": caller.agent_id,
+        }
+    )
+
+
+async def answer_tellask_back(engine: Engine, sup: Dialog, inbound: InboundTellaskBack, answer: str) -> None:
+    """Give the asking subdialog ``sup``'s answer to its TYPE A question and unblock it."""
+    asker = engine.try_get_dialog(sup.root_id, inbound.from_dialog_id)
+    if asker is not None:
+        async with asker.suspension_lock:
+            entry = next(
+                (p for p in asker.pending if p.call_type == "A" and p.call_id == inbound.call_id), None
+            )
+            if entry is not None and (sup.self_id, inbound.call_id) not in asker.supplied_response_keys():
+                result = texts.response_text(asker.agent_id, sup.agent_id, answer, entry.tellask_head)
+                record_response(asker, sup, entry.call_id, "A", entry.tellask_head, "completed", answer, result)
+                asker.pending.remove(entry)
+                asker.save_pending()
+    sup.latest.inbound_tellask_backs = [
+        i for i in sup.latest.inbound_tellask_backs if (i.from_dialog_id, i.call_id) != (inbound.from_dialog_id, inbound.call_id)
+    ]
+    sup.save_latest()
+    if asker is not None:
+        engine.after_unblock(asker)

@@ -1,0 +1,75 @@
+"""Inter-dialog message texts (reference §2.5). Headline and body are used raw, so quoting keeps their newlines."""
+
+from __future__ import annotations
+
+
+def quote(text: str) -> str:
+    """Prefix every line with ``> `` (a trailing newline yields a trailing ``> `` line, as the reference does)."""
+    return "\n".join(f"> {line}" for line in text.split("\n"))
+
+
+def assignment_text(to: str, sender: str, headline: str, body: str, collective: list[str] | None = None) -> str:
+    if collective and len(collective) > 1:
+        targets = ", ".join(f"@{t}" for t in collective)
+        greeting = f"Hi @{to}, this is @{sender} speaking to {targets} (a collective assignment; each answers on its own), now:"
+    else:
+        greeting = f"Hi @{to}, this is @{sender} speaking, now:"
+    quoted_body = f"{quote(body)}\n" if body else ""
+    return f"{greeting}\n\n{quote(headline)}\n{quoted_body}"
+
+
+def fbr_assignment_text(sender: str, headline: str, body: str) -> str:
+    content = body or headline
+    return (
+        f"FBR request from @{sender} (Fresh Boots Reasoning): think about the following on your own, with a fresh "
+        "mind and without tools, and answer with your conclusion. You may ask back with `!?@tellasker` if "
+        f"something essential is unclear.\n\n{quote(content)}\n"
+    )
+
+
+def response_text(requester: str, responder: str, response: str, headline: str, *, fbr: bool = False) -> str:
+    if fbr:
+        return f"[FBR @self sideline response]\n\n{response}"
+    return (
+        f"Hi @{requester}, @{responder} provided response:\n\n{quote(response.rstrip(chr(10)))}\n\n"
+        f"regarding the original tellask:\n\n{quote(headline)}\n"
+    )
+
+
+def failed_response_text(requester: str, responder: str, reason: str, headline: str) -> str:
+    return (
+        f"Hi @{requester}, the tellask to @{responder} FAILED: {reason}\n\n"
+        f"regarding the original tellask:\n\n{quote(headline)}\n"
+    )
+
+
+def tellask_back_text(sup: str, sub: str, assignment_head: str, headline: str, body: str) -> str:
+    quoted_body = f"{quote(body)}\n" if body else ""
+    return (
+        f"Hi @{sup}, while working on the following original task:\n\n{quote(assignment_head)}\n\n"
+        f"`@{sub}` TellaskBack:\n\n{quote(headline)}\n{quoted_body}"
+    )
+
+
+def dominds_note(message: str) -> str:
+    return f"[Dominds note] {message}"
+
+
+def new_course_prompt(course: int, assignment: str | None) -> str:
+    text = (
+        f"This is course #{course} of this dialog: your previous messages were cleared to give you a clear mind. "
+        "Your reminders and the Taskdoc are still with you; re-read them and continue the work."
+    )
+    if assignment:
+        return f"{assignment}\n---\n{text}"
+    return text
+
+
+INTERRUPTED_TOOL_RESULT = (
+    "INTERRUPTED: the daemon stopped while this tool call was running. It may or may not have taken "
+    "effect. Check its effect before repeating it."
+)
+
+INTERRUPTED_TELLASK = (
+    "The daemon stopped before this tellask was dispatched; it was NOT delivered. Repeat it if it is still needed."
+)

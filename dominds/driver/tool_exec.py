@@ -1,0 +1,125 @@
+"""Function tools: which ones a member gets, and running calls at most once with exactly-once recording.
+
+The call record is persisted before the tool runs and the result after it (DESIGN §4.5). Arguments
+are validated against the tool's JSON schema; an unknown tool or bad arguments become an error
+result the model reads, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+
+from dominds.dialog.model import Dialog
+from dominds.driver.config import Config
+from dominds.driver.receiver import FuncCallRequest
+from dominds.ids import now_iso
+from dominds.store.course_records import FuncCallRecord, FuncResultRecord
+from dominds.team import Member, expand_toolsets
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError, get_toolset, toolset_names
+from dominds.tools.control import CONTROL_TOOLS
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+SHELL_TOOLS = frozenset({"shell_cmd", "stop_daemon", "get_daemon_output"})
+
+
+def tools_for(member: Member, dialog: Dialog, config: Config) -> dict[str, FuncTool]:
+    """Intrinsic tools, then the member's toolsets and single tools; shell tools only for specialists."""
+    selected: dict[str, FuncTool] = {}
+    for tool in CONTROL_TOOLS:
+        if tool.root_only and not dialog.is_root:
+            continue
+        selected[tool.name] = tool
+    available = toolset_names()
+    for name in expand_toolsets(member.toolsets, available):
+        for tool in get_toolset(name) or []:
+            if tool.root_only and not dialog.is_root:
+                continue
+            selected.setdefault(tool.name, tool)
+    if member.tools:
+        by_name = {t.name: t for ts in available for t in get_toolset(ts) or []}
+        for tool_name in member.tools:
+            if tool_name in by_name:
+                selected.setdefault(tool_name, by_name[tool_name])
+    if not config.team.is_shell_specialist(member.id):
+        for name in SHELL_TOOLS:
+            selected.pop(name, None)
+    return selected
+
+
+async def execute_func_calls(
+    engine: Engine, dialog: Dialog, calls: list[FuncCallRequest], tools: dict[str, FuncTool], genseq: int
+) -> None:
+    await asyncio.gather(*(_execute_one(engine, dialog, call, tools, genseq) for call in calls))
+
+
+async def _execute_one(
+    engine: Engine, dialog: Dialog, call: FuncCallRequest, tools: dict[str, FuncTool], genseq: int
+) -> None:
+    arguments: dict[str, Any] | str
+    error: str | None = None
+    try:
+        parsed = json.loads(call.arguments_json or "{}")
+    except json.JSONDecodeError as exc:
+        parsed, error = call.arguments_json, f"Invalid arguments: not JSON ({exc.msg})"
+    arguments = parsed if isinstance(parsed, dict) else str(call.arguments_json)
+    if error is None and not isinstance(parsed, dict):
+        error = "Invalid arguments: expected a JSON object"
+    tool = tools.get(call.name)
+    if tool is None:
+        error = f"Tool '{call.name}' not found. Available tools: {', '.join(sorted(tools)) or 'none'}"
+    elif error is None:
+        try:
+            jsonschema.validate(parsed, tool.parameters)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path)
+            error = f"Invalid arguments{' at ' + where if where else ''}: {exc.message}"
+    dialog.append(FuncCallRecord(ts=now_iso(), genseq=genseq, id=call.call_id, name=call.name, arguments=arguments))
+    dialog.publish(
+        {
+            "type": "func_call_requested_evt",
+            "course": dialog.latest.current_course,
+            "genseq": genseq,
+            "funcId": call.call_id,
+            "funcName": call.name,
+            "arguments": call.arguments_json,
+        }
+    )
+    is_error = error is not None
+    if error is not None:
+        content = error
+    else:
+        assert tool is not None and isinstance(parsed, dict)
+        ctx = ToolCallContext(
+            rtws=engine.rtws,
+            root_id=dialog.root_id,
+            self_id=dialog.self_id,
+            agent_id=dialog.agent_id,
+            call_id=call.call_id,
+            services={"dialog": dialog, "engine": engine},
+        )
+        try:
+            content = await tool.handler(ctx, parsed)
+        except ToolError as exc:
+            content, is_error = str(exc), True
+        except Exception as exc:  # a tool bug must not take the dialog down; the model sees it
+            content, is_error = f"Function '{call.name}' execution failed: {type(exc).__name__}: {exc}", True
+    dialog.append(
+        FuncResultRecord(ts=now_iso(), genseq=genseq, id=call.call_id, name=call.name, content=content, is_error=is_error)
+    )
+    dialog.publish(
+        {
+            "type": "func_result_evt",
+            "course": dialog.latest.current_course,
+            "genseq": genseq,
+            "id": call.call_id,
+            "name": call.name,
+            "content": content,
+            "isError": is_error,
+        }
+    )

@@ -1,0 +1,131 @@
+"""The generator protocol every provider implements, and the neutral message model.
+
+A provider streams one generation into a ``GenerationReceiver``: thinking and saying segments
+(``start → chunk* → finish``, never overlapping), function calls, and usage. The driver enforces the
+no-overlap rule (DESIGN §4.6) on what the provider emits, so a buggy provider cannot corrupt a
+transcript. Providers raise the typed errors below; the driver turns them into interruptions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from dominds.store.course_records import Usage
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One provider-neutral context message."""
+
+    role: Literal["user", "assistant", "tool"]
+    kind: Literal["text", "thinking", "tool_call", "tool_result"] = "text"
+    content: str = ""
+    tool_call_id: str | None = None
+    """tool_call / tool_result: the provider's call id."""
+    tool_name: str | None = None
+    arguments: dict[str, Any] | str | None = None
+    """tool_call: the arguments."""
+    provider_data: dict[str, Any] | None = None
+    """thinking: opaque data the provider needs back (e.g. a signature)."""
+    is_error: bool = False
+    """tool_result: the call failed."""
+    genseq: int | None = None
+    """Generation that produced it (groups tool calls of one assistant turn)."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function tool as offered to the model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class GenerationRequest:
+    """Everything a provider needs for one generation."""
+
+    provider_key: str
+    provider_config: dict[str, Any]
+    """The catalog entry (``apiType``, ``baseUrl``, ``apiKeyEnvVar``, …)."""
+    model_key: str
+    model_name: str
+    system_prompt: str
+    messages: list[ChatMessage]
+    tools: list[ToolSpec] = field(default_factory=list)
+    model_params: dict[str, Any] = field(default_factory=dict)
+    agent_id: str = ""
+    rtws_root: str = ""
+    streaming: bool = True
+
+
+class GenerationReceiver(Protocol):
+    """Where a provider streams a generation."""
+
+    async def thinking_start(self) -> None: ...
+    async def thinking_chunk(self, text: str) -> None: ...
+    async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None: ...
+    async def saying_start(self) -> None: ...
+    async def saying_chunk(self, text: str) -> None: ...
+    async def saying_finish(self) -> None: ...
+    async def func_call(self, call_id: str, name: str, arguments_json: str) -> None: ...
+
+
+@dataclass
+class GenerationResult:
+    """What a provider returns after streaming."""
+
+    usage: Usage
+    model: str | None = None
+    """The model the provider says it used."""
+
+
+class Generator(Protocol):
+    """A provider implementation."""
+
+    async def generate(
+        self, request: GenerationRequest, receiver: GenerationReceiver
+    ) -> GenerationResult: ...
+
+
+class LlmError(Exception):
+    """Base of provider errors."""
+
+
+class ProviderRejected(LlmError):
+    """A 4xx rejection (bad key, unknown model): retrying will not help; the user must fix something."""
+
+    def __init__(self, message: str, *, status: int | None = None, fix_hint: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.fix_hint = fix_hint
+
+
+class ProviderUnavailable(LlmError):
+    """Retriable failures (429, 5xx, overload, connection) that outlasted the retry budget."""
+
+
+class StreamBroken(LlmError):
+    """The stream failed after content was already streamed (no retry is possible)."""
+
+
+class StreamProtocolError(LlmError):
+    """The provider broke the thinking/saying contract (overlap, unmatched finish)."""
+
+
+class RealLlmForbidden(LlmError):
+    """A real provider was called while ``DOMINDS_FORBID_REAL_LLM`` is set (tests)."""
+
+
+def guard_real_llm(provider_key: str, base_url: str) -> None:
+    """Refuse a real network provider in tests unless it points at loopback (a fake server)."""
+    if os.environ.get("DOMINDS_FORBID_REAL_LLM") != "1":
+        return
+    if any(host in base_url for host in ("://127.0.0.1", "://localhost", "://[::1]")):
+        return
+    raise RealLlmForbidden(
+        f"provider {provider_key!r} would call {base_url} but real LLM calls are forbidden in tests"
+    )

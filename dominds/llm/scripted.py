@@ -1,0 +1,231 @@
+"""The offline ``scripted`` provider: a YAML response database in the workspace.
+
+File: ``<rtws>/<baseUrl>/<modelKey>.yaml`` (template: ``.minds/scripted/demo.yaml``), reloaded when it
+changes. Each entry matches the *last* context message on its role (``user`` or ``tool``) and text,
+optionally only for one agent; the first matching entry wins::
+
+    responses:
+      - message: "hello"            # exact match, case and surrounding space ignored
+        # or contains: "part"  /  regex: "^Hi @lead"
+        role: user                  # default user; `tool` matches a function result
+        agent: lead                 # optional
+        response: "Hi! I am the lead."   # shorthand for one saying segment
+        stream:                      # or explicit segments, in order
+          - thinking: "Let me think"
+          - saying: "!?@researcher find X\n"
+          - func_call: {name: add_reminder, arguments: {content: "remember X"}}
+        usage: {input_tokens: 100, output_tokens: 20}   # default: estimated from characters
+        delay_ms: 0                  # pause before each chunk
+        chunk_chars: 16              # saying/thinking chunk size
+        error: {kind: rejected, status: 401, message: "bad key"}   # or unavailable; stream = after segments
+
+An unmatched message yields a reply naming the file and the entry to add. This provider is the
+demo's engine and the test seam; it is product code, not a test hack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dominds.llm.base import (
+    ChatMessage,
+    GenerationReceiver,
+    GenerationRequest,
+    GenerationResult,
+    ProviderRejected,
+    ProviderUnavailable,
+    StreamBroken,
+)
+from dominds.store.course_records import Usage
+
+
+@dataclass
+class ScriptedEntry:
+    role: str
+    message: str | None
+    contains: str | None
+    regex: re.Pattern[str] | None
+    agent: str | None
+    segments: list[dict[str, Any]]
+    usage: dict[str, int] | None
+    delay_ms: int
+    chunk_chars: int
+    error: dict[str, Any] | None
+
+    def matches(self, last: ChatMessage | None, agent_id: str) -> bool:
+        if self.agent is not None and self.agent != agent_id:
+            return False
+        role = last.role if last else "user"
+        if role != self.role:
+            return False
+        text = (last.content if last else "").strip()
+        if self.message is not None:
+            return text.lower() == self.message.strip().lower()
+        if self.contains is not None:
+            return self.contains.lower() in text.lower()
+        if self.regex is not None:
+            return self.regex.search(text) is not None
+        return True  # a catch-all entry
+
+
+@dataclass
+class ScriptedDatabase:
+    path: Path
+    entries: list[ScriptedEntry] = field(default_factory=list)
+    mtime_ns: int = -1
+    load_error: str | None = None
+
+
+class ScriptedDatabaseError(ValueError):
+    """The response database is malformed."""
+
+
+def parse_entries(raw: Any, path: Path) -> list[ScriptedEntry]:
+    if raw is None:
+        return []
+    if not isinstance(raw, dict) or not isinstance(raw.get("responses", []), list):
+        raise ScriptedDatabaseError(f"{path}: expected a mapping with a `responses:` list")
+    entries = []
+    for index, item in enumerate(raw.get("responses") or []):
+        where = f"{path}: responses[{index}]"
+        if not isinstance(item, dict):
+            raise ScriptedDatabaseError(f"{where}: each entry must be a mapping")
+        segments: list[dict[str, Any]] = []
+        if "response" in item:
+            segments.append({"saying": str(item["response"])})
+        for seg in item.get("stream") or []:
+            if (
+                not isinstance(seg, dict)
+                or len(seg) != 1
+                or next(iter(seg)) not in ("thinking", "saying", "func_call")
+            ):
+                raise ScriptedDatabaseError(f"{where}: each stream item is one of thinking/saying/func_call")
+            segments.append(seg)
+        regex = item.get("regex")
+        try:
+            compiled = re.compile(str(regex)) if regex is not None else None
+        except re.error as exc:
+            raise ScriptedDatabaseError(f"{where}: bad regex: {exc}") from exc
+        entries.append(
+            ScriptedEntry(
+                role=str(item.get("role", "user")),
+                message=None if item.get("message") is None else str(item["message"]),
+                contains=None if item.get("contains") is None else str(item["contains"]),
+                regex=compiled,
+                agent=None if item.get("agent") is None else str(item["agent"]),
+                segments=segments,
+                usage=item.get("usage"),
+                delay_ms=int(item.get("delay_ms", 0)),
+                chunk_chars=max(1, int(item.get("chunk_chars", 24))),
+                error=item.get("error"),
+            )
+        )
+    return entries
+
+
+class ScriptedGenerator:
+    """Generator over a scripted response database (one instance per daemon; caches parsed files)."""
+
+    def __init__(self) -> None:
+        self._databases: dict[Path, ScriptedDatabase] = {}
+
+    def database(self, path: Path) -> ScriptedDatabase:
+        db = self._databases.setdefault(path, ScriptedDatabase(path))
+        try:
+            mtime = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            db.entries, db.mtime_ns, db.load_error = [], -1, None
+            return db
+        if mtime != db.mtime_ns:
+            try:
+                db.entries = parse_entries(yaml.safe_load(path.read_text(encoding="utf-8")), path)
+                db.load_error = None
+            except (yaml.YAMLError, ScriptedDatabaseError, ValueError, TypeError) as exc:
+                db.entries, db.load_error = [], " ".join(str(exc).split())
+            db.mtime_ns = mtime
+        return db
+
+    def db_path(self, request: GenerationRequest) -> Path:
+        base = str(request.provider_config.get("baseUrl") or ".minds/scripted")
+        return Path(request.rtws_root) / base / f"{request.model_key}.yaml"
+
+    async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
+        path = self.db_path(request)
+        db = self.database(path)
+        last = request.messages[-1] if request.messages else None
+        entry = next((e for e in db.entries if e.matches(last, request.agent_id)), None)
+        if entry is None:
+            segments = [{"saying": _not_found_text(path, db, last, request.agent_id)}]
+            entry = ScriptedEntry("user", None, None, None, None, segments, None, 0, 64, None)
+        if entry.error and entry.error.get("kind") != "stream":
+            _raise_error(entry.error)
+        completion_chars = 0
+        for seg in entry.segments:
+            kind, value = next(iter(seg.items()))
+            if kind == "func_call":
+                call = value if isinstance(value, dict) else {}
+                args = call.get("arguments", {})
+                args_json = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+                call_id = str(
+                    call.get("id") or f"call-{request.model_key}-{completion_chars}-{call.get('name')}"
+                )
+                await receiver.func_call(call_id, str(call.get("name", "")), args_json)
+                completion_chars += len(args_json)
+                continue
+            text = str(value)
+            completion_chars += len(text)
+            start, chunk, finish = (
+                (receiver.thinking_start, receiver.thinking_chunk, receiver.thinking_finish)
+                if kind == "thinking"
+                else (receiver.saying_start, receiver.saying_chunk, receiver.saying_finish)
+            )
+            await start()
+            for offset in range(0, len(text), entry.chunk_chars):
+                if entry.delay_ms:
+                    await asyncio.sleep(entry.delay_ms / 1000)
+                await chunk(text[offset : offset + entry.chunk_chars])
+            await finish()
+        if entry.error:  # kind: stream — fails after its segments were streamed
+            _raise_error(entry.error)
+        return GenerationResult(usage=_usage(entry, request, completion_chars), model=request.model_name)
+
+
+def _raise_error(error: dict[str, Any]) -> None:
+    kind = str(error.get("kind", "rejected"))
+    message = str(error.get("message", "scripted error"))
+    if kind == "rejected":
+        raise ProviderRejected(
+            message, status=int(error.get("status", 400)), fix_hint=str(error.get("hint", ""))
+        )
+    if kind == "unavailable":
+        raise ProviderUnavailable(message)
+    raise StreamBroken(message)
+
+
+def _usage(entry: ScriptedEntry, request: GenerationRequest, completion_chars: int) -> Usage:
+    if entry.usage:
+        return Usage.model_validate(entry.usage)
+    prompt_chars = len(request.system_prompt) + sum(len(m.content) for m in request.messages)
+    return Usage(input_tokens=(prompt_chars + 3) // 4, output_tokens=(completion_chars + 3) // 4)
+
+
+def _not_found_text(path: Path, db: ScriptedDatabase, last: ChatMessage | None, agent_id: str) -> str:
+    role = last.role if last else "user"
+    text = (last.content if last else "").strip()
+    shown = text if len(text) <= 200 else text[:200] + "…"
+    problem = f"\n\n(The database failed to load: {db.load_error})" if db.load_error else ""
+    quoted = json.dumps(shown if len(text) <= 200 else text[:60], ensure_ascii=False)
+    key = "message" if len(text) <= 200 else "contains"
+    return (
+        f"**Scripted response not found** for agent `{agent_id}` (last {role} message: {json.dumps(shown, ensure_ascii=False)})."
+        f"{problem}\n\nAdd an entry to `{path.name}` (in `{path.parent}`):\n\n"
+        f"```yaml\nresponses:\n  - role: {role}\n    agent: {agent_id}\n    {key}: {quoted}\n"
+        f'    response: "…your scripted reply…"\n```\n'
+    )

@@ -1,0 +1,103 @@
+"""Publish/subscribe channels: one per dialog plus a global one.
+
+Every event gets ``seq`` (per dialog, or per the global channel) and ``epoch`` (per daemon run), so a
+client that reconnects with its last ``(epoch, seq)`` can be sent exactly what it missed from the
+replay buffer, or a full replay from the files when the buffer no longer covers it. Publishing is
+synchronous and happens only after the state it describes was persisted (DESIGN §4.1).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dominds.ids import now_iso
+
+Event = dict[str, Any]
+GLOBAL = ""
+"""Channel key of events that belong to no dialog (dialog lists, problems, team config)."""
+
+BROADCAST_TYPES = frozenset(
+    {
+        "new_q4h_asked",
+        "q4h_answered",
+        "questions_count_update",
+        "dlg_run_state_evt",
+        "dlg_run_state_marker_evt",
+        "subdialog_created_evt",
+    }
+)
+"""Dialog events every subscriber receives whatever it follows (the Q4H panel and tree badges)."""
+
+
+@dataclass
+class _Channel:
+    next_seq: int = 1
+    buffer: deque[Event] = field(default_factory=lambda: deque(maxlen=4096))
+
+
+@dataclass(eq=False)
+class Subscriber:
+    """One receiver (a websocket): follows a set of dialogs and always gets broadcast events."""
+
+    deliver: Callable[[Event], None]
+    following: set[str] = field(default_factory=set)
+    wants_all: bool = False
+    """Receive every dialog's events (a CLI `--follow` on a whole tree, or a bench client)."""
+
+
+class PubChan:
+    def __init__(self) -> None:
+        self.epoch = secrets.token_hex(4)
+        self._channels: dict[str, _Channel] = {}
+        self._subscribers: list[Subscriber] = []
+
+    def publish(self, dialog: tuple[str, str] | None, event: Event) -> Event:
+        """Stamp and deliver an event. ``dialog`` is ``(selfId, rootId)`` or None for global events."""
+        key = dialog[0] if dialog else GLOBAL
+        channel = self._channels.setdefault(key, _Channel())
+        event["seq"] = channel.next_seq
+        event["epoch"] = self.epoch
+        channel.next_seq += 1
+        if dialog is not None:
+            event["dialog"] = {"selfId": dialog[0], "rootId": dialog[1]}
+        event.setdefault("timestamp", now_iso())
+        channel.buffer.append(event)
+        broadcast = key == GLOBAL or event.get("type") in BROADCAST_TYPES
+        for sub in list(self._subscribers):
+            if broadcast or sub.wants_all or key in sub.following:
+                sub.deliver(event)
+        return event
+
+    def subscribe(self, deliver: Callable[[Event], None], *, wants_all: bool = False) -> Subscriber:
+        sub = Subscriber(deliver=deliver, wants_all=wants_all)
+        self._subscribers.append(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        if sub in self._subscribers:
+            self._subscribers.remove(sub)
+
+    def last_seq(self, dialog_self_id: str) -> int:
+        channel = self._channels.get(dialog_self_id)
+        return channel.next_seq - 1 if channel else 0
+
+    def events_since(self, dialog_self_id: str, epoch: str, seq: int) -> list[Event] | None:
+        """Buffered events after ``seq``; None when they cannot be served exactly (replay from files)."""
+        if epoch != self.epoch:
+            return None
+        channel = self._channels.get(dialog_self_id)
+        if channel is None:
+            return [] if seq == 0 else None
+        if seq >= channel.next_seq - 1:
+            return []
+        if not channel.buffer or channel.buffer[0]["seq"] > seq + 1:
+            return None
+        return [e for e in channel.buffer if e["seq"] > seq]
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)

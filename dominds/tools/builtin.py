@@ -1,0 +1,10 @@
+"""Import every built-in toolset so that its ``register_toolset`` call runs.
+
+The driver and ``dominds check`` import this module before loading the team, so toolset names in
+team.yaml are validated against what really exists.
+"""
+
+from __future__ import annotations
+
+from dominds.tools import control as _control  # noqa: F401  (registers "control")
+from dominds.tools.tot import toolset as _tot  # noqa: F401  (registers "tot")

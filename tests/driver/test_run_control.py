@@ -1,0 +1,144 @@
+"""Run control, clear_mind, corrupt dialogs, moves between lists, usage roll-up."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from helpers import records, sayings
+
+from dominds.driver.engine import EngineError
+from dominds.store.course_records import HumanTextRecord, RunMarkerRecord, TeammateResponseRecord
+
+
+async def test_clear_mind_keeps_reminders_and_registry_and_clears_q4h(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "setup", "response": "!?@researcher !tellaskSession s1 dig\n"},
+            {"agent": "researcher", "contains": "dig", "response": "Dug."},
+            {"agent": "lead", "contains": "provided response", "response": "!?@human Proceed?\n"},
+            {
+                "agent": "lead",
+                "message": "yes",
+                "stream": [{"func_call": {"name": "clear_mind", "arguments": {"reminder_content": "keep going"}}}],
+            },
+            {"agent": "lead", "role": "tool", "contains": "new course", "response": "Clearing."},
+            {"agent": "lead", "contains": "This is course #2", "response": "Fresh start."},
+        ]
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "setup")
+    await engine.wait_idle()
+    [question] = engine.q4h_state()
+    # a second question so clear_mind has one to clear
+    engine.answer_question(question["id"], "yes")
+    await engine.wait_idle()
+    assert root.latest.current_course == 2
+    assert [r.content for r in root.files.read_reminders().reminders] == ["keep going"]
+    assert "researcher!s1" in root.files.read_registry()
+    assert not root.files.q4h_yaml.exists() and engine.q4h_state() == []
+    assert sayings(root) == ["Fresh start."]
+    first = root.files.read_course(1)
+    assert any(isinstance(r, HumanTextRecord) and r.content == "yes" for r in first)
+
+
+async def test_corrupt_latest_yaml_isolates_one_dialog(make_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    responses = [{"message": "hi", "response": "hello"}]
+    engine = await make_engine(responses)
+    good = engine.create_dialog("lead", "tasks/t.tsk")
+    bad = engine.create_dialog("lead", "tasks/t.tsk")
+    await engine.close()
+    bad.files.latest_yaml.write_text("currentCourse: [broken\n")
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    broken = engine2.get_dialog(bad.root_id)
+    assert broken.load_error and "latest.yaml" in broken.load_error
+    with pytest.raises(EngineError):
+        engine2.submit_user_message(broken, "hi")
+    healthy = engine2.get_dialog(good.root_id)
+    engine2.submit_user_message(healthy, "hi")
+    await engine2.wait_idle()
+    assert sayings(healthy) == ["hello"]
+
+
+async def test_stop_interrupts_a_streaming_generation_and_resume_continues(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(
+        [
+            {"message": "slow", "response": "word " * 200, "chunk_chars": 5, "delay_ms": 5},
+            {"message": "fast", "response": "done"},
+        ]
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "slow")
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if root.streaming_text.get("saying"):
+            break
+    assert engine.stop(root)
+    await engine.wait_idle()
+    assert root.latest.run_state.kind == "interrupted" and root.latest.run_state.reason == "user_stop"
+    assert any(isinstance(r, RunMarkerRecord) and r.kind == "interrupted" for r in records(root))
+    assert root.latest.generating is False
+    engine.submit_user_message(root, "fast")
+    await engine.wait_idle()
+    assert sayings(root)[-1] == "done" and root.latest.run_state.kind == "idle"
+
+
+async def test_declare_dead_unblocks_the_caller_with_a_failed_response(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "delegate", "response": "!?@coder build\n"},
+            {"agent": "coder", "contains": "build", "response": "!?@human Which?\n"},
+            {"agent": "lead", "contains": "FAILED", "response": "Coder is gone; I'll do it myself."},
+        ]
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+    sub = engine.get_dialog(root.root_id, sub_id)
+    await engine.declare_dead(sub, "taking too long")
+    await engine.wait_idle()
+    [response] = [r for r in records(root) if isinstance(r, TeammateResponseRecord)]
+    assert response.status == "failed" and "declared dead" in response.result and "taking too long" in response.result
+    assert sayings(root)[-1] == "Coder is gone; I'll do it myself."
+    assert sub.files.read_latest().run_state.kind == "dead"  # type: ignore[union-attr]
+    with pytest.raises(EngineError):
+        engine.submit_user_message(sub, "are you there?")
+    with pytest.raises(EngineError):
+        await engine.declare_dead(root)
+
+
+async def test_mark_done_archive_and_revive_move_the_tree(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine([{"message": "hi", "response": "hello"}])
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "hi")
+    await engine.wait_idle()
+    assert engine.move_root(root.root_id, "done") == "run"
+    assert engine.store.locate_root(root.root_id) == "done"
+    with pytest.raises(EngineError):
+        engine.submit_user_message(engine.get_dialog(root.root_id), "hi")
+    engine.move_root(root.root_id, "archive")
+    engine.move_root(root.root_id, "run")
+    revived = engine.get_dialog(root.root_id)
+    engine.submit_user_message(revived, "hi")
+    await engine.wait_idle()
+    assert sayings(revived) == ["hello", "hello"]
+
+
+async def test_usage_rolls_up_over_the_tree(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "go", "response": "!?@coder a\n", "usage": {"input_tokens": 100, "output_tokens": 10}},
+            {"agent": "coder", "contains": "@coder a", "response": "!?@researcher b\n", "usage": {"input_tokens": 50, "output_tokens": 5}},
+            {"agent": "researcher", "contains": "@researcher b", "response": "B.", "usage": {"input_tokens": 20, "output_tokens": 2}},
+            {"agent": "coder", "contains": "provided response", "response": "A.", "usage": {"input_tokens": 60, "output_tokens": 6}},
+            {"agent": "lead", "contains": "provided response", "response": "Done.", "usage": {"input_tokens": 110, "output_tokens": 11}},
+        ]
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go")
+    await engine.wait_idle()
+    totals = engine.usage_totals(root.root_id)
+    assert totals["total"]["inputTokens"] == 340 and totals["total"]["outputTokens"] == 34
+    assert totals["total"]["generations"] == 5 and len(totals["dialogs"]) == 3
+    assert totals["total"]["costUsd"] == pytest.approx((340 * 1.0 + 34 * 2.0) / 1_000_000)
