@@ -1,0 +1,57 @@
+"""A daemon process for crash tests: an Engine on a workspace, driven by command-line flags.
+
+Prints one line per interesting event (``ready``, ``streaming <selfId>``, ``q4h <id>``, ``idle``) so the
+test can SIGKILL it at a chosen moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from dominds.driver.engine import Engine
+from dominds.rtws import Rtws
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("rtws")
+    parser.add_argument("--submit", help="send this user message to a new root of agent lead")
+    parser.add_argument("--answer-all", help="answer every pending question with this text")
+    parser.add_argument("--exit-when-idle", action="store_true")
+    parser.add_argument("--no-resume", action="store_true")
+    args = parser.parse_args()
+    engine = Engine(Rtws(Path(args.rtws)), resume=not args.no_resume)
+
+    def on_event(event: dict) -> None:  # type: ignore[type-arg]
+        kind = event.get("type")
+        if kind in ("markdown_chunk_evt", "teammate_call_headline_chunk_evt"):
+            print(f"streaming {event['dialog']['selfId']}", flush=True)
+        elif kind == "new_q4h_asked":
+            print(f"q4h {event['question']['id']}", flush=True)
+        elif kind == "subdialog_created_evt":
+            print(f"subdialog {event['subDialog']['selfId']}", flush=True)
+
+    engine.pubchan.subscribe(on_event, wants_all=True)
+    await engine.start()
+    print("ready", flush=True)
+    if args.submit:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        engine.submit_user_message(root, args.submit, msg_id="crash-msg-1")
+        print(f"root {root.root_id}", flush=True)
+    if args.answer_all:
+        for question in engine.q4h_state():
+            engine.answer_question(question["id"], args.answer_all, msg_id=f"answer-{question['id']}")
+    await engine.wait_idle(timeout=60)
+    print("idle", flush=True)
+    if args.exit_when_idle:
+        await engine.close()
+        return
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.exit(0)
