@@ -1,0 +1,259 @@
+"""The OpenAI-compatible provider: the official ``openai`` SDK against any ``/v1/chat/completions``.
+
+OpenAI, vLLM, Ollama and the llama.cpp server all speak this dialect. Reasoning deltas
+(``reasoning_content`` from vLLM/DeepSeek/llama.cpp, ``reasoning`` from Ollama/OpenRouter) become
+thinking segments; tool calls arrive as fragments keyed by ``index`` and are emitted whole after the
+stream, in index order. Usage comes from the final chunk (``stream_options.include_usage``).
+
+As in the Anthropic provider, each generation opens its own client inside ``async with`` (Stop closes
+the HTTP stream at once) and the SDK's own retries are off so ``retry.py`` is the only policy.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx2
+import openai
+
+from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.retry import (
+    AttemptFailure,
+    RetryPolicy,
+    generate_with_retries,
+    group_tool_turns,
+    merged_params,
+    resolve_target,
+    retry_after_seconds,
+)
+from dominds.store.course_records import Usage
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+KEYLESS_API_KEY = "sk-no-key-required"
+"""Local servers ignore the key, but the SDK refuses to run without one."""
+REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
+"""Long reads (a slow model thinking), but a server that does not answer the connect fails fast."""
+
+
+class OpenAiCompatibleGenerator:
+    """Generator for ``apiType: openai-compatible`` (and ``openai``) providers."""
+
+    def __init__(self, retry_policy: RetryPolicy | None = None) -> None:
+        self.retry_policy = retry_policy or RetryPolicy()
+
+    async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
+        target = resolve_target(request, DEFAULT_BASE_URL)
+        body = request_body(request, target.base_url)
+        client = openai.AsyncOpenAI(
+            api_key=target.secret or KEYLESS_API_KEY,
+            base_url=target.base_url,
+            max_retries=0,
+            timeout=REQUEST_TIMEOUT,
+        )
+        async with client:
+
+            async def attempt(tracked: GenerationReceiver) -> GenerationResult:
+                return await _stream_once(client, request.model_name, body, tracked)
+
+            return await generate_with_retries(
+                attempt, receiver, classify=classify_error, target=target, policy=self.retry_policy
+            )
+
+
+@dataclass
+class _ToolCallParts:
+    call_id: str = ""
+    name: str = ""
+    arguments: str = ""
+
+
+async def _stream_once(
+    client: openai.AsyncOpenAI, model: str, body: dict[str, Any], receiver: GenerationReceiver
+) -> GenerationResult:
+    relay = _DeltaRelay(receiver)
+    usage = Usage(available=False)
+    served_model: str | None = None
+    stream = await client.chat.completions.create(
+        model=model,
+        messages=body["messages"],
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_body=body["extra"],
+    )
+    async with stream:
+        async for chunk in stream:
+            served_model = getattr(chunk, "model", None) or served_model
+            if getattr(chunk, "usage", None) is not None:
+                usage = usage_of(chunk.usage)
+            for choice in chunk.choices or []:
+                await relay.delta(choice.delta)
+    await relay.finish()
+    return GenerationResult(usage=usage, model=served_model)
+
+
+class _DeltaRelay:
+    """Text and reasoning deltas as alternating segments; tool-call fragments collected by index."""
+
+    def __init__(self, receiver: GenerationReceiver) -> None:
+        self.receiver = receiver
+        self.open: str | None = None
+        self.tool_calls: dict[int, _ToolCallParts] = {}
+
+    async def delta(self, delta: Any) -> None:
+        if delta is None:
+            return
+        reasoning = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+        if isinstance(reasoning, str) and reasoning:
+            await self._switch_to("thinking")
+            await self.receiver.thinking_chunk(reasoning)
+        content = getattr(delta, "content", None)
+        if isinstance(content, str) and content:
+            await self._switch_to("saying")  # closes thinking first: segments never overlap
+            await self.receiver.saying_chunk(content)
+        for fragment in getattr(delta, "tool_calls", None) or []:
+            index = getattr(fragment, "index", None)
+            if index is None:  # some servers omit it: a fragment with an id starts a new call
+                index = len(self.tool_calls) if fragment.id or not self.tool_calls else max(self.tool_calls)
+            parts = self.tool_calls.setdefault(int(index), _ToolCallParts())
+            parts.call_id = parts.call_id or (fragment.id or "")
+            function = fragment.function
+            if function is not None:
+                # Names arrive whole (some servers repeat them in every fragment); arguments stream.
+                parts.name = parts.name or (function.name or "")
+                parts.arguments += function.arguments or ""
+
+    async def _switch_to(self, kind: str) -> None:
+        if self.open == kind:
+            return
+        await self._close_segment()
+        if kind == "thinking":
+            await self.receiver.thinking_start()
+        else:
+            await self.receiver.saying_start()
+        self.open = kind
+
+    async def _close_segment(self) -> None:
+        if self.open == "thinking":
+            await self.receiver.thinking_finish(None)
+        elif self.open == "saying":
+            await self.receiver.saying_finish()
+        self.open = None
+
+    async def finish(self) -> None:
+        await self._close_segment()
+        for index in sorted(self.tool_calls):
+            parts = self.tool_calls[index]
+            # Some local servers omit ids; the next turn needs one to pair the result with the call.
+            call_id = parts.call_id or f"call_{index}"
+            await self.receiver.func_call(call_id, parts.name, parts.arguments or "{}")
+
+
+def usage_of(usage: Any) -> Usage:
+    prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
+    # OpenAI counts cached tokens inside prompt_tokens; Usage.input_tokens excludes them.
+    return Usage(
+        input_tokens=max(prompt - cached, 0),
+        output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cache_read_tokens=cached,
+    )
+
+
+def classify_error(exc: Exception) -> AttemptFailure | None:
+    if isinstance(exc, openai.APIStatusError):
+        detail = _error_message(exc.body) or exc.message
+        return AttemptFailure(exc.status_code, detail, retry_after_seconds(exc.response.headers))
+    if isinstance(exc, openai.APIConnectionError):
+        return AttemptFailure(None, f"connection failed: {exc.message}")
+    if isinstance(exc, openai.APIError):
+        # `data: {"error": …}` inside a 200 stream: retriable if nothing was streamed yet.
+        return AttemptFailure(None, f"error in stream: {exc.message}")
+    if isinstance(exc, httpx2.TransportError):
+        return AttemptFailure(None, f"connection failed: {type(exc).__name__}: {exc}")
+    return None
+
+
+def _error_message(body: object) -> str | None:
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    return None
+
+
+# ---------------------------------------------------------------- request
+
+
+def request_body(request: GenerationRequest, base_url: str) -> dict[str, Any]:
+    """The messages, tools and member parameters of one generation.
+
+    Parameters go in ``extra_body`` unchanged, so a server-specific knob (vLLM's ``top_k``) works too.
+    """
+    extra = merged_params(request.model_params, "openai")
+    if "max_tokens" in extra and urlparse(base_url).hostname == "api.openai.com":
+        # OpenAI's current models refuse `max_tokens`; local servers do not all know its successor.
+        extra.setdefault("max_completion_tokens", extra.pop("max_tokens"))
+    if request.tools:
+        extra["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in request.tools
+        ]
+    return {"messages": to_openai_messages(request.system_prompt, request.messages), "extra": extra}
+
+
+def to_openai_messages(system_prompt: str, messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Neutral messages as chat-completions messages.
+
+    Consecutive user texts and consecutive assistant texts are merged: several chat templates (vLLM,
+    llama.cpp) refuse two turns of the same role in a row. Thinking is not sent back: the dialect has
+    no field for it and some servers reject ``reasoning_content`` in requests.
+    """
+    out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    for message in group_tool_turns(messages):
+        last = out[-1] if out else None
+        if message.kind == "thinking":
+            continue
+        if message.kind == "tool_call":
+            call = {
+                "id": message.tool_call_id or "call",
+                "type": "function",
+                "function": {
+                    "name": message.tool_name or "",
+                    "arguments": _arguments_text(message.arguments),
+                },
+            }
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif message.kind == "tool_result":
+            out.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id or "call", "content": message.content}
+            )
+        elif not message.content.strip():
+            continue
+        elif (
+            last is not None
+            and last["role"] == message.role
+            and "tool_calls" not in last
+            and isinstance(last["content"], str)
+        ):
+            last["content"] += "\n\n" + message.content
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def _arguments_text(arguments: dict[str, Any] | str | None) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments or {}, ensure_ascii=False)

@@ -1,0 +1,299 @@
+"""The retry policy shared by the network providers, and the wire helpers both of them need.
+
+A generation is retried only while nothing has reached the receiver yet (reference §3.4): once a
+segment or a function call was streamed, the transcript already shows it and a second attempt would
+duplicate it, so a later failure is a ``StreamBroken``. Retriable are 408, 429 (honouring
+``retry-after``), 5xx, 529/overload and connection failures; the wait is capped exponential backoff
+with full jitter. Other 4xx answers become ``ProviderRejected`` with a hint a person can act on.
+Every message that leaves this module has the API key redacted.
+
+Each provider turns its SDK's exceptions into an ``AttemptFailure`` (``classify``); this module never
+imports an SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from dominds.llm.base import (
+    ChatMessage,
+    GenerationReceiver,
+    GenerationRequest,
+    LlmError,
+    ProviderRejected,
+    ProviderUnavailable,
+    StreamBroken,
+    guard_real_llm,
+)
+
+log = logging.getLogger("dominds.llm")
+
+T = TypeVar("T")
+
+RETRIABLE_STATUSES = frozenset({408, 429})
+"""Besides every 5xx (529 = Anthropic "overloaded" included) and connection failures (status ``None``)."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to retry. Tests inject ``sleep`` and shrink the limits."""
+
+    attempts: int = 5
+    """Total attempts, the first one included."""
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+    """Cap of the exponential backoff (before jitter)."""
+    max_retry_after: float = 60.0
+    """Cap of a server's ``retry-after`` so a bad header cannot park a dialog for hours."""
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    jitter: Callable[[], float] = random.random
+    """Uniform in [0, 1): full jitter spreads retries of many dialogs hitting one rate limit."""
+
+    def delay(self, retry_index: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return max(0.0, min(retry_after, self.max_retry_after))
+        return self.jitter() * min(self.max_delay, self.base_delay * 2.0**retry_index)
+
+
+@dataclass(frozen=True)
+class AttemptFailure:
+    """One failed attempt in provider-neutral terms."""
+
+    status: int | None
+    """HTTP status, or the status an in-stream error type stands for; ``None`` = no answer (network)."""
+    detail: str
+    """The provider's own explanation (may still contain a secret: redacted before use)."""
+    retry_after: float | None = None
+    """Seconds the server asked us to wait."""
+
+    @property
+    def retriable(self) -> bool:
+        return self.status is None or self.status in RETRIABLE_STATUSES or self.status >= 500
+
+    def describe(self) -> str:
+        return f"HTTP {self.status}: {self.detail}" if self.status is not None else self.detail
+
+
+@dataclass(frozen=True)
+class ProviderTarget:
+    """Who we talk to, for messages: never holds more than the key it must redact."""
+
+    provider_key: str
+    model: str
+    base_url: str
+    api_key_env_var: str | None
+    secret: str | None = field(default=None, repr=False)
+
+
+def resolve_target(request: GenerationRequest, default_base_url: str) -> ProviderTarget:
+    """Where a generation goes and with which key; refuses before any request is made.
+
+    A provider whose ``apiKeyEnvVar`` is null is keyless (local servers): the caller sends a dummy key.
+    """
+    base_url = str(request.provider_config.get("baseUrl") or default_base_url)
+    guard_real_llm(request.provider_key, base_url)
+    env_var = request.provider_config.get("apiKeyEnvVar") or None
+    secret = None
+    if env_var is not None:
+        secret = os.environ.get(str(env_var), "").strip()
+        if not secret:
+            raise ProviderRejected(
+                f"provider {request.provider_key!r} needs an API key but {env_var} is not set",
+                status=None,
+                fix_hint=f"export {env_var}=<your key> in the environment of `dominds serve` "
+                f"(or set `apiKeyEnvVar: null` in .minds/llm.yaml for a keyless server)",
+            )
+    return ProviderTarget(request.provider_key, request.model_name, base_url, env_var, secret)
+
+
+class StreamTracker:
+    """A receiver wrapper that remembers whether anything was streamed (then retrying is unsafe)."""
+
+    def __init__(self, inner: GenerationReceiver) -> None:
+        self.inner = inner
+        self.started = False
+
+    async def thinking_start(self) -> None:
+        self.started = True
+        await self.inner.thinking_start()
+
+    async def thinking_chunk(self, text: str) -> None:
+        await self.inner.thinking_chunk(text)
+
+    async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None:
+        await self.inner.thinking_finish(provider_data)
+
+    async def saying_start(self) -> None:
+        self.started = True
+        await self.inner.saying_start()
+
+    async def saying_chunk(self, text: str) -> None:
+        await self.inner.saying_chunk(text)
+
+    async def saying_finish(self) -> None:
+        await self.inner.saying_finish()
+
+    async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
+        self.started = True
+        await self.inner.func_call(call_id, name, arguments_json)
+
+
+async def generate_with_retries(
+    attempt: Callable[[GenerationReceiver], Awaitable[T]],
+    receiver: GenerationReceiver,
+    *,
+    classify: Callable[[Exception], AttemptFailure | None],
+    target: ProviderTarget,
+    policy: RetryPolicy,
+) -> T:
+    """Run ``attempt`` until it succeeds, is rejected, breaks mid-stream or the budget is spent."""
+    last: AttemptFailure | None = None
+    for index in range(policy.attempts):
+        tracker = StreamTracker(receiver)
+        try:
+            return await attempt(tracker)
+        except LlmError:
+            raise  # ours already (a protocol violation from the receiver, a missing key): pass it on
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:  # a malformed response or an SDK surprise: retrying would not help
+                error_class = StreamBroken if tracker.started else LlmError
+                detail = f"{target.provider_key}: unexpected {type(exc).__name__}: {exc}"
+                raise error_class(redact(detail, target.secret)) from None
+            if tracker.started:
+                raise StreamBroken(
+                    redact(
+                        f"{target.provider_key} stream broke after output began: {failure.describe()}",
+                        target.secret,
+                    )
+                ) from None
+            if not failure.retriable:
+                raise rejection(failure, target) from None
+            last = failure
+        if index + 1 < policy.attempts:
+            wait = policy.delay(index, last.retry_after)
+            log.warning(
+                "%s: %s; retry %d/%d in %.1f s",
+                target.provider_key, redact(last.describe(), target.secret), index + 1, policy.attempts - 1, wait,
+            )  # fmt: skip
+            await policy.sleep(wait)
+    assert last is not None
+    raise ProviderUnavailable(
+        redact(
+            f"{target.provider_key} ({target.base_url}) unavailable after {policy.attempts} attempts; "
+            f"last error: {last.describe()}",
+            target.secret,
+        )
+    )
+
+
+def rejection(failure: AttemptFailure, target: ProviderTarget) -> ProviderRejected:
+    """A 4xx answer as an error that says what to fix."""
+    detail = redact(failure.describe(), target.secret)
+    where = f"{target.provider_key} ({target.base_url})"
+    if failure.status in (401, 403):
+        if target.api_key_env_var:
+            hint = f"check {target.api_key_env_var}: it must hold a valid API key for {target.base_url}"
+        else:
+            hint = f"provider {target.provider_key!r} is keyless (apiKeyEnvVar: null); set apiKeyEnvVar in .minds/llm.yaml"
+        return ProviderRejected(
+            f"{where} refused the credentials ({detail})", status=failure.status, fix_hint=hint
+        )
+    if failure.status == 404 or _names_unknown_model(failure.detail):
+        return ProviderRejected(
+            f"model {target.model!r} unknown to {where} ({detail})",
+            status=failure.status,
+            fix_hint="fix `.minds/llm.yaml` or the member's `model` in `.minds/team.yaml` (or the provider's baseUrl)",
+        )
+    return ProviderRejected(
+        f"{where} rejected the request ({detail})",
+        status=failure.status,
+        fix_hint="check the member's `model_params` and the provider entry in `.minds/llm.yaml`",
+    )
+
+
+def _names_unknown_model(detail: str) -> bool:
+    text = detail.lower()
+    return "model" in text and any(
+        s in text for s in ("not found", "does not exist", "unknown", "invalid model")
+    )
+
+
+_KEY_SHAPES = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
+"""OpenAI (``sk-…``) and Anthropic (``sk-ant-…``) key shapes."""
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` without the API key (some proxies echo it) nor anything shaped like one."""
+    if secret and len(secret) >= 6:
+        text = text.replace(secret, "[redacted]")
+    return _KEY_SHAPES.sub("[redacted]", text)
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """``retry-after-ms`` / ``retry-after`` (seconds or an HTTP date) of a response, if any."""
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
+        return None if parsed is None else max(0.0, parsed.timestamp() - time.time())
+
+
+# ---------------------------------------------------------------- wire helpers both providers use
+
+
+def group_tool_turns(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """Messages with every generation's tool calls together, directly followed by their results.
+
+    Both APIs require each tool call to be answered right after the assistant turn that made it,
+    while the course may interleave calls, results and teammate notes of one generation.
+    """
+    calls: dict[int, list[ChatMessage]] = {}
+    results: dict[int, list[ChatMessage]] = {}
+    for message in messages:
+        if message.genseq is not None and message.kind == "tool_call":
+            calls.setdefault(message.genseq, []).append(message)
+        elif message.genseq is not None and message.kind == "tool_result":
+            results.setdefault(message.genseq, []).append(message)
+    out: list[ChatMessage] = []
+    placed: set[int] = set()
+    for message in messages:
+        if message.kind not in ("tool_call", "tool_result") or message.genseq is None:
+            out.append(message)
+        elif message.genseq not in placed:
+            placed.add(message.genseq)
+            out.extend(calls.get(message.genseq, []))
+            out.extend(results.get(message.genseq, []))
+    return out
+
+
+def merged_params(model_params: dict[str, Any], section: str) -> dict[str, Any]:
+    """A member's parameters for one API: top-level ``max_tokens`` < ``general`` < ``<section>``."""
+    merged: dict[str, Any] = {}
+    if model_params.get("max_tokens") is not None:
+        merged["max_tokens"] = model_params["max_tokens"]
+    for name in ("general", section):
+        value = model_params.get(name)
+        if isinstance(value, dict):
+            merged.update(value)
+    return merged

@@ -1,0 +1,351 @@
+"""A fake LLM HTTP server on 127.0.0.1 speaking the Anthropic and OpenAI wire formats.
+
+The real SDKs talk to it (payloads as in ``reference/tooling.md`` §2). Each test scripts it with a
+queue of ``Reply``s or a ``responder`` function; it records every request body and notices when a
+client hangs up in the middle of a slow stream. Also here: ``RecordingReceiver``, a receiver that
+keeps what a provider streamed and enforces the no-overlap rule like the driver's does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from dominds.llm.base import StreamProtocolError
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP answer: a JSON body, or a list of SSE frames."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    frames: list[str] = field(default_factory=list)
+    delay_s: float = 0.0
+    """Pause before each frame (a slow stream)."""
+    drop_after: int | None = None
+    """Close the TCP connection abruptly after this many frames (no SSE error, no EOF)."""
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    """Lower-cased names."""
+    body: dict[str, Any]
+
+
+class FakeLlmServer:
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.responder: Callable[[RecordedRequest], Reply] | None = None
+        self.requests: list[RecordedRequest] = []
+        self.disconnects: list[float] = []
+        """``time.monotonic()`` when a client hung up during a stream."""
+        self._hung_up = asyncio.Event()
+        self.url = ""
+        """``http://127.0.0.1:<port>`` once running (OpenAI clients append ``/v1``)."""
+
+    def queue(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    async def first_disconnect(self, within_s: float = 2.0) -> float | None:
+        """When a client first hung up mid-stream, waiting up to ``within_s`` for it to happen."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._hung_up.wait(), within_s)
+        return self.disconnects[0] if self.disconnects else None
+
+    def _note_hang_up(self) -> None:
+        self.disconnects.append(time.monotonic())
+        self._hung_up.set()
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/messages", self._handle)
+        app.router.add_post("/v1/chat/completions", self._handle)
+        return app
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        recorded = RecordedRequest(request.path, headers, await request.json())
+        self.requests.append(recorded)
+        if self.responder is not None:
+            reply = self.responder(recorded)
+        elif self.replies:
+            reply = self.replies.popleft()
+        else:
+            reply = Reply(
+                status=500, body={"error": {"type": "api_error", "message": "no scripted reply left"}}
+            )
+        if not reply.frames:
+            return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+        response = web.StreamResponse(
+            status=reply.status, headers={"Content-Type": "text/event-stream", **reply.headers}
+        )
+        await response.prepare(request)
+        try:
+            for index, frame in enumerate(reply.frames):
+                if reply.drop_after is not None and index == reply.drop_after:
+                    assert request.transport is not None
+                    request.transport.close()
+                    return response
+                if reply.delay_s:
+                    await asyncio.sleep(reply.delay_s)
+                await response.write(frame.encode())
+            await response.write_eof()
+        except ConnectionResetError:  # the client hung up: what the cancellation tests look for
+            self._note_hang_up()
+        except asyncio.CancelledError:
+            self._note_hang_up()
+            raise
+        return response
+
+
+@contextlib.asynccontextmanager
+async def running_fake_server() -> AsyncIterator[FakeLlmServer]:
+    server = FakeLlmServer()
+    runner = web.AppRunner(server.app(), shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    server.url = f"http://127.0.0.1:{port}"
+    try:
+        yield server
+    finally:
+        await runner.cleanup()
+
+
+# ---------------------------------------------------------------- Anthropic wire format
+
+
+def anthropic_event(data: dict[str, Any], name: str | None = None) -> str:
+    return f"event: {name or data['type']}\ndata: {json.dumps(data)}\n\n"
+
+
+def anthropic_frames(
+    blocks: list[dict[str, Any]],
+    *,
+    input_tokens: int = 11,
+    output_tokens: int = 42,
+    cache_read: int | None = None,
+    cache_write: int | None = None,
+    error_after: int | None = None,
+    error_type: str = "overloaded_error",
+) -> list[str]:
+    """A message stream. Blocks: ``{"thinking": t, "signature": s}``, ``{"text": t}``,
+    ``{"tool_use": {"id", "name", "input"}}``. ``error_after``: an ``event: error`` after that many blocks."""
+    usage: dict[str, Any] = {"input_tokens": input_tokens, "output_tokens": 0}
+    if cache_read is not None:
+        usage["cache_read_input_tokens"] = cache_read
+    if cache_write is not None:
+        usage["cache_creation_input_tokens"] = cache_write
+    frames = [
+        anthropic_event(
+            {
+                "type": "message_start",
+                "message": {"id": "m", "model": "fake-claude", "content": [], "usage": usage},
+            }
+        )
+    ]
+    stop_reason = "end_turn"
+    for index, block in enumerate(blocks):
+        if error_after == index:
+            frames.append(anthropic_error_frame(error_type, "the fake server broke the stream"))
+            return frames
+        frames.extend(_anthropic_block(index, block))
+        if "tool_use" in block:
+            stop_reason = "tool_use"
+    if error_after == len(blocks):
+        frames.append(anthropic_error_frame(error_type, "the fake server broke the stream"))
+        return frames
+    frames.append(
+        anthropic_event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason},
+                "usage": {"output_tokens": output_tokens},
+            }
+        )
+    )
+    frames.append(anthropic_event({"type": "message_stop"}))
+    return frames
+
+
+def _anthropic_block(index: int, block: dict[str, Any]) -> list[str]:
+    def delta(payload: dict[str, Any]) -> str:
+        return anthropic_event({"type": "content_block_delta", "index": index, "delta": payload})
+
+    frames = []
+    start: dict[str, Any]
+    if "thinking" in block:
+        start = {"type": "thinking", "thinking": ""}
+        deltas = [delta({"type": "thinking_delta", "thinking": part}) for part in _halves(block["thinking"])]
+        if block.get("signature"):
+            deltas.append(delta({"type": "signature_delta", "signature": block["signature"]}))
+    elif "text" in block:
+        start = {"type": "text", "text": ""}
+        deltas = [delta({"type": "text_delta", "text": part}) for part in _halves(block["text"])]
+    else:
+        call = block["tool_use"]
+        start = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": {}}
+        arguments = json.dumps(call["input"])
+        deltas = [delta({"type": "input_json_delta", "partial_json": part}) for part in _halves(arguments)]
+    frames.append(anthropic_event({"type": "content_block_start", "index": index, "content_block": start}))
+    frames.extend(deltas)
+    frames.append(anthropic_event({"type": "content_block_stop", "index": index}))
+    return frames
+
+
+def anthropic_error_frame(error_type: str, message: str) -> str:
+    return anthropic_event({"type": "error", "error": {"type": error_type, "message": message}}, "error")
+
+
+def anthropic_error(
+    status: int, error_type: str, message: str, headers: dict[str, str] | None = None
+) -> Reply:
+    return Reply(
+        status=status,
+        headers=headers or {},
+        body={"type": "error", "error": {"type": error_type, "message": message}},
+    )
+
+
+# ---------------------------------------------------------------- OpenAI wire format
+
+
+def openai_chunk(delta: dict[str, Any], finish_reason: str | None = None) -> str:
+    choice: dict[str, Any] = {"index": 0, "delta": delta}
+    if finish_reason:
+        choice["finish_reason"] = finish_reason
+    chunk = {"object": "chat.completion.chunk", "model": "fake-gpt", "choices": [choice]}
+    return f"data: {json.dumps(chunk)}\n\n"
+
+
+def openai_frames(
+    *,
+    reasoning: str | None = None,
+    reasoning_key: str = "reasoning_content",
+    content: str | None = None,
+    tool_calls: list[tuple[str, str, dict[str, Any]]] | None = None,
+    prompt_tokens: int = 13,
+    completion_tokens: int = 7,
+    cached_tokens: int | None = None,
+    error_after_content: bool = False,
+) -> list[str]:
+    """A chat-completions stream: reasoning deltas, content deltas, tool-call fragments, then usage."""
+    frames = [openai_chunk({"role": "assistant", "content": ""})]
+    frames += [openai_chunk({reasoning_key: part}) for part in _halves(reasoning or "")]
+    frames += [openai_chunk({"content": part}) for part in _halves(content or "")]
+    if error_after_content:
+        error = {"error": {"message": "the fake server broke the stream", "type": "server_error"}}
+        return [*frames, f"data: {json.dumps(error)}\n\n"]
+    for index, (call_id, name, arguments) in enumerate(tool_calls or []):
+        text = json.dumps(arguments)
+        head, tail = _halves(text) if len(text) > 1 else (text, "")
+        first = {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": head},
+        }
+        frames.append(openai_chunk({"tool_calls": [first]}))
+        frames.append(openai_chunk({"tool_calls": [{"index": index, "function": {"arguments": tail}}]}))
+    frames.append(openai_chunk({}, "tool_calls" if tool_calls else "stop"))
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    frames.append(
+        f"data: {json.dumps({'object': 'chat.completion.chunk', 'choices': [], 'usage': usage})}\n\n"
+    )
+    frames.append("data: [DONE]\n\n")
+    return frames
+
+
+def openai_error(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(
+        status=status,
+        headers=headers or {},
+        body={"error": {"message": message, "type": "invalid_request_error"}},
+    )
+
+
+def _halves(text: str) -> list[str]:
+    """Split into two deltas so every test exercises reassembly."""
+    if not text:
+        return []
+    middle = max(1, len(text) // 2)
+    return [part for part in (text[:middle], text[middle:]) if part]
+
+
+# ---------------------------------------------------------------- receiver
+
+
+class RecordingReceiver:
+    """Keeps every callback as a tuple; raises ``StreamProtocolError`` on overlap like the driver."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+        self.first_event = asyncio.Event()
+        self._open: str | None = None
+
+    def _record(self, *event: Any) -> None:
+        self.events.append(event)
+        self.first_event.set()
+
+    def _begin(self, kind: str) -> None:
+        if self._open is not None:
+            raise StreamProtocolError(f"{kind} started while {self._open} is open")
+        self._open = kind
+
+    def _end(self, kind: str) -> None:
+        if self._open != kind:
+            raise StreamProtocolError(f"{kind} finished while {self._open} is open")
+        self._open = None
+
+    async def thinking_start(self) -> None:
+        self._begin("thinking")
+        self._record("thinking_start")
+
+    async def thinking_chunk(self, text: str) -> None:
+        assert self._open == "thinking"
+        self._record("thinking_chunk", text)
+
+    async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None:
+        self._end("thinking")
+        self._record("thinking_finish", provider_data)
+
+    async def saying_start(self) -> None:
+        self._begin("saying")
+        self._record("saying_start")
+
+    async def saying_chunk(self, text: str) -> None:
+        assert self._open == "saying"
+        self._record("saying_chunk", text)
+
+    async def saying_finish(self) -> None:
+        self._end("saying")
+        self._record("saying_finish")
+
+    async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
+        assert self._open is None
+        self._record("func_call", call_id, name, json.loads(arguments_json))
+
+    def text(self, kind: str) -> str:
+        return "".join(e[1] for e in self.events if e[0] == f"{kind}_chunk")
+
+    def kinds(self) -> list[str]:
+        return [e[0] for e in self.events if not e[0].endswith("_chunk")]
