@@ -36,7 +36,8 @@ BROADCAST_TYPES = frozenset(
 @dataclass
 class _Channel:
     next_seq: int = 1
-    buffer: deque[Event] = field(default_factory=lambda: deque(maxlen=4096))
+    dropped_through: int = 0
+    """Highest seq of this channel already evicted from the replay buffer."""
 
 
 @dataclass(eq=False)
@@ -50,10 +51,14 @@ class Subscriber:
 
 
 class PubChan:
-    def __init__(self) -> None:
+    def __init__(self, buffer_events: int = 4096) -> None:
         self.epoch = secrets.token_hex(4)
         self._channels: dict[str, _Channel] = {}
         self._subscribers: list[Subscriber] = []
+        # One bounded buffer for all channels: memory stays flat however many dialogs exist,
+        # while a client that reconnects within seconds still gets an exact catch-up.
+        self._buffer: deque[tuple[str, Event]] = deque()
+        self._buffer_cap = buffer_events
 
     def publish(self, dialog: tuple[str, str] | None, event: Event) -> Event:
         """Stamp and deliver an event. ``dialog`` is ``(selfId, rootId)`` or None for global events."""
@@ -65,7 +70,10 @@ class PubChan:
         if dialog is not None:
             event["dialog"] = {"selfId": dialog[0], "rootId": dialog[1]}
         event.setdefault("timestamp", now_iso())
-        channel.buffer.append(event)
+        self._buffer.append((key, event))
+        if len(self._buffer) > self._buffer_cap:
+            old_key, old = self._buffer.popleft()
+            self._channels[old_key].dropped_through = old["seq"]
         broadcast = key == GLOBAL or event.get("type") in BROADCAST_TYPES
         for sub in list(self._subscribers):
             if broadcast or sub.wants_all or key in sub.following:
@@ -94,9 +102,9 @@ class PubChan:
             return [] if seq == 0 else None
         if seq >= channel.next_seq - 1:
             return []
-        if not channel.buffer or channel.buffer[0]["seq"] > seq + 1:
+        if channel.dropped_through > seq:
             return None
-        return [e for e in channel.buffer if e["seq"] > seq]
+        return [e for k, e in self._buffer if k == dialog_self_id and e["seq"] > seq]
 
     @property
     def subscriber_count(self) -> int:

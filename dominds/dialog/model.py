@@ -53,13 +53,14 @@ class Dialog:
         self.reminders: list[Reminder] = []
         self.q4h: list[HumanQuestion] = []
         self.pending: list[PendingSubdialog] = []
-        self.records: list[CourseRecord] = []
+        self._records: list[CourseRecord] | None = []
         self.drive_mutex = asyncio.Lock()  # FIFO: asyncio wakes waiters in order
         self.suspension_lock = asyncio.Lock()
         self.drive_task: asyncio.Task[None] | None = None
         self.stop_reason: str | None = None
         self.load_error: str | None = None
         self.genseq = 0
+        self._run_state_unpublished = False
         self.pending_new_course = False
         """Set by clear_mind: start a new course when the current generation ends."""
         self.streaming_text: dict[str, str] = {}
@@ -128,14 +129,20 @@ class Dialog:
         return self._publish(self.key, event)
 
     def save_latest(self) -> None:
+        """Persist ``latest.yaml``; a run-state change made since the last save is published after it."""
         self.files.write_latest(self.latest)
+        if self._run_state_unpublished:
+            self._run_state_unpublished = False
+            self.publish({"type": "dlg_run_state_evt", "runState": self.latest.run_state.to_disk()})
 
-    def set_run_state(self, state: RunState) -> None:
+    def set_run_state(self, state: RunState, *, save: bool = True) -> None:
+        """Change the run state; with ``save=False`` it is persisted (then published) by the next save."""
         if state == self.latest.run_state:
             return
         self.latest.run_state = state
-        self.save_latest()
-        self.publish({"type": "dlg_run_state_evt", "runState": state.to_disk()})
+        self._run_state_unpublished = True
+        if save:
+            self.save_latest()
 
     def append(self, record: CourseRecord, *, sync: bool = True) -> int:
         """Persist a course record, keep it in memory; returns its message index."""
@@ -160,8 +167,30 @@ class Dialog:
 
     # -- transcript queries --------------------------------------------------------------------
 
+    @property
+    def records(self) -> list[CourseRecord]:
+        """Records of the current course; reloaded from the file after ``release_transcript``."""
+        if self._records is None:
+            self._records = self.files.read_course(self.latest.current_course)
+        return self._records
+
+    @records.setter
+    def records(self, value: list[CourseRecord]) -> None:
+        self._records = value
+
+    def release_transcript(self) -> None:
+        """Drop the in-memory copy of the course (the file is the truth); only while not driving."""
+        if not self.is_driving:
+            self._records = None
+
     def recorded_msg_ids(self) -> set[str]:
         return {r.msg_id for r in self.records if isinstance(r, HumanTextRecord)}
+
+    def loaded_msg_ids(self) -> set[str]:
+        """Recorded prompt ids if the transcript is in memory (a cheap duplicate check that never reads files)."""
+        if self._records is None:
+            return set()
+        return {r.msg_id for r in self._records if isinstance(r, HumanTextRecord)}
 
     def supplied_response_keys(self) -> set[tuple[str, str]]:
         return {(r.callee_dialog_id, r.call_id) for r in self.records if isinstance(r, TeammateResponseRecord)}

@@ -12,7 +12,7 @@ from dominds.dialog.messages import context_messages
 from dominds.dialog.model import Dialog
 from dominds.driver.config import Config, ConfigCache
 from dominds.llm.base import ChatMessage
-from dominds.taskdoc import TaskdocError, load_taskdoc
+from dominds.taskdoc import TaskdocError, load_taskdoc, taskdoc_fingerprint
 from dominds.taskdoc_render import render_effective_taskdoc
 from dominds.team import Member
 
@@ -81,15 +81,26 @@ def _markdown_files(directory: Path) -> list[Path]:
     return [p for p in directory.rglob("*.md") if p.is_file()]
 
 
+_TASKDOC_CACHE: dict[tuple[str, str], tuple[str, str]] = {}
+
+
 def taskdoc_message(cache: ConfigCache, dialog: Dialog) -> ChatMessage | None:
+    """The effective Taskdoc, re-rendered only when the package changed on disk (a hand edit shows at once)."""
     path = dialog.meta.task_doc_path
     if not path:
         return None
+    root = str(cache.rtws.root)
+    fingerprint = taskdoc_fingerprint(cache.rtws.root, path)
+    cached = _TASKDOC_CACHE.get((root, path))
+    if cached is not None and cached[0] == fingerprint:
+        return ChatMessage(role="user", content=cached[1])
     try:
         taskdoc = load_taskdoc(cache.rtws.root, path)
     except TaskdocError as exc:
         return ChatMessage(role="user", content=f"[Taskdoc unavailable: {exc}]")
-    return ChatMessage(role="user", content=render_effective_taskdoc(taskdoc))
+    text = render_effective_taskdoc(taskdoc)
+    _TASKDOC_CACHE[(root, path)] = (fingerprint, text)
+    return ChatMessage(role="user", content=text)
 
 
 def reminders_text(dialog: Dialog) -> str | None:

@@ -29,7 +29,7 @@ async def drive_dialog(engine: Engine, dialog: Dialog) -> None:
         return
     dialog.stop_reason = None
     was_interrupted = dialog.latest.run_state.kind == "interrupted"
-    dialog.set_run_state(RunState(kind="proceeding"))
+    dialog.set_run_state(RunState(kind="proceeding"), save=False)  # saved with the generation start
     if was_interrupted:
         dialog.append(RunMarkerRecord(ts=now_iso(), kind="resumed"))
         dialog.publish({"type": "dlg_run_state_marker_evt", "kind": "resumed"})
@@ -67,11 +67,11 @@ def _settle(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
         state = RunState(kind="interrupted", reason="system_stop", detail=outcome.error)
     else:
         state = dialog.idle_run_state()
+    dialog.set_run_state(state, save=False)
+    dialog.save_latest()
     if state.kind == "interrupted":
         dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason=state.reason))
         dialog.publish({"type": "dlg_run_state_marker_evt", "kind": "interrupted", "reason": state.reason})
-    dialog.save_latest()
-    dialog.set_run_state(state)
     dialog.stop_reason = None
 
 

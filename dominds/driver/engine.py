@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+from collections import OrderedDict
 from typing import Any
 
 import filelock
@@ -68,6 +69,11 @@ class Engine:
         self._scheduler: asyncio.Task[None] | None = None
         self._drives: set[asyncio.Task[None]] = set()
         self._generators: dict[str, Generator] = {"scripted": ScriptedGenerator()}
+        self._transcripts: OrderedDict[str, Dialog] = OrderedDict()
+        self.transcript_cache_size = 64
+        self.max_concurrent_drives = 64
+        """Drives in flight at once; bounds memory and keeps latency fair under bursts."""
+        """How many dialogs keep their current course in memory after a drive (LRU)."""
         self._lock = filelock.FileLock(str(rtws.lock_path)) if take_lock else None
         self.closed = False
 
@@ -221,6 +227,8 @@ class Engine:
                     continue
                 if dialog.is_driving or not dialog.can_drive():
                     continue
+                if len(self._drives) >= self.max_concurrent_drives:
+                    break  # the rest wait for a slot; a finishing drive wakes the scheduler
                 self._wanted.discard((root_id, self_id))
                 task = asyncio.create_task(self._drive(dialog), name=f"drive-{self_id}")
                 dialog.drive_task = task
@@ -249,9 +257,17 @@ class Engine:
                 dialog.set_run_state(RunState(kind="interrupted", reason="system_stop", detail=f"internal error: {exc}"))
         finally:
             self._drives.discard(asyncio.current_task())  # type: ignore[arg-type,unused-ignore]
+            self._remember_transcript(dialog)
             if dialog.latest.needs_drive:
                 self._want(dialog)
             self._wake.set()
+
+    def _remember_transcript(self, dialog: Dialog) -> None:
+        self._transcripts[dialog.self_id] = dialog
+        self._transcripts.move_to_end(dialog.self_id)
+        while len(self._transcripts) > self.transcript_cache_size:
+            _, oldest = self._transcripts.popitem(last=False)
+            oldest.release_transcript()
 
     async def wait_idle(self, timeout: float = 10.0) -> None:
         """Wait until nothing is driving and nothing drivable is waiting (tests, CLI `run`, benches)."""
@@ -367,7 +383,7 @@ class Engine:
         if not content.strip():
             raise EngineError("the message is empty")
         msg_id = msg_id or f"msg-{new_dialog_id()}"
-        if any(p.msg_id == msg_id for p in dialog.latest.queued_prompts) or msg_id in dialog.recorded_msg_ids():
+        if any(p.msg_id == msg_id for p in dialog.latest.queued_prompts) or msg_id in dialog.loaded_msg_ids():
             raise EngineError(f"message {msg_id!r} was already accepted")
         prompt = QueuedPrompt(msg_id=msg_id, content=content, grammar=grammar, origin="user", queued_at=now_iso())  # type: ignore[arg-type]
         dialog.latest.queued_prompts.append(prompt)

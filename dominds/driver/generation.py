@@ -50,17 +50,22 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
     outcome = GenOutcome()
     genseq = dialog.next_genseq()
     dialog.genseq = genseq
+    dialog.append(GenStartRecord(ts=now_iso(), genseq=genseq), sync=False)
+    gen = {"course": dialog.latest.current_course, "genseq": genseq}
+    if prompt is not None:
+        _record_prompt(dialog, prompt, genseq)
+    # One write: generating, the consumed prompt, the consumed revival and the run state together.
     dialog.latest.generating = True
     dialog.latest.needs_drive = False  # this generation sees everything recorded so far
     dialog.save_latest()
-    dialog.append(GenStartRecord(ts=now_iso(), genseq=genseq))
-    gen = {"course": dialog.latest.current_course, "genseq": genseq}
     dialog.publish({"type": "generating_start_evt", **gen})
+    if prompt is not None:
+        _publish_prompt(dialog, prompt, genseq)
     finish = GenFinishRecord(ts="", genseq=genseq)
     started = time.perf_counter()
     try:
-        if prompt is not None:
-            if await _take_prompt(engine, dialog, prompt, genseq):
+        if prompt is not None and prompt.grammar == "tellask":
+            if await _run_human_tellasks(engine, dialog, prompt, genseq):
                 outcome.suspended = True
                 return outcome
         if dialog.stop_reason:
@@ -139,15 +144,14 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
         finish.error = outcome.error
         finish.context_health = engine.context_health(dialog, finish)
         dialog.append(finish)
-        dialog.latest.generating = False
-        dialog.save_latest()
+        dialog.latest.generating = False  # persisted by the next generation start or the drive's settle
         dialog.publish({"type": "generating_finish_evt", "llmGenModel": finish.model, **gen})
         if finish.context_health:
             dialog.publish({"type": "context_health_evt", "contextHealth": finish.context_health, **gen})
 
 
-async def _take_prompt(engine: Engine, dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> bool:
-    """Record a queued prompt exactly once and run the tellasks a human wrote. True when that suspended the dialog."""
+def _record_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:
+    """Record a queued prompt exactly once (a crash may have recorded it already) and drop it from the queue."""
     if prompt.msg_id not in dialog.recorded_msg_ids():
         dialog.append(
             HumanTextRecord(
@@ -162,21 +166,25 @@ async def _take_prompt(engine: Engine, dialog: Dialog, prompt: QueuedPrompt, gen
                 call_id=prompt.call_id,
             )
         )
-        dialog.publish(
-            {
-                "type": "end_of_user_saying_evt",
-                "course": dialog.latest.current_course,
-                "genseq": genseq,
-                "msgId": prompt.msg_id,
-                "content": prompt.content,
-                "grammar": prompt.grammar,
-                "origin": prompt.origin,
-            }
-        )
     dialog.latest.queued_prompts = [p for p in dialog.latest.queued_prompts if p.msg_id != prompt.msg_id]
-    dialog.save_latest()
-    if prompt.grammar != "tellask":
-        return False
+
+
+def _publish_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:
+    dialog.publish(
+        {
+            "type": "end_of_user_saying_evt",
+            "course": dialog.latest.current_course,
+            "genseq": genseq,
+            "msgId": prompt.msg_id,
+            "content": prompt.content,
+            "grammar": prompt.grammar,
+            "origin": prompt.origin,
+        }
+    )
+
+
+async def _run_human_tellasks(engine: Engine, dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> bool:
+    """Run the tellasks a human wrote. True when that suspended the dialog."""
     course = dialog.latest.current_course
     calls = [
         CallToRun(seg, runtime_call_id(seg.call_id, course, genseq, "u"))

@@ -89,7 +89,11 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
         for question in dialog.q4h:
             engine.index_question(dialog, question)
         _drop_answered_questions(engine, dialog)
-        if dialog.latest.generating or dialog.latest.run_state.kind in ("proceeding", "stop_requested"):
+        if (
+            dialog.latest.generating
+            or dialog.latest.run_state.kind in ("proceeding", "stop_requested")
+            or _has_open_generation(dialog)
+        ):
             _close_interrupted_generation(dialog)
     for dialog in list(root.local.values()):
         if not dialog.load_error:
@@ -118,6 +122,16 @@ def _drop_answered_questions(engine: Engine, dialog: Dialog) -> None:
             dialog.q4h.remove(question)
             engine.unindex_question(question.id)
     dialog.save_q4h()
+
+
+def _has_open_generation(dialog: Dialog) -> bool:
+    """A generation start without its finish (latest.yaml may not have been saved yet when the daemon died)."""
+    for record in reversed(dialog.records):
+        if isinstance(record, GenFinishRecord):
+            return False
+        if isinstance(record, GenStartRecord):
+            return True
+    return False
 
 
 def _close_interrupted_generation(dialog: Dialog) -> None:

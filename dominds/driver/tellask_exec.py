@@ -345,7 +345,7 @@ def materialize_subdialog(engine: Engine, root: RootDialog, caller: Dialog, entr
     )
     latest = LatestState(last_modified=now_iso(), queued_prompts=[_assignment_prompt(caller, entry)], needs_drive=True)
     sub = engine.create_subdialog(root, meta, latest)
-    engine.request_drive(sub)
+    engine._want(sub)  # needsDrive is already in the latest.yaml just written
     return sub
 
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from dominds.store import fastyaml
 from dominds.store.atomic import append_line, write_atomic
 from dominds.store.course_records import COURSE_RECORD_ADAPTER, CourseRecord
 from dominds.store.errors import CorruptFileError, UnreadableFileError
@@ -24,6 +25,11 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def yaml_dump(data: Any, header: str = "") -> str:
+    return fastyaml.dump(data, header)
+
+
+def pyyaml_dump(data: Any, header: str = "") -> str:
+    """PyYAML's own block output (slower; for files people edit, like team.yaml)."""
     return header + yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=100)
 
 
