@@ -19,10 +19,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import make_workspace, machine, peak_rss_mib, print_table, rss_mib, summary  # noqa: E402
+from _common import machine, make_workspace, peak_rss_mib, print_table, rss_mib, summary
 
-from dominds.dialog.model import Dialog  # noqa: E402
-from dominds.driver.engine import Engine  # noqa: E402
+from dominds.dialog.model import Dialog
+from dominds.driver.engine import Engine
 
 RESPONSES = [
     {"agent": "lead", "message": "fanout", "response": "".join(f"!?@worker task {i}\n\n" for i in range(100))},
