@@ -61,6 +61,7 @@ class Dialog:
         self.load_error: str | None = None
         self.genseq = 0
         self._run_state_unpublished = False
+        self._pending_commit: asyncio.Future[None] | None = None
         self.pending_new_course = False
         """Set by clear_mind: start a new course when the current generation ends."""
         self.streaming_text: dict[str, str] = {}
@@ -155,6 +156,30 @@ class Dialog:
 
     def save_pending(self) -> None:
         self.files.write_subdlg(SubdlgFile(pending=list(self.pending), updated_at=now_iso()))
+
+    async def commit_pending(self) -> None:
+        """Persist the pending index once for every dispatch made in the same event-loop turn.
+
+        Many tellasks of one message run concurrently; each appends its entry (under the suspension
+        lock) and awaits this. The first waiter yields once so its siblings can append, then writes
+        the file for all of them: one write instead of one per call, and every caller returns only
+        after its entry is on disk (the commit point of its dispatch).
+        """
+        if self._pending_commit is not None:
+            await asyncio.shield(self._pending_commit)
+            return
+        commit: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending_commit = commit
+        try:
+            await asyncio.sleep(0)
+        finally:
+            self._pending_commit = None
+        try:
+            self.save_pending()
+        except BaseException as exc:
+            commit.set_exception(exc)
+            raise
+        commit.set_result(None)
 
     def save_reminders(self) -> None:
         self.files.write_reminders(RemindersFile(reminders=list(self.reminders), updated_at=now_iso()))

@@ -324,7 +324,7 @@ async def _create(
     entry = _pending_entry(sub_id, target, call_type, session, item, fbr, collective)
     async with caller.suspension_lock:
         caller.pending.append(entry)
-        caller.save_pending()  # commit point
+    await caller.commit_pending()  # commit point (one write for all calls of this message)
     sub = materialize_subdialog(engine, caller.root, caller, entry)
     _announce(caller, sub, entry, genseq, reused=False)
     return sub

@@ -10,23 +10,40 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.!-]*$")
 _RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"})
 
 
+_KEY_CACHE: dict[str, str] = {}
+
+
 def _key(key: Any) -> str:
     text = str(key)
-    if _PLAIN_KEY.match(text) and text.lower() not in _RESERVED:
-        return text
-    return json.dumps(text, ensure_ascii=False)
+    cached = _KEY_CACHE.get(text)
+    if cached is not None:
+        return cached
+    plain = _PLAIN_KEY.match(text) and text.lower() not in _RESERVED
+    result = text if plain else str(encode_basestring(text))
+    if len(_KEY_CACHE) < 4096:  # field names repeat; registry keys are bounded by the cap
+        _KEY_CACHE[text] = result
+    return result
 
 
 def _scalar(value: Any) -> str:
-    if isinstance(value, bool) or value is None or isinstance(value, int | float):
-        return json.dumps(value)
-    return json.dumps(str(value), ensure_ascii=False)
+    if isinstance(value, str):
+        return str(encode_basestring(value))  # the C encoder json.dumps(..., ensure_ascii=False) uses
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(value)
 
 
 def _emit(value: Any, indent: str, out: list[str]) -> None:
