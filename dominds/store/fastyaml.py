@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring
 from typing import Any
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_.!-]*$")
