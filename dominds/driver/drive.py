@@ -24,7 +24,7 @@ MAX_GENERATIONS_PER_DRIVE = 200
 
 
 async def drive_dialog(engine: Engine, dialog: Dialog) -> None:
-    if dialog.is_dead or dialog.load_error or dialog.latest.run_state.kind == "terminal":
+    if dialog.is_dead or dialog.load_error or dialog.latest.run_state.kind == "terminal" or dialog.meta.conductor:
         dialog.latest.needs_drive = False
         return
     dialog.stop_reason = None

@@ -20,6 +20,7 @@ import filelock
 
 from dominds.dialog.loader import error_dialog, load_root, load_sub
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
+from dominds.driver.conductor import ConductorRun, ConductorWaiters
 from dominds.driver.config import ConfigCache
 from dominds.driver.drive import drive_dialog
 from dominds.driver.health import ContextHealth
@@ -63,6 +64,8 @@ class Engine:
         self.active_streams: dict[str, asyncio.Future[Any]] = {}
         self.runtime_problems: list[Problem] = []
         self.health = ContextHealth(self)
+        self.conductors = ConductorWaiters()
+        """Workflow code waiting for teammate answers (see conductor.py)."""
         self._wanted: set[tuple[str, str]] = set()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -211,6 +214,11 @@ class Engine:
 
     def after_unblock(self, dialog: Dialog) -> None:
         """A question or subdialog was resolved: revive the dialog once if it can now drive."""
+        if dialog.meta.conductor:
+            # A workflow root is woken through its waiting Python code, never by an LLM generation.
+            if not dialog.is_driving:
+                dialog.set_run_state(dialog.idle_run_state())
+            return
         if dialog.can_drive():
             self.request_drive(dialog)
         elif not dialog.is_driving and dialog.latest.run_state.kind in ("blocked", "idle"):
@@ -375,11 +383,23 @@ class Engine:
         )
         return root
 
+    def start_workflow_run(self, workflow: str, agent_id: str, taskdoc_path: str, title: str) -> ConductorRun:
+        """A new workflow root whose steps are teammate subdialogs (see conductor.py)."""
+        from dominds.driver.conductor import start_run
+
+        try:
+            taskdoc = normalize_taskdoc_path(taskdoc_path)
+        except TaskdocError as exc:
+            raise EngineError(str(exc)) from exc
+        return start_run(self, workflow, agent_id, taskdoc, title)
+
     def submit_user_message(
         self, dialog: Dialog, content: str, msg_id: str | None = None, *, grammar: str = "tellask"
     ) -> QueuedPrompt:
         """Accept a message: persisted in the dialog's queue before this returns (acknowledged = durable)."""
         self._check_drivable_target(dialog)
+        if dialog.meta.conductor:
+            raise EngineError(f"dialog {dialog.self_id} is a {dialog.meta.conductor} workflow run; its workflow drives it")
         if not content.strip():
             raise EngineError("the message is empty")
         msg_id = msg_id or f"msg-{new_dialog_id()}"

@@ -57,6 +57,7 @@ async def supply_response(
         caller.pending.remove(entry)
         caller.save_pending()
     engine.after_unblock(caller)
+    engine.conductors.resolve(sub, entry.call_id, response, status, failure_reason)
     return True
 
 

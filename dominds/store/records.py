@@ -75,6 +75,10 @@ class DialogMeta(Record):
     """Subdialogs: the current assignment."""
     fbr: bool = False
     """Fresh Boots Reasoning (``@self``) subdialog: runs without function tools."""
+    conductor: str | None = None
+    """Roots run by a workflow (e.g. ``tot``): Python code asks teammates; the root never calls an LLM."""
+    title: str | None = None
+    """Optional human title (workflow runs name their question here)."""
 
     @property
     def is_root(self) -> bool:

@@ -1,0 +1,148 @@
+"""The conductor API: workflow code asks teammates as subdialogs of a workflow root dialog.
+
+A workflow run (ToT, Plan & Solve, debate) is a root dialog whose ``conductor`` field names the
+workflow. Each LLM step is ``await run.ask(agent, request)``: a TYPE C (or, with a session, TYPE B)
+subdialog is created exactly as a tellask from the root would create it, so the step is persisted,
+visible in the panel, stoppable and costed. The answer is recorded in the root's course as a
+teammate response and returned to the waiting code; the root itself never calls an LLM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from dominds.dialog.model import Dialog, RootDialog
+from dominds.driver.tellask_exec import CallToRun, _dispatch
+from dominds.ids import new_dialog_id, now_iso
+from dominds.store.course_records import HumanTextRecord
+from dominds.store.records import DialogMeta, LatestState
+from dominds.tellask import TellaskCall
+from dominds.tellask_headline import parse_headline
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+
+@dataclass(frozen=True)
+class TeammateAnswer:
+    """What a teammate answered one ``ask``."""
+
+    text: str
+    status: Literal["completed", "failed"]
+    subdialog_id: str
+    call_id: str
+    failure_reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+
+class ConductorWaiters:
+    """Futures of in-flight ``ask`` calls, keyed by (subdialogId, callId)."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, str], asyncio.Future[TeammateAnswer]] = {}
+
+    def expect(self, sub_id: str, call_id: str) -> asyncio.Future[TeammateAnswer]:
+        future: asyncio.Future[TeammateAnswer] = asyncio.get_running_loop().create_future()
+        self._waiting[(sub_id, call_id)] = future
+        return future
+
+    def resolve(self, sub: Dialog, call_id: str, text: str, status: str, reason: str) -> None:
+        future = self._waiting.pop((sub.self_id, call_id), None)
+        if future is not None and not future.done():
+            future.set_result(
+                TeammateAnswer(text, "failed" if status == "failed" else "completed", sub.self_id, call_id, reason)
+            )
+
+    def forget(self, sub_id: str, call_id: str) -> None:
+        self._waiting.pop((sub_id, call_id), None)
+
+
+class ConductorRun:
+    """One workflow run: a root dialog plus the means to ask teammates from it."""
+
+    def __init__(self, engine: Engine, root: RootDialog) -> None:
+        self.engine = engine
+        self.root = root
+
+    @property
+    def root_id(self) -> str:
+        return self.root.root_id
+
+    def note(self, text: str) -> None:
+        """Record a visible progress line in the run's root course (markdown, never parsed)."""
+        self.root.append(
+            HumanTextRecord(ts=now_iso(), genseq=0, msg_id=f"note-{new_dialog_id()}", content=text, grammar="markdown", origin="system")
+        )
+        self.root.publish({"type": "workflow_note_evt", "content": text})
+
+    async def ask(
+        self,
+        agent_id: str,
+        request: str,
+        *,
+        headline: str = "",
+        session: str | None = None,
+        timeout: float | None = None,
+    ) -> TeammateAnswer:
+        """Give ``agent_id`` a task and wait for its answer (a failed answer when it is declared dead)."""
+        team = self.engine.config.get().team
+        if team.member(agent_id) is None:
+            from dominds.driver.engine import EngineError
+
+            raise EngineError(f"workflow step needs member {agent_id!r}, which is not in .minds/team.yaml")
+        head = f"@{agent_id}{' !tellaskSession ' + session if session else ''} {headline or 'workflow step'}\n"
+        info = parse_headline(head)
+        call_id = f"wf-{new_dialog_id()}"
+        call = TellaskCall(
+            headline=head,
+            body=request,
+            first_mention=agent_id,
+            mentions=tuple(info.mentions),
+            tellask_session=session,
+            error=None,
+            call_id=call_id,
+        )
+        await _dispatch(self.engine, self.root, CallToRun(call, call_id), agent_id, "B" if session else "C", session, 0)
+        entry = next((p for p in self.root.pending if p.call_id == call_id), None)
+        if entry is None:  # the subdialog answered before we looked (cannot happen with a real provider)
+            raise RuntimeError(f"workflow call {call_id} vanished before it could be awaited")
+        future = self.engine.conductors.expect(entry.subdialog_id, call_id)
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except (TimeoutError, asyncio.CancelledError):
+            self.engine.conductors.forget(entry.subdialog_id, call_id)
+            sub = self.engine.try_get_dialog(self.root.root_id, entry.subdialog_id)
+            if sub is not None and not sub.is_dead:
+                await self.engine.declare_dead(sub, "the workflow step was cancelled or timed out")
+            raise
+
+
+def start_run(engine: Engine, workflow: str, agent_id: str, taskdoc_path: str, title: str) -> ConductorRun:
+    """Create the root dialog of a workflow run."""
+    root_id = new_dialog_id()
+    files = engine.store.files("run", root_id)
+    meta = DialogMeta(
+        id=root_id,
+        root_id=root_id,
+        agent_id=agent_id,
+        task_doc_path=taskdoc_path,
+        created_at=now_iso(),
+        conductor=workflow,
+        title=title,
+    )
+    latest = LatestState(last_modified=now_iso())
+    files.write_meta(meta)
+    files.write_latest(latest)
+    root = RootDialog(files, meta, latest, engine.pubchan.publish)
+    root.start_course(1, None)
+    engine.roots[root_id] = root
+    engine.pubchan.publish(
+        None,
+        {"type": "dialogs_created", "scope": {"kind": "root", "rootId": root_id}, "status": "run", "createdRootIds": [root_id]},
+    )
+    return ConductorRun(engine, root)
