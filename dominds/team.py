@@ -248,6 +248,26 @@ _SHADOW_BASE = {
 }  # fmt: skip
 
 
+_WORKFLOW_BASE: dict[str, _Spec] = {}
+_BUILTIN_PERSONAS: dict[str, str] = {}
+
+
+def register_workflow_members(members: Mapping[str, Mapping[str, Any]], personas: Mapping[str, str]) -> None:
+    """Members a workflow needs (its LLM roles), always present and hidden unless team.yaml says otherwise.
+
+    team.yaml may define the same id to tune it (provider, model, model_params, persona file); its
+    settings are merged over the workflow's. ``personas`` are used when ``.minds/team/<id>/persona.md``
+    does not exist.
+    """
+    for member_id, values in members.items():
+        _WORKFLOW_BASE[member_id] = _Spec({"hidden": True, "diligence_push_max": 0, "fbr_effort": 0, **values})
+    _BUILTIN_PERSONAS.update(personas)
+
+
+def builtin_persona(member_id: str) -> str | None:
+    return _BUILTIN_PERSONAS.get(member_id)
+
+
 def _impose_shadow_constraints(member_id: str, values: dict[str, Any]) -> None:
     # team.yaml may tune a shadow member, but not turn it into something else
     values["hidden"] = True
@@ -273,6 +293,8 @@ def bootstrap_team() -> Team:
         values = dict(_SHADOW_BASE[member_id].values)
         _impose_shadow_constraints(member_id, values)
         members[member_id] = _member(member_id, _Spec(values), None)
+    for member_id, base in _WORKFLOW_BASE.items():
+        members[member_id] = _member(member_id, _merge(_Spec({"fbr_effort": 3}), base), None)
     return Team(members=members, default_responder="fuxi")
 
 
@@ -324,7 +346,8 @@ class _TeamBuilder:
         members: dict[str, Member] = {}
         baseline = _Spec({"fbr_effort": 3, "diligence_push_max": 3})
         for member_id, (spec, line) in self.member_specs.items():
-            merged = _merge(baseline, self.defaults, _SHADOW_BASE.get(member_id, _Spec()), spec)
+            base = _SHADOW_BASE.get(member_id) or _WORKFLOW_BASE.get(member_id) or _Spec()
+            merged = _merge(baseline, self.defaults, base, spec)
             self.loader.check_llm_choice(merged.values, spec, f"member {member_id!r}")
             if member_id in SHADOW_MEMBER_IDS:
                 _impose_shadow_constraints(member_id, merged.values)
@@ -334,6 +357,9 @@ class _TeamBuilder:
                 merged = _merge(baseline, self.defaults, _SHADOW_BASE[member_id])
                 _impose_shadow_constraints(member_id, merged.values)
                 members[member_id] = _member(member_id, merged, None)
+        for member_id, base in _WORKFLOW_BASE.items():
+            if member_id not in members:
+                members[member_id] = _member(member_id, _merge(baseline, self.defaults, base), None)
         team = Team(members, self.pick_default_responder(members), self.shell_specialists[0])
         self.check_shell_specialists(team)
         return team

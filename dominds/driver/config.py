@@ -13,7 +13,7 @@ from pathlib import Path
 from dominds.llm.catalog import Catalog, load_catalog
 from dominds.problems import Problem
 from dominds.rtws import Rtws
-from dominds.team import Team, load_team
+from dominds.team import Team, builtin_persona, load_team
 from dominds.tools import builtin as _builtin  # noqa: F401  (registers the built-in toolsets)
 from dominds.tools.base import toolset_names
 
@@ -67,4 +67,4 @@ class ConfigCache:
 
     def persona(self, member_id: str, lang: str = "en") -> str | None:
         base = self.rtws.minds_dir / "team" / member_id
-        return self.text(base / f"persona.{lang}.md") or self.text(base / "persona.md")
+        return self.text(base / f"persona.{lang}.md") or self.text(base / "persona.md") or builtin_persona(member_id)
