@@ -1,0 +1,40 @@
+"""The fast YAML emitter must produce text any YAML loader reads back to the same data."""
+
+from __future__ import annotations
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dominds.store.fastyaml import dump
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(),
+)
+keys = st.one_of(st.text(min_size=1), st.sampled_from(["yes", "no", "on", "null", "true", "a!b", "k: v", "-x"]))
+data = st.recursive(
+    scalars,
+    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(keys, children, max_size=4)),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(keys, data, max_size=6))
+def test_round_trip_through_yaml_loader(value: dict[str, object]) -> None:
+    assert yaml.safe_load(dump(value)) == value
+
+
+def test_block_style_is_readable() -> None:
+    text = dump({"runState": {"kind": "idle"}, "queuedPrompts": [{"msgId": "m", "content": "a\nb"}]})
+    assert text == 'runState:\n  kind: "idle"\nqueuedPrompts:\n- msgId: "m"\n  content: "a\\nb"\n'
+
+
+def test_characters_yaml_forbids_raw_are_escaped() -> None:
+    """Bugs: DEL, C1 controls, NEL, U+2028 and lone surrogates were written raw; a key ending in a newline was written plain; 5e-324 read back as a string."""
+    value = {"k": "a\x7fb\x85c\ud800\U0001f600\x1f\u2028\ufeff", "\x7f": 5e-324, "A\n": 1}
+    assert yaml.safe_load(dump(value)) == value
