@@ -1,0 +1,156 @@
+"""Recovery of half-finished work from crafted on-disk states, and other engine edge cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import set_responses
+from helpers import records, sayings
+
+from dominds.ids import new_dialog_id, now_iso
+from dominds.store.course_records import (
+    AgentWordsRecord,
+    FuncCallRecord,
+    FuncResultRecord,
+    GenStartRecord,
+    TeammateCallResultRecord,
+    TeammateResponseRecord,
+)
+from dominds.store.records import PendingSubdialog, RunState
+
+
+async def test_dispatch_cut_after_its_commit_point_is_completed(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The daemon died after writing the caller's pending entry but before creating the subdialog."""
+    responses = [
+        {"agent": "coder", "contains": "finish the job", "response": "Job finished."},
+        {"agent": "lead", "contains": "provided response", "response": "Great."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    sub_id = new_dialog_id()
+    root.pending.append(
+        PendingSubdialog(
+            subdialog_id=sub_id,
+            agent_id="coder",
+            call_type="B",
+            tellask_session="job",
+            tellask_head="@coder !tellaskSession job finish the job\n",
+            tellask_body="",
+            call_id="c1.1.1.1",
+            created_at=now_iso(),
+        )
+    )
+    root.save_pending()
+    root.set_run_state(RunState(kind="blocked", reason="waiting_for_subdialogs"))
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    assert restored.files.read_registry()["coder!job"].subdialog_id == sub_id
+    [response] = [r for r in records(restored) if isinstance(r, TeammateResponseRecord)]
+    assert response.response == "Job finished." and sayings(restored) == ["Great."]
+
+
+async def test_dangling_tool_call_gets_an_interrupted_result_and_is_not_rerun(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    responses = [{"agent": "lead", "contains": "NOT delivered", "response": "I will check before retrying."}]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    root.append(GenStartRecord(ts=now_iso(), genseq=1))
+    root.append(AgentWordsRecord(ts=now_iso(), genseq=1, content="Adding it.\n!?@coder also this\n"))
+    root.append(FuncCallRecord(ts=now_iso(), genseq=1, id="t1", name="add_reminder", arguments={"content": "x"}))
+    root.latest.generating = True
+    root.latest.run_state = RunState(kind="proceeding")
+    root.save_latest()
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    all_records = records(restored)
+    [result] = [r for r in all_records if isinstance(r, FuncResultRecord)]
+    assert result.interrupted and result.is_error and result.id == "t1"
+    assert restored.reminders == [], "the tool was not run again"
+    [note] = [r for r in all_records if isinstance(r, TeammateCallResultRecord)]
+    assert "NOT delivered" in note.result, "the undelivered tellask is reported to the model"
+    assert sayings(restored)[-1] == "I will check before retrying."
+
+
+async def test_no_resume_leaves_interrupted_dialogs_for_the_user(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine([{"message": "hi", "response": "hello"}])
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    root.append(GenStartRecord(ts=now_iso(), genseq=1))
+    root.latest.generating = True
+    root.save_latest()
+    await engine.close()
+    engine2 = await make_engine([], root=tmp_path / "ws", resume=False)
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    assert restored.latest.run_state.kind == "interrupted" and restored.latest.run_state.reason == "server_restart"
+    assert engine2.resume_all() == 1
+
+
+async def test_type_a_fallback_by_naming_the_callers_agent(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "go", "response": "!?@coder do it\n"},
+            {"agent": "coder", "contains": "do it", "response": "!?@lead Which file?\n"},
+            {"agent": "lead", "contains": "TellaskBack", "response": "main.py"},
+            {"agent": "coder", "contains": "main.py", "response": "Edited main.py."},
+            {"agent": "lead", "contains": "Edited main.py", "response": "Done."},
+        ]
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go")
+    await engine.wait_idle()
+    assert sayings(root)[-1] == "Done."
+    assert len(engine.store.subdialog_ids("run", root.root_id)) == 1, "asking back creates no subdialog"
+
+
+async def test_type_b_reassigned_by_another_caller_supersedes_the_first(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "start", "response": "!?@coder !tellaskSession shared slow part\n"},
+            {"agent": "coder", "contains": "slow part", "response": "!?@human hold on?\n"},
+            {"agent": "lead", "contains": "FAILED", "response": "Superseded, fine."},
+        ]
+    )
+    first = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(first, "start")
+    await engine.wait_idle()
+    [sub_id] = engine.store.subdialog_ids("run", first.root_id)
+    sub = engine.get_dialog(first.root_id, sub_id)
+    # A second caller in the same tree (the subdialog itself delegates back into the session is odd;
+    # use a fresh TYPE C sibling that calls the same session).
+    set_responses(
+        engine.rtws,
+        [
+            {"agent": "lead", "contains": "FAILED", "response": "Superseded, fine."},
+            {"agent": "researcher", "contains": "check", "response": "!?@coder !tellaskSession shared take over\n"},
+            {"agent": "coder", "message": "later", "response": "ok"},
+        ],
+    )
+    from dominds.driver.tellask_exec import materialize_subdialog
+
+    sibling_entry = PendingSubdialog(
+        subdialog_id=new_dialog_id(), agent_id="researcher", call_type="C", tellask_head="@researcher check\n",
+        tellask_body="", call_id="sib-1", created_at=now_iso(),
+    )
+    first.pending.append(sibling_entry)
+    first.save_pending()
+    materialize_subdialog(engine, first, first, sibling_entry)
+    await engine.wait_idle()
+    assert sub.meta.assignment_from_sup is not None
+    assert sub.meta.assignment_from_sup.caller_dialog_id == sibling_entry.subdialog_id
+    failed = [r for r in records(first) if isinstance(r, TeammateResponseRecord) and r.status == "failed"]
+    assert failed and "re-assigned" in failed[0].result
+
+
+async def test_diligence_push_reprompts_then_asks_the_human(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine([{"agent": "lead", "message": "work", "response": "done?"}, {"agent": "lead", "contains": "Diligence push", "response": "still done"}])
+    team = engine.rtws.team_yaml.read_text().replace("diligence_push_max: 0", "diligence_push_max: 2")
+    engine.rtws.team_yaml.write_text(team)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "work")
+    await engine.wait_idle()
+    assert sayings(root) == ["done?", "still done", "still done"]
+    [question] = engine.q4h_state()
+    assert "Diligence" in question["tellaskHead"]
