@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterator
 
 import pytest
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -494,7 +495,7 @@ def text_and_cuts(draw: st.DrawFn) -> tuple[str, list[str]]:
     return text, [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text_and_cuts())
 def test_any_chunking_gives_the_same_segments_and_events(sample: tuple[str, list[str]]) -> None:
     text, chunks = sample
@@ -504,7 +505,7 @@ def test_any_chunking_gives_the_same_segments_and_events(sample: tuple[str, list
     assert merged(events) == merged(feed_all([text]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_TEXT)
 def test_segments_reproduce_the_input(text: str) -> None:
     segments = parse_segments(text)
@@ -516,7 +517,7 @@ def test_segments_reproduce_the_input(text: str) -> None:
         assert not (isinstance(a, MarkdownSegment) and isinstance(b, MarkdownSegment))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_TEXT)
 def test_trailing_newline_changes_only_the_last_text(text: str) -> None:
     if text.endswith(("\n", "\n!?")):
@@ -542,7 +543,7 @@ def test_trailing_newline_changes_only_the_last_text(text: str) -> None:
         )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_ANY_TEXT)
 def test_arbitrary_text_never_raises(text: str) -> None:
     segments = parse_segments(text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import yaml
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,7 @@ data = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(keys, data, max_size=6))
 def test_round_trip_through_yaml_loader(value: dict[str, object]) -> None:
     assert yaml.safe_load(dump(value)) == value
