@@ -1,21 +1,203 @@
-"""`dominds serve`: run the daemon (arrives with the server issue)."""
+"""`dominds serve`: run the daemon and web panel for this workspace.
+
+Start-up order matters: refuse a second daemon before touching anything; start watching ``.minds/``
+and the Taskdocs; ``run_server`` starts the engine (takes the rtws lock, recovers, schedules) and
+binds; only then is ``.dialogs/daemon.json`` written (mode 0600), so a file that exists names a
+listening daemon. SIGINT/SIGTERM stop the server gracefully (``run_server``); the file is removed
+on every way out, and a file left by a SIGKILLed daemon is recognised as stale through the lock.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
+from dominds.cli.client import DaemonInfo, daemon_json_payload, find_daemon, lock_is_held, locked_message
 from dominds.cli.common import CliError
+from dominds.rtws import Rtws, RtwsNotFound, find_rtws
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+STARTUP_LOCK_WAIT_SECONDS = 5.0
+"""How long to wait for a lock held by a CLI command writing offline (they finish in milliseconds)."""
+
+EPILOG = """\
+examples:
+  dominds serve                      panel on http://127.0.0.1:5666/?auth=<token>
+  dominds serve --port 0             any free port (the URL is printed)
+  dominds serve --demo               a fresh demo workspace when this directory has none
+  dominds serve --no-auth --no-resume
+"""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("serve", help="run the daemon and web panel for this workspace")
-    p.add_argument("--demo", action="store_true", help="serve the demo team on the offline scripted provider")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=5666)
-    p.add_argument("--no-auth", action="store_true")
-    p.add_argument("--no-resume", action="store_true")
+    p = subparsers.add_parser(
+        "serve",
+        help="run the daemon and web panel for this workspace",
+        description="Run the Dominds daemon: the scheduler that drives dialogs, the web panel, the websocket "
+        "and the JSON API. Prints the panel URL with its access token and writes .dialogs/daemon.json "
+        "(pid, port, token; mode 0600) so other `dominds` commands reach the daemon. Hand edits of "
+        ".minds/ and of *.tsk/ Taskdocs are picked up live. Stop with Ctrl-C (or SIGTERM): every dialog "
+        "is saved and resumed by the next `serve`.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--port", type=int, default=5666, help="port (default 5666; the next free one if taken; 0 = any)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--no-auth", action="store_true", help="no access token (only allowed on a loopback address)")
+    p.add_argument("--no-resume", action="store_true", help="do not resume dialogs interrupted by the last shutdown")
+    p.add_argument(
+        "--demo", action="store_true", help="with no workspace here, serve a fresh copy of the demo workspace (offline)"
+    )
     p.set_defaults(func=_serve)
 
 
 def _serve(args: argparse.Namespace) -> int:
-    raise CliError("`serve` is not built yet: the server arrives with a later issue")
+    from dominds.server.auth import is_loopback_host
+
+    if not 0 <= args.port <= 65535:
+        raise CliError(f"--port must be between 0 and 65535, not {args.port}")
+    if args.no_auth and not is_loopback_host(args.host):
+        raise CliError(f"--no-auth is only allowed on a loopback address (127.0.0.1, ::1), not {args.host!r}")
+    rtws = _workspace(args.demo)
+    _refuse_second_daemon(rtws)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="dominds: %(levelname)s: %(message)s")
+    asyncio.run(_serve_async(rtws, args))
+    return 0
+
+
+def _workspace(demo: bool) -> Rtws:
+    try:
+        return find_rtws(Path.cwd())
+    except RtwsNotFound as exc:
+        if not demo:
+            raise CliError(f"{exc} (or run `dominds serve --demo` for a demo workspace)") from exc
+    from dominds.cli.cmd_init import template_dir
+
+    target = Path(tempfile.mkdtemp(prefix="dominds-demo-"))
+    shutil.copytree(template_dir(), target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".DS_Store"))
+    rtws = Rtws(target)
+    rtws.ensure_layout()
+    print(f"Demo workspace (a fresh copy of the template): {target}", flush=True)
+    return rtws
+
+
+def _refuse_second_daemon(rtws: Rtws) -> None:
+    """Fail at once when a daemon serves this workspace; wait briefly for a CLI command holding the lock."""
+    deadline = time.monotonic() + STARTUP_LOCK_WAIT_SECONDS
+    while True:
+        daemon = find_daemon(rtws)
+        if daemon is not None:
+            raise CliError(f"already served by pid {daemon.pid} on port {daemon.port} ({daemon.base_url}/)")
+        if not rtws.lock_path.exists() or not lock_is_held(rtws.lock_path):
+            return
+        if time.monotonic() > deadline:
+            raise CliError(locked_message(rtws))
+        time.sleep(0.05)
+
+
+async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
+    from dominds import __version__
+    from dominds.driver.engine import Engine, WorkspaceLocked
+    from dominds.ids import now_iso
+    from dominds.server.auth import new_token
+    from dominds.server.run import ServerError, run_server
+    from dominds.watch import WorkspaceWatcher
+
+    engine = Engine(rtws, resume=not args.no_resume)
+    token = None if args.no_auth else new_token()
+    watcher = WorkspaceWatcher(
+        rtws.root,
+        on_minds_changed=lambda paths: announce_minds_change(engine, paths),
+        on_taskdoc_changed=lambda path: announce_taskdoc_change(engine, path),
+    )
+    # a new root may name a Taskdoc package created since the last scan: watch it from the start
+    engine.pubchan.subscribe(lambda event: watcher.rescan_soon() if event.get("type") == "dialogs_created" else None)
+    watch_task = asyncio.create_task(watcher.run(), name="dominds-watch")
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(watcher.ready.wait(), 5.0)
+    written: list[DaemonInfo] = []
+
+    def on_ready(url: str) -> None:
+        port = urlparse(url).port or args.port
+        info = DaemonInfo(pid=os.getpid(), host=args.host, port=port, token=token, url=url)
+        _write_daemon_json(rtws, daemon_json_payload(info, rtws, now_iso(), __version__))
+        written.append(info)
+        print(f"Dominds {__version__} is serving {rtws.root}", flush=True)
+        print(f"  panel: {url}", flush=True)
+        print(f"  pid {info.pid}, port {port}; {rtws.daemon_json} written; Ctrl-C to stop", flush=True)
+
+    try:
+        await run_server(engine, args.host, args.port, token=token, on_ready=on_ready)
+    except WorkspaceLocked:
+        daemon = find_daemon(rtws)
+        if daemon is not None:
+            raise CliError(f"already served by pid {daemon.pid} on port {daemon.port}") from None
+        raise CliError(locked_message(rtws)) from None
+    except ServerError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        watch_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch_task
+        if written:
+            _remove_daemon_json(rtws, written[0].pid)
+            print("Dominds stopped; every dialog is saved (`dominds serve` resumes them).", flush=True)
+
+
+def _write_daemon_json(rtws: Rtws, payload: dict[str, Any]) -> None:
+    from dominds.store.atomic import write_atomic
+
+    write_atomic(rtws.daemon_json, json.dumps(payload, indent=2) + "\n", mode=0o600)
+
+
+def _remove_daemon_json(rtws: Rtws, pid: int) -> None:
+    """Remove the file if it is still ours (never one a later daemon wrote)."""
+    try:
+        current = json.loads(rtws.daemon_json.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(current, dict) and current.get("pid") == pid:
+        with contextlib.suppress(OSError):
+            rtws.daemon_json.unlink()
+
+
+def announce_minds_change(engine: Engine, paths: list[str]) -> None:
+    """``.minds/`` changed on disk: reload now and tell every panel (team config, then the problems)."""
+    config = engine.config.get()  # reloads team.yaml/llm.yaml when they changed (stat-based)
+    engine.pubchan.publish(
+        None,
+        {
+            "type": "team_config_updated",
+            "path": ".minds/team.yaml",
+            "exists": engine.rtws.team_yaml.exists(),
+            "trigger": paths,
+            "configGeneration": config.generation,
+        },
+    )
+    engine.pubchan.publish(None, {"type": "problems_snapshot", "problems": engine.problems_payload()})
+
+
+def announce_taskdoc_change(engine: Engine, taskdoc_path: str) -> None:
+    """A Taskdoc package changed on disk: a ``taskdoc_updated`` on every loaded dialog that uses it.
+
+    Dialog-scoped, like the event of ``change_mind``, so exactly the panels that show one of those
+    dialogs hear of it (a dialog a panel displays is loaded). The next generation reads the package
+    anyway (the context builder fingerprints it on every generation).
+    """
+    for root in list(engine.roots.values()):
+        if root.meta.task_doc_path != taskdoc_path:
+            continue
+        for dialog in list(root.local.values()):
+            dialog.publish({"type": "taskdoc_updated", "taskDocPath": taskdoc_path, "origin": "disk"})

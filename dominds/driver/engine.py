@@ -406,9 +406,19 @@ class Engine:
         if any(p.msg_id == msg_id for p in dialog.latest.queued_prompts) or msg_id in dialog.loaded_msg_ids():
             raise EngineError(f"message {msg_id!r} was already accepted")
         prompt = QueuedPrompt(msg_id=msg_id, content=content, grammar=grammar, origin="user", queued_at=now_iso())  # type: ignore[arg-type]
-        dialog.latest.queued_prompts.append(prompt)
-        self.request_drive(dialog)
+        self._queue_durably(dialog, prompt)
         return prompt
+
+    def _queue_durably(self, dialog: Dialog, prompt: QueuedPrompt) -> None:
+        """Queue a prompt and persist it; if the disk refuses, the in-memory queue is rolled back too."""
+        dialog.latest.queued_prompts.append(prompt)
+        was_needed = dialog.latest.needs_drive
+        try:
+            self.request_drive(dialog)
+        except StoreError:
+            dialog.latest.queued_prompts.remove(prompt)
+            dialog.latest.needs_drive = was_needed
+            raise
 
     def answer_question(self, question_id: str, content: str, msg_id: str | None = None) -> Dialog:
         where = self.q4h_index.get(question_id)
@@ -424,18 +434,15 @@ class Engine:
         self._check_drivable_target(dialog)
         # Queue the answer first, then drop the question: a crash in between leaves a queued answer whose
         # question recovery removes, never a removed question without its answer.
-        dialog.latest.queued_prompts.append(
-            QueuedPrompt(
-                msg_id=msg_id or f"ans-{new_dialog_id()}",
-                content=content,
-                origin="q4h_answer",
-                question_id=question_id,
-                queued_at=now_iso(),
-            )
+        prompt = QueuedPrompt(
+            msg_id=msg_id or f"ans-{new_dialog_id()}",
+            content=content,
+            origin="q4h_answer",
+            question_id=question_id,
+            queued_at=now_iso(),
         )
-        dialog.save_latest()
+        self._queue_durably(dialog, prompt)
         self.remove_question(dialog, question_id)
-        self.request_drive(dialog)
         return dialog
 
     def remove_question(self, dialog: Dialog, question_id: str) -> None:
