@@ -1,0 +1,246 @@
+"""The JSON HTTP API under ``/api/`` (for the panel and the CLI). Documented in docs/protocol.md.
+
+JSON in, JSON out. A failure is ``{"error": "<one sentence>"}`` with a status: 400 bad input,
+401 no or wrong token, 403 foreign Origin, 404 unknown dialog or question, 409 a request the engine
+refuses in the current state (``EngineError``), 413 body too large, 500 a bug.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import yaml
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dominds import __version__
+from dominds.driver.engine import Engine
+from dominds.rtws import DIALOG_STATUSES
+from dominds.server import keys
+from dominds.server.listing import dialog_tree, dialog_trees
+from dominds.server.replay import replay_course
+from dominds.server.views import dialog_summary, resolve_dialog, team_payload
+from dominds.taskdoc import discover_taskdocs
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class CreateDialogBody(_Body):
+    agentId: Annotated[str, Field(min_length=1)] | None = None
+    taskDocPath: Annotated[str, Field(min_length=1)]
+
+
+class MessageBody(_Body):
+    content: str
+    msgId: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+
+
+class DeadBody(_Body):
+    note: str = ""
+
+
+class MoveBody(_Body):
+    rootId: str
+    toStatus: Literal["run", "done", "archive"]
+    fromStatus: Literal["run", "done", "archive"] | None = None
+    """When given, the move is refused unless the root is still there (guards a stale panel)."""
+
+
+BodyT = TypeVar("BodyT", bound=_Body)
+
+
+async def _body(request: web.Request, model: type[BodyT]) -> BodyT:
+    if not request.can_read_body:
+        raw: Any = {}
+    else:
+        try:
+            raw = await request.json()
+        except ValueError:
+            raise ApiError(400, "the request body is not valid JSON") from None
+    if not isinstance(raw, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise ApiError(400, f"`{where}`: {first['msg']}") from None
+
+
+def _engine(request: web.Request) -> Engine:
+    return request.app[keys.ENGINE]
+
+
+async def health(request: web.Request) -> web.Response:
+    return web.json_response({"ok": True, "server": "dominds", "version": __version__})
+
+
+async def list_dialogs(request: web.Request) -> web.Response:
+    wanted = tuple(s for s in request.query.get("status", ",".join(DIALOG_STATUSES)).split(",") if s)
+    unknown = [s for s in wanted if s not in DIALOG_STATUSES]
+    if unknown:
+        raise ApiError(400, f"unknown status {unknown[0]!r}; expected some of {', '.join(DIALOG_STATUSES)}")
+    return web.json_response({"dialogs": dialog_trees(_engine(request), request.app[keys.COSTS], wanted)})
+
+
+async def create_dialog(request: web.Request) -> web.Response:
+    body = await _body(request, CreateDialogBody)
+    root = _engine(request).create_dialog(body.agentId, body.taskDocPath)
+    return web.json_response(
+        {
+            "selfId": root.self_id,
+            "rootId": root.root_id,
+            "agentId": root.agent_id,
+            "taskDocPath": root.meta.task_doc_path,
+        },
+        status=201,
+    )
+
+
+async def hierarchy(request: web.Request) -> web.Response:
+    tree = dialog_tree(_engine(request), request.app[keys.COSTS], request.match_info["root"])
+    return web.json_response({"hierarchy": tree})
+
+
+async def show_dialog(request: web.Request) -> web.Response:
+    """A dialog's state and one course's events (default: the current course), as replay events."""
+    engine = _engine(request)
+    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    course_text = request.query.get("course", str(dialog.latest.current_course))
+    if not course_text.isdigit() or not 1 <= int(course_text) <= dialog.latest.current_course:
+        raise ApiError(400, f"`course` must be between 1 and {dialog.latest.current_course}")
+    seq = engine.pubchan.last_seq(dialog.self_id)
+    events = replay_course(dialog, int(course_text), epoch=engine.pubchan.epoch, seq=seq)
+    return web.json_response(
+        {**dialog_summary(engine, dialog), "epoch": engine.pubchan.epoch, "seq": seq, "events": events}
+    )
+
+
+async def post_message(request: web.Request) -> web.Response:
+    body = await _body(request, MessageBody)
+    engine = _engine(request)
+    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    prompt = engine.submit_user_message(dialog, body.content, body.msgId)
+    return web.json_response(
+        {"selfId": dialog.self_id, "rootId": dialog.root_id, "msgId": prompt.msg_id}, status=202
+    )
+
+
+async def answer_question(request: web.Request) -> web.Response:
+    body = await _body(request, MessageBody)
+    question_id = request.match_info["question_id"]
+    dialog = _engine(request).answer_question(question_id, body.content, body.msgId)
+    return web.json_response(
+        {"questionId": question_id, "selfId": dialog.self_id, "rootId": dialog.root_id}, status=202
+    )
+
+
+async def list_questions(request: web.Request) -> web.Response:
+    return web.json_response({"questions": _engine(request).q4h_state()})
+
+
+async def run_control(request: web.Request) -> web.Response:
+    engine = _engine(request)
+    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    action = request.match_info["action"]
+    result: dict[str, Any] = {"selfId": dialog.self_id, "rootId": dialog.root_id}
+    if action == "stop":
+        result["stopped"] = engine.stop(dialog)
+    elif action == "resume":
+        engine.resume(dialog)
+    else:  # dead
+        body = await _body(request, DeadBody)
+        await engine.declare_dead(dialog, body.note)
+    result["runState"] = dialog.latest.run_state.to_disk()
+    return web.json_response(result)
+
+
+async def move_dialog(request: web.Request) -> web.Response:
+    body = await _body(request, MoveBody)
+    engine = _engine(request)
+    if body.fromStatus is not None:
+        current = engine.store.locate_root(body.rootId)
+        if current != body.fromStatus:
+            raise ApiError(409, f"dialog {body.rootId} is in {current}/, not {body.fromStatus}/")
+    from_status = engine.move_root(body.rootId, body.toStatus)
+    return web.json_response(
+        {"movedRootIds": [body.rootId], "fromStatus": from_status, "toStatus": body.toStatus}
+    )
+
+
+async def resume_all(request: web.Request) -> web.Response:
+    return web.json_response({"resumed": _engine(request).resume_all()})
+
+
+async def emergency_stop(request: web.Request) -> web.Response:
+    return web.json_response({"stopped": _engine(request).emergency_stop()})
+
+
+async def usage(request: web.Request) -> web.Response:
+    return web.json_response(_engine(request).usage_totals(request.match_info["root"]))
+
+
+async def team(request: web.Request) -> web.Response:
+    return web.json_response(team_payload(_engine(request)))
+
+
+async def taskdocs(request: web.Request) -> web.Response:
+    return web.json_response({"taskdocs": discover_taskdocs(_engine(request).rtws.root)})
+
+
+async def problems(request: web.Request) -> web.Response:
+    return web.json_response({"problems": _engine(request).problems_payload()})
+
+
+async def suggestions(request: web.Request) -> web.Response:
+    return web.json_response({"suggestions": scripted_suggestions(_engine(request))})
+
+
+def scripted_suggestions(engine: Engine) -> list[str]:
+    """``suggestions:`` of the workspace's scripted response databases, so the demo's prompts match its script."""
+    found: list[str] = []
+    for provider in engine.config.get().catalog.providers.values():
+        if provider.api_type != "scripted":
+            continue
+        directory = engine.rtws.root / (provider.base_url or ".minds/scripted")
+        for model_key in provider.models:
+            found.extend(_suggestions_in(directory / f"{model_key}.yaml"))
+    return list(dict.fromkeys(found))
+
+
+def _suggestions_in(path: Path) -> list[str]:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return []  # a broken database is reported by the scripted provider when it is used
+    items = raw.get("suggestions") if isinstance(raw, dict) else None
+    return [item.strip() for item in items or [] if isinstance(item, str) and item.strip()]
+
+
+def add_api_routes(app: web.Application) -> None:
+    app.router.add_get("/api/health", health)
+    app.router.add_get("/api/dialogs", list_dialogs)
+    app.router.add_post("/api/dialogs", create_dialog)
+    app.router.add_post("/api/dialogs/move", move_dialog)
+    app.router.add_get("/api/dialogs/{root}/hierarchy", hierarchy)
+    app.router.add_get("/api/dialogs/{root}/usage", usage)
+    app.router.add_get("/api/dialogs/{self_id}", show_dialog)
+    app.router.add_post("/api/dialogs/{self_id}/messages", post_message)
+    app.router.add_post("/api/dialogs/{self_id}/{action:stop|resume|dead}", run_control)
+    app.router.add_get("/api/q4h", list_questions)
+    app.router.add_post("/api/q4h/{question_id}/answer", answer_question)
+    app.router.add_post("/api/resume-all", resume_all)
+    app.router.add_post("/api/emergency-stop", emergency_stop)
+    app.router.add_get("/api/team", team)
+    app.router.add_get("/api/taskdocs", taskdocs)
+    app.router.add_get("/api/problems", problems)
+    app.router.add_get("/api/suggestions", suggestions)

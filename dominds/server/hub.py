@@ -1,0 +1,248 @@
+"""Websocket connections and how pubchan events reach them.
+
+Each connection is one pubchan subscriber. Publishing is synchronous, so delivery only appends the
+encoded event to the connection's outbox and a writer task sends it; a client that falls too far
+behind is closed with 4008 and simply reconnects and resumes.
+
+No duplicates per socket: every dialog channel (and the global channel) has a ``SeqTracker`` per
+connection, and an event whose ``seq`` that socket already delivered is dropped. This matters
+because one socket gets a dialog's events on several paths: as a follower, as broadcasts (run
+state, Q4H) while not following, and again from the replay buffer when it resumes ``since`` a seq.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import weakref
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import WSCloseCode, web
+
+from dominds.driver.engine import Engine
+from dominds.pubchan import GLOBAL, Event, Subscriber
+from dominds.server.render import render_markdown, render_saying
+
+log = logging.getLogger("dominds.server")
+
+MAX_OUTBOX = 20_000
+"""Queued frames per connection before it is considered stuck and closed (close code 4008)."""
+CLOSE_TOO_SLOW = 4008
+
+_TRACKED_LIMIT = 4096
+"""Delivered seqs kept above a tracker's contiguous prefix. The pubchan replay buffer holds 4096
+events (all channels together), so a seq this far below its channel's newest can never be served
+again and forgetting it cannot cause a duplicate."""
+
+
+class SeqTracker:
+    """Which seqs of one channel a connection has delivered: a contiguous prefix plus stragglers."""
+
+    __slots__ = ("upto", "extra")
+
+    def __init__(self) -> None:
+        self.upto = 0
+        """Every seq ≤ this was delivered or is covered by a replay the socket received."""
+        self.extra: set[int] = set()
+        """Delivered seqs above ``upto`` (broadcasts of a dialog the socket did not follow)."""
+
+    def admit(self, seq: int) -> bool:
+        """True (and remembered) if ``seq`` was not delivered yet."""
+        if seq <= self.upto or seq in self.extra:
+            return False
+        if seq == self.upto + 1:
+            self.upto = seq
+            while self.upto + 1 in self.extra:
+                self.upto += 1
+                self.extra.discard(self.upto)
+        else:
+            self.extra.add(seq)
+            if len(self.extra) > _TRACKED_LIMIT:
+                self.extra.discard(min(self.extra))
+        return True
+
+    def cover(self, seq: int) -> None:
+        """A replay as of ``seq`` was sent: live events up to it must not follow."""
+        if seq > self.upto:
+            self.upto = seq
+            self.extra = {s for s in self.extra if s > seq}
+
+
+class EventEncoder:
+    """JSON text of outgoing events, enriched once and encoded once however many sockets get them.
+
+    pubchan hands the *same* dict to every subscriber in one loop, so a one-entry identity cache
+    turns 50 followers into one ``json.dumps``. Finished markdown is rendered here (server-side
+    markdown, DESIGN §7) and stored into the event, so the replay buffer serves it too.
+    """
+
+    def __init__(self) -> None:
+        self._last: Event | None = None
+        self._text = ""
+
+    def encode(self, event: Event) -> str:
+        if event is self._last:
+            return self._text
+        enrich(event)
+        self._last, self._text = event, json.dumps(event, ensure_ascii=False)
+        return self._text
+
+
+def enrich(event: Event) -> None:
+    kind = event.get("type")
+    if kind == "saying_finish_evt" and "markdownHtml" not in event:
+        event["markdownHtml"] = render_saying(str(event.get("content", "")))
+    elif kind == "teammate_response_evt" and "responseHtml" not in event:
+        event["responseHtml"] = render_markdown(str(event.get("response", "")))
+
+
+class Connection:
+    """One websocket client: what it follows, what it was sent, and its outbox."""
+
+    def __init__(self, hub: Hub, ws: web.WebSocketResponse) -> None:
+        self.hub = hub
+        self.ws = ws
+        self.ui_language = "en"
+        self.followed: dict[str, str] = {}
+        """selfId of each followed dialog → its Taskdoc path (for live Taskdoc refreshes)."""
+        self.trackers: dict[str, SeqTracker] = {}
+        self._outbox: deque[str] = deque()
+        self._ready = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._closing = False
+        self._closer: asyncio.Task[bool] | None = None
+        self.subscriber: Subscriber = hub.engine.pubchan.subscribe(self._deliver)
+        self._writer = asyncio.create_task(self._write_forever(), name="ws-writer")
+
+    # -- delivery (synchronous: called from pubchan.publish) ---------------------------------------
+
+    def tracker(self, channel: str) -> SeqTracker:
+        tracker = self.trackers.get(channel)
+        if tracker is None:
+            tracker = self.trackers[channel] = SeqTracker()
+        return tracker
+
+    def _deliver(self, event: Event) -> None:
+        dialog = event.get("dialog")
+        channel = dialog["selfId"] if dialog else GLOBAL
+        if self.tracker(channel).admit(int(event["seq"])):
+            self.send_text(self.hub.encoder.encode(event))
+
+    def deliver_missed(self, channel: str, events: list[Event]) -> None:
+        tracker = self.tracker(channel)
+        for event in events:
+            if tracker.admit(int(event["seq"])):
+                self.send_text(self.hub.encoder.encode(event))
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_text(json.dumps(message, ensure_ascii=False))
+
+    def send_text(self, text: str) -> None:
+        if self._closing:
+            return
+        self._outbox.append(text)
+        self._ready.set()
+        self._drained.clear()
+        if len(self._outbox) > MAX_OUTBOX:
+            log.warning("closing a websocket that fell %d frames behind", len(self._outbox))
+            self._outbox.clear()
+            self._closing = True
+            self._closer = asyncio.get_running_loop().create_task(
+                self.ws.close(code=CLOSE_TOO_SLOW, message=b"too slow: reconnect and resume")
+            )
+
+    # -- following -----------------------------------------------------------------------------
+
+    def follow(self, self_id: str, taskdoc_path: str) -> None:
+        self.followed[self_id] = taskdoc_path
+        self.subscriber.following.add(self_id)
+
+    def unfollow(self, self_id: str) -> None:
+        self.followed.pop(self_id, None)
+        self.subscriber.following.discard(self_id)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    async def _write_forever(self) -> None:
+        try:
+            while True:
+                await self._ready.wait()
+                self._ready.clear()
+                while self._outbox:
+                    await self.ws.send_str(self._outbox.popleft())
+                self._drained.set()
+        except (ConnectionError, RuntimeError):  # the peer went away; the reader side notices too
+            self._closing = True
+            self._drained.set()
+
+    async def flush(self, timeout: float = 2.0) -> None:
+        """Wait until the outbox is sent (used before a deliberate close)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._drained.wait(), timeout)
+
+    async def close(self) -> None:
+        self._closing = True
+        self.hub.engine.pubchan.unsubscribe(self.subscriber)
+        self._writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._writer
+
+
+class Hub:
+    """All live connections of one app, the event encoder and the Taskdoc watcher."""
+
+    def __init__(self, engine: Engine, *, taskdoc_poll_interval: float = 1.0) -> None:
+        self.engine = engine
+        self.encoder = EventEncoder()
+        self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.taskdoc_poll_interval = taskdoc_poll_interval
+        self.taskdoc_fingerprints: dict[str, str] = {}
+        """Taskdoc path → fingerprint last sent to clients."""
+        self._watcher: asyncio.Task[None] | None = None
+
+    def add(self, conn: Connection) -> None:
+        self.connections.add(conn)
+
+    async def remove(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        await conn.close()
+
+    def start(self, on_taskdoc_change: Callable[[Hub, str], None]) -> None:
+        self._watcher = asyncio.create_task(self._watch_taskdocs(on_taskdoc_change), name="taskdoc-watcher")
+
+    async def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+
+    async def close_all(
+        self, code: int = WSCloseCode.GOING_AWAY, message: bytes = b"server shutdown"
+    ) -> None:
+        for conn in list(self.connections):
+            await conn.flush(timeout=0.5)
+            await conn.ws.close(code=code, message=message)
+
+    async def _watch_taskdocs(self, on_change: Callable[[Hub, str], None]) -> None:
+        """Poll the Taskdocs of followed dialogs: hand edits of ``*.tsk`` files refresh the panel live."""
+        from dominds.taskdoc import taskdoc_fingerprint
+
+        while True:
+            await asyncio.sleep(self.taskdoc_poll_interval)
+            watched = {path for conn in self.connections for path in conn.followed.values() if path}
+            for path in watched:
+                try:
+                    fingerprint = taskdoc_fingerprint(self.engine.rtws.root, path)
+                except Exception:  # a bad path must not stop the watcher
+                    continue
+                known = self.taskdoc_fingerprints.get(path)
+                if known is None:
+                    self.taskdoc_fingerprints[path] = fingerprint
+                elif known != fingerprint:
+                    self.taskdoc_fingerprints[path] = fingerprint
+                    on_change(self, path)

@@ -1,0 +1,87 @@
+"""Lookups and payloads shared by the websocket protocol and the JSON API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dominds.dialog.model import Dialog
+from dominds.driver.engine import Engine
+from dominds.ids import is_dialog_id
+from dominds.server.render import render_markdown
+from dominds.store.errors import DialogNotFoundError
+from dominds.taskdoc import load_taskdoc, taskdoc_fingerprint
+from dominds.taskdoc_render import render_effective_taskdoc
+
+
+def resolve_dialog(engine: Engine, self_id: str, root_id: str | None = None) -> Dialog:
+    """A dialog by id (any status); ``DialogNotFoundError`` for an unknown or malformed id."""
+    for value in (self_id, root_id):
+        if value is not None and not is_dialog_id(value):
+            raise DialogNotFoundError(f"unknown dialog {value!r} (not a dialog id)")
+    if root_id is not None:
+        dialog = engine.get_dialog(root_id, self_id)
+    else:
+        dialog = engine.find_dialog(self_id)
+    return dialog
+
+
+def dialog_summary(engine: Engine, dialog: Dialog) -> dict[str, Any]:
+    """Identity and current state of one dialog (the head of ``dialog_ready`` and ``GET /api/dialogs/{id}``)."""
+    meta, latest = dialog.meta, dialog.latest
+    summary: dict[str, Any] = {
+        "dialog": dialog.ident,
+        "agentId": dialog.agent_id,
+        "taskDocPath": meta.task_doc_path,
+        "status": dialog.root.status,
+        "isRoot": dialog.is_root,
+        "currentCourse": latest.current_course,
+        "totalCourses": latest.current_course,
+        "runState": latest.run_state.to_disk(),
+        "generating": latest.generating,
+        "q4h": [engine.question_payload(dialog, q) for q in dialog.q4h],
+        "reminders": reminders_payload(dialog),
+    }
+    if not dialog.is_root:
+        summary["supdialogId"] = meta.supdialog_id
+        summary["tellaskSession"] = meta.tellask_session
+        if meta.assignment_from_sup is not None:
+            summary["assignmentFromSup"] = meta.assignment_from_sup.to_disk()
+    if dialog.load_error:
+        summary["loadError"] = dialog.load_error
+    return summary
+
+
+def reminders_payload(dialog: Dialog) -> list[dict[str, Any]]:
+    return [{"id": r.id, "content": r.content, "owner": r.owner} for r in dialog.reminders]
+
+
+def taskdoc_payload(engine: Engine, path: str, lang: str) -> dict[str, Any]:
+    """The effective Taskdoc as the agents see it, rendered for the panel."""
+    taskdoc = load_taskdoc(engine.rtws.root, path)
+    markdown = render_effective_taskdoc(taskdoc, "zh" if lang == "zh" else "en")
+    return {
+        "taskDocPath": taskdoc.rel_path,
+        "exists": taskdoc.exists,
+        "fingerprint": taskdoc_fingerprint(engine.rtws.root, path),
+        "markdown": markdown,
+        "html": render_markdown(markdown),
+    }
+
+
+def team_payload(engine: Engine) -> dict[str, Any]:
+    team = engine.config.get().team
+    return {
+        "defaultResponder": team.default_responder,
+        "members": [
+            {
+                "id": m.id,
+                "name": m.name,
+                "icon": m.icon,
+                "gofor": dict(m.gofor) if isinstance(m.gofor, Mapping) else list(m.gofor),
+                "provider": m.provider,
+                "model": m.model,
+            }
+            for m in team.visible_members()
+        ],
+    }

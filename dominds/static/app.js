@@ -1,0 +1,235 @@
+// The panel's entry point: wires the connection, the lists, the dialog view and the side panels, and
+// routes every message from the daemon. Protocol: docs/protocol.md.
+
+import { apiGet, setApiToken } from "./api.js";
+import { Connection, initialToken, rememberToken } from "./connection.js";
+import { DialogLists } from "./dialog_lists.js";
+import { DialogView } from "./dialog_view.js";
+import { $, debounce, h, randomId, toast } from "./dom.js";
+import { applyStatic, language, onLanguageChange, setLanguage, t } from "./i18n.js";
+import { QuestionsPanel, renderReminders, renderTaskdoc } from "./side_panels.js";
+import { Transcript } from "./transcript.js";
+
+const token = initialToken();
+setApiToken(token);
+applyStatic();
+$("#lang").value = language();
+
+const conn = new Connection(token);
+const questions = new QuestionsPanel($("#q4h-list"), $("#q4h-empty"), [$("#q4h-count"), $("#q4h-count-2")], {
+  jump: jumpToQuestion,
+});
+const transcript = new Transcript($("#transcript"), { openDialog: (ref) => view.open(ref), answer: answerQuestion });
+const view = new DialogView(conn, transcript, { onReady: onDialogReady, questionsFor: (id) => questions.forDialog(id) });
+const lists = new DialogLists($("#dialog-lists"), [...document.querySelectorAll(".tab")], { open: (ref) => view.open(ref) });
+const refreshLists = debounce(() => lists.refresh(), 200);
+const listRunStateSeq = new Map(); // selfId -> seq of the run state shown in the lists
+
+const globalChannel = { connectedOnce: false, epoch: null, seq: 0 };
+const catalog = { team: null, taskdocs: [], suggestions: [] };
+
+conn.addEventListener("state", (event) => renderConnection(event.detail));
+conn.addEventListener("message", (event) => route(event.detail));
+
+function route(msg) {
+  switch (msg.type) {
+    case "welcome":
+      onWelcome(msg);
+      return;
+    case "dialog_ready":
+      view.onReady(msg);
+      return;
+    case "taskdoc_content":
+      if (view.info && msg.taskDocPath === view.info.taskDocPath) renderTaskdoc($("#taskdoc-path"), $("#taskdoc-body"), msg);
+      return;
+    case "error":
+      if (msg.requestId === undefined) toast(msg.message, "error");
+      return;
+    case "problems_snapshot":
+      renderProblems(msg.problems || []);
+      break;
+    case "full_reminders_update":
+      if (msg.dialog?.selfId === view.ref?.selfId) renderReminders($("#reminders-list"), $("#reminders-empty"), msg.reminders);
+      break;
+    case "new_q4h_asked":
+      if (msg.replay) break;
+      questions.add(msg.question);
+      if (msg.dialog.selfId === view.ref?.selfId) transcript.markQuestion(msg.question);
+      break;
+    case "q4h_answered":
+      questions.remove(msg.questionId);
+      transcript.unmarkQuestion(msg.questionId);
+      break;
+    case "dlg_run_state_evt":
+      if ((listRunStateSeq.get(msg.dialog.selfId) || 0) < msg.seq) {
+        listRunStateSeq.set(msg.dialog.selfId, msg.seq);
+        if (!lists.updateRunState(msg.dialog.selfId, msg.runState) || msg.runState.kind !== "proceeding") refreshLists();
+      }
+      break;
+    case "subdialog_created_evt":
+    case "dialogs_created":
+    case "dialogs_moved":
+    case "dialogs_deleted":
+      if (!msg.replay) refreshLists();
+      break;
+    case "taskdoc_updated":
+      if (msg.dialog?.selfId === view.ref?.selfId) conn.send({ type: "get_taskdoc", dialog: view.ref });
+      break;
+    default:
+      break;
+  }
+  if (!msg.dialog && msg.epoch === globalChannel.epoch && typeof msg.seq === "number") globalChannel.seq = Math.max(globalChannel.seq, msg.seq);
+  if (msg.dialog && typeof msg.seq === "number") view.onEvent(msg);
+}
+
+function onWelcome(msg) {
+  const reconnect = globalChannel.connectedOnce;
+  globalChannel.connectedOnce = true;
+  if (reconnect && globalChannel.epoch === msg.epoch) {
+    conn.send({ type: "resume_global", since: { epoch: globalChannel.epoch, seq: globalChannel.seq } });
+  } else {
+    globalChannel.epoch = msg.epoch;
+    globalChannel.seq = msg.seq;
+  }
+  conn.send({ type: "set_ui_language", uiLanguage: language() });
+  conn.request({ type: "get_q4h_state" }).then((reply) => questions.replaceAll(reply.questions)).catch(() => {});
+  lists.refresh();
+  if (view.ref) view.open(view.ref, { resume: true });
+  if (!catalog.team) loadCatalog();
+}
+
+function onDialogReady(ready) {
+  lists.setCurrent(ready.dialog.selfId);
+  renderReminders($("#reminders-list"), $("#reminders-empty"), ready.reminders);
+  if (ready.mode === "replay") conn.send({ type: "get_taskdoc", dialog: ready.dialog });
+}
+
+async function answerQuestion(question, content) {
+  try {
+    await conn.request({
+      type: "drive_dialog_by_user_answer",
+      dialog: { selfId: question.selfId, rootId: question.rootId },
+      questionId: question.id,
+      content,
+      msgId: randomId("ans-"),
+    });
+  } catch (error) {
+    toast(error.message, "error");
+    throw error;
+  }
+}
+
+function jumpToQuestion(question) {
+  if (view.ref?.selfId === question.selfId && view.viewingCourse === view.info?.currentCourse && transcript.focusQuestion(question)) return;
+  view.open({ selfId: question.selfId, rootId: question.rootId }, { jumpTo: question });
+}
+
+// -- connection status, problems, top bar ---------------------------------------------------------
+
+function renderConnection({ state, attempt }) {
+  const box = $("#conn-status");
+  box.dataset.state = state;
+  $("#conn-label").textContent = state === "reconnecting" ? t("reconnecting", { n: attempt }) : t(state);
+  $("#conn-retry").hidden = !(state === "reconnecting" || state === "unauthorized" || state === "disconnected");
+  if (state === "unauthorized") askForToken();
+}
+
+function askForToken() {
+  const entered = prompt(t("tokenPrompt"), "");
+  if (!entered) return;
+  rememberToken(entered.trim());
+  setApiToken(entered.trim());
+  conn.reconnectNow(entered.trim());
+}
+
+function renderProblems(problems) {
+  const el = $("#problems");
+  el.hidden = problems.length === 0;
+  el.textContent = `⚠ ${t("problems", { n: problems.length })}`;
+  el.title = problems.map((p) => `${p.severity}: ${p.message}`).join("\n");
+}
+
+$("#conn-retry").addEventListener("click", () => (conn.state === "unauthorized" ? askForToken() : conn.reconnectNow()));
+$("#q4h-toggle").addEventListener("click", () => $("#q4h-panel").scrollIntoView({ block: "start" }));
+$("#resume-all").addEventListener("click", async () => {
+  try {
+    toast(t("resumedCount", { n: (await conn.request({ type: "resume_all" })).resumed }));
+  } catch (error) {
+    toast(error.message, "error");
+  }
+});
+$("#emergency-stop").addEventListener("click", async () => {
+  try {
+    toast(t("stoppedCount", { n: (await conn.request({ type: "emergency_stop" })).stopped }));
+  } catch (error) {
+    toast(error.message, "error");
+  }
+});
+$("#lang").addEventListener("change", (event) => setLanguage(event.target.value));
+onLanguageChange((lang) => {
+  conn.send({ type: "set_ui_language", uiLanguage: lang });
+  lists.render();
+  questions.render();
+  // the transcript's labels were rendered in the old language: show it again (a replay)
+  if (view.ref) view.open(view.ref);
+});
+
+// -- new dialog form and suggestions ----------------------------------------------------------------
+
+async function loadCatalog() {
+  try {
+    const [team, taskdocs, suggestions] = await Promise.all([apiGet("/api/team"), apiGet("/api/taskdocs"), apiGet("/api/suggestions")]);
+    catalog.team = team;
+    catalog.taskdocs = taskdocs.taskdocs;
+    catalog.suggestions = suggestions.suggestions;
+  } catch (error) {
+    toast(error.message, "error");
+    return;
+  }
+  $("#nd-agent").replaceChildren(...catalog.team.members.map((m) =>
+    h("option", { value: m.id, selected: m.id === catalog.team.defaultResponder }, `${m.icon ? `${m.icon} ` : ""}@${m.id} — ${m.name}`)));
+  $("#nd-taskdocs").replaceChildren(...catalog.taskdocs.map((path) => h("option", { value: path })));
+  $("#nd-taskdoc").value = catalog.taskdocs[0] || "";
+  renderSuggestions();
+}
+
+function renderSuggestions() {
+  for (const box of [$("#suggestions"), $("#empty-suggestions")]) {
+    box.replaceChildren(...catalog.suggestions.map((text) =>
+      h("button", { type: "button", class: "chip", onclick: () => useSuggestion(text), text })));
+  }
+}
+
+async function useSuggestion(text) {
+  const alive = view.info && view.info.status === "run" && view.info.runState?.kind !== "dead";
+  if (!alive) {
+    try {
+      await view.create(catalog.team?.defaultResponder, catalog.taskdocs[0] || "tasks/demo.tsk");
+    } catch (error) {
+      toast(error.message, "error");
+      return;
+    }
+  }
+  await view.send(text);
+}
+
+$("#new-dialog-btn").addEventListener("click", () => {
+  $("#new-dialog-form").hidden = false;
+  $("#nd-error").textContent = "";
+  $("#nd-taskdoc").focus();
+});
+$("#nd-cancel").addEventListener("click", () => { $("#new-dialog-form").hidden = true; });
+$("#new-dialog-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  try {
+    await view.create($("#nd-agent").value, $("#nd-taskdoc").value.trim());
+    $("#new-dialog-form").hidden = true;
+    lists.show("run");
+    toast(t("created"));
+    $("#input").focus();
+  } catch (error) {
+    $("#nd-error").textContent = error.message;
+  }
+});
+
+conn.connect();

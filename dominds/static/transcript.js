@@ -1,0 +1,265 @@
+// Renders one dialog's events (live or replayed: the same vocabulary) into the transcript element.
+// Streaming text is shown as plain text; when a saying finishes, each markdown run is replaced by the
+// HTML the daemon rendered and sanitised (markdownHtml). Tellask blocks get their inline result, a link
+// to the subdialog they created, and — for a pending question — an inline answer form.
+
+import { h, setTrustedHtml } from "./dom.js";
+import { t } from "./i18n.js";
+
+const USER_ORIGIN_LABEL = {
+  user: "youWrote",
+  q4h_answer: "origin_q4h_answer",
+  assignment: "origin_assignment",
+  tellask_back: "origin_tellask_back",
+  new_course: "origin_new_course",
+  diligence: "origin_diligence",
+  system: "origin_system",
+};
+
+export class Transcript {
+  /** actions: { openDialog(ref), answer(question, text): Promise } */
+  constructor(root, actions) {
+    this.root = root;
+    this.actions = actions;
+    this.agentId = "";
+    this.questions = new Map(); // questionId -> pending question of this dialog (survives reset())
+    this.reset();
+  }
+
+  reset() {
+    this.root.replaceChildren();
+    this.gen = null;
+    this.thinking = null;
+    this.saying = null;
+    this.md = null;
+    this.call = null;
+    this.calls = new Map(); // callId -> tellask block
+    this.funcs = new Map(); // funcId -> function call block
+    this.waiting = new Map(this.questions); // questions whose call block has not been rendered yet
+  }
+
+  forgetQuestions() {
+    this.questions.clear();
+    this.waiting.clear();
+  }
+
+  apply(event) {
+    const handler = HANDLERS[event.type];
+    if (!handler) return;
+    const stick = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 80;
+    handler.call(this, event);
+    if (stick) this.root.scrollTop = this.root.scrollHeight;
+  }
+
+  container() {
+    return this.gen ? this.gen.body : this.root;
+  }
+
+  add(el) {
+    this.container().append(el);
+    return el;
+  }
+
+  // -- questions ---------------------------------------------------------------------------------
+
+  markQuestion(question) {
+    this.questions.set(question.id, question);
+    const block = this.calls.get(question.callId);
+    if (block) this.attachAnswerForm(block, question);
+    else this.waiting.set(question.id, question);
+  }
+
+  /** The snapshot is complete: questions whose call block never appeared get a standalone form. */
+  settle() {
+    for (const question of this.waiting.values()) {
+      const block = this.root.appendChild(
+        h("div", { class: "tellask standalone", dataset: { callId: question.callId } },
+          h("div", { class: "tellask-head", text: question.tellaskHead }),
+          question.bodyContent ? h("div", { class: "tellask-body", text: question.bodyContent }) : null),
+      );
+      this.attachAnswerForm(block, question);
+    }
+    this.waiting.clear();
+  }
+
+  attachAnswerForm(block, question) {
+    if (block.querySelector(`form.answer[data-question-id="${CSS.escape(question.id)}"]`)) return;
+    block.classList.add("asking");
+    const input = h("textarea", { rows: "2", placeholder: t("answerPlaceholder"), class: "answer-input" });
+    const form = h("form", { class: "answer", dataset: { questionId: question.id } },
+      input, h("button", { type: "submit", class: "primary", text: t("answer") }));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const text = input.value.trim();
+      if (!text) return;
+      form.querySelector("button").disabled = true;
+      try {
+        await this.actions.answer(question, text);
+      } catch {
+        form.querySelector("button").disabled = false;
+      }
+    });
+    block.append(form);
+  }
+
+  unmarkQuestion(questionId) {
+    this.questions.delete(questionId);
+    this.waiting.delete(questionId);
+    const form = this.root.querySelector(`form.answer[data-question-id="${CSS.escape(questionId)}"]`);
+    if (!form) return;
+    form.closest(".tellask")?.classList.replace("asking", "answered");
+    form.remove();
+  }
+
+  focusQuestion(question) {
+    const form = this.root.querySelector(`form.answer[data-question-id="${CSS.escape(question.id)}"]`);
+    if (!form) return false;
+    const block = form.closest(".tellask");
+    block.scrollIntoView({ block: "center" });
+    block.classList.add("highlight");
+    setTimeout(() => block.classList.remove("highlight"), 2000);
+    form.querySelector("textarea").focus();
+    return true;
+  }
+
+  subdialogLink(ref, agentId) {
+    return h("a", {
+      href: "#", class: "subdialog-link", dataset: { selfId: ref.selfId },
+      onclick: (e) => { e.preventDefault(); this.actions.openDialog(ref); },
+      text: `→ ${t("openSubdialog", { agent: agentId })}`,
+    });
+  }
+}
+
+const HANDLERS = {
+  end_of_user_saying_evt(e) {
+    const label = t(USER_ORIGIN_LABEL[e.origin] || "youWrote");
+    const bubble = h("div", { class: `bubble user origin-${e.origin}` },
+      h("div", { class: "who", text: label }), h("div", { class: "plain", text: e.content }));
+    // the prompt is recorded by the generation that consumes it, just after generating_start_evt
+    if (this.gen && this.gen.genseq === e.genseq) this.gen.el.before(bubble);
+    else this.root.append(bubble);
+  },
+  generating_start_evt(e) {
+    const body = h("div", { class: "gen-body" });
+    const el = h("div", { class: "bubble gen streaming", dataset: { genseq: e.genseq } },
+      h("div", { class: "who" }, h("span", { class: "agent", text: `@${this.agentId}` }), h("span", { class: "genseq", text: `#${e.genseq}` })),
+      body);
+    this.root.append(el);
+    this.gen = { el, body, genseq: e.genseq };
+  },
+  generating_finish_evt() {
+    this.gen?.el.classList.remove("streaming");
+    this.thinking = this.saying = this.md = this.call = null;
+  },
+  thinking_start_evt() {
+    const pre = h("div", { class: "plain" });
+    const el = h("details", { class: "thinking", open: true }, h("summary", { text: t("thinking") }), pre);
+    this.thinking = { el, pre };
+    this.add(el);
+  },
+  thinking_chunk_evt(e) {
+    this.thinking?.pre.append(e.chunk);
+  },
+  thinking_finish_evt() {
+    if (this.thinking) this.thinking.el.open = false;
+    this.thinking = null;
+  },
+  saying_start_evt() {
+    this.saying = { el: this.add(h("div", { class: "saying" })), runs: [] };
+  },
+  markdown_start_evt() {
+    this.md = h("div", { class: "md streaming" });
+    if (this.saying) {
+      this.saying.runs.push(this.md);
+      this.saying.el.append(this.md);
+    } else this.add(this.md);
+  },
+  markdown_chunk_evt(e) {
+    this.md?.append(e.chunk);
+  },
+  markdown_finish_evt() {
+    this.md = null;
+  },
+  saying_finish_evt(e) {
+    if (!this.saying) return;
+    (e.markdownHtml || []).forEach((html, index) => {
+      const run = this.saying.runs[index];
+      if (!run) return;
+      setTrustedHtml(run, html);
+      run.classList.remove("streaming");
+    });
+    this.saying = null;
+  },
+  teammate_call_start_evt(e) {
+    const head = h("div", { class: "tellask-head" });
+    const body = h("div", { class: "tellask-body", hidden: true });
+    const el = h("div", { class: `tellask${e.validation === "valid" ? "" : " malformed"}`, title: e.validation === "valid" ? null : e.validation }, head, body);
+    this.call = { el, head, body };
+    (this.saying?.el || this.container()).append(el);
+  },
+  teammate_call_headline_chunk_evt(e) {
+    this.call?.head.append(e.chunk);
+  },
+  teammate_call_body_start_evt() {
+    if (this.call) this.call.body.hidden = false;
+  },
+  teammate_call_body_chunk_evt(e) {
+    this.call?.body.append(e.chunk);
+  },
+  teammate_call_finish_evt(e) {
+    if (!this.call) return;
+    this.call.el.dataset.callId = e.callId;
+    this.calls.set(e.callId, this.call.el);
+    for (const [id, question] of this.waiting) {
+      if (question.callId === e.callId) {
+        this.attachAnswerForm(this.call.el, question);
+        this.waiting.delete(id);
+      }
+    }
+    this.call = null;
+  },
+  teammate_call_response_evt(e) {
+    const block = this.calls.get(e.callId);
+    const note = h("div", { class: `call-result status-${e.status}`, text: e.result });
+    if (block) block.append(note);
+    else this.add(h("div", { class: "tellask standalone" }, h("div", { class: "tellask-head", text: e.tellaskHead }), note));
+  },
+  subdialog_created_evt(e) {
+    const link = this.subdialogLink(e.subDialog, e.targetAgentId);
+    const block = this.calls.get(e.callId);
+    if (block) block.append(h("div", { class: "call-link" }, link));
+    else this.add(h("div", { class: "notice" }, link));
+  },
+  teammate_response_evt(e) {
+    const body = h("div", { class: "md" });
+    if (e.responseHtml !== undefined) setTrustedHtml(body, e.responseHtml);
+    else body.textContent = e.response;
+    const ref = e.calleeDialog || { selfId: e.calleeDialogId };
+    this.root.append(h("div", { class: `bubble response status-${e.status}`, dataset: { callId: e.callId } },
+      h("div", { class: "who" }, h("span", { text: t("responseFrom", { agent: e.responderId }) }), " ",
+        this.subdialogLink(ref, e.responderId)),
+      h("div", { class: "tellask-head", text: e.tellaskHead }), body));
+    this.calls.get(e.callId)?.classList.add(`responded-${e.status}`);
+  },
+  func_call_requested_evt(e) {
+    const el = h("details", { class: "func", open: true, dataset: { funcId: e.funcId } },
+      h("summary", {}, h("span", { class: "func-name", text: `ƒ ${e.funcName}` })),
+      h("pre", { class: "func-args", text: e.arguments }));
+    this.funcs.set(e.funcId, el);
+    this.add(el);
+  },
+  func_result_evt(e) {
+    const result = h("pre", { class: `func-result${e.isError ? " error" : ""}`, text: e.content });
+    const block = this.funcs.get(e.id);
+    if (block) block.append(result);
+    else this.add(h("div", { class: "func" }, h("span", { class: "func-name", text: `ƒ ${e.name}` }), result));
+  },
+  stream_error_evt(e) {
+    this.add(h("div", { class: "stream-error" }, h("strong", { text: `${t("streamError")}: ` }), e.error));
+  },
+  dlg_run_state_marker_evt(e) {
+    const text = e.kind === "interrupted" ? t("interruptedMarker", { reason: e.reason || "" }) : t("resumedMarker");
+    this.root.append(h("div", { class: `marker marker-${e.kind}`, text: `— ${text} —` }));
+  },
+};

@@ -1,0 +1,53 @@
+"""What the browser tests share: the Chromium launch, the scripted replies, the ``Panel`` handle."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dominds.driver.engine import Engine
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_PRESENT = CHROMIUM.exists()
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
+
+BROWSER_RESPONSES: list[dict[str, Any]] = [
+    {"agent": "lead", "message": "hello", "response": "Hello **there**!", "chunk_chars": 4, "delay_ms": 2},
+    {"agent": "lead", "message": "delegate", "response": "Asking coder.\n!?@coder please implement X\n"},
+    {"agent": "coder", "contains": "please implement X", "response": "Implemented X."},
+    {"agent": "lead", "contains": "@coder provided response", "response": "Thanks, X is done."},
+    {
+        "agent": "lead",
+        "message": "paint",
+        "response": "Let me ask.\n!?@human Which colour?\n!?Red or blue.\n",
+    },
+    {"agent": "lead", "message": "blue", "response": "Painting it **blue**."},
+    {"agent": "lead", "message": "slow", "response": "tick " * 400, "chunk_chars": 5, "delay_ms": 20},
+]
+SUGGESTIONS = ["hello", "delegate", "paint"]
+
+
+@dataclass
+class Panel:
+    page: Any
+    engine: Engine
+    app: Any
+    url: str
+    errors: list[str] = field(default_factory=list)
+
+    async def screenshot(self, name: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"{name}.png"
+        await self.page.screenshot(path=str(path), full_page=True)
+        return path

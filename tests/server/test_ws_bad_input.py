@@ -1,0 +1,112 @@
+"""Bad input over the websocket: every case gets an ``error`` reply and the connection lives on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from server_kit import ServeFactory, WsClient
+
+from dominds.server.messages import MAX_FRAME_BYTES
+
+
+async def _still_alive(sock: WsClient) -> None:
+    reply = await sock.request({"type": "get_q4h_state"}, "q4h_state_response")
+    assert reply["questions"] == []
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"),
+    [
+        ("{not json", "Invalid packet format: not valid JSON"),
+        ("[1, 2]", "a message is a JSON object"),
+        ('{"kind": "x"}', "`type` (a string) is missing"),
+        ('{"type": "teleport"}', "unknown message type 'teleport'"),
+        ('{"type": "display_dialog"}', "`dialog` is required"),
+        (
+            '{"type": "display_dialog", "dialog": {"selfId": 42}}',
+            "`dialog.selfId`: Input should be a valid string",
+        ),
+        (
+            '{"type": "display_course", "dialog": {"selfId": "a"}, "course": "2"}',
+            "`course`: Input should be a valid integer",
+        ),
+        ('{"type": "drive_dlg_by_user_msg", "dialog": {"selfId": "a"}}', "`content` is required"),
+        ('{"type": "set_ui_language", "uiLanguage": "fr"}', "`uiLanguage`"),
+        (
+            '{"type": "display_dialog", "dialog": {"selfId": "a"}, "since": {"epoch": "e", "seq": -1}}',
+            "`since.seq`",
+        ),
+    ],
+)
+async def test_malformed_frames_are_answered(serve: ServeFactory, frame: str, expected: str) -> None:
+    served = await serve()
+    sock = await served.ws()
+    await sock.ws.send_str(frame)
+    error = await sock.wait_type("error")
+    assert expected in error["message"]
+    await _still_alive(sock)
+
+
+async def test_oversized_frame_and_binary_frame(serve: ServeFactory) -> None:
+    served = await serve()
+    sock = await served.ws()
+    await sock.ws.send_str(json.dumps({"type": "get_problems", "pad": "x" * (MAX_FRAME_BYTES + 10)}))
+    error = await sock.wait_type("error")
+    assert "message too large" in error["message"]
+    await sock.ws.send_bytes(b"\x00\x01")
+    error = await sock.wait_type("error")
+    assert "binary frames" in error["message"]
+    await _still_alive(sock)
+
+
+async def test_unknown_dialog_and_refusals_echo_the_request(serve: ServeFactory) -> None:
+    served = await serve()
+    sock = await served.ws()
+    unknown = await sock.request({"type": "display_dialog", "dialog": {"selfId": "0000aaaaa-zzzz"}}, "error")
+    assert "no dialog" in unknown["message"] and unknown["requestType"] == "display_dialog"
+    traversal = await sock.request(
+        {"type": "drive_dlg_by_user_msg", "dialog": {"selfId": "../../etc"}, "content": "x"}, "error"
+    )
+    assert "not a dialog id" in traversal["message"]
+    bad_taskdoc = await sock.request({"type": "create_dialog", "taskDocPath": "/etc/passwd"}, "error")
+    assert "absolute" in bad_taskdoc["message"]
+    bad_agent = await sock.request(
+        {"type": "create_dialog", "taskDocPath": "tasks/t.tsk", "agentId": "ghost"}, "error"
+    )
+    assert "unknown agent 'ghost'" in bad_agent["message"]
+    dialog = (await sock.request({"type": "create_dialog", "taskDocPath": "tasks/t.tsk"}, "dialog_ready"))[
+        "dialog"
+    ]
+    empty = await sock.request({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": "  "}, "error")
+    assert "empty" in empty["message"]
+    no_course = await sock.request({"type": "display_course", "dialog": dialog, "course": 9}, "error")
+    assert "no course 9" in no_course["message"]
+    not_interrupted = await sock.request({"type": "resume_dialog", "dialog": dialog}, "error")
+    assert "not interrupted" in not_interrupted["message"]
+    unknown_question = await sock.request(
+        {"type": "drive_dialog_by_user_answer", "dialog": dialog, "questionId": "q4h-nope", "content": "x"},
+        "error",
+    )
+    assert "not pending" in unknown_question["message"]
+    await _still_alive(sock)
+
+
+async def test_answering_an_answered_question_is_an_error(serve: ServeFactory) -> None:
+    served = await serve()
+    sock = await served.ws()
+    dialog = (await sock.request({"type": "create_dialog", "taskDocPath": "tasks/t.tsk"}, "dialog_ready"))[
+        "dialog"
+    ]
+    await sock.request({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": "paint"}, "ack")
+    question = (await sock.wait_type("new_q4h_asked"))["question"]
+    answer = {
+        "type": "drive_dialog_by_user_answer",
+        "dialog": dialog,
+        "questionId": question["id"],
+        "content": "blue",
+    }
+    await sock.request(answer, "ack")
+    second = await sock.request(answer, "error")
+    assert "already answered" in second["message"] or "not pending" in second["message"]
+    await _still_alive(sock)
