@@ -44,6 +44,10 @@ class EngineError(Exception):
     """A request the engine refuses; the message says why and what to do."""
 
 
+class EngineBadRequest(EngineError):
+    """The request itself is wrong (unknown agent, bad Taskdoc path, empty text): fix it and retry."""
+
+
 class WorkspaceLocked(EngineError):
     """Another daemon (or a writing CLI command) holds the workspace lock."""
 
@@ -83,6 +87,8 @@ class Engine:
     # ---------------------------------------------------------------- lifecycle
 
     async def start(self) -> None:
+        if self._scheduler is not None:
+            return  # already started: recovery must run once per daemon
         self.rtws.ensure_layout()
         if self._lock is not None:
             try:
@@ -258,7 +264,15 @@ class Engine:
         except StoreError as exc:  # the disk refused: the dialog stops with the reason, nothing else is lost
             log.error("dialog %s stopped: %s", dialog.self_id, exc)
             dialog.load_error = str(exc)
-            self.pubchan.publish(dialog.key, {"type": "stream_error_evt", "error": f"storage failure: {exc}"})
+            self.pubchan.publish(
+                dialog.key,
+                {
+                    "type": "stream_error_evt",
+                    "course": dialog.latest.current_course,
+                    "genseq": dialog.genseq or None,
+                    "error": f"storage failure: {exc}",
+                },
+            )
         except Exception as exc:  # a bug in one drive must not stop the daemon
             log.exception("drive of %s failed", dialog.self_id)
             with contextlib.suppress(Exception):
@@ -359,12 +373,12 @@ class Engine:
         try:
             taskdoc = normalize_taskdoc_path(taskdoc_path)
         except TaskdocError as exc:
-            raise EngineError(str(exc)) from exc
+            raise EngineBadRequest(str(exc)) from exc
         team = self.config.get().team
         agent = agent_id or team.default_responder
         member = team.member(agent)
         if member is None:
-            raise EngineError(f"unknown agent {agent!r}; members: {', '.join(team.members)}")
+            raise EngineBadRequest(f"unknown agent {agent!r}; members: {', '.join(team.members)}")
         root_id = new_dialog_id()
         files = self.store.files("run", root_id)
         meta = DialogMeta(id=root_id, root_id=root_id, agent_id=agent, task_doc_path=taskdoc, created_at=now_iso())
@@ -390,7 +404,7 @@ class Engine:
         try:
             taskdoc = normalize_taskdoc_path(taskdoc_path)
         except TaskdocError as exc:
-            raise EngineError(str(exc)) from exc
+            raise EngineBadRequest(str(exc)) from exc
         return start_run(self, workflow, agent_id, taskdoc, title)
 
     def submit_user_message(
@@ -401,7 +415,7 @@ class Engine:
         if dialog.meta.conductor:
             raise EngineError(f"dialog {dialog.self_id} is a {dialog.meta.conductor} workflow run; its workflow drives it")
         if not content.strip():
-            raise EngineError("the message is empty")
+            raise EngineBadRequest("the message is empty")
         msg_id = msg_id or f"msg-{new_dialog_id()}"
         if any(p.msg_id == msg_id for p in dialog.latest.queued_prompts) or msg_id in dialog.loaded_msg_ids():
             raise EngineError(f"message {msg_id!r} was already accepted")
@@ -430,7 +444,7 @@ class Engine:
             self.unindex_question(question_id)
             raise EngineError(f"question {question_id!r} is not pending (already answered)")
         if not content.strip():
-            raise EngineError("the answer is empty")
+            raise EngineBadRequest("the answer is empty")
         self._check_drivable_target(dialog)
         # Queue the answer first, then drop the question: a crash in between leaves a queued answer whose
         # question recovery removes, never a removed question without its answer.

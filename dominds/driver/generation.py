@@ -137,6 +137,7 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
         return outcome
     finally:
+        dialog.streaming_text.clear()  # nothing is streaming any more, also after a stop mid-segment
         finish.ts = now_iso()
         if finish.duration_ms is None:
             finish.duration_ms = int((time.perf_counter() - started) * 1000)

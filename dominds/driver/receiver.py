@@ -7,6 +7,7 @@ and persists each finished segment as one record.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,7 @@ class DialogReceiver:
             raise StreamProtocolError(f"{kind} segment started while a {self._active} segment is still open")
         self._active = kind
         self._text = []
+        self.dialog.streaming_text[kind] = ""  # a stopped generation may have left a partial segment
         self.streamed_anything = True
 
     def _end(self, kind: str) -> str:
@@ -71,7 +73,7 @@ class DialogReceiver:
         if self._active != kind:
             raise StreamProtocolError(f"{kind} chunk outside a {kind} segment")
         self._text.append(text)
-        self.dialog.streaming_text[kind] = self.dialog.streaming_text.get(kind, "") + text
+        self.dialog.streaming_text[kind] = self.dialog.streaming_text.get(kind, "") + text  # late joiners
 
     async def thinking_start(self) -> None:
         self._begin("thinking")
@@ -119,30 +121,41 @@ class DialogReceiver:
             raise StreamProtocolError(f"the stream ended inside an open {self._active} segment")
 
     def _publish_parser_events(self, events: list[ParserEvent]) -> None:
+        course = self.dialog.latest.current_course
         for event in events:
-            payload: dict[str, Any]
-            if isinstance(event, MarkdownStart):
-                payload = {"type": "markdown_start_evt"}
-            elif isinstance(event, MarkdownChunk):
-                payload = {"type": "markdown_chunk_evt", "chunk": event.text}
-            elif isinstance(event, MarkdownFinish):
-                payload = {"type": "markdown_finish_evt"}
-            elif isinstance(event, CallStart):
-                payload = {"type": "teammate_call_start_evt", "validation": event.error or "valid"}
-            elif isinstance(event, HeadlineChunk):
-                payload = {"type": "teammate_call_headline_chunk_evt", "chunk": event.text}
-            elif isinstance(event, HeadlineFinish):
-                payload = {"type": "teammate_call_headline_finish_evt"}
-            elif isinstance(event, BodyStart):
-                payload = {"type": "teammate_call_body_start_evt"}
-            elif isinstance(event, BodyChunk):
-                payload = {"type": "teammate_call_body_chunk_evt", "chunk": event.text}
-            elif isinstance(event, BodyFinish):
-                payload = {"type": "teammate_call_body_finish_evt"}
-            elif isinstance(event, CallFinish):
-                call_id = runtime_call_id(event.call.call_id, self.dialog.latest.current_course, self.genseq, self._segment)
+            if isinstance(event, CallFinish):
+                call_id = runtime_call_id(event.call.call_id, course, self.genseq, self._segment)
                 self.calls.append(CallToRun(event.call, call_id))
-                payload = {"type": "teammate_call_finish_evt", "callId": call_id}
-            else:  # pragma: no cover - exhaustive over ParserEvent
-                continue
-            self.dialog.publish({**payload, **self._gen()})
+        for payload in parser_event_payloads(events, course, self.genseq, self._segment):
+            self.dialog.publish(payload)
+
+
+def parser_event_payloads(
+    events: Iterable[ParserEvent], course: int, genseq: int, segment: int
+) -> list[dict[str, Any]]:
+    """Wire payloads of Tellask parser events (same names and fields as ``DialogReceiver``)."""
+    out: list[dict[str, Any]] = []
+    gen = {"course": course, "genseq": genseq}
+    for event in events:
+        if isinstance(event, MarkdownStart):
+            out.append({"type": "markdown_start_evt", **gen})
+        elif isinstance(event, MarkdownChunk):
+            out.append({"type": "markdown_chunk_evt", "chunk": event.text, **gen})
+        elif isinstance(event, MarkdownFinish):
+            out.append({"type": "markdown_finish_evt", **gen})
+        elif isinstance(event, CallStart):
+            out.append({"type": "teammate_call_start_evt", "validation": event.error or "valid", **gen})
+        elif isinstance(event, HeadlineChunk):
+            out.append({"type": "teammate_call_headline_chunk_evt", "chunk": event.text, **gen})
+        elif isinstance(event, HeadlineFinish):
+            out.append({"type": "teammate_call_headline_finish_evt", **gen})
+        elif isinstance(event, BodyStart):
+            out.append({"type": "teammate_call_body_start_evt", **gen})
+        elif isinstance(event, BodyChunk):
+            out.append({"type": "teammate_call_body_chunk_evt", "chunk": event.text, **gen})
+        elif isinstance(event, BodyFinish):
+            out.append({"type": "teammate_call_body_finish_evt", **gen})
+        elif isinstance(event, CallFinish):
+            call_id = runtime_call_id(event.call.call_id, course, genseq, segment)
+            out.append({"type": "teammate_call_finish_evt", "callId": call_id, **gen})
+    return out

@@ -2,7 +2,7 @@
 
 JSON in, JSON out. A failure is ``{"error": "<one sentence>"}`` with a status: 400 bad input,
 401 no or wrong token, 403 foreign Origin, 404 unknown dialog or question, 409 a request the engine
-refuses in the current state (``EngineError``), 413 body too large, 500 a bug.
+refuses in the current state (``EngineError``), 400 for a bad request (``EngineBadRequest``), 413 body too large, 500 a bug.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from dominds.driver.engine import Engine, EngineError
+from dominds.driver.engine import Engine, EngineBadRequest, EngineError
 from dominds.server import keys
 from dominds.server.api import ApiError, add_api_routes
 from dominds.server.auth import bearer_token, host_header_is_loopback, origin_allowed, tokens_match
@@ -62,7 +62,9 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _json_error(exc.status, str(exc))
     except DialogNotFoundError as exc:
         return _json_error(404, str(exc))
-    except (EngineError, TaskdocError) as exc:
+    except (EngineBadRequest, TaskdocError) as exc:
+        return _json_error(400, str(exc))
+    except EngineError as exc:
         return _json_error(409, str(exc))
     except StoreError as exc:
         return _json_error(500, f"storage error: {exc}")

@@ -15,11 +15,10 @@ its snapshot. The segment being streamed right now (``Dialog.streaming_text``) i
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from dominds.dialog.model import Dialog
-from dominds.driver.tellask_exec import runtime_call_id
+from dominds.driver.receiver import parser_event_payloads
 from dominds.server.render import render_markdown, render_saying
 from dominds.store.course_records import (
     AgentThoughtRecord,
@@ -37,52 +36,10 @@ from dominds.store.course_records import (
     TeammateResponseRecord,
 )
 from dominds.tellask import (
-    BodyChunk,
-    BodyFinish,
-    BodyStart,
-    CallFinish,
-    CallStart,
-    HeadlineChunk,
-    HeadlineFinish,
-    MarkdownChunk,
-    MarkdownFinish,
-    MarkdownStart,
-    ParserEvent,
     TellaskParser,
 )
 
 Event = dict[str, Any]
-
-
-def parser_event_payloads(
-    events: Iterable[ParserEvent], course: int, genseq: int, segment: int
-) -> list[Event]:
-    """Wire payloads of Tellask parser events (same names and fields as ``DialogReceiver``)."""
-    out: list[Event] = []
-    gen = {"course": course, "genseq": genseq}
-    for event in events:
-        if isinstance(event, MarkdownStart):
-            out.append({"type": "markdown_start_evt", **gen})
-        elif isinstance(event, MarkdownChunk):
-            out.append({"type": "markdown_chunk_evt", "chunk": event.text, **gen})
-        elif isinstance(event, MarkdownFinish):
-            out.append({"type": "markdown_finish_evt", **gen})
-        elif isinstance(event, CallStart):
-            out.append({"type": "teammate_call_start_evt", "validation": event.error or "valid", **gen})
-        elif isinstance(event, HeadlineChunk):
-            out.append({"type": "teammate_call_headline_chunk_evt", "chunk": event.text, **gen})
-        elif isinstance(event, HeadlineFinish):
-            out.append({"type": "teammate_call_headline_finish_evt", **gen})
-        elif isinstance(event, BodyStart):
-            out.append({"type": "teammate_call_body_start_evt", **gen})
-        elif isinstance(event, BodyChunk):
-            out.append({"type": "teammate_call_body_chunk_evt", "chunk": event.text, **gen})
-        elif isinstance(event, BodyFinish):
-            out.append({"type": "teammate_call_body_finish_evt", **gen})
-        elif isinstance(event, CallFinish):
-            call_id = runtime_call_id(event.call.call_id, course, genseq, segment)
-            out.append({"type": "teammate_call_finish_evt", "callId": call_id, **gen})
-    return out
 
 
 class _CourseReplay:

@@ -1,4 +1,4 @@
-"""A temp workspace with a three-member team on the scripted provider, and a running engine."""
+"""A running engine on a temp workspace with a three-member team on the scripted provider."""
 
 from __future__ import annotations
 
@@ -7,52 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from workspace_kit import write_workspace
 
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
-
-TEAM_YAML = """\
-member_defaults:
-  provider: scripted
-  model: test
-  diligence_push_max: 0
-  fbr_effort: 2
-default_responder: lead
-members:
-  lead: {name: Lead, gofor: [plans and delegates]}
-  coder: {name: Coder, gofor: [writes code]}
-  researcher: {name: Researcher, gofor: [finds facts]}
-"""
-
-LLM_YAML = """\
-providers:
-  scripted:
-    name: Scripted
-    apiType: scripted
-    baseUrl: .minds/scripted
-    apiKeyEnvVar: null
-    models:
-      test: {context_length: 200000, pricing: {input: 1.0, output: 2.0}}
-"""
-
-
-def write_workspace(root: Path, responses: list[dict[str, Any]]) -> Rtws:
-    rtws = Rtws(root)
-    (root / ".minds" / "scripted").mkdir(parents=True, exist_ok=True)
-    rtws.team_yaml.write_text(TEAM_YAML)
-    rtws.llm_yaml.write_text(LLM_YAML)
-    set_responses(rtws, responses)
-    (root / "tasks" / "t.tsk").mkdir(parents=True, exist_ok=True)
-    (root / "tasks" / "t.tsk" / "goals.md").write_text("Ship the feature.\n")
-    rtws.ensure_layout()
-    return rtws
-
-
-def set_responses(rtws: Rtws, responses: list[dict[str, Any]]) -> None:
-    path = rtws.minds_dir / "scripted" / "test.yaml"
-    path.write_text(yaml.safe_dump({"responses": responses}, allow_unicode=True, sort_keys=False))
-
 
 EngineFactory = Callable[[list[dict[str, Any]]], Any]
 

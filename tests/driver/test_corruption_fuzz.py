@@ -7,9 +7,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from conftest import write_workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from workspace_kit import write_workspace
 
 from dominds.driver.engine import Engine, EngineError
 from dominds.store.course_records import AgentWordsRecord

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import set_responses, write_workspace
+from workspace_kit import set_responses, write_workspace
 
 from dominds.rtws import Rtws
 from dominds.store.course_records import HumanTextRecord, TeammateResponseRecord

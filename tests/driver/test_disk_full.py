@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import set_responses
 from helpers import records, sayings
+from workspace_kit import set_responses
 
 from dominds.store import atomic
 from dominds.store.course_records import HumanTextRecord

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import set_responses
 from helpers import records, sayings
+from workspace_kit import set_responses
 
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import (

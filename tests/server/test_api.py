@@ -129,7 +129,7 @@ async def test_api_errors_are_json_with_status(serve: ServeFactory) -> None:
     status, body = await served.post("/api/dialogs", {"taskDocPath": 5})
     assert status == 400 and "taskDocPath" in body["error"]
     status, body = await served.post("/api/dialogs", {"taskDocPath": "x/../../y.tsk"})
-    assert status == 409 and ".." in body["error"]
+    assert status == 400 and ".." in body["error"], "a bad path is a bad request, not a state conflict"
     status, body = await served.get("/api/dialogs/0000aaaaa-zzzz")
     assert status == 404 and "no dialog" in body["error"]
     status, body = await served.get("/api/dialogs/0000aaaaa-zzzz/usage")
