@@ -1,0 +1,133 @@
+"""shell_cmd: runs in the rtws root, bounded output, timeouts and cancellation leave no process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from dominds.driver.tool_exec import SHELL_TOOLS
+from dominds.rtws import Rtws
+from dominds.tools.base import ToolCallContext, ToolError, get_toolset
+from dominds.tools.shell import OS_TOOLS, OUTPUT_SIDE_BYTES, BoundedCapture
+
+SHELL = OS_TOOLS[0]
+
+
+@pytest.fixture
+def ctx(tmp_rtws: Rtws) -> ToolCallContext:
+    return ToolCallContext(rtws=tmp_rtws, root_id="d1", self_id="d1", agent_id="coder")
+
+
+async def run(ctx: ToolCallContext, **args: Any) -> str:
+    jsonschema.validate(args, SHELL.parameters)
+    return await SHELL.handler(ctx, args)
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie (a zombie has exited; in a container nobody may reap it soon)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def read_pid(path: Path) -> int | None:
+    text = path.read_text() if path.is_file() else ""
+    return int(text) if text.strip() else None
+
+
+async def wait_for_pid_file(path: Path) -> int:
+    for _ in range(200):
+        if (pid := read_pid(path)) is not None:
+            return pid
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{path} was never written")
+
+
+def test_shell_tools_are_exactly_what_the_driver_filters() -> None:
+    assert get_toolset("os") == OS_TOOLS
+    assert {t.name for t in OS_TOOLS} <= SHELL_TOOLS  # so non-specialists never get them
+    assert SHELL.parameters["properties"]["timeout_seconds"]["maximum"] == 600
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"command": "true", "timeout_seconds": 601}, SHELL.parameters)
+
+
+async def test_runs_in_the_workspace_root_with_exit_code_and_duration(ctx: ToolCallContext) -> None:
+    result = await run(ctx, command="pwd; echo to-stderr >&2; exit 3")
+    lines = result.splitlines()
+    assert lines[0] == "exit_code: 3"
+    assert lines[1].startswith("duration: ") and lines[1].endswith("s")
+    assert lines[4:] == [str(ctx.rtws.root.resolve()), "to-stderr"]
+
+
+async def test_output_is_bounded_to_head_and_tail(ctx: ToolCallContext) -> None:
+    result = await run(ctx, command="echo FIRST; head -c 3000000 /dev/zero | tr '\\0' a; echo; echo LAST")
+    assert len(result) < 2 * OUTPUT_SIDE_BYTES + 500
+    assert "output: 3000012 bytes (head and tail shown)" in result
+    assert "\nFIRST\n" in result and result.endswith("\nLAST")
+    assert "bytes of output omitted" in result
+
+
+def test_capture_keeps_exact_head_and_tail() -> None:
+    capture = BoundedCapture(side_bytes=4)
+    for chunk in (b"ab", b"cdef", b"ghij"):
+        capture.feed(chunk)
+    assert (bytes(capture.head), bytes(capture.tail), capture.omitted_bytes) == (b"abcd", b"ghij", 2)
+    assert capture.render() == "abcd\n[… 2 bytes of output omitted …]\nghij"
+
+
+async def test_timeout_kills_the_command_and_its_children(ctx: ToolCallContext, tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    started = time.monotonic()
+    with pytest.raises(ToolError) as info:
+        await run(ctx, command=f"sleep 60 & echo $! > {pid_file}; echo started; wait", timeout_seconds=1)
+    assert time.monotonic() - started < 5
+    message = str(info.value)
+    assert message.startswith("timed out after 1s") and "started" in message
+    child = int(pid_file.read_text())
+    assert not is_running(child)
+
+
+async def test_a_child_ignoring_sigterm_is_killed_after_the_grace_period(
+    ctx: ToolCallContext, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "stubborn.pid"
+    with pytest.raises(ToolError, match="timed out"):
+        # an ignored signal stays ignored across fork and exec, so `sleep` shrugs off SIGTERM too
+        await run(ctx, command=f"trap '' TERM; sleep 60 & echo $! > {pid_file}; wait", timeout_seconds=1)
+    assert not is_running(int(pid_file.read_text()))
+
+
+async def test_background_leftovers_are_terminated_when_the_command_returns(
+    ctx: ToolCallContext, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "bg.pid"
+    result = await run(ctx, command=f"sleep 60 > /dev/null 2>&1 & echo $! > {pid_file}; echo done")
+    assert result.startswith("exit_code: 0") and result.endswith("done")
+    assert not is_running(int(pid_file.read_text()))
+
+
+async def test_cancelling_the_call_kills_the_process_group(ctx: ToolCallContext, tmp_path: Path) -> None:
+    pid_file = tmp_path / "cancel.pid"
+    task = asyncio.create_task(run(ctx, command=f"sleep 60 & echo $! > {pid_file}; wait", timeout_seconds=60))
+    child = await wait_for_pid_file(pid_file)
+    assert is_running(child)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(100):  # SIGKILL is delivered asynchronously
+        if not is_running(child):
+            break
+        await asyncio.sleep(0.01)
+    assert not is_running(child)
+
+
+async def test_empty_command_is_refused(ctx: ToolCallContext) -> None:
+    with pytest.raises(ToolError, match="empty"):
+        await run(ctx, command="   ")
