@@ -241,6 +241,10 @@ class Dialog:
                 last = record.genseq
         return last + 1
 
+    def adopt_first_course(self, record: CourseRecord) -> None:
+        """The course file was created with the dialog's directory (``create_dialog_dir``)."""
+        self.records = [record]
+
     def start_course(self, number: int, reason: str | None) -> None:
         self.latest.current_course = number
         self.records = []

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Literal
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver.tellask_exec import CallToRun, _dispatch
 from dominds.ids import new_dialog_id, now_iso
-from dominds.store.course_records import HumanTextRecord
+from dominds.store.course_records import CourseStartRecord, HumanTextRecord
+from dominds.store.dialog_store import create_dialog_dir
 from dominds.store.records import DialogMeta, LatestState
 from dominds.tellask import TellaskCall
 from dominds.tellask_headline import parse_headline
@@ -136,10 +137,10 @@ def start_run(engine: Engine, workflow: str, agent_id: str, taskdoc_path: str, t
         title=title,
     )
     latest = LatestState(last_modified=now_iso())
-    files.write_meta(meta)
-    files.write_latest(latest)
+    first = CourseStartRecord(ts=now_iso(), course=1)
+    create_dialog_dir(files, meta, latest, first)
     root = RootDialog(files, meta, latest, engine.pubchan.publish)
-    root.start_course(1, None)
+    root.adopt_first_course(first)
     engine.roots[root_id] = root
     engine.pubchan.publish(
         None,

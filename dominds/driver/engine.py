@@ -31,8 +31,8 @@ from dominds.llm.scripted import ScriptedGenerator
 from dominds.problems import Problem, make_problem
 from dominds.pubchan import PubChan
 from dominds.rtws import Rtws
-from dominds.store.course_records import GenFinishRecord
-from dominds.store.dialog_store import DialogStore
+from dominds.store.course_records import CourseStartRecord, GenFinishRecord
+from dominds.store.dialog_store import DialogStore, create_dialog_dir
 from dominds.store.errors import DialogNotFoundError, StoreError
 from dominds.store.records import DialogMeta, HumanQuestion, LatestState, QueuedPrompt, RunState
 from dominds.taskdoc import TaskdocError, normalize_taskdoc_path
@@ -196,10 +196,10 @@ class Engine:
 
     def create_subdialog(self, root: RootDialog, meta: DialogMeta, latest: LatestState) -> SubDialog:
         files = self.store.files(root.status, root.root_id, meta.id)
-        files.write_meta(meta)
-        files.write_latest(latest)
+        first = CourseStartRecord(ts=now_iso(), course=1)
+        create_dialog_dir(files, meta, latest, first)
         sub = SubDialog(files, meta, latest, self.pubchan.publish, root)
-        sub.start_course(1, None)
+        sub.adopt_first_course(first)
         root.local[meta.id] = sub
         self.sub_roots[meta.id] = root.root_id
         return sub
@@ -386,10 +386,10 @@ class Engine:
         latest = LatestState(
             last_modified=now_iso(), disable_diligence_push=push_max < 1, diligence_push_remaining_budget=max(push_max, 0)
         )
-        files.write_meta(meta)
-        files.write_latest(latest)
+        first = CourseStartRecord(ts=now_iso(), course=1)
+        create_dialog_dir(files, meta, latest, first)
         root = RootDialog(files, meta, latest, self.pubchan.publish)
-        root.start_course(1, None)
+        root.adopt_first_course(first)
         self.roots[root_id] = root
         self.pubchan.publish(
             None,

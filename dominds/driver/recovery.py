@@ -32,6 +32,7 @@ from dominds.store.course_records import (
     TeammateCallResultRecord,
     TeammateResponseRecord,
 )
+from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError
 from dominds.store.records import RegistryEntry, RunState
 from dominds.tellask import TellaskCall, parse_segments
@@ -43,9 +44,12 @@ log = logging.getLogger("dominds.recovery")
 
 
 def recover(engine: Engine) -> None:
+    remove_creation_leftovers(engine.rtws.run_dir)
     for root_id in engine.store.root_ids("run"):
         if not _needs_attention(engine, root_id):
             continue
+        # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
+        remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
         root = engine.load_root(root_id)
         if root.load_error:
             log.error("dialog %s: %s", root_id, root.load_error)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -173,9 +174,8 @@ class ScriptedGenerator:
                 call = value if isinstance(value, dict) else {}
                 args = call.get("arguments", {})
                 args_json = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-                call_id = str(
-                    call.get("id") or f"call-{request.model_key}-{completion_chars}-{call.get('name')}"
-                )
+                # Unique like a real provider's ids: the same script line may run many times in one dialog.
+                call_id = str(call.get("id") or f"call-{secrets.token_hex(6)}")
                 await receiver.func_call(call_id, str(call.get("name", "")), args_json)
                 completion_chars += len(args_json)
                 continue

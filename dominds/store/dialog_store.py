@@ -176,6 +176,47 @@ class DialogFiles:
         return sorted(numbers)
 
 
+CREATING_PREFIX = ".creating-"
+
+
+def create_dialog_dir(files: DialogFiles, meta: DialogMeta, latest: LatestState, first: CourseRecord) -> None:
+    """Create a dialog directory with its first files atomically.
+
+    The files are written into a hidden sibling directory that is then renamed into place, so a crash
+    never leaves a dialog directory without its ``dialog.yaml`` (recovery removes leftover temp dirs).
+    """
+    final = files.dir
+    staging = final.parent / f"{CREATING_PREFIX}{final.name}-{os.getpid()}"
+    try:
+        if staging.exists():
+            shutil.rmtree(staging)
+        staging.mkdir(parents=True)
+    except OSError as exc:
+        raise WriteFailedError(staging, exc.strerror or str(exc)) from exc
+    staged = DialogFiles(staging)
+    staged.write_meta(meta)
+    staged.write_latest(latest)
+    staged.append(latest.current_course, first)
+    try:
+        os.rename(staging, final)
+    except OSError as exc:
+        raise WriteFailedError(final, exc.strerror or str(exc)) from exc
+    fsync_dir(final.parent)
+
+
+def remove_creation_leftovers(directory: Path) -> int:
+    """Delete staging dirs of creations a crash interrupted; returns how many were removed."""
+    removed = 0
+    try:
+        entries = [e for e in os.scandir(directory) if e.is_dir() and e.name.startswith(CREATING_PREFIX)]
+    except FileNotFoundError:
+        return 0
+    for entry in entries:
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed += 1
+    return removed
+
+
 class DialogStore:
     """Locates dialogs in a workspace and moves root trees between statuses."""
 
