@@ -76,6 +76,10 @@ def _needs_attention(engine: Engine, root_id: str) -> bool:
             return True
         if latest.run_state.kind in ("proceeding", "stop_requested", "error"):
             return True
+        if latest.run_state.kind == "blocked":
+            # Blocked with no index file left: the answer that unblocked it arrived, but the daemon died
+            # before its revival (needsDrive) was saved. Without this it would wait forever.
+            return True
         if latest.inbound_tellask_backs:
             return True
     return False

@@ -154,3 +154,26 @@ async def test_diligence_push_reprompts_then_asks_the_human(make_engine) -> None
     assert sayings(root) == ["done?", "still done", "still done"]
     [question] = engine.q4h_state()
     assert "Diligence" in question["tellaskHead"]
+
+
+async def test_caller_unblocked_just_before_a_crash_is_revived(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug (found by the soak): the answer removed the caller's last pending entry, the daemon died before
+    the caller's needsDrive was saved, and recovery skipped the caller, which then waited forever."""
+    responses = [{"agent": "lead", "contains": "provided response", "response": "revived"}]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    root.append(
+        TeammateResponseRecord(
+            ts=now_iso(), call_id="c", responder_id="coder", callee_dialog_id="x", tellask_head="@coder",
+            status="completed", response="r", result="Hi @lead, @coder provided response: r", agent_id="lead",
+            origin_member_id="lead",
+        )
+    )
+    root.latest.run_state = RunState(kind="blocked", reason="waiting_for_subdialogs")
+    root.latest.needs_drive = False
+    root.save_latest()  # no subdlg.yaml: nothing blocks it any more
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    assert sayings(restored) == ["revived"] and restored.latest.run_state.kind == "idle"

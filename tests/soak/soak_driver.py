@@ -191,6 +191,7 @@ def _round(rtws: Rtws, rng: random.Random, report: SoakReport, roots: list[str],
 def audit(rtws: Rtws, report: SoakReport, *, final: bool) -> None:
     store = DialogStore(rtws)
     recorded: list[str] = []
+    queued_everywhere: set[str] = set()
     responses: list[tuple[str, str, str]] = []
     for root_id in store.root_ids("run"):
         registry = store.files("run", root_id).read_registry()
@@ -206,7 +207,9 @@ def audit(rtws: Rtws, report: SoakReport, *, final: bool) -> None:
                 report.problems.append(f"unparseable after a crash: {exc}")
                 continue
             queued = {p.msg_id for p in latest.queued_prompts} if latest else set()
-            recorded += list(queued)
+            queued_everywhere.update(queued)
+            if final and queued and latest is not None and latest.run_state.kind != "blocked":
+                report.problems.append(f"{files.dir.name}: prompts still queued at rest: {sorted(queued)[:3]}")
             calls: dict[str, int] = {}
             results: dict[str, int] = {}
             for course in courses:
@@ -237,7 +240,8 @@ def audit(rtws: Rtws, report: SoakReport, *, final: bool) -> None:
     if len(responses) != len(set(responses)):
         report.problems.append("a teammate response was supplied twice")
     acked = set(report.acked_messages) | set(report.acked_answers)
-    lost = acked - set(recorded)
+    # Mid-crash, an acknowledged prompt may still sit in its dialog's queue (durable, not yet recorded).
+    lost = acked - set(recorded) - queued_everywhere
     if lost:
         report.problems.append(f"acknowledged but lost: {sorted(lost)[:5]} ({len(lost)} in all)")
 
