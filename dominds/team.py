@@ -264,6 +264,11 @@ def register_workflow_members(members: Mapping[str, Mapping[str, Any]], personas
     _BUILTIN_PERSONAS.update(personas)
 
 
+def workflow_member_ids() -> frozenset[str]:
+    """Ids registered by workflows (present in every team, hidden unless team.yaml says otherwise)."""
+    return frozenset(_WORKFLOW_BASE)
+
+
 def builtin_persona(member_id: str) -> str | None:
     return _BUILTIN_PERSONAS.get(member_id)
 

@@ -29,6 +29,8 @@ from dominds.rtws import Rtws, RtwsNotFound, find_rtws
 if TYPE_CHECKING:
     from dominds.driver.engine import Engine
 
+RESUMED_REASONS = frozenset({"server_shutdown", "server_restart"})
+"""Interruptions a process made, not a person: ``serve`` resumes them unless ``--no-resume``."""
 STARTUP_LOCK_WAIT_SECONDS = 5.0
 """How long to wait for a lock held by a CLI command writing offline (they finish in milliseconds)."""
 
@@ -114,7 +116,9 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
     from dominds.server.auth import new_token
     from dominds.server.run import ServerError, run_server
     from dominds.watch import WorkspaceWatcher
+    from dominds.workflows.mount import register_all_members, route_adders
 
+    register_all_members()  # before the engine loads the team: recovery may drive workflow steps
     engine = Engine(rtws, resume=not args.no_resume)
     token = None if args.no_auth else new_token()
     watcher = WorkspaceWatcher(
@@ -139,7 +143,7 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
         print(f"  pid {info.pid}, port {port}; {rtws.daemon_json} written; Ctrl-C to stop", flush=True)
 
     try:
-        await run_server(engine, args.host, args.port, token=token, on_ready=on_ready)
+        await run_server(engine, args.host, args.port, token=token, on_ready=on_ready, extra_routes=route_adders())
     except WorkspaceLocked:
         daemon = find_daemon(rtws)
         if daemon is not None:

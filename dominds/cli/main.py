@@ -9,6 +9,7 @@ Errors that a user can act on are raised as ``CliError`` and printed as one line
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
@@ -58,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # `dominds show X | head`: the reader went away; that is not an error worth a message.
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # keeps the interpreter's final flush quiet
+        return 0
     except Exception as exc:  # the last line of defence: one clear line, traceback with --debug
         if args.debug:
             raise

@@ -52,6 +52,10 @@ class ConfigCache:
             self._signature = signature
         return self._config
 
+    def invalidate(self) -> None:
+        """Reload on the next ``get()`` (e.g. after workflows registered their members)."""
+        self._signature = None
+
     def text(self, path: Path) -> str | None:
         """A small text file (persona, env, memory), cached by mtime; None when missing."""
         signature = _signature(path)

@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dominds.recovery")
 
+RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown"})
+"""Interruptions no person asked for: a crash, a graceful daemon stop, or an earlier ``--no-resume`` start.
+Dialogs a user stopped (``user_stop``, ``emergency_stop``) stay stopped."""
+
 
 def recover(engine: Engine) -> None:
     remove_creation_leftovers(engine.rtws.run_dir)
@@ -75,6 +79,8 @@ def _needs_attention(engine: Engine, root_id: str) -> bool:
         if latest is None or latest.generating or latest.needs_drive or latest.queued_prompts:
             return True
         if latest.run_state.kind in ("proceeding", "stop_requested", "error"):
+            return True
+        if latest.run_state.kind == "interrupted" and latest.run_state.reason in RESUMABLE_REASONS:
             return True
         if latest.run_state.kind == "blocked":
             # Blocked with no index file left: the answer that unblocked it arrived, but the daemon died
@@ -110,7 +116,7 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
     for dialog in list(root.local.values()):
         if dialog.load_error:
             continue
-        if dialog.latest.run_state.kind == "interrupted" and dialog.latest.run_state.reason == "server_restart":
+        if dialog.latest.run_state.kind == "interrupted" and dialog.latest.run_state.reason in RESUMABLE_REASONS:
             if engine.resume_on_start and dialog.can_drive():
                 dialog.latest.needs_drive = True
         if dialog.latest.run_state.kind in ("idle", "blocked"):

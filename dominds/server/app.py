@@ -119,8 +119,9 @@ def make_app(
     token: str | None,
     allowed_origins: Iterable[str] = (),
     taskdoc_poll_interval: float = 1.0,
+    extra_routes: Iterable[Callable[[web.Application], None]] = (),
 ) -> web.Application:
-    """The daemon's web application over a started ``engine``."""
+    """The daemon's web application over a started ``engine``; ``extra_routes`` mount workflows."""
     app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES)
     app[keys.ENGINE] = engine
     app[keys.SETTINGS] = keys.ServerSettings(token=token, allowed_origins=frozenset(allowed_origins))
@@ -130,6 +131,8 @@ def make_app(
     app.router.add_get("/ws", websocket_handler)
     app.router.add_get("/", _index)
     app.router.add_static("/static/", STATIC_DIR, append_version=False)
+    for add_routes in extra_routes:
+        add_routes(app)
 
     async def start_hub(app: web.Application) -> None:
         app[keys.HUB].start(_push_taskdoc)

@@ -73,6 +73,7 @@ async def run_server(
     allowed_origins: Iterable[str] = (),
     stop: asyncio.Event | None = None,
     handle_signals: bool = True,
+    extra_routes: Iterable[Callable[[web.Application], None]] = (),
 ) -> None:
     """Serve the panel, ``/ws`` and ``/api/*`` for ``engine`` until stopped; see the module docstring.
 
@@ -85,7 +86,8 @@ async def run_server(
     stop = stop or asyncio.Event()
     await engine.start()
     runner = web.AppRunner(
-        make_app(engine, token=token, allowed_origins=allowed_origins), shutdown_timeout=5.0
+        make_app(engine, token=token, allowed_origins=allowed_origins, extra_routes=extra_routes),
+        shutdown_timeout=5.0,
     )
     try:
         await runner.setup()

@@ -28,7 +28,12 @@ from typing import Any
 from workspace_kit import write_workspace
 
 from dominds.rtws import Rtws
-from dominds.store.course_records import FuncCallRecord, FuncResultRecord, HumanTextRecord, TeammateResponseRecord
+from dominds.store.course_records import (
+    FuncCallRecord,
+    FuncResultRecord,
+    HumanTextRecord,
+    TeammateResponseRecord,
+)
 from dominds.store.dialog_store import DialogStore
 from dominds.store.errors import StoreError
 

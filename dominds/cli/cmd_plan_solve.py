@@ -1,0 +1,240 @@
+"""`dominds plan-solve`: the Plan & Solve websocket service (seed 001), its client and the data-to-slides example.
+
+- ``serve``: the service on its own port (``ws://HOST:PORT/plan-solve/ws``) with its own engine on the
+  workspace at or above the current directory, or on an offline copy of the example when there is none.
+  ``dominds serve`` mounts the same service at ``/plan-solve/ws``.
+- ``client``: prints every event of one run as JSON lines (the origin's ``ws_print_messages.py``).
+- ``example data2ppt``: one run over a CSV that writes ``workdir/ppt/presentation.json`` and ``.pptx``;
+  with ``--serve`` it is the origin's example service instead (plan confirmation on, 600 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dominds.cli.common import CliError
+from dominds.rtws import Rtws, find_rtws, is_rtws
+
+if TYPE_CHECKING:
+    from dominds.workflows.plan_solve.settings import PlanSolveSettings
+
+DEFAULT_PORT = 8086
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "plan-solve",
+        help="Plan & Solve websocket service: serve, client, example data2ppt",
+        description="Plan & Solve (seed 001): plan slides, solve them in parallel, aggregate. See docs/plan-solve.md.",
+    )
+    sub = p.add_subparsers(dest="plan_solve_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda args: _help(p))
+
+    serve = sub.add_parser("serve", help="run the websocket service on its own port")
+    _add_service_options(serve, confirm_timeout=300.0)
+    serve.add_argument("--confirm-plan", action="store_true", help="ask agent.user_confirm after planning")
+    serve.set_defaults(func=_serve)
+
+    client = sub.add_parser("client", help="run one question against a service and print its events")
+    client.add_argument("--host", default="127.0.0.1")
+    client.add_argument("--port", type=int, default=DEFAULT_PORT)
+    client.add_argument("--path", default="/plan-solve/ws", help="websocket path (default: /plan-solve/ws)")
+    client.add_argument("--url", help="full websocket URL (overrides --host/--port/--path)")
+    client.add_argument("--token", help="the daemon's token when the service is mounted in `dominds serve`")
+    client.add_argument("--question", help="what to ask (default: the example's question)")
+    client.add_argument(
+        "--cancel-after", type=float, metavar="SECONDS", help="send user.cancel after N seconds"
+    )
+    client.add_argument(
+        "--auto-confirm-plan", action="store_true", help="answer plan confirmations with confirmed=true"
+    )
+    client.add_argument(
+        "--confirm-plan-tasks-file",
+        type=Path,
+        metavar="FILE",
+        help="JSON array of tasks sent with the confirmation",
+    )
+    client.add_argument("--no-interactive-confirm", action="store_true", help="never ask on the terminal")
+    client.add_argument(
+        "--confirm-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="terminal answer timeout (default 300)",
+    )
+    client.set_defaults(func=_client)
+
+    example = sub.add_parser("example", help="runnable examples")
+    examples = example.add_subparsers(dest="example_name", metavar="EXAMPLE")
+    example.set_defaults(func=lambda args: _help(example))
+    data2ppt = examples.add_parser("data2ppt", help="CSV → planned slides → presentation.json and .pptx")
+    _add_service_options(data2ppt, confirm_timeout=600.0)
+    data2ppt.add_argument("--question", help="what the presentation should answer")
+    data2ppt.add_argument(
+        "--json", action="store_true", help="print the event envelopes instead of one line each"
+    )
+    data2ppt.add_argument(
+        "--serve", action="store_true", help="serve the example over websocket instead (plan confirmation on)"
+    )
+    data2ppt.set_defaults(func=_example_data2ppt)
+
+
+def _add_service_options(p: argparse.ArgumentParser, *, confirm_timeout: float) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"listen port (default {DEFAULT_PORT}; 0 = any free)"
+    )
+    p.add_argument(
+        "--csv",
+        type=Path,
+        metavar="FILE",
+        help="data file (default: <workspace>/plan-solve/sample-sales.csv)",
+    )
+    p.add_argument("--workdir", type=Path, default=Path("workdir"), help="output folder (default: ./workdir)")
+    p.add_argument("--concurrency", type=int, default=5, help="solvers at once (default 5)")
+    p.add_argument(
+        "--confirm-timeout",
+        type=float,
+        default=confirm_timeout,
+        metavar="SECONDS",
+        help=f"plan confirmation timeout (default {confirm_timeout:g})",
+    )
+    p.add_argument(
+        "--confirm-tool",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="tool that needs a user.response first (generate_ppt)",
+    )
+    p.add_argument(
+        "--step-timeout", type=float, default=600.0, metavar="SECONDS", help="limit per planner/solver step"
+    )
+    p.add_argument(
+        "--heartbeat", type=float, default=60.0, metavar="SECONDS", help="system.heartbeat interval"
+    )
+    p.add_argument("--token", help="require this token (needed to listen on a non-loopback address)")
+    p.add_argument(
+        "--scripted",
+        action="store_true",
+        help="use an offline copy of the example workspace even inside a workspace",
+    )
+
+
+def _help(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+def _workspace(scripted: bool) -> Rtws:
+    found = find_rtws(Path.cwd(), must_exist=False)
+    if not scripted and is_rtws(found.root):
+        return found
+    from dominds.workflows.plan_solve.example.workspace import create_example_workspace
+
+    root = Path(tempfile.mkdtemp(prefix="dominds-plan-solve-"))
+    print(f"Offline example workspace (scripted answers): {root}", file=sys.stderr)
+    return create_example_workspace(root)
+
+
+def _settings(args: argparse.Namespace, workspace: Rtws, *, confirm_plan: bool) -> PlanSolveSettings:
+    from dominds.workflows.plan_solve.settings import DEFAULT_CSV, PlanSolveSettings
+
+    if args.concurrency < 1:
+        raise CliError("--concurrency must be at least 1")
+    csv_path = args.csv.resolve() if args.csv else None
+    if csv_path is not None and not csv_path.is_file():
+        raise CliError(f"--csv {args.csv}: no such file")
+    if csv_path is None and not (workspace.root / DEFAULT_CSV).is_file():
+        from dominds.workflows.plan_solve.example.workspace import SAMPLE_CSV
+
+        csv_path = SAMPLE_CSV
+    return PlanSolveSettings(
+        concurrency=args.concurrency,
+        require_plan_confirmation=confirm_plan,
+        confirm_timeout=args.confirm_timeout,
+        confirm_tools=frozenset(args.confirm_tool),
+        step_timeout=args.step_timeout,
+        heartbeat_seconds=args.heartbeat,
+        csv_path=csv_path,
+        workdir=args.workdir.resolve(),
+        token=args.token,
+    )
+
+
+def _run_service(args: argparse.Namespace, *, confirm_plan: bool) -> int:
+    from dominds.driver.engine import WorkspaceLocked
+    from dominds.workflows.plan_solve.web import StandaloneError, serve_standalone
+
+    workspace = _workspace(args.scripted)
+    settings = _settings(args, workspace, confirm_plan=confirm_plan)
+
+    def ready(url: str) -> None:
+        print(f"Plan & Solve listening on {url} (workspace {workspace.root}); Ctrl-C stops it", flush=True)
+
+    try:
+        asyncio.run(serve_standalone(workspace, args.host, args.port, settings, ready))
+    except WorkspaceLocked as exc:
+        raise CliError(
+            f"{exc}; if `dominds serve` runs there, use its mount at /plan-solve/ws instead"
+        ) from exc
+    except StandaloneError as exc:
+        raise CliError(str(exc)) from exc
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    return _run_service(args, confirm_plan=args.confirm_plan)
+
+
+def _example_data2ppt(args: argparse.Namespace) -> int:
+    if args.serve:
+        return _run_service(args, confirm_plan=True)
+    from dominds.workflows.plan_solve.example.data2ppt import run_data2ppt
+    from dominds.workflows.plan_solve.example.workspace import DEFAULT_QUESTION
+    from dominds.workflows.plan_solve.settings import DEFAULT_CSV
+
+    workspace = _workspace(args.scripted)
+    settings = _settings(args, workspace, confirm_plan=False)
+    csv_path = settings.csv_path or workspace.root / DEFAULT_CSV
+    return asyncio.run(
+        run_data2ppt(
+            workspace,
+            csv_path=csv_path,
+            question=args.question or DEFAULT_QUESTION,
+            workdir=settings.workdir,
+            concurrency=settings.concurrency,
+            out=lambda line: print(line, flush=True),
+            json_events=args.json,
+        )
+    )
+
+
+def _client(args: argparse.Namespace) -> int:
+    import aiohttp
+
+    from dominds.workflows.plan_solve.client import ClientOptions, load_tasks_file, run_client
+    from dominds.workflows.plan_solve.example.workspace import DEFAULT_QUESTION
+
+    try:
+        tasks = load_tasks_file(args.confirm_plan_tasks_file) if args.confirm_plan_tasks_file else None
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    options = ClientOptions(
+        url=args.url or f"ws://{args.host}:{args.port}{args.path}",
+        question=args.question or DEFAULT_QUESTION,
+        token=args.token,
+        cancel_after=args.cancel_after,
+        auto_confirm_plan=args.auto_confirm_plan,
+        confirm_plan_tasks=tasks,
+        interactive_confirm=not args.no_interactive_confirm,
+        confirm_timeout=args.confirm_timeout,
+    )
+    try:
+        return asyncio.run(run_client(options, lambda line: print(line, flush=True)))
+    except (OSError, aiohttp.ClientError) as exc:
+        raise CliError(f"cannot talk to {options.url}: {exc}") from exc

@@ -1,0 +1,162 @@
+"""`dominds tot "problem"`: a Tree-of-Thoughts run in this process, progress per layer, then the answer.
+
+With teammates (the default) it starts its own engine on the workspace, so it refuses while a
+daemon serves the workspace; start the run from the daemon's ``/tot`` page then. ``--symbolic``
+answers Game-of-24 problems with the exact symbolic pair instead: no engine, no LLM, works anywhere.
+Either way the run writes ``logs/tot-YYYYMMDD-HHMMSS-xxxxxx/`` in the workspace (or the current
+directory outside one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from dominds.cli.common import CliError, workspace
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "tot",
+        help="solve a problem with a Tree-of-Thoughts search (seed 000)",
+        description="Run the Tree-of-Thoughts workflow: decompose, BFS/DFS over generated and scored thoughts, synthesize.",
+    )
+    p.add_argument("problem", help='the problem, e.g. "4 9 10 13" (Game of 24)')
+    p.add_argument("--task-type", choices=("math_reasoning", "creative_writing", "planning", "debugging", "architecture_design"))
+    p.add_argument("--strategy", choices=("BFS", "DFS"), type=str.upper)
+    p.add_argument("--depth", type=int, metavar="N", help="maximum depth (default: the decomposer's estimate)")
+    p.add_argument("--branching", type=int, metavar="N", help="states kept: BFS beam width, DFS alternatives per node (max 3)")
+    p.add_argument("--candidates", type=int, metavar="N", help="candidates generated per expanded node")
+    p.add_argument("--threshold", type=float, metavar="X", help="prune candidates scoring below X (0-10)")
+    p.add_argument("--generation", choices=("independent_sampling", "sequential_proposal"))
+    p.add_argument("--evaluation", choices=("independent_scoring", "comparative_voting"))
+    p.add_argument("--symbolic", action="store_true", help="use the exact symbolic Game-24 pair instead of LLM teammates")
+    p.add_argument("--step-timeout", type=float, default=300.0, metavar="S", help="seconds one teammate step may take")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON instead of text")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from dominds.workflows.tot.orchestrator import TotRequest
+    from dominds.workflows.tot.settings import SearchOverrides
+
+    overrides = SearchOverrides(
+        strategy=args.strategy, max_depth=args.depth, branching_factor=args.branching, pruning_threshold=args.threshold,
+        num_candidates=args.candidates, generation_strategy=args.generation, evaluation_strategy=args.evaluation,
+    )  # fmt: skip
+    request = TotRequest(args.problem, args.task_type, overrides)
+    printer = _ProgressPrinter(quiet=args.json)
+    result = asyncio.run(_symbolic(request, printer) if args.symbolic else _with_teammates(request, printer, args.step_timeout))
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        _print_result(result)
+    return 0 if result["status"] == "completed" else 1
+
+
+async def _symbolic(request: Any, printer: _ProgressPrinter) -> dict[str, Any]:
+    from dominds.workflows.tot.orchestrator import run_tot
+    from dominds.workflows.tot.settings import SettingsError
+    from dominds.workflows.tot.symbolic import SymbolicGame24Backend, symbolic_request
+
+    try:
+        request = symbolic_request(request)
+    except SettingsError as exc:
+        raise CliError(str(exc), 2) from exc
+    root = workspace(must_exist=False).root
+    try:
+        outcome = await run_tot(request, SymbolicGame24Backend(), logs_root=root / "logs", observer=printer)
+    except SettingsError as exc:
+        raise CliError(str(exc), 2) from exc
+    return _result(outcome, None, None)
+
+
+async def _with_teammates(request: Any, printer: _ProgressPrinter, step_timeout: float) -> dict[str, Any]:
+    from dominds.driver.engine import Engine, WorkspaceLocked
+    from dominds.workflows.tot.runner import start_tot_run
+    from dominds.workflows.tot.settings import SettingsError
+
+    engine = Engine(workspace())
+    try:
+        await engine.start()
+    except WorkspaceLocked as exc:
+        raise CliError(f"{exc}; start the run from the daemon's /tot page instead, or use --symbolic") from exc
+    try:
+        live = start_tot_run(engine, request, observer=printer, step_timeout=step_timeout)
+        assert live.task is not None
+        await live.task
+        if live.outcome is None:
+            raise CliError(f"the run failed: {live.failure}")
+        return _result(live.outcome, live.root_id, live.usage)
+    except SettingsError as exc:
+        raise CliError(str(exc), 2) from exc
+    finally:
+        await engine.close()
+
+
+def _result(outcome: Any, root_id: str | None, usage: dict[str, Any] | None) -> dict[str, Any]:
+    search = outcome.search
+    return {
+        "task_id": outcome.task_id,
+        "status": outcome.status,
+        "root_dialog": root_id,
+        "solution": outcome.solution,
+        "stats": search.stats() if search else None,
+        "solved": search.solved if search else False,
+        "errors": outcome.errors,
+        "llm_calls": outcome.llm_calls,
+        "duration_ms": outcome.duration_ms,
+        "usage": usage,
+        "log_dir": str(outcome.log_dir) if outcome.log_dir else None,
+    }
+
+
+class _ProgressPrinter:
+    """Observer that prints one line per BFS layer / DFS expansion, and each backtrack."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tree: Any = None
+
+    def __call__(self, kind: str, data: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+        if kind == "search_started":
+            self.tree = data["tree"]
+            s = data["settings"]
+            print(f"ToT {data['task_id']}: {s['strategy']}, keep b={s['branching_factor']}, generate k={s['num_candidates']}, "
+                  f"depth {s['max_depth']}, prune below {s['pruning_threshold']}")  # fmt: skip
+        elif kind == "layer_done":
+            best = max(data["kept"], key=lambda i: self.tree.nodes[i].score or 0.0, default=None)
+            best_text = f"best {self.tree.nodes[best].score:.2f}: {self.tree.nodes[best].content}" if best else "nothing kept"
+            print(f"  depth {data['depth']}: {len(data['expanded'])} expanded, {len(data['candidates'])} candidates, "
+                  f"kept {len(data['kept'])}, pruned {len(data['pruned'])}; {best_text}", flush=True)  # fmt: skip
+        elif kind == "backtrack":
+            print(f"  backtrack #{data['total_backtracks']}: left {data['node_id']} ({data['reason']})", flush=True)
+
+
+def _print_result(result: dict[str, Any]) -> None:
+    solution = result["solution"]
+    print()
+    if solution is None:
+        print(f"No answer: the run {result['status']}.")
+    else:
+        verification = solution["verification"]
+        verdict = "verified" if verification["is_valid"] else "NOT verified: " + "; ".join(verification.get("validation_errors") or [])
+        print(f"Answer: {solution['answer']}")
+        print(f"  ({verdict}; confidence {solution['confidence']})")
+        print("Reasoning trace:")
+        for line in solution["reasoning_trace"]:
+            print(f"  {line}")
+    stats = result["stats"] or {}
+    usage = result["usage"]
+    tokens = f", tokens in {usage['inputTokens']} / out {usage['outputTokens']}" if usage else ""
+    print(f"Stats: {stats.get('total_nodes', 0)} nodes, {stats.get('total_backtracks', 0)} backtracks, "
+          f"{result['llm_calls']} role calls ({stats.get('llm_calls', 0)} in the search){tokens}, {result['duration_ms']} ms")  # fmt: skip
+    for error in result["errors"]:
+        print(f"  {error['agent']} {error['request']}: {error['code']}: {error['message']}")
+    if result["root_dialog"]:
+        print(f"Dialog: {result['root_dialog']}")
+    print(f"Logs: {result['log_dir']}")

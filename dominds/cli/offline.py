@@ -1,0 +1,356 @@
+"""State changes when no daemon runs: the CLI takes the workspace lock and writes the files itself.
+
+``reach_state`` decides the route of every state-changing command (DESIGN §4.2): the running daemon's
+API when one answers through ``daemon.json``, otherwise the rtws lock (the daemon's own lock, so a
+daemon cannot start half-way through a write). A lock held by a process that is not a daemon (another
+CLI command writing, a daemon still starting up) is waited for briefly, then named in the error.
+
+The writes reuse the engine's API on an ``Engine`` that is never started (no recovery, no scheduler):
+the same validation, the same persist-first order. A queued message or answer stays in
+``latest.yaml`` with ``needsDrive: true``; the next ``dominds serve`` (or ``--follow``) drives it.
+
+Reads need no engine: ``load_state_yaml`` parses the state files directly (see its section below).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dominds.cli.client import DaemonInfo, find_daemon, locked_message
+from dominds.cli.common import CliError
+from dominds.rtws import DIALOG_STATUSES, Rtws
+
+if TYPE_CHECKING:
+    from dominds.dialog.model import Dialog
+    from dominds.driver.engine import Engine
+
+LOCK_WAIT_SECONDS = 5.0
+"""How long a command waits for a lock held by a non-daemon (a CLI writer finishes in well under that)."""
+
+
+@dataclass
+class Access:
+    """Where a command sends its change: ``daemon`` set, or ``daemon`` None with the lock held."""
+
+    daemon: DaemonInfo | None
+
+
+@contextlib.contextmanager
+def reach_state(rtws: Rtws, *, wait: float = LOCK_WAIT_SECONDS, read_only: bool = False) -> Iterator[Access]:
+    """The daemon if one runs, else the rtws lock for the duration of the ``with`` block.
+
+    ``read_only``: a reader that cannot get the lock in time reads anyway (every state file is
+    replaced atomically, so each one is consistent on its own) instead of failing.
+    """
+    import filelock
+
+    if read_only and not rtws.dialogs_dir.is_dir():
+        yield Access(None)  # nothing to read, and nothing to create for a reader
+        return
+    rtws.ensure_layout()
+    deadline = time.monotonic() + wait
+    while True:
+        daemon = find_daemon(rtws)
+        if daemon is not None:
+            yield Access(daemon)
+            return
+        lock = filelock.FileLock(str(rtws.lock_path))
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            if time.monotonic() < deadline:
+                time.sleep(0.05)
+                continue
+            if read_only:
+                yield Access(None)
+                return
+            raise CliError(locked_message(rtws)) from None
+        try:
+            yield Access(None)
+        finally:
+            lock.release()
+        return
+
+
+def engine_errors() -> tuple[type[Exception], ...]:
+    """Refusals of the engine and the store: one line for the user, never a traceback."""
+    from dominds.driver.engine import EngineError
+    from dominds.llm.base import LlmError
+    from dominds.store.errors import StoreError
+    from dominds.taskdoc import TaskdocError
+
+    return (EngineError, StoreError, TaskdocError, LlmError)
+
+
+@contextlib.contextmanager
+def offline_engine(rtws: Rtws) -> Iterator[Engine]:
+    """An engine over the files, for a caller that holds the rtws lock (see ``reach_state``)."""
+    from dominds.driver.engine import Engine
+
+    engine = Engine(rtws, take_lock=False)
+    try:
+        yield engine
+    except engine_errors() as exc:
+        raise CliError(str(exc)) from exc
+
+
+def _dialog(engine: Engine, self_id: str) -> Dialog:
+    from dominds.ids import is_dialog_id
+
+    if not is_dialog_id(self_id):
+        raise CliError(f"{self_id!r} is not a dialog id (ids look like 0mi7x2k3a-9f3c; see `dominds status`)")
+    return engine.find_dialog(self_id)
+
+
+def queue_message(rtws: Rtws, self_id: str, content: str, msg_id: str) -> dict[str, Any]:
+    with offline_engine(rtws) as engine:
+        dialog = _dialog(engine, self_id)
+        prompt = engine.submit_user_message(dialog, content, msg_id)
+        return {"selfId": dialog.self_id, "rootId": dialog.root_id, "msgId": prompt.msg_id}
+
+
+def create_root(rtws: Rtws, agent_id: str | None, taskdoc: str, content: str, msg_id: str) -> dict[str, Any]:
+    """A new root with its first message queued."""
+    with offline_engine(rtws) as engine:
+        if not content.strip():
+            raise CliError("the message is empty")  # checked before the root exists, not after
+        root = engine.create_dialog(agent_id, taskdoc)
+        prompt = engine.submit_user_message(root, content, msg_id)
+        return {
+            "selfId": root.self_id,
+            "rootId": root.root_id,
+            "agentId": root.agent_id,
+            "taskDocPath": root.meta.task_doc_path,
+            "msgId": prompt.msg_id,
+        }
+
+
+def queue_answer(rtws: Rtws, question_id: str, content: str, msg_id: str) -> dict[str, Any]:
+    with offline_engine(rtws) as engine:
+        where = _question_dialog(rtws, question_id)
+        if where is None:
+            raise CliError(f"question {question_id!r} is not pending (already answered, or unknown); see `dominds q4h`")
+        dialog = engine.get_dialog(*where)
+        for question in dialog.q4h:  # the index a started engine builds at recovery
+            engine.index_question(dialog, question)
+        engine.answer_question(question_id, content, msg_id)
+        return {"questionId": question_id, "selfId": dialog.self_id, "rootId": dialog.root_id, "msgId": msg_id}
+
+
+def move_root(rtws: Rtws, root_id: str, to_status: str) -> str:
+    with offline_engine(rtws) as engine:
+        _dialog(engine, root_id)
+        return engine.move_root(root_id, to_status)
+
+
+def locate_dialog(rtws: Rtws, dialog_id: str) -> tuple[str, str]:
+    """``(status, rootId)`` of a root or subdialog in any status, from the directory layout alone."""
+    from dominds.ids import is_dialog_id
+
+    if not is_dialog_id(dialog_id):
+        raise CliError(f"{dialog_id!r} is not a dialog id (ids look like 0mi7x2k3a-9f3c; see `dominds status`)")
+    for status in DIALOG_STATUSES:
+        if (rtws.status_dir(status) / dialog_id / "dialog.yaml").exists():
+            return status, dialog_id
+    for status in DIALOG_STATUSES:
+        for match in rtws.status_dir(status).glob(f"*/subdialogs/{dialog_id}/dialog.yaml"):
+            return status, match.parent.parent.parent.name
+    raise CliError(f"no dialog {dialog_id!r} in this workspace (see `dominds status --all`)")
+
+
+def _question_dialog(rtws: Rtws, question_id: str) -> tuple[str, str] | None:
+    for question in pending_questions(rtws):
+        if question["id"] == question_id:
+            return question["rootId"], question["selfId"]
+    return None
+
+
+def pending_questions(rtws: Rtws) -> list[dict[str, Any]]:
+    """Every pending Q4H of ``run/`` read from the files, shaped like the daemon's ``GET /api/q4h``.
+
+    Only dialogs with a ``q4h.yaml`` are read (it is deleted when empty), so this is one ``stat``
+    per dialog for a workspace without questions.
+    """
+    from dominds.store.dialog_store import DialogStore
+    from dominds.store.errors import StoreError
+
+    store = DialogStore(rtws)
+    out: list[dict[str, Any]] = []
+    for root_id in store.root_ids("run"):
+        for files in store.iter_tree("run", root_id):
+            if not files.q4h_yaml.exists():
+                continue
+            try:
+                meta = files.read_meta()
+                questions = files.read_q4h().questions
+            except StoreError:
+                continue  # a corrupt dialog shows up in `dominds status` with its error
+            for q in questions:
+                out.append(
+                    {
+                        "id": q.id,
+                        "selfId": meta.id,
+                        "rootId": root_id,
+                        "agentId": meta.agent_id,
+                        "taskDocPath": meta.task_doc_path,
+                        "tellaskHead": q.tellask_head,
+                        "bodyContent": q.body_content,
+                        "askedAt": q.asked_at,
+                        "callId": q.call_id,
+                        "callSiteRef": q.call_site_ref.to_disk(),
+                    }
+                )
+    out.sort(key=lambda q: str(q["askedAt"]))
+    return out
+
+
+# ---------------------------------------------------------------- reading state files fast
+#
+# State files are written by ``store.fastyaml``: block YAML whose scalars are JSON (strings quoted,
+# numbers, true/false/null, [] and {}). PyYAML spends ~140 µs on each small file, which is most of the
+# time `dominds status` takes on 10,000 dialogs; this reader handles that dialect in ~20 µs and hands
+# anything else (a file edited by hand) to PyYAML. Its home would be next to the writer, as
+# ``fastyaml.load``; it lives here because the CLI is its only user so far.
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.!-]*")
+_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
+_JSON = json.JSONDecoder()
+_MISSING = object()
+_CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None}
+_KNOWN_KEYS: set[str] = set()
+"""Plain keys already validated (field names repeat in every file)."""
+
+
+class _NotFastYaml(ValueError):
+    """Not the dialect ``store.fastyaml`` writes: parse with PyYAML instead."""
+
+
+def load_state_yaml(path: Path | str) -> Any:
+    """A state file as plain data (None when missing); ``ValueError`` when it is not valid YAML."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return None
+    try:
+        return parse_fastyaml(text)
+    except (ValueError, IndexError):
+        import yaml
+
+        from dominds.store.fileio import yaml_load
+
+        try:
+            return yaml_load(text)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"{Path(path).name} is not valid YAML: {' '.join(str(exc).split())[:200]}") from exc
+
+
+def parse_fastyaml(text: str) -> Any:
+    """Parse block YAML of JSON scalars (what ``fastyaml.dump`` emits); ``_NotFastYaml`` otherwise."""
+    lines: list[tuple[int, str]] = []
+    for raw in text.split("\n"):
+        stripped = raw.lstrip(" ")
+        if stripped and stripped[0] != "#":
+            lines.append((len(raw) - len(stripped), stripped.rstrip("\r")))
+    if not lines:
+        return None
+    if len(lines) == 1 and _split_key(lines[0][1]) is None:
+        return _scalar(lines[0][1])
+    value, pos = _block(lines, 0)
+    if pos != len(lines):
+        raise _NotFastYaml("content after the document")
+    return value
+
+
+def _scalar(text: str) -> Any:
+    if text[:1] == '"':
+        if text[-1:] == '"' and "\\" not in text and text.count('"') == 2:
+            return text[1:-1]  # the common case, without the JSON decoder
+        value, end = _JSON.raw_decode(text)
+        if end != len(text):
+            raise _NotFastYaml(text)
+        return value
+    if text.isdigit():
+        return int(text)
+    value = _CONSTANTS.get(text, _MISSING)
+    if value is not _MISSING:
+        return value
+    if text in ("[]", "{}"):
+        return [] if text == "[]" else {}
+    if _NUMBER.fullmatch(text):
+        return json.loads(text)
+    raise _NotFastYaml(text)
+
+
+def _split_key(text: str) -> tuple[str, str | None] | None:
+    """``(key, value text or None)`` for a ``key: …``/``key:`` line; None when the line is no mapping entry."""
+    if text[:1] == '"':
+        try:
+            key, end = _JSON.raw_decode(text)
+        except ValueError:
+            return None
+        if text[end : end + 1] != ":":
+            return None
+        rest = text[end + 1 :]
+    else:
+        key, colon, rest = text.partition(":")
+        if not colon:
+            return None
+        if key not in _KNOWN_KEYS:
+            if not _PLAIN_KEY.fullmatch(key):
+                return None
+            if len(_KNOWN_KEYS) < 1024:
+                _KNOWN_KEYS.add(key)
+    if not rest:
+        return str(key), None
+    if rest[0] != " ":
+        raise _NotFastYaml(text)
+    return str(key), rest[1:]
+
+
+def _block(lines: list[tuple[int, str]], pos: int) -> tuple[Any, int]:
+    indent, text = lines[pos]
+    return _list(lines, pos, indent) if text[:2] == "- " else _map(lines, pos, indent)
+
+
+def _map(lines: list[tuple[int, str]], pos: int, indent: int) -> tuple[dict[str, Any], int]:
+    out: dict[str, Any] = {}
+    count = len(lines)
+    while pos < count:
+        line_indent, text = lines[pos]
+        if line_indent != indent or text[:2] == "- ":
+            break
+        pair = _split_key(text)
+        if pair is None:
+            raise _NotFastYaml(text)
+        pos += 1
+        if pair[1] is not None:
+            out[pair[0]] = _scalar(pair[1])
+        elif pos < count and (lines[pos][0] > indent or (lines[pos][0] == indent and lines[pos][1][:2] == "- ")):
+            out[pair[0]], pos = _block(lines, pos)
+        else:
+            out[pair[0]] = None
+    if pos < count and lines[pos][0] > indent:
+        raise _NotFastYaml("unexpected indentation")
+    return out, pos
+
+
+def _list(lines: list[tuple[int, str]], pos: int, indent: int) -> tuple[list[Any], int]:
+    out: list[Any] = []
+    while pos < len(lines) and lines[pos][0] == indent and lines[pos][1][:2] == "- ":
+        text = lines[pos][1][2:]
+        if _split_key(text) is None:
+            out.append(_scalar(text))
+            pos += 1
+        else:  # a mapping item: its first key sits on the dash line, the rest align two columns in
+            lines[pos] = (indent + 2, text)
+            item, pos = _map(lines, pos, indent + 2)
+            out.append(item)
+    return out, pos

@@ -1,0 +1,89 @@
+"""``dominds plan-solve example data2ppt``: one Plan & Solve run over a CSV, without a websocket.
+
+The plan is accepted as planned (no confirmation), every slide is solved, and the aggregator writes
+``<workdir>/ppt/presentation.json`` and ``presentation.pptx``. Events are printed one line each (or as
+the envelopes themselves with ``--json``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dominds.driver.engine import Engine
+from dominds.rtws import Rtws
+from dominds.workflows.plan_solve.events import make_event
+from dominds.workflows.plan_solve.members import register_members
+from dominds.workflows.plan_solve.pipeline import PlanSolveError, PlanSolveRun, StepTimeout
+from dominds.workflows.plan_solve.presentation import slides_aggregator
+from dominds.workflows.plan_solve.settings import PlanSolveSettings
+
+
+async def run_data2ppt(
+    workspace: Rtws,
+    *,
+    csv_path: Path,
+    question: str,
+    workdir: Path,
+    concurrency: int,
+    out: Callable[[str], None],
+    json_events: bool = False,
+) -> int:
+    """Run once; returns a process exit code (0 = the presentation was written)."""
+    register_members()
+    engine = Engine(workspace)
+    await engine.start()
+    settings = PlanSolveSettings(concurrency=concurrency, csv_path=csv_path, workdir=workdir)
+
+    def emit(
+        event: str, content: Any = None, metadata: dict[str, Any] | None = None, step_id: str | None = None
+    ) -> None:
+        envelope = make_event(event, content=content, metadata=metadata, step_id=step_id)
+        out(json.dumps(envelope, ensure_ascii=False) if json_events else describe_event(envelope))
+
+    aggregator = slides_aggregator(workdir / "ppt", Path.cwd())
+    pipeline = PlanSolveRun(engine, settings, emit, aggregator, csv_path=csv_path)
+    try:
+        final_text = await pipeline.run(question)
+    except StepTimeout as exc:
+        emit("agent.timeout", str(exc))
+        return 1
+    except (PlanSolveError, ValueError) as exc:
+        emit("agent.error", f"Execution error: {exc}")
+        return 1
+    finally:
+        await engine.close()
+    emit("agent.final_answer", final_text)
+    return 0 if (workdir / "ppt" / "presentation.pptx").is_file() else 1
+
+
+def describe_event(envelope: dict[str, Any]) -> str:
+    """One human line per event."""
+    event, content = envelope["event"], envelope.get("content")
+    detail = content if isinstance(content, str) else ""
+    if isinstance(content, dict):
+        task = content.get("task") or {}
+        if event == "plan.start":
+            detail = str(content.get("question", ""))
+        elif event == "plan.completed":
+            titles = "; ".join(f"{t['id']}. {t['title']}" for t in content.get("tasks", []))
+            detail = f"{content.get('plan_summary', '')} [{titles}]"
+        elif event.startswith("solver."):
+            detail = f"slide {task.get('id')}: {task.get('title')}" + (
+                f" — {content['error']}" if "error" in content else ""
+            )
+        elif event == "aggregate.start":
+            detail = f"{len(content.get('solver_results', []))} slides"
+        elif event == "aggregate.completed":
+            detail = str((content.get("output") or {}).get("ppt_result", {}).get("system", ""))
+        elif event == "pipeline.completed":
+            totals = (content.get("statistics") or {}).get("totals") or {}
+            detail = (
+                f"{totals.get('total_calls', 0)} LLM calls, {totals.get('total_input_tokens', 0)} input + "
+                f"{totals.get('total_output_tokens', 0)} output tokens"
+            )
+        else:
+            detail = json.dumps(content, ensure_ascii=False)[:200]
+    return f"[{event}] {detail}".rstrip()

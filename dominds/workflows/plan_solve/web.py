@@ -1,0 +1,180 @@
+"""The websocket endpoint ``/plan-solve/ws``: mounted in ``dominds serve`` or served on its own.
+
+Mounting: ``add_routes(app)`` on an app that already holds ``keys.ENGINE`` and ``keys.SETTINGS``; the
+daemon's token and Origin rules apply (token as ``Authorization: Bearer`` or a ``dominds-auth.<token>``
+subprotocol; without a token only loopback Host names are answered). Standalone: ``serve_standalone``
+builds its own app and engine on a workspace (``dominds plan-solve serve``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Callable
+
+from aiohttp import WSCloseCode, WSMsgType, web
+
+from dominds.driver.engine import Engine
+from dominds.rtws import Rtws
+from dominds.server import keys
+from dominds.server.auth import (
+    choose_subprotocol,
+    host_header_is_loopback,
+    is_loopback_host,
+    offered_subprotocols,
+    origin_allowed,
+    websocket_authorized,
+)
+from dominds.workflows.plan_solve.events import make_event
+from dominds.workflows.plan_solve.members import PLANNER_ID, register_members
+from dominds.workflows.plan_solve.protocol import handle_frame
+from dominds.workflows.plan_solve.session import Connection, PlanSolveService, close_connection
+from dominds.workflows.plan_solve.settings import PlanSolveSettings
+
+WS_PATH = "/plan-solve/ws"
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""The origin's ``max_size``: a larger frame closes the socket with 1009."""
+PING_SECONDS = 30.0
+"""Transport ping interval (the origin's ``ping_interval``); ``system.heartbeat`` is separate."""
+CLOSE_UNAUTHORIZED = 4401
+PLAN_SOLVE: web.AppKey[PlanSolveService] = web.AppKey("plan_solve", PlanSolveService)
+
+
+class StandaloneError(Exception):
+    """The standalone service cannot start as asked (the message says why)."""
+
+
+def add_routes(app: web.Application, settings: PlanSolveSettings | None = None) -> None:
+    """Serve Plan & Solve at ``/plan-solve/ws`` on the app's engine (``app[keys.ENGINE]``)."""
+    engine = app[keys.ENGINE]
+    register_members()
+    if engine.config.get().team.member(PLANNER_ID) is None:
+        # The team was loaded before the members were registered; an outdated signature makes the next
+        # get() reload it (ConfigCache has no public invalidate yet).
+        engine.config.invalidate()
+    app[PLAN_SOLVE] = PlanSolveService(engine, settings or PlanSolveSettings())
+    app.router.add_get(WS_PATH, websocket_handler)
+    app.on_shutdown.append(_close_all)
+
+
+async def websocket_handler(request: web.Request) -> web.StreamResponse:
+    service = request.app[PLAN_SOLVE]
+    server_settings = request.app[keys.SETTINGS]
+    if not origin_allowed(request, server_settings.allowed_origins):
+        raise web.HTTPForbidden(text='{"error": "forbidden origin"}', content_type="application/json")
+    if server_settings.token is None and not host_header_is_loopback(request):
+        raise web.HTTPForbidden(
+            text='{"error": "without a token only loopback host names are answered"}',
+            content_type="application/json",
+        )
+    offered = offered_subprotocols(request)
+    chosen = choose_subprotocol(offered)
+    ws = web.WebSocketResponse(
+        protocols=(chosen,) if chosen else (), max_msg_size=MAX_MESSAGE_BYTES, heartbeat=PING_SECONDS
+    )
+    await ws.prepare(request)
+    if server_settings.token is not None and not websocket_authorized(
+        request, server_settings.token, offered
+    ):
+        await ws.close(code=CLOSE_UNAUTHORIZED, message=b"unauthorized")
+        return ws
+    conn = Connection(ws)
+    service.connections.add(conn)
+    writer = asyncio.create_task(conn.write_forever(), name=f"plan-solve-writer-{conn.id}")
+    heartbeat = asyncio.create_task(_heartbeat(service, conn), name=f"plan-solve-heartbeat-{conn.id}")
+    conn.send(make_event("system.connected", content="Connected", metadata={"connection_id": conn.id}))
+    try:
+        async for frame in ws:
+            if frame.type == WSMsgType.TEXT:
+                await handle_frame(service, conn, frame.data)
+            elif frame.type == WSMsgType.BINARY:
+                conn.send(
+                    make_event("system.error", content="Binary frames are not supported; send JSON text")
+                )
+            elif frame.type == WSMsgType.ERROR:
+                break
+    finally:
+        heartbeat.cancel()
+        # aiohttp cancels the handler when the peer vanishes; the sessions must still be closed, so the
+        # cleanup runs as its own task that this handler's cancellation cannot interrupt.
+        cleanup = asyncio.create_task(_finish_connection(service, conn, writer))
+        service.cleanups.add(cleanup)
+        cleanup.add_done_callback(service.cleanups.discard)
+        await asyncio.shield(cleanup)
+    return ws
+
+
+async def _finish_connection(service: PlanSolveService, conn: Connection, writer: asyncio.Task[None]) -> None:
+    await close_connection(service, conn)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(writer, 5.0)
+    service.connections.discard(conn)
+
+
+async def _heartbeat(service: PlanSolveService, conn: Connection) -> None:
+    while True:
+        await asyncio.sleep(service.settings.heartbeat_seconds)
+        uptime = round(time.monotonic() - service.started_at, 1)
+        conn.send(
+            make_event(
+                "system.heartbeat", metadata={"active_sessions": service.active_sessions(), "uptime": uptime}
+            )
+        )
+
+
+async def _close_all(app: web.Application) -> None:
+    service = app[PLAN_SOLVE]
+    for conn in list(service.connections):
+        await close_connection(service, conn)
+        await conn.ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutdown")
+    if service.cleanups:
+        await asyncio.wait(set(service.cleanups), timeout=5.0)
+
+
+def make_standalone_app(engine: Engine, settings: PlanSolveSettings) -> web.Application:
+    app = web.Application(client_max_size=MAX_MESSAGE_BYTES)
+    app[keys.ENGINE] = engine
+    app[keys.SETTINGS] = keys.ServerSettings(token=settings.token, allowed_origins=settings.allowed_origins)
+    add_routes(app, settings)
+    return app
+
+
+async def serve_standalone(
+    workspace: Rtws,
+    host: str,
+    port: int,
+    settings: PlanSolveSettings,
+    on_ready: Callable[[str], None],
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Run the service on its own engine until ``stop`` is set or SIGINT/SIGTERM arrive."""
+    if settings.token is None and not is_loopback_host(host):
+        raise StandaloneError(f"without --token the service only listens on a loopback address, not {host!r}")
+    register_members()
+    stop = stop or asyncio.Event()
+    engine = Engine(workspace)
+    await engine.start()
+    runner = web.AppRunner(make_standalone_app(engine, settings), shutdown_timeout=5.0)
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    try:
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, reuse_address=True)
+        try:
+            await site.start()
+        except OSError as exc:
+            raise StandaloneError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        on_ready(f"ws://{shown}:{runner.addresses[0][1]}{WS_PATH}")
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                loop.add_signal_handler(sig, stop.set)
+                installed.append(sig)
+        await stop.wait()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        await runner.cleanup()
+        await engine.close()

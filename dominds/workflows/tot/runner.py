@@ -1,0 +1,152 @@
+"""ToT runs on an engine: the run's root dialog, its Taskdoc, the backend, live state for the panel.
+
+``start_tot_run`` returns at once with the run's ids; the run itself is an asyncio task. Its live
+state (``TotLiveRun``) holds the tree the explorer is growing, so ``GET /api/tot/runs/{id}`` can
+return a snapshot at any moment, and every tree event is also published on the global channel as
+``tot_tree_evt`` for clients of the main ``/ws``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dominds.driver.engine import Engine
+from dominds.workflows.tot.explorer import TreeObserver
+from dominds.workflows.tot.logs import new_task_id, utc_now
+from dominds.workflows.tot.model import ThoughtTree
+from dominds.workflows.tot.orchestrator import TotOutcome, TotRequest, check_request, run_tot
+from dominds.workflows.tot.roles import ORCHESTRATOR_AGENT_ID, ensure_role_members
+from dominds.workflows.tot.symbolic import SymbolicGame24Backend, symbolic_request
+from dominds.workflows.tot.teammate import DEFAULT_STEP_TIMEOUT, TeammateBackend
+
+log = logging.getLogger("dominds.tot")
+TASKDOC_DIR = "tasks/tot"
+"""Where each run's Taskdoc (the problem, as goals.md) is created, relative to the workspace."""
+
+
+@dataclass
+class TotLiveRun:
+    """One run as the panel sees it while it runs and after."""
+
+    task_id: str
+    root_id: str
+    problem: str
+    symbolic: bool
+    status: str = "running"
+    settings: dict[str, Any] | None = None
+    tree: ThoughtTree | None = None
+    """The explorer's live tree (read only)."""
+    layers: list[dict[str, Any]] = field(default_factory=list)
+    backtracks: int = 0
+    outcome: TotOutcome | None = None
+    failure: str | None = None
+    """Why the run stopped, when it failed with an exception."""
+    usage: dict[str, Any] | None = None
+    log_dir: Path | None = None
+    task: asyncio.Task[None] | None = None
+
+    def snapshot(self) -> dict[str, Any]:
+        outcome = self.outcome
+        return {
+            "runId": self.task_id,
+            "rootId": self.root_id,
+            "problem": self.problem,
+            "symbolic": self.symbolic,
+            "status": self.status,
+            "settings": self.settings,
+            "layers": self.layers,
+            "backtracks": self.backtracks,
+            "tree": self.tree.to_dict() if self.tree is not None else None,
+            "solution": outcome.solution if outcome else None,
+            "errors": outcome.errors if outcome else [],
+            "stats": outcome.search.stats() if outcome and outcome.search else None,
+            "logDir": str(self.log_dir) if self.log_dir else None,
+            "failure": self.failure,
+            "usage": self.usage,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        return {"runId": self.task_id, "rootId": self.root_id, "problem": self.problem, "status": self.status}
+
+    def observe(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "search_started":
+            self.tree, self.settings = data["tree"], data["settings"]
+        elif kind == "layer_done":
+            self.layers.append(data)
+        elif kind == "backtrack":
+            self.backtracks = int(data["total_backtracks"])
+
+
+class TotRunRegistry:
+    """The runs started by this process, by run id (= the log folder's task id)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, TotLiveRun] = {}
+
+    def get(self, run_id: str) -> TotLiveRun | None:
+        return self.runs.get(run_id)
+
+    async def cancel_all(self) -> None:
+        tasks = [r.task for r in self.runs.values() if r.task is not None and not r.task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+
+
+def start_tot_run(
+    engine: Engine,
+    request: TotRequest,
+    *,
+    symbolic: bool = False,
+    registry: TotRunRegistry | None = None,
+    observer: TreeObserver | None = None,
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
+) -> TotLiveRun:
+    """Start a run in the background; raises ``SettingsError`` for bad input before anything is created."""
+    if symbolic:
+        request = symbolic_request(request)
+    check_request(request)
+    ensure_role_members(engine)
+    task_id = new_task_id(utc_now())
+    taskdoc = f"{TASKDOC_DIR}/{task_id}.tsk"
+    goals = engine.rtws.root / taskdoc / "goals.md"
+    goals.parent.mkdir(parents=True, exist_ok=True)
+    goals.write_text(f"# Tree-of-Thoughts run {task_id}\n\n{request.problem}\n", encoding="utf-8")
+    run = engine.start_workflow_run("tot", ORCHESTRATOR_AGENT_ID, taskdoc, f"ToT: {request.problem[:80]}")
+    live = TotLiveRun(task_id, run.root_id, request.problem, symbolic, log_dir=logs_root(engine) / task_id)
+    backend = SymbolicGame24Backend() if symbolic else TeammateBackend(run, step_timeout=step_timeout)
+
+    def observe(kind: str, data: dict[str, Any]) -> None:
+        live.observe(kind, data)
+        if observer is not None:
+            observer(kind, data)
+        event = {k: v for k, v in data.items() if k != "tree"}
+        engine.pubchan.publish(None, {"type": "tot_tree_evt", "runId": task_id, "rootId": run.root_id, "event": kind, "data": event})
+
+    async def drive() -> None:
+        try:
+            live.outcome = await run_tot(request, backend, logs_root=logs_root(engine), task_id=task_id, run=run, observer=observe)
+            live.status = live.outcome.status
+        except asyncio.CancelledError:
+            live.status = "cancelled"
+            raise
+        except Exception as exc:  # a bug in one run must not take the daemon down; the log folder has it too
+            log.exception("ToT run %s failed", task_id)
+            live.status, live.failure = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            if not symbolic:
+                live.usage = engine.usage_totals(run.root_id)["total"]
+
+    live.task = asyncio.create_task(drive(), name=f"tot-{task_id}")
+    if registry is not None:
+        registry.runs[task_id] = live
+    return live
+
+
+def logs_root(engine: Engine) -> Path:
+    return engine.rtws.root / "logs"

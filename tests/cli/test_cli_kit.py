@@ -1,0 +1,184 @@
+"""Helpers for the CLI tests (no tests here): a scripted workspace, `dominds …` as a subprocess, and a
+real daemon started with `dominds serve --port 0` whose URL is read from its output."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TEAM_YAML = """\
+member_defaults:
+  provider: scripted
+  model: test
+  diligence_push_max: 0
+  fbr_effort: 1
+default_responder: lead
+members:
+  lead: {name: Lead, gofor: [plans and delegates]}
+  coder: {name: Coder, gofor: [writes code]}
+"""
+
+LLM_YAML = """\
+providers:
+  scripted:
+    name: Scripted
+    apiType: scripted
+    baseUrl: .minds/scripted
+    apiKeyEnvVar: null
+    models:
+      test: {context_length: 200000, pricing: {input: 1.0, output: 2.0}}
+"""
+
+RESPONSES: list[dict[str, Any]] = [
+    {"agent": "lead", "message": "hello", "response": "Hello there!"},
+    {"agent": "lead", "message": "delegate", "response": "Asking coder.\n!?@coder please implement X\n"},
+    {"agent": "coder", "contains": "please implement X", "response": "Implemented X."},
+    {"agent": "lead", "message": "session", "response": "Asking in a session.\n!?@coder !tellaskSession s1 please do Y\n"},
+    {"agent": "coder", "contains": "please do Y", "response": "Did Y."},
+    {"agent": "lead", "contains": "@coder provided response", "response": "Thanks, X is done."},
+    {"agent": "lead", "message": "paint", "response": "Let me ask.\n!?@human Which colour?\n!?Red or blue.\n"},
+    {"agent": "lead", "message": "blue", "response": "Painting it blue."},
+    {
+        "agent": "lead",
+        "message": "think and tool",
+        "stream": [
+            {"thinking": "Let me think about reminders."},
+            {"saying": "I will add a reminder."},
+            {"func_call": {"name": "add_reminder", "arguments": {"content": "remember X"}}},
+        ],
+    },
+    {"agent": "lead", "role": "tool", "contains": "Reminder", "response": "Reminder added."},
+    {"agent": "lead", "message": "slow", "response": "x" * 600, "delay_ms": 15, "chunk_chars": 3},
+    {"agent": "lead", "message": "stream", "response": "y" * 200, "delay_ms": 5, "chunk_chars": 10},
+]
+
+ANSWER_HINT = re.compile(r"dominds answer (q4h-\S+) ")
+
+
+def write_workspace(root: Path) -> Path:
+    (root / ".minds" / "scripted").mkdir(parents=True)
+    (root / ".minds" / "team.yaml").write_text(TEAM_YAML)
+    (root / ".minds" / "llm.yaml").write_text(LLM_YAML)
+    (root / ".minds" / "scripted" / "test.yaml").write_text(yaml.safe_dump({"responses": RESPONSES}, sort_keys=False))
+    (root / "tasks" / "t.tsk").mkdir(parents=True)
+    (root / "tasks" / "t.tsk" / "goals.md").write_text("Ship the feature.\n")
+    for status in ("run", "done", "archive"):
+        (root / ".dialogs" / status).mkdir(parents=True)
+    return root
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
+    return {**env, **extra}
+
+
+def dominds(ws: Path, *args: str, timeout: float = 30, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dominds", "-C", str(ws), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env or cli_env(),
+    )
+
+
+def dominds_json(ws: Path, *args: str) -> Any:
+    done = dominds(ws, *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+class Daemon:
+    """`dominds serve --port 0` in a subprocess; ``url``/``port``/``token`` come from its printed URL."""
+
+    def __init__(self, ws: Path, *extra: str) -> None:
+        self.ws = ws
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "dominds", "-C", str(ws), "serve", "--port", "0", *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+        )
+        self.lines: list[str] = []
+        deadline = time.monotonic() + 20
+        while True:
+            line = self.proc.stdout.readline() if self.proc.stdout else ""
+            if not line:
+                raise AssertionError(f"serve exited early: {self.proc.wait()} {self.proc.stderr.read() if self.proc.stderr else ''}")
+            self.lines.append(line)
+            match = re.search(r"panel: (http://127\.0\.0\.1:(\d+)/(?:\?auth=(\S+))?)", line)
+            if match:
+                self.url, self.port, self.token = match.group(1), int(match.group(2)), match.group(3)
+                break
+            assert time.monotonic() < deadline, self.lines
+        self.pid = self.proc.pid
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 15) -> tuple[int, str, str]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        out, err = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, "".join(self.lines) + out, err
+
+    def __enter__(self) -> Daemon:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.stop()
+
+
+def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(interval)
+
+
+def run_state(ws: Path, root_id: str) -> str:
+    """The root's run state kind, read from its latest.yaml (cheaper than a `dominds status` process)."""
+    for status in ("run", "done", "archive"):
+        latest = ws / ".dialogs" / status / root_id / "latest.yaml"
+        if latest.exists():
+            return str(yaml.safe_load(latest.read_text())["runState"]["kind"])
+    raise AssertionError(f"no dialog {root_id}")
+
+
+def every_state_file_parses(dialogs_dir: Path) -> int:
+    """Parse every YAML/JSON state file and every course line (a torn last line is allowed); count files."""
+    from dominds.store.fileio import read_course
+
+    checked = 0
+    for path in dialogs_dir.rglob("*"):
+        if not path.is_file() or path.name.endswith(".tmp"):
+            continue
+        if path.suffix == ".yaml":
+            yaml.safe_load(path.read_text())
+        elif path.suffix == ".json":
+            json.loads(path.read_text())
+        elif path.suffix == ".jsonl":
+            read_course(path)
+        else:
+            continue
+        checked += 1
+    return checked

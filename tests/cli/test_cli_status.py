@@ -1,0 +1,136 @@
+"""`dominds status` with and without a daemon (text and --json), its cache, and its YAML fast path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_cli_kit import ANSWER_HINT, Daemon, dominds, dominds_json, write_workspace
+
+from dominds.cli.offline import load_state_yaml, parse_fastyaml
+from dominds.store import fastyaml
+
+
+def _tree_workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """Three trees made with the CLI: a delegation, a TYPE B session, and a question for the human."""
+    ws = write_workspace(tmp_path / "ws")
+    ids = {}
+    for message in ("delegate", "session", "paint"):
+        run = dominds(ws, "run", "--taskdoc", "tasks/t.tsk", message, "--json")
+        assert run.returncode == (3 if message == "paint" else 0), run.stdout + run.stderr
+        events = [json.loads(line) for line in run.stdout.splitlines()]
+        ids[message] = next(e["dialog"]["rootId"] for e in events if e.get("dialog"))
+    return ws, ids
+
+
+def _by_id(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {root["selfId"]: root for root in report["roots"]}
+
+
+def _picture(report: dict[str, Any]) -> dict[str, Any]:
+    """What must not depend on the route (recovery at daemon start rewrites latest.yaml timestamps)."""
+    return {
+        root["selfId"]: (root["runState"], root["usage"], root.get("q4h"), [s["selfId"] for s in root["subdialogs"]])
+        for root in report["roots"]
+    }
+
+
+def test_status_without_and_with_a_daemon(tmp_path: Path) -> None:
+    ws, ids = _tree_workspace(tmp_path)
+
+    offline = dominds_json(ws, "status")
+    assert offline["daemon"] is None
+    roots = _by_id(offline)
+    assert set(roots) == set(ids.values())
+    delegate = roots[ids["delegate"]]
+    assert delegate["agentId"] == "lead" and delegate["runState"] == {"kind": "idle"}
+    assert [(s["agentId"], s["callType"], s["runState"]["kind"]) for s in delegate["subdialogs"]] == [("coder", "C", "idle")]
+    assert delegate["usage"]["generations"] == 3 and delegate["usage"]["inputTokens"] > 0
+    assert delegate["usage"]["costUsd"] > 0, "priced from llm.yaml"
+    session = roots[ids["session"]]
+    sub_id = session["subdialogs"][0]["selfId"]
+    assert session["registry"] == [{"key": "coder!s1", "subdialogId": sub_id}]
+    assert session["subdialogs"][0]["tellaskSession"] == "s1"
+    paint = roots[ids["paint"]]
+    assert paint["runState"] == {"kind": "blocked", "reason": "needs_human_input"}
+    assert [q["tellaskHead"].strip() for q in paint["q4h"]] == ["@human Which colour?"]
+    assert offline["totals"] == {**offline["totals"], "roots": 3, "dialogs": 5, "q4h": 1}
+
+    text = dominds(ws, "status")
+    assert text.returncode == 0, text.stderr
+    assert "no daemon running" in text.stdout and "\x1b[" not in text.stdout, "no colour when not a TTY"
+    assert f"└─ {delegate['subdialogs'][0]['selfId']}  @coder  idle" in text.stdout
+    assert "blocked: needs human input  Q4H 1" in text.stdout and paint["q4h"][0]["id"] in text.stdout
+    assert f"TYPE B coder!s1 → {sub_id}" in text.stdout
+    assert "3 trees, 5 dialogs, 1 pending question —" in text.stdout
+
+    with Daemon(ws) as daemon:
+        online = dominds_json(ws, "status")
+        assert online["daemon"]["pid"] == daemon.pid and online["daemon"]["port"] == daemon.port
+        assert _picture(online) == _picture(offline), "the same picture through a running daemon"
+        text = dominds(ws, "status")
+        assert f"daemon pid {daemon.pid} on port {daemon.port}" in text.stdout
+
+        only = dominds_json(ws, "status", "--root", sub_id)
+        assert [r["selfId"] for r in only["roots"]] == [ids["session"]], "a subdialog id selects its tree"
+        moved = dominds(ws, "done", ids["delegate"])
+        assert moved.returncode == 0 and "run/ → done/" in moved.stdout
+        assert ids["delegate"] not in _by_id(dominds_json(ws, "status"))
+        assert _by_id(dominds_json(ws, "status", "--all"))[ids["delegate"]]["status"] == "done"
+
+
+def test_the_cache_follows_changes_and_no_cache_leaves_none(tmp_path: Path) -> None:
+    ws, ids = _tree_workspace(tmp_path)
+    cache = ws / ".dominds" / "cache" / "status.json"
+    assert dominds(ws, "status", "--no-cache").returncode == 0 and not cache.exists()
+    before = _by_id(dominds_json(ws, "status"))
+    assert cache.exists() and len(json.loads(cache.read_text())["dialogs"]) == 5
+
+    question = ANSWER_HINT.search(dominds(ws, "q4h").stdout)
+    assert question is not None
+    answered = dominds(ws, "answer", question.group(1), "blue", "--follow")
+    assert answered.returncode == 0, answered.stdout + answered.stderr
+    after = _by_id(dominds_json(ws, "status"))
+    paint = after[ids["paint"]]
+    assert paint["runState"] == {"kind": "idle"} and "q4h" not in paint
+    assert paint["usage"]["generations"] == before[ids["paint"]]["usage"]["generations"] + 1
+    assert after[ids["delegate"]] == before[ids["delegate"]], "unchanged trees come from the cache"
+    assert after == _by_id(dominds_json(ws, "status", "--no-cache")), "cache and files agree"
+
+
+def test_a_corrupt_dialog_is_shown_with_its_error(tmp_path: Path) -> None:
+    ws, ids = _tree_workspace(tmp_path)
+    (ws / ".dialogs" / "run" / ids["delegate"] / "latest.yaml").write_text("currentCourse: [unclosed\n")
+    report = _by_id(dominds_json(ws, "status"))
+    assert "not valid YAML" in report[ids["delegate"]]["error"]
+    assert report[ids["paint"]]["runState"]["kind"] == "blocked", "the others are unaffected"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(min_size=1), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(min_size=1), json_values, max_size=6))
+def test_fast_parse_matches_pyyaml_on_everything_fastyaml_writes(data: dict[str, Any]) -> None:
+    text = fastyaml.dump(data)
+    try:
+        fast = parse_fastyaml(text)
+    except ValueError:
+        fast = "fallback"  # allowed: load_state_yaml then uses PyYAML
+    if fast != "fallback":
+        assert fast == yaml.safe_load(text)
+
+
+def test_hand_written_yaml_falls_back_to_pyyaml(tmp_path: Path) -> None:
+    path = tmp_path / "latest.yaml"
+    path.write_text("# edited by hand\ncurrentCourse: 2\nrunState: {kind: idle}\nnote: plain words here\n")
+    assert load_state_yaml(path) == {"currentCourse": 2, "runState": {"kind": "idle"}, "note": "plain words here"}
+    assert load_state_yaml(tmp_path / "missing.yaml") is None
