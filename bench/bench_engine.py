@@ -62,6 +62,16 @@ async def turn(engine: Engine, clock: TurnClock, dialog: Dialog, text: str = "pi
     await done.wait()
 
 
+def _footprint(engine: Engine, root_ids: list[str]) -> int:
+    """Bytes on disk per dialog after its turns (files only, rounded up to 4 KiB blocks)."""
+    total = 0
+    for root_id in root_ids:
+        for path in engine.store.root_dir("run", root_id).rglob("*"):
+            if path.is_file():
+                total += -(-path.stat().st_size // 4096) * 4096
+    return total // max(len(root_ids), 1)
+
+
 async def run(roots_big: int, turns_big: int) -> dict[str, Any]:
     results: dict[str, Any] = {"machine": machine()}
     rtws = make_workspace(RESPONSES)
@@ -98,6 +108,7 @@ async def run(roots_big: int, turns_big: int) -> dict[str, Any]:
             "wall_s": round(wall, 2),
             "turns_per_s": round(roots_big * turns_big / wall, 1),
             "rss_after_mib": rss_mib(),
+            "disk_bytes_per_dialog": _footprint(engine, [d.root_id for d in big]),
         }
 
         root = engine.create_dialog("lead", "tasks/b.tsk")
@@ -129,6 +140,7 @@ def main() -> None:
             ("20 roots x 1 turn, concurrent", f"median {results['conc20']['median_ms']} ms, p99 {results['conc20']['p99_ms']} ms, wall {results['conc20']['wall_ms']} ms  (goal: wall <= 50 ms)"),
             (f"{big['roots']} roots x {big['turns']} turns", f"median {big['median_ms']} ms, p99 {big['p99_ms']} ms, wall {big['wall_s']} s, {big['turns_per_s']} turns/s"),
             ("RSS after that run", f"{big['rss_after_mib']} MiB  (goal: <= 60 MiB)"),
+            ("disk per dialog (5 turns)", f"{big['disk_bytes_per_dialog']} bytes on 4 KiB blocks"),
             ("100-way TYPE C fan-out", f"{results['fanout100']['subdialogs']} subdialogs settled in {results['fanout100']['settled_ms']} ms  (goal: <= 500 ms)"),
             ("peak RSS", f"{results['peak_rss_mib']} MiB"),
         ],

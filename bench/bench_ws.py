@@ -178,7 +178,16 @@ def row(name: str, values_ms: list[float], wall_s: float, goal: str) -> str:
     )
 
 
-async def run(base: str, token: str, rounds: int, pid: int) -> None:
+def figures(values_ms: list[float], wall_s: float) -> dict[str, float]:
+    return {
+        "median_ms": round(statistics.median(values_ms), 3),
+        "p99_ms": round(percentile(values_ms, 99), 3),
+        "wall_ms": round(wall_s * 1000, 1),
+        "n": len(values_ms),
+    }
+
+
+async def run(base: str, token: str, rounds: int, pid: int | None) -> dict[str, Any]:
     async with aiohttp.ClientSession() as session:
         # a warm-up round: imports, first-use caches and the scripted database load are not the subject
         await sequential(session, base, token, 3)
@@ -186,9 +195,17 @@ async def run(base: str, token: str, rounds: int, pid: int) -> None:
             "| workload                                     |  count | median ms |   p99 ms |   wall ms | goal                   |",
             "|----------------------------------------------|-------:|----------:|---------:|----------:|------------------------|",
         ]
+        all_seq: list[float] = []
+        all_con: list[float] = []
+        con_walls: list[float] = []
+        seq_walls: list[float] = []
         for r in range(rounds):
             seq = await sequential(session, base, token, 20)
             con = await concurrent(session, base, token, 20)
+            all_seq += [v * 1000 for v in seq["turns"]]
+            all_con += [v * 1000 for v in con["turns"]]
+            con_walls.append(con["wall"])
+            seq_walls.append(seq["wall"])
             lines.append(
                 row(
                     f"[{r + 1}] sequential: create_dialog (1 conn)",
@@ -217,15 +234,32 @@ async def run(base: str, token: str, rounds: int, pid: int) -> None:
         lines.append(
             row("fan-out: 50 clients, publish→receive", fan["latencies"], fan["wall"], "(stream: 200 chunks)")
         )
-        current, peak = rss_mib(pid)
         print("\n".join(lines))
-        print(f"\ndaemon RSS: {current:.1f} MiB now, {peak:.1f} MiB peak (goal ≤ 60 MiB)")
+        result: dict[str, Any] = {
+            "ws_seq20_turn": figures(all_seq, statistics.median(seq_walls)),
+            "ws_conc20_wall": {**figures(all_con, statistics.median(con_walls))},
+            "ws_fanout50": figures(fan["latencies"], fan["wall"]),
+        }
+        if pid is not None:
+            current, peak = rss_mib(pid)
+            print(f"\ndaemon RSS: {current:.1f} MiB now, {peak:.1f} MiB peak (goal ≤ 60 MiB)")
+            result["daemon_rss_mib"] = {"now": current, "peak": peak}
+        return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--url", help="bench an already running daemon (its panel URL with ?auth=) instead")
     args = parser.parse_args()
+    if args.url:
+        parsed = urlparse(args.url)
+        token = parse_qs(parsed.query).get("auth", [""])[0]
+        result = asyncio.run(run(f"ws://{parsed.netloc}", token, args.rounds, None))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1))
+        return 0
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     daemon = subprocess.Popen(
         [sys.executable, str(HERE / "_daemon.py")],
@@ -244,7 +278,9 @@ def main() -> int:
         token = parse_qs(parsed.query)["auth"][0]
         base = f"ws://{parsed.netloc}"
         print(f"daemon pid {daemon.pid} at {parsed.netloc}; {machine()}\n")
-        asyncio.run(run(base, token, args.rounds, daemon.pid))
+        result = asyncio.run(run(base, token, args.rounds, daemon.pid))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1))
     finally:
         daemon.terminate()
         daemon.wait(10)

@@ -15,8 +15,6 @@ Reads need no engine: ``load_state_yaml`` parses the state files directly (see i
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from dominds.cli.client import DaemonInfo, find_daemon, locked_message
 from dominds.cli.common import CliError
 from dominds.rtws import DIALOG_STATUSES, Rtws
+from dominds.store import fastyaml
 
 if TYPE_CHECKING:
     from dominds.dialog.model import Dialog
@@ -211,27 +210,6 @@ def pending_questions(rtws: Rtws) -> list[dict[str, Any]]:
     return out
 
 
-# ---------------------------------------------------------------- reading state files fast
-#
-# State files are written by ``store.fastyaml``: block YAML whose scalars are JSON (strings quoted,
-# numbers, true/false/null, [] and {}). PyYAML spends ~140 µs on each small file, which is most of the
-# time `dominds status` takes on 10,000 dialogs; this reader handles that dialect in ~20 µs and hands
-# anything else (a file edited by hand) to PyYAML. Its home would be next to the writer, as
-# ``fastyaml.load``; it lives here because the CLI is its only user so far.
-
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.!-]*")
-_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
-_JSON = json.JSONDecoder()
-_MISSING = object()
-_CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None}
-_KNOWN_KEYS: set[str] = set()
-"""Plain keys already validated (field names repeat in every file)."""
-
-
-class _NotFastYaml(ValueError):
-    """Not the dialect ``store.fastyaml`` writes: parse with PyYAML instead."""
-
-
 def load_state_yaml(path: Path | str) -> Any:
     """A state file as plain data (None when missing); ``ValueError`` when it is not valid YAML."""
     try:
@@ -240,8 +218,8 @@ def load_state_yaml(path: Path | str) -> Any:
     except FileNotFoundError:
         return None
     try:
-        return parse_fastyaml(text)
-    except (ValueError, IndexError):
+        return fastyaml.load(text)
+    except (fastyaml.NotFastYaml, ValueError, IndexError):
         import yaml
 
         from dominds.store.fileio import yaml_load
@@ -250,107 +228,3 @@ def load_state_yaml(path: Path | str) -> Any:
             return yaml_load(text)
         except yaml.YAMLError as exc:
             raise ValueError(f"{Path(path).name} is not valid YAML: {' '.join(str(exc).split())[:200]}") from exc
-
-
-def parse_fastyaml(text: str) -> Any:
-    """Parse block YAML of JSON scalars (what ``fastyaml.dump`` emits); ``_NotFastYaml`` otherwise."""
-    lines: list[tuple[int, str]] = []
-    for raw in text.split("\n"):
-        stripped = raw.lstrip(" ")
-        if stripped and stripped[0] != "#":
-            lines.append((len(raw) - len(stripped), stripped.rstrip("\r")))
-    if not lines:
-        return None
-    if len(lines) == 1 and _split_key(lines[0][1]) is None:
-        return _scalar(lines[0][1])
-    value, pos = _block(lines, 0)
-    if pos != len(lines):
-        raise _NotFastYaml("content after the document")
-    return value
-
-
-def _scalar(text: str) -> Any:
-    if text[:1] == '"':
-        if text[-1:] == '"' and "\\" not in text and text.count('"') == 2:
-            return text[1:-1]  # the common case, without the JSON decoder
-        value, end = _JSON.raw_decode(text)
-        if end != len(text):
-            raise _NotFastYaml(text)
-        return value
-    if text.isdigit():
-        return int(text)
-    value = _CONSTANTS.get(text, _MISSING)
-    if value is not _MISSING:
-        return value
-    if text in ("[]", "{}"):
-        return [] if text == "[]" else {}
-    if _NUMBER.fullmatch(text):
-        return json.loads(text)
-    raise _NotFastYaml(text)
-
-
-def _split_key(text: str) -> tuple[str, str | None] | None:
-    """``(key, value text or None)`` for a ``key: …``/``key:`` line; None when the line is no mapping entry."""
-    if text[:1] == '"':
-        try:
-            key, end = _JSON.raw_decode(text)
-        except ValueError:
-            return None
-        if text[end : end + 1] != ":":
-            return None
-        rest = text[end + 1 :]
-    else:
-        key, colon, rest = text.partition(":")
-        if not colon:
-            return None
-        if key not in _KNOWN_KEYS:
-            if not _PLAIN_KEY.fullmatch(key):
-                return None
-            if len(_KNOWN_KEYS) < 1024:
-                _KNOWN_KEYS.add(key)
-    if not rest:
-        return str(key), None
-    if rest[0] != " ":
-        raise _NotFastYaml(text)
-    return str(key), rest[1:]
-
-
-def _block(lines: list[tuple[int, str]], pos: int) -> tuple[Any, int]:
-    indent, text = lines[pos]
-    return _list(lines, pos, indent) if text[:2] == "- " else _map(lines, pos, indent)
-
-
-def _map(lines: list[tuple[int, str]], pos: int, indent: int) -> tuple[dict[str, Any], int]:
-    out: dict[str, Any] = {}
-    count = len(lines)
-    while pos < count:
-        line_indent, text = lines[pos]
-        if line_indent != indent or text[:2] == "- ":
-            break
-        pair = _split_key(text)
-        if pair is None:
-            raise _NotFastYaml(text)
-        pos += 1
-        if pair[1] is not None:
-            out[pair[0]] = _scalar(pair[1])
-        elif pos < count and (lines[pos][0] > indent or (lines[pos][0] == indent and lines[pos][1][:2] == "- ")):
-            out[pair[0]], pos = _block(lines, pos)
-        else:
-            out[pair[0]] = None
-    if pos < count and lines[pos][0] > indent:
-        raise _NotFastYaml("unexpected indentation")
-    return out, pos
-
-
-def _list(lines: list[tuple[int, str]], pos: int, indent: int) -> tuple[list[Any], int]:
-    out: list[Any] = []
-    while pos < len(lines) and lines[pos][0] == indent and lines[pos][1][:2] == "- ":
-        text = lines[pos][1][2:]
-        if _split_key(text) is None:
-            out.append(_scalar(text))
-            pos += 1
-        else:  # a mapping item: its first key sits on the dash line, the rest align two columns in
-            lines[pos] = (indent + 2, text)
-            item, pos = _map(lines, pos, indent + 2)
-            out.append(item)
-    return out, pos

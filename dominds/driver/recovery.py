@@ -92,10 +92,12 @@ def _needs_attention(engine: Engine, root_id: str) -> bool:
 
 
 def _recover_tree(engine: Engine, root: RootDialog) -> None:
+    registry_before = dict(root.type_b)
     for entry_key, entry in list(root.type_b.items()):
         if entry.locked:
             root.type_b[entry_key] = entry.model_copy(update={"locked": False})
     dialogs = list(root.local.values())
+    latest_before = {d.self_id: d.latest.model_copy(deep=True) for d in dialogs}
     for dialog in dialogs:
         if dialog.load_error:
             dialog.latest.run_state = RunState(kind="error", detail=dialog.load_error)
@@ -112,7 +114,8 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
     for dialog in list(root.local.values()):
         if not dialog.load_error:
             _complete_dispatches(engine, root, dialog)
-    root.save_registry() if root.type_b else None
+    if root.type_b != registry_before:
+        root.save_registry()
     for dialog in list(root.local.values()):
         if dialog.load_error:
             continue
@@ -121,9 +124,11 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
                 dialog.latest.needs_drive = True
         if dialog.latest.run_state.kind in ("idle", "blocked"):
             dialog.latest.run_state = dialog.idle_run_state()
-        dialog.save_latest()
-        if dialog.latest.needs_drive or dialog.latest.queued_prompts:
+        if dialog.latest.queued_prompts:
             dialog.latest.needs_drive = True
+        if dialog.latest != latest_before.get(dialog.self_id):  # unchanged files are not rewritten
+            dialog.save_latest()
+        if dialog.latest.needs_drive:
             engine._want(dialog)
 
 

@@ -1,40 +1,62 @@
-"""Usage and cost totals per dialog and per root tree, from the ``gen_finish_record``s of every course."""
+"""Usage and cost totals per dialog and per root tree, from the ``gen_finish_record``s of every course.
+
+Only the finish lines are decoded (a substring test picks them out), so listing costs for thousands of
+dialogs reads files but never validates whole transcripts.
+"""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dominds.store.course_records import GenFinishRecord
 from dominds.store.errors import StoreError
 
 if TYPE_CHECKING:
     from dominds.driver.engine import Engine
+
+_FINISH_MARK = '"type":"gen_finish_record"'
+TOTAL_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "generations", "costUsd")
+
+
+def _finish_lines(path: Path) -> list[dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise StoreError(f"{path}: {exc.strerror or exc}") from exc
+    out = []
+    for line in text.split("\n"):
+        if _FINISH_MARK in line:
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a torn last line: the generation's usage was never recorded
+    return out
 
 
 def usage_totals(engine: Engine, root_id: str) -> dict[str, Any]:
     status = engine.store.locate_root(root_id)
     catalog = engine.config.get().catalog
     dialogs = []
-    tree: dict[str, float] = {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0, "generations": 0, "costUsd": 0.0}
+    tree: dict[str, float] = dict.fromkeys(TOTAL_KEYS, 0)
     for files in engine.store.iter_tree(status, root_id):
-        totals: dict[str, float] = {key: 0 for key in tree} | {"costUsd": 0.0}
+        totals: dict[str, float] = dict.fromkeys(TOTAL_KEYS, 0)
         error = None
         try:
             for course in files.course_numbers():
-                for record in files.read_course(course):
-                    if not isinstance(record, GenFinishRecord) or record.usage is None:
+                for finish in _finish_lines(files.course(course)):
+                    usage = finish.get("usage")
+                    if not isinstance(usage, dict):
                         continue
-                    u = record.usage
-                    totals["inputTokens"] += u.input_tokens
-                    totals["outputTokens"] += u.output_tokens
-                    totals["cacheReadTokens"] += u.cache_read_tokens
-                    totals["cacheWriteTokens"] += u.cache_write_tokens
+                    counts = [int(usage.get(k) or 0) for k in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")]
+                    for key, value in zip(TOTAL_KEYS, counts, strict=False):
+                        totals[key] += value
                     totals["generations"] += 1
-                    model = catalog.model(record.provider or "", record.model or "")
+                    model = catalog.model(str(finish.get("provider") or ""), str(finish.get("model") or ""))
                     if model is not None and model.pricing is not None:
-                        totals["costUsd"] += model.pricing.cost_usd(
-                            u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens
-                        )
+                        totals["costUsd"] += model.pricing.cost_usd(*counts)
         except StoreError as exc:
             error = str(exc)
         dialogs.append({"selfId": files.dir.name, **totals, **({"error": error} if error else {})})

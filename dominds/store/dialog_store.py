@@ -10,6 +10,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
@@ -54,35 +55,35 @@ def course_file_name(course: int) -> str:
 
 @dataclass(frozen=True)
 class DialogFiles:
-    """The files of one dialog directory."""
+    """The files of one dialog directory (paths are computed once: listings touch tens of thousands)."""
 
     dir: Path
 
-    @property
+    @cached_property
     def dialog_yaml(self) -> Path:
         return self.dir / DIALOG_YAML
 
-    @property
+    @cached_property
     def latest_yaml(self) -> Path:
         return self.dir / LATEST_YAML
 
-    @property
+    @cached_property
     def reminders_json(self) -> Path:
         return self.dir / REMINDERS_JSON
 
-    @property
+    @cached_property
     def q4h_yaml(self) -> Path:
         return self.dir / Q4H_YAML
 
-    @property
+    @cached_property
     def subdlg_yaml(self) -> Path:
         return self.dir / SUBDLG_YAML
 
-    @property
+    @cached_property
     def response_yaml(self) -> Path:
         return self.dir / RESPONSE_YAML
 
-    @property
+    @cached_property
     def registry_yaml(self) -> Path:
         return self.dir / REGISTRY_YAML
 

@@ -8,6 +8,7 @@ any YAML loader to the same data (a property test checks that).
 
 from __future__ import annotations
 
+import json
 import re
 from json.encoder import encode_basestring
 from typing import Any
@@ -116,3 +117,126 @@ def dump(data: Any, header: str = "") -> str:
     else:
         out.append(_inline(data) + "\n")
     return "".join(out)
+
+
+# ---------------------------------------------------------------- reading
+#
+# The reader handles exactly the dialect ``dump`` writes (block YAML whose scalars are JSON: quoted
+# strings, numbers, true/false/null, [] and {}) in ~20 µs a file, where PyYAML's loader takes ~300 µs.
+# Anything else (a file edited by hand, YAML escapes) raises ``NotFastYaml`` and the caller falls back
+# to PyYAML, so hand edits still work.
+
+_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
+_JSON = json.JSONDecoder()
+_MISSING = object()
+_CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None}
+_KNOWN_KEYS: set[str] = set()
+"""Plain keys already validated (field names repeat in every file)."""
+
+
+class NotFastYaml(ValueError):
+    """Not the dialect ``store.fastyaml`` writes: parse with PyYAML instead."""
+
+
+def load(text: str) -> Any:
+    """Parse block YAML of JSON scalars (what ``fastyaml.dump`` emits); ``NotFastYaml`` otherwise."""
+    lines: list[tuple[int, str]] = []
+    for raw in text.split("\n"):
+        stripped = raw.lstrip(" ")
+        if stripped and stripped[0] != "#":
+            lines.append((len(raw) - len(stripped), stripped.rstrip("\r")))
+    if not lines:
+        return None
+    if len(lines) == 1 and _read_split_key(lines[0][1]) is None:
+        return _read_scalar(lines[0][1])
+    value, pos = _read_block(lines, 0)
+    if pos != len(lines):
+        raise NotFastYaml("content after the document")
+    return value
+
+
+def _read_scalar(text: str) -> Any:
+    if text[:1] == '"':
+        if text[-1:] == '"' and "\\" not in text and text.count('"') == 2:
+            return text[1:-1]  # the common case, without the JSON decoder
+        value, end = _JSON.raw_decode(text)
+        if end != len(text):
+            raise NotFastYaml(text)
+        return value
+    if text.isdigit():
+        return int(text)
+    value = _CONSTANTS.get(text, _MISSING)
+    if value is not _MISSING:
+        return value
+    if text in ("[]", "{}"):
+        return [] if text == "[]" else {}
+    if _NUMBER.fullmatch(text):
+        return json.loads(text)
+    raise NotFastYaml(text)
+
+
+def _read_split_key(text: str) -> tuple[str, str | None] | None:
+    """``(key, value text or None)`` for a ``key: …``/``key:`` line; None when the line is no mapping entry."""
+    if text[:1] == '"':
+        try:
+            key, end = _JSON.raw_decode(text)
+        except ValueError:
+            return None
+        if text[end : end + 1] != ":":
+            return None
+        rest = text[end + 1 :]
+    else:
+        key, colon, rest = text.partition(":")
+        if not colon:
+            return None
+        if key not in _KNOWN_KEYS:
+            if not _PLAIN_KEY.fullmatch(key):
+                return None
+            if len(_KNOWN_KEYS) < 1024:
+                _KNOWN_KEYS.add(key)
+    if not rest:
+        return str(key), None
+    if rest[0] != " ":
+        raise NotFastYaml(text)
+    return str(key), rest[1:]
+
+
+def _read_block(lines: list[tuple[int, str]], pos: int) -> tuple[Any, int]:
+    indent, text = lines[pos]
+    return _read_list(lines, pos, indent) if text[:2] == "- " else _read_map(lines, pos, indent)
+
+
+def _read_map(lines: list[tuple[int, str]], pos: int, indent: int) -> tuple[dict[str, Any], int]:
+    out: dict[str, Any] = {}
+    count = len(lines)
+    while pos < count:
+        line_indent, text = lines[pos]
+        if line_indent != indent or text[:2] == "- ":
+            break
+        pair = _read_split_key(text)
+        if pair is None:
+            raise NotFastYaml(text)
+        pos += 1
+        if pair[1] is not None:
+            out[pair[0]] = _read_scalar(pair[1])
+        elif pos < count and (lines[pos][0] > indent or (lines[pos][0] == indent and lines[pos][1][:2] == "- ")):
+            out[pair[0]], pos = _read_block(lines, pos)
+        else:
+            out[pair[0]] = None
+    if pos < count and lines[pos][0] > indent:
+        raise NotFastYaml("unexpected indentation")
+    return out, pos
+
+
+def _read_list(lines: list[tuple[int, str]], pos: int, indent: int) -> tuple[list[Any], int]:
+    out: list[Any] = []
+    while pos < len(lines) and lines[pos][0] == indent and lines[pos][1][:2] == "- ":
+        text = lines[pos][1][2:]
+        if _read_split_key(text) is None:
+            out.append(_read_scalar(text))
+            pos += 1
+        else:  # a mapping item: its first key sits on the dash line, the rest align two columns in
+            lines[pos] = (indent + 2, text)
+            item, pos = _read_map(lines, pos, indent + 2)
+            out.append(item)
+    return out, pos

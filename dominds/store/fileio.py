@@ -34,7 +34,11 @@ def pyyaml_dump(data: Any, header: str = "") -> str:
 
 
 def yaml_load(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)
+    """Parse YAML: the fast reader for what the store writes, PyYAML for anything else (hand edits)."""
+    try:
+        return fastyaml.load(text)
+    except (ValueError, IndexError):
+        return yaml.load(text, Loader=_Loader)
 
 
 def read_text(path: Path) -> str | None:

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cli_kit import ANSWER_HINT, Daemon, dominds, dominds_json, write_workspace
 
-from dominds.cli.offline import load_state_yaml, parse_fastyaml
+from dominds.cli.offline import load_state_yaml
 from dominds.store import fastyaml
+from dominds.store.fastyaml import load as parse_fastyaml
 
 
 def _tree_workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:

@@ -39,3 +39,26 @@ def test_characters_yaml_forbids_raw_are_escaped() -> None:
     """Bugs: DEL, C1 controls, NEL, U+2028 and lone surrogates were written raw; a key ending in a newline was written plain; 5e-324 read back as a string."""
     value = {"k": "a\x7fb\x85c\ud800\U0001f600\x1f\u2028\ufeff", "\x7f": 5e-324, "A\n": 1}
     assert yaml.safe_load(dump(value)) == value
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.dictionaries(keys, data, max_size=6))
+def test_fast_reader_agrees_with_pyyaml_or_declines(value: dict[str, object]) -> None:
+    """The store reads with the fast reader first: it must return what PyYAML returns, or decline."""
+    from dominds.store.fastyaml import NotFastYaml, load
+
+    text = dump(value)
+    try:
+        fast = load(text)
+    except (NotFastYaml, ValueError, IndexError):
+        return
+    assert fast == yaml.safe_load(text)
+
+
+def test_hand_edited_yaml_falls_back_to_pyyaml() -> None:
+    from dominds.store.fileio import yaml_load
+
+    assert yaml_load("runState:\n  kind: idle   # edited by hand\nneedsDrive: yes\n") == {
+        "runState": {"kind": "idle"},
+        "needsDrive": True,
+    }
