@@ -11,8 +11,6 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
 from dominds.dialog.model import Dialog
 from dominds.driver.config import Config
 from dominds.driver.receiver import FuncCallRequest
@@ -74,6 +72,8 @@ async def _execute_one(
     if tool is None:
         error = f"Tool '{call.name}' not found. Available tools: {', '.join(sorted(tools)) or 'none'}"
     elif error is None:
+        import jsonschema  # on first use: ~3 MiB a daemon that never runs a tool does not need
+
         try:
             jsonschema.validate(parsed, tool.parameters)
         except jsonschema.ValidationError as exc:

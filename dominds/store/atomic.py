@@ -48,7 +48,7 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
     try:
         directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is None else mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode)
         try:
             view = memoryview(data)
             while view:
@@ -61,8 +61,8 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
             _unlink_quietly(tmp)
             raise
         os.close(fd)
-        if mode is None:
-            os.chmod(tmp, 0o644)
+        if mode is not None:
+            os.chmod(tmp, mode)  # exact, whatever the umask (daemon.json must be 0600)
         try:
             os.replace(tmp, path)
         except BaseException:
