@@ -13,6 +13,7 @@ import os
 from dominds.cli.common import workspace
 from dominds.llm.catalog import LlmResolutionError, load_catalog, resolve_member_llm
 from dominds.problems import TEAM_CONFIG_ERROR, Problem, make_problem
+from dominds.store import provider_problems
 from dominds.team import TEAM_YAML, Team, load_team
 from dominds.tools.base import toolset_names
 
@@ -42,6 +43,9 @@ def _check(args: argparse.Namespace) -> int:
             problems += _resolution_problem(team, member.id, str(exc), problems)
         else:
             resolutions[member.id] = f"{resolved.provider_key}/{resolved.model_key}"
+    # Rejections the daemon met at run time (bad key, unknown model), until that provider works again.
+    for seen in provider_problems.load(rtws):
+        problems.append(make_problem("llm_provider_rejected_request", f"provider {seen.provider}", None, seen.message))
     problems.sort(key=lambda p: (p.source, p.line or 0))
     if args.json:
         print(json.dumps([p.to_json() for p in problems], ensure_ascii=False, indent=2))

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import importlib
 import logging
+import os
 from collections import OrderedDict
 from typing import Any
 
@@ -28,9 +29,10 @@ from dominds.ids import new_dialog_id, now_iso
 from dominds.llm.base import Generator, LlmError
 from dominds.llm.catalog import ProviderConfig
 from dominds.llm.scripted import ScriptedGenerator
-from dominds.problems import Problem, make_problem
+from dominds.problems import make_problem
 from dominds.pubchan import PubChan
 from dominds.rtws import Rtws
+from dominds.store import provider_problems
 from dominds.store.course_records import CourseStartRecord, GenFinishRecord
 from dominds.store.dialog_store import DialogStore, create_dialog_dir
 from dominds.store.errors import DialogNotFoundError, StoreError
@@ -66,7 +68,7 @@ class Engine:
         self.q4h_index: dict[str, tuple[str, str]] = {}
         """questionId → (rootId, selfId) of every pending question in ``run/``."""
         self.active_streams: dict[str, asyncio.Future[Any]] = {}
-        self.runtime_problems: list[Problem] = []
+        self._provider_problems_cache: tuple[int, set[str]] | None = None
         self.health = ContextHealth(self)
         self.conductors = ConductorWaiters()
         """Workflow code waiting for teammate answers (see conductor.py)."""
@@ -325,13 +327,35 @@ class Engine:
             "apiKeyEnvVar": provider.api_key_env_var,
         }
 
-    def report_provider_problem(self, dialog: Dialog, message: str) -> None:
-        problem = make_problem("llm_provider_rejected_request", f"dialog {dialog.self_id}", None, message)
-        self.runtime_problems = [p for p in self.runtime_problems if p.message != message][-19:] + [problem]
+    def report_provider_problem(self, dialog: Dialog, provider: str, model: str | None, message: str) -> None:
+        """A provider rejected a request: persisted (for `dominds check`) and published (for panels)."""
+        with contextlib.suppress(StoreError):  # reporting must not fail the dialog a second time
+            provider_problems.record(
+                self.rtws, provider_problems.ProviderProblem(provider=provider, model=model, message=message, at=now_iso())
+            )
         self.pubchan.publish(None, {"type": "problems_snapshot", "problems": self.problems_payload()})
 
+    def provider_worked(self, provider: str) -> None:
+        """A generation with ``provider`` succeeded: its recorded rejection, if any, is resolved."""
+        if provider in self._rejected_providers():
+            with contextlib.suppress(StoreError):
+                provider_problems.clear(self.rtws, provider)
+            self.pubchan.publish(None, {"type": "problems_snapshot", "problems": self.problems_payload()})
+
+    def _rejected_providers(self) -> set[str]:
+        if self._provider_problems_cache is None or self._provider_problems_cache[0] != _mtime(provider_problems.path(self.rtws)):
+            self._provider_problems_cache = (
+                _mtime(provider_problems.path(self.rtws)),
+                {p.provider for p in provider_problems.load(self.rtws)},
+            )
+        return self._provider_problems_cache[1]
+
     def problems_payload(self) -> list[dict[str, Any]]:
-        problems = [*self.config.get().problems, *self.runtime_problems]
+        runtime = [
+            make_problem("llm_provider_rejected_request", f"provider {p.provider}", None, p.message)
+            for p in provider_problems.load(self.rtws)
+        ]
+        problems = [*self.config.get().problems, *runtime]
         return [
             {"kind": p.kind, "source": p.source, "line": p.line, "severity": p.severity, "message": p.message, "id": p.id}
             for p in problems
@@ -532,6 +556,13 @@ class Engine:
         from dominds.driver.usage import usage_totals
 
         return usage_totals(self, root_id)
+
+
+def _mtime(path: Any) -> int:
+    try:
+        return int(os.stat(path).st_mtime_ns)
+    except OSError:
+        return -1
 
 
 _GENERATOR_CLASSES = {

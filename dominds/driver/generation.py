@@ -106,6 +106,7 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
         finally:
             engine.active_streams.pop(dialog.self_id, None)
         receiver.check_closed()
+        engine.provider_worked(resolved.provider_key)
         finish.duration_ms = int((time.perf_counter() - provider_started) * 1000)
         finish.usage = outcome.usage = result.usage
         if dialog.meta.fbr and receiver.func_calls:
@@ -130,7 +131,7 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
         outcome.error = f"provider rejected the request: {exc}" + (f" — {exc.fix_hint}" if exc.fix_hint else "")
         outcome.rejected = True
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
-        engine.report_provider_problem(dialog, outcome.error)
+        engine.report_provider_problem(dialog, finish.provider or "?", finish.model, outcome.error)
         return outcome
     except (LlmError, LlmResolutionError) as exc:
         outcome.error = str(exc)

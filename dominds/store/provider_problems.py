@@ -1,0 +1,61 @@
+"""Provider rejections seen at run time (401 bad key, unknown model …), kept until that provider works again.
+
+The daemon records them here so `dominds check` shows them too, not only the panel. File:
+``<rtws>/.dominds/provider-problems.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from dominds.rtws import Rtws
+from dominds.store.fileio import load_model, save_model
+from dominds.store.records import STATE_FORMAT_VERSION, Record
+
+
+class ProviderProblem(Record):
+    """One provider's latest rejection."""
+
+    provider: str
+    """Catalog key of the provider."""
+    model: str | None = None
+    """Model key used when it was rejected."""
+    message: str
+    """The actionable message (never contains the key)."""
+    at: str
+    """ISO time."""
+
+
+class ProviderProblemsFile(Record):
+    v: int = STATE_FORMAT_VERSION
+    """Format version."""
+    problems: list[ProviderProblem] = Field(default_factory=list)
+    """At most one per provider."""
+
+
+def path(rtws: Rtws) -> Path:
+    return rtws.state_dir / "provider-problems.json"
+
+
+def load(rtws: Rtws) -> list[ProviderProblem]:
+    try:
+        stored = load_model(path(rtws), ProviderProblemsFile)
+    except Exception:  # a damaged cache of problems must never stop the daemon or `check`
+        return []
+    return list(stored.problems) if stored else []
+
+
+def record(rtws: Rtws, problem: ProviderProblem) -> None:
+    others = [p for p in load(rtws) if p.provider != problem.provider]
+    save_model(path(rtws), ProviderProblemsFile(problems=[*others, problem]))
+
+
+def clear(rtws: Rtws, provider: str) -> bool:
+    current = load(rtws)
+    remaining = [p for p in current if p.provider != provider]
+    if len(remaining) == len(current):
+        return False
+    save_model(path(rtws), ProviderProblemsFile(problems=remaining))
+    return True
