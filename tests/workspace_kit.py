@@ -37,6 +37,15 @@ providers:
 """
 
 
+def team_yaml(members: dict[str, str], *, fbr_effort: int = 2, default_responder: str = "lead") -> str:
+    """A team on the scripted provider: ``members`` maps id → what it is for."""
+    lines = [f"  {mid}: {{name: {mid.title()}, gofor: [{gofor}]}}" for mid, gofor in members.items()]
+    return (
+        "member_defaults:\n  provider: scripted\n  model: test\n  diligence_push_max: 0\n"
+        f"  fbr_effort: {fbr_effort}\ndefault_responder: {default_responder}\nmembers:\n" + "\n".join(lines) + "\n"
+    )
+
+
 def write_workspace(root: Path, responses: list[dict[str, Any]]) -> Rtws:
     rtws = Rtws(root)
     (root / ".minds" / "scripted").mkdir(parents=True, exist_ok=True)

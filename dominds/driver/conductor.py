@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver.tellask_exec import CallToRun, _dispatch
 from dominds.ids import new_dialog_id, now_iso
-from dominds.store.course_records import CourseStartRecord, HumanTextRecord
-from dominds.store.dialog_store import create_dialog_dir
+from dominds.store.course_records import HumanTextRecord
 from dominds.store.records import DialogMeta, LatestState
 from dominds.tellask import TellaskCall
 from dominds.tellask_headline import parse_headline
@@ -126,7 +125,6 @@ class ConductorRun:
 def start_run(engine: Engine, workflow: str, agent_id: str, taskdoc_path: str, title: str) -> ConductorRun:
     """Create the root dialog of a workflow run."""
     root_id = new_dialog_id()
-    files = engine.store.files("run", root_id)
     meta = DialogMeta(
         id=root_id,
         root_id=root_id,
@@ -136,14 +134,5 @@ def start_run(engine: Engine, workflow: str, agent_id: str, taskdoc_path: str, t
         conductor=workflow,
         title=title,
     )
-    latest = LatestState(last_modified=now_iso())
-    first = CourseStartRecord(ts=now_iso(), course=1)
-    create_dialog_dir(files, meta, latest, first)
-    root = RootDialog(files, meta, latest, engine.pubchan.publish)
-    root.adopt_first_course(first)
-    engine.roots[root_id] = root
-    engine.pubchan.publish(
-        None,
-        {"type": "dialogs_created", "scope": {"kind": "root", "rootId": root_id}, "status": "run", "createdRootIds": [root_id]},
-    )
+    root = engine.add_root(meta, LatestState(last_modified=now_iso()))
     return ConductorRun(engine, root)

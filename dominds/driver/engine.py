@@ -404,20 +404,24 @@ class Engine:
         if member is None:
             raise EngineBadRequest(f"unknown agent {agent!r}; members: {', '.join(team.members)}")
         root_id = new_dialog_id()
-        files = self.store.files("run", root_id)
         meta = DialogMeta(id=root_id, root_id=root_id, agent_id=agent, task_doc_path=taskdoc, created_at=now_iso())
         push_max = member.diligence_push_max
         latest = LatestState(
             last_modified=now_iso(), disable_diligence_push=push_max < 1, diligence_push_remaining_budget=max(push_max, 0)
         )
+        return self.add_root(meta, latest)
+
+    def add_root(self, meta: DialogMeta, latest: LatestState) -> RootDialog:
+        """Create a root's directory atomically, register it, and announce it."""
+        files = self.store.files("run", meta.id)
         first = CourseStartRecord(ts=now_iso(), course=1)
         create_dialog_dir(files, meta, latest, first)
         root = RootDialog(files, meta, latest, self.pubchan.publish)
         root.adopt_first_course(first)
-        self.roots[root_id] = root
+        self.roots[meta.id] = root
         self.pubchan.publish(
             None,
-            {"type": "dialogs_created", "scope": {"kind": "root", "rootId": root_id}, "status": "run", "createdRootIds": [root_id]},
+            {"type": "dialogs_created", "scope": {"kind": "root", "rootId": meta.id}, "status": "run", "createdRootIds": [meta.id]},
         )
         return root
 

@@ -14,29 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from workspace_kit import LLM_YAML, team_yaml
 
-TEAM_YAML = """\
-member_defaults:
-  provider: scripted
-  model: test
-  diligence_push_max: 0
-  fbr_effort: 1
-default_responder: lead
-members:
-  lead: {name: Lead, gofor: [plans and delegates]}
-  coder: {name: Coder, gofor: [writes code]}
-"""
+TEAM_YAML = team_yaml({"lead": "plans and delegates", "coder": "writes code"}, fbr_effort=1)
 
-LLM_YAML = """\
-providers:
-  scripted:
-    name: Scripted
-    apiType: scripted
-    baseUrl: .minds/scripted
-    apiKeyEnvVar: null
-    models:
-      test: {context_length: 200000, pricing: {input: 1.0, output: 2.0}}
-"""
 
 RESPONSES: list[dict[str, Any]] = [
     {"agent": "lead", "message": "hello", "response": "Hello there!"},

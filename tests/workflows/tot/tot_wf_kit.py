@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from workspace_kit import LLM_YAML, team_yaml
 
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
@@ -116,27 +117,8 @@ async def explore(backend: Any, settings: SearchSettings, problem: str = "P") ->
 
 # ---------------------------------------------------------------- a scripted workspace
 
-TEAM_YAML = """\
-member_defaults:
-  provider: scripted
-  model: test
-  diligence_push_max: 0
-  fbr_effort: 0
-default_responder: lead
-members:
-  lead: {name: Lead, gofor: [plans]}
-"""
+TEAM_YAML = team_yaml({"lead": "plans"}, fbr_effort=0)
 
-LLM_YAML = """\
-providers:
-  scripted:
-    name: Scripted
-    apiType: scripted
-    baseUrl: .minds/scripted
-    apiKeyEnvVar: null
-    models:
-      test: {context_length: 200000, pricing: {input: 1.0, output: 2.0}}
-"""
 
 
 def write_workspace(root: Path, responses: list[dict[str, Any]]) -> Rtws:
