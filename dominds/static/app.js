@@ -73,7 +73,8 @@ function route(msg) {
       if (!msg.replay) refreshLists();
       break;
     case "taskdoc_updated":
-      if (msg.dialog?.selfId === view.ref?.selfId) conn.send({ type: "get_taskdoc", dialog: view.ref });
+      // Only for the dialog on screen: with none open, undefined === undefined must not send a request.
+      if (view.ref && msg.dialog?.selfId === view.ref.selfId) conn.send({ type: "get_taskdoc", dialog: view.ref });
       break;
     default:
       break;
