@@ -153,8 +153,8 @@ def test_llm_yaml_syntax_error_keeps_builtins(tmp_rtws: Rtws) -> None:
 def test_member_provider_wins_and_model_defaults_to_first() -> None:
     catalog = builtin_catalog()
     resolved = resolve_member_llm(Choice(provider="anthropic"), catalog, {})
-    assert (resolved.provider_key, resolved.model_key) == ("anthropic", "claude-sonnet-4-5")
-    assert resolved.provider is catalog.providers["anthropic"] and resolved.model.key == "claude-sonnet-4-5"
+    assert (resolved.provider_key, resolved.model_key) == ("anthropic", "claude-sonnet-4-6")
+    assert resolved.provider is catalog.providers["anthropic"] and resolved.model.key == "claude-sonnet-4-6"
 
 
 def test_without_any_key_the_fallback_is_scripted() -> None:
