@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from typing import TYPE_CHECKING
 
 from dominds.cli.common import workspace
-from dominds.llm.catalog import LlmResolutionError, load_catalog, resolve_member_llm
-from dominds.problems import TEAM_CONFIG_ERROR, Problem, make_problem
-from dominds.store import provider_problems
-from dominds.team import TEAM_YAML, Team, load_team
-from dominds.tools.base import toolset_names
+
+if TYPE_CHECKING:
+    from dominds.problems import Problem
+    from dominds.team import Team
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,6 +29,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _check(args: argparse.Namespace) -> int:
+    # Imported here: every `dominds` command imports every command module to build its parser.
+    from dominds.llm.catalog import LlmResolutionError, load_catalog, resolve_member_llm
+    from dominds.problems import make_problem
+    from dominds.store import provider_problems
+    from dominds.team import load_team
+    from dominds.tools.base import toolset_names
+
     rtws = workspace()
     catalog, problems = load_catalog(rtws)
     # The toolset registry may be empty when no tool module has registered yet; load_team then
@@ -57,6 +64,9 @@ def _check(args: argparse.Namespace) -> int:
 def _resolution_problem(team: Team, member_id: str, message: str, known: list[Problem]) -> list[Problem]:
     """A problem for a member that resolves to no provider/model, unless its line already has one."""
     member = team.members[member_id]
+    from dominds.problems import TEAM_CONFIG_ERROR, make_problem
+    from dominds.team import TEAM_YAML
+
     line = member.key_lines.get("model", member.key_lines.get("provider", member.line))
     if line is not None and any(
         p.source == TEAM_YAML and p.line == line and p.severity == "error" for p in known
