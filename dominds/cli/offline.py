@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from dominds.cli.client import DaemonInfo, find_daemon, locked_message
 from dominds.cli.common import CliError
-from dominds.rtws import DIALOG_STATUSES, Rtws
+from dominds.rtws import Rtws
 from dominds.store import fastyaml
 
 if TYPE_CHECKING:
@@ -155,13 +155,13 @@ def locate_dialog(rtws: Rtws, dialog_id: str) -> tuple[str, str]:
 
     if not is_dialog_id(dialog_id):
         raise CliError(f"{dialog_id!r} is not a dialog id (ids look like 0mi7x2k3a-9f3c; see `dominds status`)")
-    for status in DIALOG_STATUSES:
-        if (rtws.status_dir(status) / dialog_id / "dialog.yaml").exists():
-            return status, dialog_id
-    for status in DIALOG_STATUSES:
-        for match in rtws.status_dir(status).glob(f"*/subdialogs/{dialog_id}/dialog.yaml"):
-            return status, match.parent.parent.parent.name
-    raise CliError(f"no dialog {dialog_id!r} in this workspace (see `dominds status --all`)")
+    from dominds.store.dialog_store import DialogStore
+    from dominds.store.errors import DialogNotFoundError
+
+    try:
+        return DialogStore(rtws).locate_dialog(dialog_id)
+    except DialogNotFoundError:
+        raise CliError(f"no dialog {dialog_id!r} in this workspace (see `dominds status --all`)") from None
 
 
 def _question_dialog(rtws: Rtws, question_id: str) -> tuple[str, str] | None:

@@ -187,14 +187,8 @@ class Engine:
         loaded = self.find_loaded(self_id)
         if loaded is not None:
             return loaded
-        for status in ("run", "done", "archive"):
-            if (self.rtws.status_dir(status) / self_id / "dialog.yaml").exists():
-                return self.get_dialog(self_id)
-        for status in ("run", "done", "archive"):
-            for root_id in self.store.root_ids(status):
-                if (self.rtws.status_dir(status) / root_id / "subdialogs" / self_id).is_dir():
-                    return self.get_dialog(root_id, self_id)
-        raise DialogNotFoundError(f"no dialog {self_id!r} in this workspace")
+        _, root_id = self.store.locate_dialog(self_id)
+        return self.get_dialog(root_id, self_id)
 
     def create_subdialog(self, root: RootDialog, meta: DialogMeta, latest: LatestState) -> SubDialog:
         files = self.store.files(root.status, root.root_id, meta.id)
@@ -313,9 +307,6 @@ class Engine:
             generator = _load_generator(api_type)
             self._generators[api_type] = generator
         return generator
-
-    def set_generator(self, api_type: str, generator: Generator) -> None:
-        self._generators[api_type] = generator
 
     @staticmethod
     def provider_config_dict(provider: ProviderConfig) -> dict[str, Any]:

@@ -17,10 +17,6 @@ from dominds.store.errors import WriteFailedError
 _FSYNC = os.environ.get("DOMINDS_FSYNC", "1") not in ("0", "false", "no")
 
 
-def fsync_enabled() -> bool:
-    return _FSYNC
-
-
 def set_fsync(enabled: bool) -> None:
     """Turn fsync on or off for this process (benchmarks measure both)."""
     global _FSYNC

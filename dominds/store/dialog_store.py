@@ -243,6 +243,17 @@ class DialogStore:
                 return status
         raise DialogNotFoundError(f"no dialog {root_id!r} in {self.rtws.dialogs_dir}")
 
+    def locate_dialog(self, self_id: str) -> tuple[str, str]:
+        """``(status, rootId)`` of a root or a subdialog in any status, from the directory layout alone."""
+        _check_id(self_id)
+        for status in DIALOG_STATUSES:
+            if (self.rtws.status_dir(status) / self_id / DIALOG_YAML).exists():
+                return status, self_id
+        for status in DIALOG_STATUSES:
+            for match in self.rtws.status_dir(status).glob(f"*/{SUBDIALOGS}/{self_id}/{DIALOG_YAML}"):
+                return status, match.parent.parent.parent.name
+        raise DialogNotFoundError(f"no dialog {self_id!r} in {self.rtws.dialogs_dir}")
+
     def root_ids(self, status: str) -> list[str]:
         """Root ids under one status, oldest first (ids sort by creation time). Reads no files."""
         directory = self.rtws.status_dir(status)

@@ -14,11 +14,9 @@ from dominds.store.atomic import append_line, write_atomic
 from dominds.store.course_records import COURSE_RECORD_ADAPTER, CourseRecord
 from dominds.store.errors import CorruptFileError, UnreadableFileError
 
-try:  # the C implementations are several times faster
-    from yaml import CSafeDumper as _Dumper
+try:  # the C implementation is several times faster
     from yaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover - depends on how pyyaml was built
-    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
     from yaml import SafeLoader as _Loader  # type: ignore[assignment]
 
 M = TypeVar("M", bound=BaseModel)
@@ -27,10 +25,6 @@ M = TypeVar("M", bound=BaseModel)
 def yaml_dump(data: Any, header: str = "") -> str:
     return fastyaml.dump(data, header)
 
-
-def pyyaml_dump(data: Any, header: str = "") -> str:
-    """PyYAML's own block output (slower; for files people edit, like team.yaml)."""
-    return header + yaml.dump(data, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=100)
 
 
 def yaml_load(text: str) -> Any:
