@@ -239,12 +239,11 @@ async def _tellask_back(engine: Engine, dialog: Dialog, item: CallToRun) -> None
 def queue_tellask_back(engine: Engine, sup: Dialog, asker: Dialog, headline: str, body: str, call_id: str) -> None:
     """Ask ``sup`` the ask-back question; also used by recovery when the daemon died after the commit point."""
     assignment_head = asker.meta.assignment_from_sup.tellask_head if asker.meta.assignment_from_sup else ""
-    msg_id = f"tb-{asker.self_id}-{call_id}"
+    inbound = InboundTellaskBack(from_dialog_id=asker.self_id, call_id=call_id, tellask_head=headline)
+    msg_id = inbound.msg_id
     if any(p.msg_id == msg_id for p in sup.latest.queued_prompts) or msg_id in sup.recorded_msg_ids():
         return
-    sup.latest.inbound_tellask_backs.append(
-        InboundTellaskBack(from_dialog_id=asker.self_id, call_id=call_id, tellask_head=headline)
-    )
+    sup.latest.inbound_tellask_backs.append(inbound)
     sup.latest.queued_prompts.append(
         QueuedPrompt(
             msg_id=msg_id,
