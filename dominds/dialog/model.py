@@ -148,11 +148,12 @@ class Dialog:
                 )
 
     def blocked_reason(self) -> str | None:
-        if self.q4h and self.pending:
+        waiting = bool(self.blocking_pending())
+        if self.q4h and waiting:
             return "needs_human_input_and_subdialogs"
         if self.q4h:
             return "needs_human_input"
-        if self.pending:
+        if waiting:
             return "waiting_for_subdialogs"
         return None
 
