@@ -79,22 +79,15 @@ def _settle(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
 
 
 async def _after_drive(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
-    if outcome.stopped or outcome.error or dialog.q4h or dialog.is_dead:
-        return
     assignment = dialog.meta.assignment_from_sup
-    if (
-        assignment is not None
-        and not dialog.pending
-        and not dialog.latest.queued_prompts
-        and not dialog.latest.inbound_tellask_backs
-    ):
-        answer = dialog.last_saying()
-        if dialog.latest.fbr_violation:
-            await supply_response(
-                engine, dialog, assignment, answer or "", "failed", failure_reason="the FBR subdialog tried to use tools"
-            )
-        else:
-            await supply_response(engine, dialog, assignment, answer or "(the teammate gave no answer)")
+    if assignment is None or outcome.stopped or dialog.q4h or dialog.is_dead:
+        return
+    if outcome.error:
+        # Never a stranded caller: it gets a failed reply it can act on (the subdialog can still be resumed).
+        await supply_response(engine, dialog, assignment, "", "failed", failure_reason=outcome.error)
+        return
+    if not dialog.pending and not dialog.latest.queued_prompts and not dialog.latest.inbound_tellask_backs:
+        await supply_response(engine, dialog, assignment, dialog.last_saying() or "(the teammate gave no answer)")
 
 
 CONTINUATION_ORIGINS = frozenset({"q4h_answer", "new_course", "system", "diligence"})

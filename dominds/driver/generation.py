@@ -80,7 +80,7 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
             raise LlmResolutionError(f"agent {dialog.agent_id!r} is not a member of the team (.minds/team.yaml)")
         resolved = resolve_member_llm(member, config.catalog)
         finish.provider, finish.model = resolved.provider_key, resolved.model_key
-        tools = {} if dialog.meta.fbr else tools_for(member, dialog, config)
+        tools = tools_for(member, dialog, config)
         request = GenerationRequest(
             provider_key=resolved.provider_key,
             provider_config=engine.provider_config_dict(resolved.provider),
@@ -112,10 +112,6 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
         engine.provider_worked(resolved.provider_key)
         finish.duration_ms = int((time.perf_counter() - provider_started) * 1000)
         finish.usage = outcome.usage = result.usage
-        if dialog.meta.fbr and receiver.func_calls:
-            outcome.error = "FBR subdialogs have no tools; the function calls were refused"
-            dialog.latest.fbr_violation = True
-            return outcome
         tellask_outcome = await execute_tellasks(engine, dialog, receiver.calls, genseq, from_human=False)
         if receiver.func_calls:
             await execute_func_calls(engine, dialog, receiver.func_calls, tools, genseq)

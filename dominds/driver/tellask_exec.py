@@ -86,8 +86,6 @@ def _refusal(engine: Engine, dialog: Dialog, call: TellaskCall) -> str | None:
         return f"malformed tellask ({call.error}): {ERROR_EXPLANATIONS.get(call.error, call.error)}."
     first = call.first_mention or ""
     team = engine.config.get().team
-    if dialog.meta.fbr and first != "tellasker":
-        return "a Fresh Boots Reasoning subdialog may only ask back with `!?@tellasker`; answer in plain text."
     if first == "human":
         return None
     if first == "tellasker":
@@ -100,6 +98,12 @@ def _refusal(engine: Engine, dialog: Dialog, call: TellaskCall) -> str | None:
         member = team.member(dialog.agent_id)
         if member is None or member.fbr_effort < 1:
             return "Fresh Boots Reasoning (`!?@self`) is disabled for you (fbr_effort is 0)."
+        depth = _self_depth(engine, dialog)
+        if depth >= MAX_SELF_DEPTH:
+            return (
+                f"you are already {depth} levels deep in `!?@self` subdialogs (the limit is {MAX_SELF_DEPTH}); "
+                "answer from here instead of asking yourself again."
+            )
         return None
     if team.member(first) is None:
         return (
@@ -154,12 +158,13 @@ async def _run_call(engine: Engine, dialog: Dialog, item: CallToRun, genseq: int
         await _tellask_back(engine, dialog, item)
         return
     if call.is_fbr:
-        effort = engine.config.get().team.member(dialog.agent_id).fbr_effort  # type: ignore[union-attr]
+        # Seed: `!?@self` is one fresh (TYPE C) or session (TYPE B, key `agent!session`) subdialog of the same
+        # agent, fully capable. fbr_effort > 1 is an opt-in fan-out for sessionless calls only.
         if call.tellask_session:
-            sessions = [call.tellask_session] if effort == 1 else [f"{call.tellask_session}.fbr-{i}" for i in range(1, effort + 1)]
-            jobs = [_dispatch(engine, dialog, item, dialog.agent_id, "B", s, genseq, fbr=True) for s in sessions]
-        else:
-            jobs = [_dispatch(engine, dialog, item, dialog.agent_id, "C", None, genseq, fbr=True) for _ in range(effort)]
+            await _dispatch(engine, dialog, item, dialog.agent_id, "B", call.tellask_session, genseq, fbr=True)
+            return
+        effort = engine.config.get().team.member(dialog.agent_id).fbr_effort  # type: ignore[union-attr]
+        jobs = [_dispatch(engine, dialog, item, dialog.agent_id, "C", None, genseq, fbr=True) for _ in range(effort)]
         await asyncio.gather(*jobs)
         return
     team = engine.config.get().team
@@ -179,6 +184,21 @@ async def _run_call(engine: Engine, dialog: Dialog, item: CallToRun, genseq: int
             for target in targets
         )
     )
+
+
+MAX_SELF_DEPTH = 3
+"""How many `!?@self` subdialogs may nest; a deeper call gets a note instead of a subdialog."""
+
+
+def _self_depth(engine: Engine, dialog: Dialog) -> int:
+    """How many `!?@self` subdialogs ``dialog`` is nested in (itself included)."""
+    depth = 0
+    current: Dialog | None = dialog
+    while current is not None and current.meta.fbr:
+        depth += 1
+        assignment = current.meta.assignment_from_sup
+        current = engine.try_get_dialog(current.root_id, assignment.caller_dialog_id) if assignment else None
+    return depth
 
 
 def _caller_agent(engine: Engine, dialog: Dialog) -> str | None:

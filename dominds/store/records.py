@@ -174,8 +174,6 @@ class LatestState(Record):
     """Roots: whether Diligence Push is off."""
     diligence_push_remaining_budget: int = 0
     """Roots: pushes left before a forced Q4H."""
-    fbr_violation: bool = False
-    """FBR subdialog: the model tried to use tools; the subdialog ended with a violation note."""
 
 
 # ---------------------------------------------------------------- reminders.json

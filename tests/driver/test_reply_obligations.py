@@ -101,3 +101,67 @@ async def test_user_message_while_answering_an_ask_back_queues_behind_it(make_en
     said = sayings(root)
     assert "Coder is on it." in said and said.index("Use Python.") < said.index("Coder is on it."), said
     assert not root.latest.queued_prompts and not root.pending and not root.latest.inbound_tellask_backs
+
+
+async def test_self_subdialog_that_calls_a_tool_still_answers(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a `!?@self` subdialog whose model called a tool failed as an "FBR violation" and its caller
+    stayed blocked forever. The seed: `!?@self` is a fully capable subdialog of the same agent."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "think", "response": "!?@self Is the plan sound?\n"},
+            {
+                "agent": "lead",
+                "contains": "Is the plan sound?",
+                "stream": [{"func_call": {"name": "add_reminder", "arguments": {"content": "check the plan"}}}],
+            },
+            {"agent": "lead", "role": "tool", "contains": "", "response": "Yes, sound."},
+            {"agent": "lead", "contains": "Yes, sound.", "response": "Confirmed."},
+        ],
+        fbr_effort=1,
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "think")
+    await engine.wait_idle()
+    [created] = [r for r in records(root) if isinstance(r, SubdialogCreatedRecord)]
+    assert created.call_type == "C" and created.target_agent_id == "lead"
+    sub = engine.get_dialog(root.root_id, created.subdialog_id)
+    assert any(r.type == "func_result_record" for r in records(sub)), "the tool ran in the @self subdialog"
+    assert [r.response for r in _responses(root)] == ["Yes, sound."]
+    assert sayings(root)[-1] == "Confirmed." and not root.pending
+
+
+async def test_self_with_a_session_is_one_subdialog_under_agent_bang_session(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug: `!?@self !tellaskSession fs` made fbr_effort subdialogs registered as `lead!fs.fbr-1..3`.
+    The seed: one TYPE B subdialog of the same agent under the key `lead!fs` (fbr_effort is not used)."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "think", "response": "!?@self !tellaskSession fs weigh the options\n"},
+            {"agent": "lead", "contains": "weigh the options", "response": "Option B."},
+            {"agent": "lead", "contains": "Option B.", "response": "Going with B."},
+        ],
+        fbr_effort=3,
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "think")
+    await engine.wait_idle()
+    assert list(root.files.read_registry()) == ["lead!fs"]
+    assert len(engine.store.subdialog_ids("run", root.root_id)) == 1
+    assert sayings(root)[-1] == "Going with B."
+
+
+async def test_self_nesting_is_capped_with_a_note(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """`!?@self` inside `!?@self` nests at most three levels; the fourth call gets a note, not a subdialog."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "contains": "limit is 3", "response": "Stopping here: 42."},
+            {"agent": "lead", "contains": "deeper", "response": "!?@self go deeper\n"},
+            {"agent": "lead", "message": "think", "response": "!?@self go deeper\n"},
+            {"agent": "lead", "contains": "42", "response": "The answer is 42."},
+        ],
+        fbr_effort=1,
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "think")
+    await engine.wait_idle()
+    assert len(engine.store.subdialog_ids("run", root.root_id)) == 3
+    assert sayings(root)[-1] == "The answer is 42." and not root.pending
