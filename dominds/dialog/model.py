@@ -65,6 +65,8 @@ class Dialog:
         self._pending_commit: asyncio.Future[None] | None = None
         self.pending_new_course = False
         """Set by clear_mind: start a new course when the current generation ends."""
+        self.notices: list[str] = []
+        """Problems found and repaired on load (for example a rebuilt registry), shown with the dialog."""
         self.streaming_text: dict[str, str] = {}
         """The segment being streamed (kind → text so far), for late subscribers."""
 

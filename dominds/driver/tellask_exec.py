@@ -299,7 +299,7 @@ async def _dispatch(
             existing = engine.try_load_sub(root, entry.subdialog_id) if entry else None
             if existing is not None and not existing.is_dead:
                 await _reassign(engine, caller, existing, item, genseq, collective)
-                root.type_b[key] = entry.model_copy(update={"last_accessed": now_iso()})  # type: ignore[union-attr]
+                root.type_b[key] = root.type_b[key].model_copy(update={"last_accessed": now_iso()})
                 root.save_registry()
                 return
             sub = await _create(engine, caller, item, target, "B", session, genseq, fbr, collective)
@@ -405,8 +405,8 @@ async def _reassign(
     )
     previous = sub.meta.assignment_from_sup
     async with caller.suspension_lock:
-        # One pending entry per (caller, subdialog): a repeat call replaces the earlier one.
-        caller.pending = [p for p in caller.pending if p.subdialog_id != sub.self_id]
+        # A repeat call by the same caller keeps the earlier entry: the session's answer goes to every call
+        # site of this caller that is still waiting for it (supply_response), so none is left without one.
         caller.pending.append(entry)
         caller.save_pending()  # commit point
     sub.meta = sub.meta.model_copy(update={"assignment_from_sup": _assignment(caller, entry)})

@@ -92,6 +92,10 @@ RunStateKind = Literal[
 ]
 
 
+DialogLifecycle = Literal["running", "completed", "archived"]
+"""Where a dialog tree is in its life: ``.dialogs/run``, ``done`` or ``archive``."""
+
+
 class RunState(Record):
     """The run state shown to users; ``blocked`` is derived from q4h/subdlg files, never trusted alone."""
 
@@ -156,6 +160,8 @@ class LatestState(Record):
 
     v: int = STATE_FORMAT_VERSION
     """Format version."""
+    status: DialogLifecycle = "running"
+    """Seed: ``running``, ``completed`` or ``archived`` — the status directory the tree lives in (written from it)."""
     current_course: int = 1
     """Number of the course file being appended to (``course-NNN.jsonl``)."""
     last_modified: str
