@@ -58,7 +58,7 @@ class Member:
     tools: tuple[str, ...] = ()
     """Single tools added after the toolsets."""
     model_params: Mapping[str, Any] = field(default_factory=dict)
-    fbr_effort: int = 3
+    fbr_effort: int = 1
     """How many tool-less ``@self`` subdialogs a fresh-boots reasoning fans out to; 0 disables."""
     fbr_model_params: Mapping[str, Any] = field(default_factory=dict)
     diligence_push_max: int = 3
@@ -299,7 +299,7 @@ def bootstrap_team() -> Team:
         _impose_shadow_constraints(member_id, values)
         members[member_id] = _member(member_id, _Spec(values), None)
     for member_id, base in _WORKFLOW_BASE.items():
-        members[member_id] = _member(member_id, _merge(_Spec({"fbr_effort": 3}), base), None)
+        members[member_id] = _member(member_id, _merge(_Spec({"fbr_effort": 1}), base), None)
     return Team(members=members, default_responder="fuxi")
 
 
@@ -349,7 +349,7 @@ class _TeamBuilder:
             self.read_root_entry(entry.key, entry.line, entry.node)
         self.loader.check_llm_choice(self.defaults.values, self.defaults, "member_defaults")
         members: dict[str, Member] = {}
-        baseline = _Spec({"fbr_effort": 3, "diligence_push_max": 3})
+        baseline = _Spec({"fbr_effort": 1, "diligence_push_max": 3})
         for member_id, (spec, line) in self.member_specs.items():
             base = _SHADOW_BASE.get(member_id) or _WORKFLOW_BASE.get(member_id) or _Spec()
             merged = _merge(baseline, self.defaults, base, spec)

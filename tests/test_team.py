@@ -135,7 +135,7 @@ def test_wrong_types_are_reported_on_their_lines_and_ignored(tmp_rtws: Rtws) -> 
     assert lead is not None
     assert (lead.name, lead.fbr_effort, lead.toolsets, lead.hidden, lead.streaming) == (
         "Lead",
-        3,
+        1,
         (),
         False,
         True,

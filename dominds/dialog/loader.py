@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+
 from dominds.dialog.model import Dialog, Publish, RootDialog, SubDialog
 from dominds.ids import now_iso
 from dominds.store.dialog_store import DialogFiles
 from dominds.store.errors import StoreError
-from dominds.store.records import DialogMeta, LatestState, RunState
+from dominds.store.records import DialogMeta, LatestState, RegistryEntry, RunState
+
+log = logging.getLogger("dominds.dialog")
 
 
 def load_root(files: DialogFiles, publish: Publish, status: str) -> RootDialog:
@@ -15,11 +19,54 @@ def load_root(files: DialogFiles, publish: Publish, status: str) -> RootDialog:
     root = RootDialog(files, meta, latest, publish)
     root.status = status
     _load_state(root)
-    try:
-        root.type_b = files.read_registry()
-    except StoreError as exc:
-        root.load_error = str(exc)
+    _load_registry(root)
     return root
+
+
+def _load_registry(root: RootDialog) -> None:
+    """Read ``registry.yaml``; when it is missing or unreadable, rebuild it from the subdialogs' ``dialog.yaml``.
+
+    The seed makes the registry derivable: each TYPE B subdialog records its agent and session. A rebuild is
+    reported as a notice on the root, never a refusal; it is saved for running trees.
+    """
+    files = root.files
+    try:
+        if files.registry_yaml.exists():
+            root.type_b = files.read_registry()
+            return
+        notice = f"{files.registry_yaml.name} was missing; it was rebuilt from the subdialogs"
+    except StoreError as exc:
+        notice = f"{files.registry_yaml.name} was unreadable ({exc}); it was rebuilt from the subdialogs"
+    root.type_b = rebuild_registry(files)
+    if root.type_b or files.registry_yaml.exists():
+        log.warning("dialog %s: %s", root.root_id, notice)
+        root.notices.append(notice)
+        if root.status == "run":
+            root.save_registry()
+
+
+def rebuild_registry(files: DialogFiles) -> dict[str, RegistryEntry]:
+    """``agentId!session`` → the newest live TYPE B subdialog with that session, from their ``dialog.yaml``."""
+    registry: dict[str, RegistryEntry] = {}
+    for sub_files in files.subdialog_files():
+        try:
+            meta = sub_files.read_meta()
+            latest = sub_files.read_latest()
+        except StoreError:
+            continue
+        if not meta.tellask_session or (latest is not None and latest.run_state.kind == "dead"):
+            continue
+        key = f"{meta.agent_id}!{meta.tellask_session}"
+        known = registry.get(key)
+        if known is None or known.created_at < meta.created_at:
+            registry[key] = RegistryEntry(
+                subdialog_id=meta.id,
+                agent_id=meta.agent_id,
+                tellask_session=meta.tellask_session,
+                created_at=meta.created_at,
+                last_accessed=latest.last_modified if latest is not None else None,
+            )
+    return registry
 
 
 def load_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialog:

@@ -21,6 +21,7 @@ from dominds.store.dialog_store import DialogFiles
 from dominds.store.records import (
     DialogMeta,
     HumanQuestion,
+    InboundTellaskBack,
     LatestState,
     PendingSubdialog,
     Q4hFile,
@@ -64,6 +65,8 @@ class Dialog:
         self._pending_commit: asyncio.Future[None] | None = None
         self.pending_new_course = False
         """Set by clear_mind: start a new course when the current generation ends."""
+        self.notices: list[str] = []
+        """Problems found and repaired on load (for example a rebuilt registry), shown with the dialog."""
         self.streaming_text: dict[str, str] = {}
         """The segment being streamed (kind → text so far), for late subscribers."""
 
@@ -104,19 +107,55 @@ class Dialog:
         return self.drive_task is not None and not self.drive_task.done()
 
     def can_drive(self) -> bool:
-        """DESIGN §4.3: no pending Q4H and no pending subdialogs (an inbound ask-back may bypass the latter)."""
+        """DESIGN §4.3: no pending Q4H and no pending subdialogs, except that an ask-back obligation is
+        blocked only by its own work (the asker and earlier calls are still waiting, by definition)."""
         if self.load_error or self.is_dead or self.latest.run_state.kind == "terminal":
             return False
         if self.q4h:
             return False
-        return not self.pending or bool(self.latest.inbound_tellask_backs)
+        return not self.blocking_pending()
+
+    # -- reply obligations (ask-backs) ---------------------------------------------------------
+
+    def serving_obligation(self) -> InboundTellaskBack | None:
+        """The ask-back being answered now: serving started, or its prompt already consumed."""
+        queued = {p.msg_id for p in self.latest.queued_prompts}
+        for inbound in self.latest.inbound_tellask_backs:
+            if inbound.serving_since is not None or inbound.msg_id not in queued:
+                return inbound
+        return None
+
+    def obligation_work(self, inbound: InboundTellaskBack) -> list[PendingSubdialog]:
+        """Calls made while serving ``inbound`` that have not returned yet."""
+        if inbound.serving_since is None:  # older files: all but the asker's own wait is its work
+            return [p for p in self.pending if p.subdialog_id != inbound.from_dialog_id]
+        before = set(inbound.pending_before)
+        return [p for p in self.pending if p.call_id not in before]
+
+    def blocking_pending(self) -> list[PendingSubdialog]:
+        """The pending calls that keep this dialog from driving."""
+        serving = self.serving_obligation()
+        if serving is not None:
+            return self.obligation_work(serving)
+        if self.latest.inbound_tellask_backs:
+            return []  # a queued ask-back can start: answering it is what unblocks the asker
+        return list(self.pending)
+
+    def start_serving(self, prompt_msg_id: str) -> None:
+        """Mark the ask-back carried by ``prompt_msg_id`` as being served (persisted by the caller's save)."""
+        for index, inbound in enumerate(self.latest.inbound_tellask_backs):
+            if inbound.msg_id == prompt_msg_id and inbound.serving_since is None:
+                self.latest.inbound_tellask_backs[index] = inbound.model_copy(
+                    update={"serving_since": now_iso(), "pending_before": [p.call_id for p in self.pending]}
+                )
 
     def blocked_reason(self) -> str | None:
-        if self.q4h and self.pending:
+        waiting = bool(self.blocking_pending())
+        if self.q4h and waiting:
             return "needs_human_input_and_subdialogs"
         if self.q4h:
             return "needs_human_input"
-        if self.pending:
+        if waiting:
             return "waiting_for_subdialogs"
         return None
 
@@ -221,17 +260,16 @@ class Dialog:
         return {(r.callee_dialog_id, r.call_id) for r in self.records if isinstance(r, TeammateResponseRecord)}
 
     def last_saying(self) -> str | None:
-        """Text of the last saying of the current course (a subdialog's answer)."""
-        for record in reversed(self.records):
-            if isinstance(record, AgentWordsRecord) and record.content.strip():
-                return record.content
-            if isinstance(record, HumanTextRecord):
-                break
-        for record in reversed(self.records):
-            if isinstance(record, AgentThoughtRecord) and record.content.strip():
-                return record.content
-            if isinstance(record, HumanTextRecord):
-                break
+        """The answer: the last saying since the last prompt or teammate response of the current course.
+
+        A saying followed by a teammate response was an intermediate step (it made the call that was
+        answered), never the answer."""
+        for kind in (AgentWordsRecord, AgentThoughtRecord):
+            for record in reversed(self.records):
+                if isinstance(record, kind) and record.content.strip():
+                    return record.content
+                if isinstance(record, HumanTextRecord | TeammateResponseRecord):
+                    break
         return None
 
     def next_genseq(self) -> int:

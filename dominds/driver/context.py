@@ -52,8 +52,11 @@ def system_prompt(cache: ConfigCache, config: Config, dialog: Dialog, member: Me
     parts.append("## Team directory\n" + "\n".join(directory))
     parts.append(TELLASK_GRAMMAR)
     if dialog.meta.fbr:
-        parts.append("## This is a Fresh Boots Reasoning subdialog\nYou have no tools. Think, then answer.")
-    elif tool_names:
+        parts.append(
+            "## This is a Fresh Boots Reasoning subdialog\nYou asked yourself this with a fresh mind: think it "
+            "through on its own, use your tools and teammates if it helps, then answer with your conclusion."
+        )
+    if tool_names:
         parts.append("## Tools\nFunction tools available: " + ", ".join(tool_names) + ".")
     if not dialog.is_root:
         parts.append(

@@ -36,14 +36,17 @@ async def drive_dialog(engine: Engine, dialog: Dialog) -> None:
     outcome = GenOutcome()
     generations = 0
     while True:
-        prompt = dialog.latest.queued_prompts[0] if dialog.latest.queued_prompts else None
-        outcome = await run_generation(engine, dialog, prompt)
+        outcome = await run_generation(engine, dialog, next_prompt(dialog))
         generations += 1
         if dialog.pending_new_course:
             start_new_course(engine, dialog, reason="clear_mind")
-        if outcome.stopped or outcome.error or outcome.suspended:
+        if outcome.stopped or outcome.error:
             break
-        if dialog.latest.queued_prompts or outcome.had_output:
+        if not outcome.had_output:
+            await answer_settled_obligation(engine, dialog)
+        if not dialog.can_drive():
+            break
+        if next_prompt(dialog) is not None or outcome.had_output:
             if generations >= MAX_GENERATIONS_PER_DRIVE:
                 outcome.error = f"stopped after {generations} generations in one drive (runaway guard)"
                 break
@@ -76,19 +79,42 @@ def _settle(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
 
 
 async def _after_drive(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
-    if outcome.stopped or outcome.error or dialog.q4h or dialog.is_dead:
-        return
-    for inbound in list(dialog.latest.inbound_tellask_backs):
-        await answer_tellask_back(engine, dialog, inbound, dialog.last_saying() or "(no answer was given)")
     assignment = dialog.meta.assignment_from_sup
-    if assignment is not None and not dialog.pending and not dialog.latest.queued_prompts:
-        answer = dialog.last_saying()
-        if dialog.latest.fbr_violation:
-            await supply_response(
-                engine, dialog, assignment, answer or "", "failed", failure_reason="the FBR subdialog tried to use tools"
-            )
-        else:
-            await supply_response(engine, dialog, assignment, answer or "(the teammate gave no answer)")
+    if assignment is None or outcome.stopped or dialog.q4h or dialog.is_dead:
+        return
+    if outcome.error:
+        # Never a stranded caller: it gets a failed reply it can act on (the subdialog can still be resumed).
+        await supply_response(engine, dialog, assignment, "", "failed", failure_reason=outcome.error)
+        return
+    if not dialog.pending and not dialog.latest.queued_prompts and not dialog.latest.inbound_tellask_backs:
+        await supply_response(engine, dialog, assignment, dialog.last_saying() or "(the teammate gave no answer)")
+
+
+CONTINUATION_ORIGINS = frozenset({"q4h_answer", "new_course", "system", "diligence"})
+"""Prompts that continue the work in hand. Others (user, tellask_back, assignment) open a new
+obligation and wait while an ask-back is being answered."""
+
+
+def next_prompt(dialog: Dialog) -> QueuedPrompt | None:
+    """The prompt the next generation consumes, serving obligations one at a time, in order."""
+    queue = dialog.latest.queued_prompts
+    if dialog.serving_obligation() is not None:
+        return next((p for p in queue if p.origin in CONTINUATION_ORIGINS), None)
+    if dialog.pending and dialog.latest.inbound_tellask_backs:
+        # Blocked on subdialogs: only an ask-back may go ahead (answering it is what unblocks them).
+        return next((p for p in queue if p.origin == "tellask_back"), None)
+    return queue[0] if queue else None
+
+
+async def answer_settled_obligation(engine: Engine, dialog: Dialog) -> bool:
+    """Reply to the ask-back being served once its own work has settled; True when it was answered."""
+    serving = dialog.serving_obligation()
+    if serving is None or dialog.q4h or dialog.obligation_work(serving):
+        return False
+    if any(p.origin in CONTINUATION_ORIGINS for p in dialog.latest.queued_prompts):
+        return False  # e.g. an answer to a question asked while serving: read it first
+    await answer_tellask_back(engine, dialog, serving, dialog.last_saying() or "(no answer was given)")
+    return True
 
 
 def start_new_course(engine: Engine, dialog: Dialog, *, reason: str) -> None:

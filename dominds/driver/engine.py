@@ -258,7 +258,11 @@ class Engine:
     async def _drive(self, dialog: Dialog) -> None:
         try:
             async with dialog.drive_mutex:
-                await drive_dialog(self, dialog)
+                _mark_registry_locked(dialog, True)
+                try:
+                    await drive_dialog(self, dialog)
+                finally:
+                    _mark_registry_locked(dialog, False)
         except StoreError as exc:  # the disk refused: the dialog stops with the reason, nothing else is lost
             log.error("dialog %s stopped: %s", dialog.self_id, exc)
             dialog.load_error = str(exc)
@@ -556,6 +560,19 @@ class Engine:
         from dominds.driver.usage import usage_totals
 
         return usage_totals(self, root_id)
+
+
+def _mark_registry_locked(dialog: Dialog, locked: bool) -> None:
+    """Seed: a registered (TYPE B) subdialog's registry entry says ``locked: true`` while it is driven."""
+    session = dialog.meta.tellask_session
+    if dialog.is_root or not session:
+        return
+    key = f"{dialog.agent_id}!{session}"
+    entry = dialog.root.type_b.get(key)
+    if entry is None or entry.subdialog_id != dialog.self_id or entry.locked == locked:
+        return
+    dialog.root.type_b[key] = entry.model_copy(update={"locked": locked})
+    dialog.root.save_registry()
 
 
 def _mtime(path: Any) -> int:

@@ -54,7 +54,10 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
     gen = {"course": dialog.latest.current_course, "genseq": genseq}
     if prompt is not None:
         _record_prompt(dialog, prompt, genseq)
-    # One write: generating, the consumed prompt, the consumed revival and the run state together.
+        if prompt.origin == "tellask_back":
+            dialog.start_serving(prompt.msg_id)
+    # One write: generating, the consumed prompt, the obligation it opens, the consumed revival and the
+    # run state together.
     dialog.latest.generating = True
     dialog.latest.needs_drive = False  # this generation sees everything recorded so far
     dialog.save_latest()
@@ -79,7 +82,7 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
         finish.provider, finish.model = resolved.provider_key, resolved.model_key
         if config.mcp is not None and not dialog.meta.fbr:
             await config.mcp.prepare(member.toolsets)  # lists the tools of MCP servers on first use
-        tools = {} if dialog.meta.fbr else tools_for(member, dialog, config)
+        tools = tools_for(member, dialog, config)
         request = GenerationRequest(
             provider_key=resolved.provider_key,
             provider_config=engine.provider_config_dict(resolved.provider),
@@ -111,17 +114,13 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
         engine.provider_worked(resolved.provider_key)
         finish.duration_ms = int((time.perf_counter() - provider_started) * 1000)
         finish.usage = outcome.usage = result.usage
-        if dialog.meta.fbr and receiver.func_calls:
-            outcome.error = "FBR subdialogs have no tools; the function calls were refused"
-            dialog.latest.fbr_violation = True
-            return outcome
         tellask_outcome = await execute_tellasks(engine, dialog, receiver.calls, genseq, from_human=False)
         if receiver.func_calls:
             await execute_func_calls(engine, dialog, receiver.func_calls, tools, genseq)
         outcome.had_output = bool(receiver.func_calls) or tellask_outcome.had_notes or (
-            tellask_outcome.dispatched and not (dialog.q4h or dialog.pending)
+            tellask_outcome.dispatched and dialog.can_drive()
         )
-        outcome.suspended = bool(dialog.q4h or dialog.pending) and not dialog.latest.inbound_tellask_backs
+        outcome.suspended = not dialog.can_drive()
         if dialog.stop_reason:
             outcome.stopped = True
         return outcome
@@ -198,4 +197,4 @@ async def _run_human_tellasks(engine: Engine, dialog: Dialog, prompt: QueuedProm
     if not calls:
         return False
     await execute_tellasks(engine, dialog, calls, genseq, from_human=True)
-    return bool(dialog.q4h or dialog.pending)
+    return not dialog.can_drive()

@@ -247,7 +247,7 @@ def _complete_dispatches(engine: Engine, root: RootDialog, caller: Dialog) -> No
             record_response(caller, sub, entry.call_id, entry.call_type, entry.tellask_head, "completed", response, result)
             caller.pending.remove(entry)
     caller.save_pending()
-    if not caller.pending and not caller.q4h and caller.latest.run_state.kind == "blocked":
+    if caller.latest.run_state.kind == "blocked" and caller.can_drive():
         caller.latest.needs_drive = True  # every answer arrived while the daemon was down
 
 

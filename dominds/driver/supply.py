@@ -49,12 +49,16 @@ async def supply_response(
                 completed_at=now_iso(),
             )
         )
-        if status == "failed":
-            result = texts.failed_response_text(caller.agent_id, sub.agent_id, failure_reason, entry.tellask_head)
-        else:
-            result = texts.response_text(caller.agent_id, sub.agent_id, response, entry.tellask_head, fbr=sub.meta.fbr)
-        record_response(caller, sub, entry.call_id, entry.call_type, entry.tellask_head, status, response, result)
-        caller.pending.remove(entry)
+        # Earlier calls of this caller to the same session (say, the same TYPE B call twice in one message)
+        # were folded into this one: each call site gets the answer.
+        answered = [entry, *(p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry)]
+        for call in answered:
+            if status == "failed":
+                result = texts.failed_response_text(caller.agent_id, sub.agent_id, failure_reason, call.tellask_head)
+            else:
+                result = texts.response_text(caller.agent_id, sub.agent_id, response, call.tellask_head, fbr=sub.meta.fbr)
+            record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, status, response, result)
+            caller.pending.remove(call)
         caller.save_pending()
     engine.after_unblock(caller)
     engine.conductors.resolve(sub, entry.call_id, response, status, failure_reason)

@@ -86,8 +86,6 @@ def _refusal(engine: Engine, dialog: Dialog, call: TellaskCall) -> str | None:
         return f"malformed tellask ({call.error}): {ERROR_EXPLANATIONS.get(call.error, call.error)}."
     first = call.first_mention or ""
     team = engine.config.get().team
-    if dialog.meta.fbr and first != "tellasker":
-        return "a Fresh Boots Reasoning subdialog may only ask back with `!?@tellasker`; answer in plain text."
     if first == "human":
         return None
     if first == "tellasker":
@@ -100,6 +98,12 @@ def _refusal(engine: Engine, dialog: Dialog, call: TellaskCall) -> str | None:
         member = team.member(dialog.agent_id)
         if member is None or member.fbr_effort < 1:
             return "Fresh Boots Reasoning (`!?@self`) is disabled for you (fbr_effort is 0)."
+        depth = _self_depth(engine, dialog)
+        if depth >= MAX_SELF_DEPTH:
+            return (
+                f"you are already {depth} levels deep in `!?@self` subdialogs (the limit is {MAX_SELF_DEPTH}); "
+                "answer from here instead of asking yourself again."
+            )
         return None
     if team.member(first) is None:
         return (
@@ -154,12 +158,13 @@ async def _run_call(engine: Engine, dialog: Dialog, item: CallToRun, genseq: int
         await _tellask_back(engine, dialog, item)
         return
     if call.is_fbr:
-        effort = engine.config.get().team.member(dialog.agent_id).fbr_effort  # type: ignore[union-attr]
+        # Seed: `!?@self` is one fresh (TYPE C) or session (TYPE B, key `agent!session`) subdialog of the same
+        # agent, fully capable. fbr_effort > 1 is an opt-in fan-out for sessionless calls only.
         if call.tellask_session:
-            sessions = [call.tellask_session] if effort == 1 else [f"{call.tellask_session}.fbr-{i}" for i in range(1, effort + 1)]
-            jobs = [_dispatch(engine, dialog, item, dialog.agent_id, "B", s, genseq, fbr=True) for s in sessions]
-        else:
-            jobs = [_dispatch(engine, dialog, item, dialog.agent_id, "C", None, genseq, fbr=True) for _ in range(effort)]
+            await _dispatch(engine, dialog, item, dialog.agent_id, "B", call.tellask_session, genseq, fbr=True)
+            return
+        effort = engine.config.get().team.member(dialog.agent_id).fbr_effort  # type: ignore[union-attr]
+        jobs = [_dispatch(engine, dialog, item, dialog.agent_id, "C", None, genseq, fbr=True) for _ in range(effort)]
         await asyncio.gather(*jobs)
         return
     team = engine.config.get().team
@@ -179,6 +184,21 @@ async def _run_call(engine: Engine, dialog: Dialog, item: CallToRun, genseq: int
             for target in targets
         )
     )
+
+
+MAX_SELF_DEPTH = 3
+"""How many `!?@self` subdialogs may nest; a deeper call gets a note instead of a subdialog."""
+
+
+def _self_depth(engine: Engine, dialog: Dialog) -> int:
+    """How many `!?@self` subdialogs ``dialog`` is nested in (itself included)."""
+    depth = 0
+    current: Dialog | None = dialog
+    while current is not None and current.meta.fbr:
+        depth += 1
+        assignment = current.meta.assignment_from_sup
+        current = engine.try_get_dialog(current.root_id, assignment.caller_dialog_id) if assignment else None
+    return depth
 
 
 def _caller_agent(engine: Engine, dialog: Dialog) -> str | None:
@@ -239,12 +259,11 @@ async def _tellask_back(engine: Engine, dialog: Dialog, item: CallToRun) -> None
 def queue_tellask_back(engine: Engine, sup: Dialog, asker: Dialog, headline: str, body: str, call_id: str) -> None:
     """Ask ``sup`` the ask-back question; also used by recovery when the daemon died after the commit point."""
     assignment_head = asker.meta.assignment_from_sup.tellask_head if asker.meta.assignment_from_sup else ""
-    msg_id = f"tb-{asker.self_id}-{call_id}"
+    inbound = InboundTellaskBack(from_dialog_id=asker.self_id, call_id=call_id, tellask_head=headline)
+    msg_id = inbound.msg_id
     if any(p.msg_id == msg_id for p in sup.latest.queued_prompts) or msg_id in sup.recorded_msg_ids():
         return
-    sup.latest.inbound_tellask_backs.append(
-        InboundTellaskBack(from_dialog_id=asker.self_id, call_id=call_id, tellask_head=headline)
-    )
+    sup.latest.inbound_tellask_backs.append(inbound)
     sup.latest.queued_prompts.append(
         QueuedPrompt(
             msg_id=msg_id,
@@ -280,7 +299,7 @@ async def _dispatch(
             existing = engine.try_load_sub(root, entry.subdialog_id) if entry else None
             if existing is not None and not existing.is_dead:
                 await _reassign(engine, caller, existing, item, genseq, collective)
-                root.type_b[key] = entry.model_copy(update={"last_accessed": now_iso()})  # type: ignore[union-attr]
+                root.type_b[key] = root.type_b[key].model_copy(update={"last_accessed": now_iso()})
                 root.save_registry()
                 return
             sub = await _create(engine, caller, item, target, "B", session, genseq, fbr, collective)
@@ -386,8 +405,8 @@ async def _reassign(
     )
     previous = sub.meta.assignment_from_sup
     async with caller.suspension_lock:
-        # One pending entry per (caller, subdialog): a repeat call replaces the earlier one.
-        caller.pending = [p for p in caller.pending if p.subdialog_id != sub.self_id]
+        # A repeat call by the same caller keeps the earlier entry: the session's answer goes to every call
+        # site of this caller that is still waiting for it (supply_response), so none is left without one.
         caller.pending.append(entry)
         caller.save_pending()  # commit point
     sub.meta = sub.meta.model_copy(update={"assignment_from_sup": _assignment(caller, entry)})

@@ -22,8 +22,8 @@ def fbr_assignment_text(sender: str, headline: str, body: str) -> str:
     content = body or headline
     return (
         f"FBR request from @{sender} (Fresh Boots Reasoning): think about the following on your own, with a fresh "
-        "mind and without tools, and answer with your conclusion. You may ask back with `!?@tellasker` if "
-        f"something essential is unclear.\n\n{quote(content)}\n"
+        "mind, and answer with your conclusion. You have your usual tools and teammates; you may ask back with "
+        f"`!?@tellasker` if something essential is unclear.\n\n{quote(content)}\n"
     )
 
 

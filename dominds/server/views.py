@@ -49,6 +49,8 @@ def dialog_summary(engine: Engine, dialog: Dialog) -> dict[str, Any]:
             summary["assignmentFromSup"] = meta.assignment_from_sup.to_disk()
     if dialog.load_error:
         summary["loadError"] = dialog.load_error
+    if dialog.notices:
+        summary["notices"] = list(dialog.notices)
     return summary
 
 

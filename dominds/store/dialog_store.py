@@ -30,6 +30,7 @@ from dominds.store.fileio import (
 )
 from dominds.store.records import (
     REGISTRY_HEADER,
+    DialogLifecycle,
     DialogMeta,
     LatestState,
     Q4hFile,
@@ -45,6 +46,7 @@ REMINDERS_JSON = "reminders.json"
 Q4H_YAML = "q4h.yaml"
 SUBDLG_YAML = "subdlg.yaml"
 RESPONSE_YAML = "response.yaml"
+STATUS_DIR_LIFECYCLE: dict[str, DialogLifecycle] = {"run": "running", "done": "completed", "archive": "archived"}
 REGISTRY_YAML = "registry.yaml"
 SUBDIALOGS = "subdialogs"
 
@@ -90,6 +92,14 @@ class DialogFiles:
     def course(self, number: int) -> Path:
         return self.dir / course_file_name(number)
 
+    def subdialog_files(self) -> list[DialogFiles]:
+        """For a root: the files of every subdialog of its tree (flat), in id order."""
+        try:
+            entries = sorted(e.name for e in os.scandir(self.dir / SUBDIALOGS) if e.is_dir() and is_dialog_id(e.name))
+        except FileNotFoundError:
+            return []
+        return [DialogFiles(self.dir / SUBDIALOGS / name) for name in entries]
+
     # -- typed access -------------------------------------------------------------------------
 
     def read_meta(self) -> DialogMeta:
@@ -101,11 +111,21 @@ class DialogFiles:
     def write_meta(self, meta: DialogMeta) -> None:
         save_model(self.dialog_yaml, meta)
 
+    @cached_property
+    def lifecycle_status(self) -> DialogLifecycle:
+        """``running``/``completed``/``archived``, from the status directory this tree lives in (the truth)."""
+        root_dir = self.dir.parent.parent if self.dir.parent.name == SUBDIALOGS else self.dir
+        return STATUS_DIR_LIFECYCLE.get(root_dir.parent.name, "running")
+
     def read_latest(self) -> LatestState | None:
-        return load_model(self.latest_yaml, LatestState)
+        latest = load_model(self.latest_yaml, LatestState)
+        if latest is not None:
+            latest.status = self.lifecycle_status  # a move between status directories is the truth
+        return latest
 
     def write_latest(self, latest: LatestState) -> None:
         latest.last_modified = now_iso()
+        latest.status = self.lifecycle_status
         save_model(self.latest_yaml, latest)
 
     def read_reminders(self) -> RemindersFile:
@@ -292,6 +312,13 @@ class DialogStore:
             raise WriteFailedError(dst, exc.strerror or str(exc)) from exc
         fsync_dir(src.parent)
         fsync_dir(dst.parent)
+        for files in self.iter_tree(to_status, root_id):  # the moved tree's latest.yaml says where it is
+            try:
+                latest = files.read_latest()
+            except StoreError:
+                continue  # a corrupt file stays as it is; the directory is the truth anyway
+            if latest is not None:
+                save_model(files.latest_yaml, latest)
 
     def delete_root(self, status: str, root_id: str) -> None:
         shutil.rmtree(self.root_dir(status, root_id))

@@ -92,6 +92,10 @@ RunStateKind = Literal[
 ]
 
 
+DialogLifecycle = Literal["running", "completed", "archived"]
+"""Where a dialog tree is in its life: ``.dialogs/run``, ``done`` or ``archive``."""
+
+
 class RunState(Record):
     """The run state shown to users; ``blocked`` is derived from q4h/subdlg files, never trusted alone."""
 
@@ -126,7 +130,13 @@ class QueuedPrompt(Record):
 
 
 class InboundTellaskBack(Record):
-    """A TYPE A ask-back this dialog must answer when its current drive ends."""
+    """A TYPE A ask-back: a reply obligation of this dialog, bound to (asker, callId).
+
+    Obligations are served one at a time, oldest first. Serving starts when the generation that records
+    the ask-back's prompt starts (one ``latest.yaml`` write records both); the reply is the dialog's final
+    saying once the work it started while serving (subdialogs not in ``pendingBefore``, questions) has
+    settled. Other prompts that open new obligations (user messages, other ask-backs, assignments) wait.
+    """
 
     from_dialog_id: str
     """The subdialog that asked."""
@@ -134,6 +144,15 @@ class InboundTellaskBack(Record):
     """The asking call."""
     tellask_head: str
     """The ask-back headline (for the response record)."""
+    serving_since: str | None = None
+    """ISO time this dialog started answering it; None while its prompt is still queued."""
+    pending_before: list[str] = Field(default_factory=list)
+    """Call ids this dialog was already waiting on when serving started: not this obligation's work."""
+
+    @property
+    def msg_id(self) -> str:
+        """The id of the prompt that carries the question (deterministic, so recovery finds it)."""
+        return f"tb-{self.from_dialog_id}-{self.call_id}"
 
 
 class LatestState(Record):
@@ -141,6 +160,8 @@ class LatestState(Record):
 
     v: int = STATE_FORMAT_VERSION
     """Format version."""
+    status: DialogLifecycle = "running"
+    """Seed: ``running``, ``completed`` or ``archived`` — the status directory the tree lives in (written from it)."""
     current_course: int = 1
     """Number of the course file being appended to (``course-NNN.jsonl``)."""
     last_modified: str
@@ -159,8 +180,6 @@ class LatestState(Record):
     """Roots: whether Diligence Push is off."""
     diligence_push_remaining_budget: int = 0
     """Roots: pushes left before a forced Q4H."""
-    fbr_violation: bool = False
-    """FBR subdialog: the model tried to use tools; the subdialog ended with a violation note."""
 
 
 # ---------------------------------------------------------------- reminders.json

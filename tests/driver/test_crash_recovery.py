@@ -139,3 +139,32 @@ def test_sigkill_mid_q4h(tmp_path: Path) -> None:
     facts = _audit(rtws)
     assert sorted(facts["states"].values()) == ["idle", "idle"]
     assert len(facts["responses"]) == 1
+
+
+def test_sigkill_while_the_root_answers_an_ask_back(tmp_path: Path) -> None:
+    """Bug: a SIGKILL while the root generated its answer to an ask-back left the tree deadlocked for good
+    after restart (the asker never got an answer and ``resume`` answered 409)."""
+    slow_answer = {"agent": "lead", "contains": "Which language?", "response": "tick " * 400, "chunk_chars": 5, "delay_ms": 5}
+    rest = [
+        {"agent": "lead", "message": "delegate", "response": "!?@coder write the parser\n"},
+        {"agent": "coder", "contains": "write the parser", "response": "!?@tellasker Which language?\n"},
+        {"agent": "coder", "contains": "Use Rust.", "response": "Parser written in Rust."},
+        {"agent": "lead", "contains": "Parser written", "response": "Done."},
+    ]
+    rtws = write_workspace(tmp_path / "ws", [slow_answer, *rest])
+    proc = _start(rtws, "--submit", "delegate")
+    root_id = _wait_for(proc, "root").split()[1]
+    sub_id = _wait_for(proc, "subdialog").split()[1]
+    _wait_for(proc, f"streaming {sub_id}")
+    _wait_for(proc, f"streaming {root_id}")
+    _kill(proc)
+    set_responses(rtws, [{**slow_answer, "response": "Use Rust.", "delay_ms": 0}, *rest])
+    _restart_until_idle(rtws)
+    facts = _audit(rtws)
+    assert sorted(facts["states"].values()) == ["idle", "idle"]
+    store = DialogStore(rtws)
+    sub_course = store.files("run", root_id, sub_id).read_course(1)
+    answers = [r.response for r in sub_course if isinstance(r, TeammateResponseRecord)]
+    assert answers == ["Use Rust."], "the asker got the root's answer, once"
+    root_course = store.files("run", root_id).read_course(1)
+    assert [r.response for r in root_course if isinstance(r, TeammateResponseRecord)] == ["Parser written in Rust."]

@@ -1,0 +1,119 @@
+"""TYPE B registry recovery, `locked`, duplicate session calls and `latest.yaml` status (issue 14, items 7-9)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import yaml
+from helpers import records, sayings
+
+from dominds.store.course_records import SubdialogCreatedRecord, TeammateResponseRecord
+
+SESSION = [
+    {"agent": "lead", "message": "books", "response": "!?@coder !tellaskSession fin do the books\n"},
+    {"agent": "coder", "contains": "do the books", "response": "Books done."},
+    {"agent": "lead", "contains": "provided response", "response": "Noted."},
+]
+
+
+async def _first_session(make_engine, tmp_path: Path):  # type: ignore[no-untyped-def]
+    engine = await make_engine(SESSION, root=tmp_path / "ws")
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "books")
+    await engine.wait_idle()
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+    await engine.close()
+    return root.root_id, sub_id
+
+
+async def test_deleted_registry_is_rebuilt_from_the_subdialogs(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: with registry.yaml deleted, the next `!?@coder !tellaskSession fin` created a second subdialog
+    for `coder!fin`. The seed: the registry is rebuilt from the subdialogs' dialog.yaml on load."""
+    root_id, sub_id = await _first_session(make_engine, tmp_path)
+    registry = tmp_path / "ws" / ".dialogs" / "run" / root_id / "registry.yaml"
+    registry.unlink()
+    engine = await make_engine(SESSION, root=tmp_path / "ws")
+    root = engine.get_dialog(root_id)
+    assert root.notices and "rebuilt" in root.notices[0]
+    engine.submit_user_message(root, "books")
+    await engine.wait_idle()
+    assert engine.store.subdialog_ids("run", root_id) == [sub_id], "the session was resumed, not duplicated"
+    assert list(yaml.safe_load(registry.read_text())) == ["coder!fin"]
+
+
+async def test_corrupt_registry_is_rebuilt_not_refused(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a corrupt registry.yaml made the whole root refuse messages (409). Now it is rebuilt and reported."""
+    root_id, sub_id = await _first_session(make_engine, tmp_path)
+    registry = tmp_path / "ws" / ".dialogs" / "run" / root_id / "registry.yaml"
+    registry.write_text("{{{ not yaml ::: [")
+    engine = await make_engine(SESSION, root=tmp_path / "ws")
+    root = engine.get_dialog(root_id)
+    assert root.load_error is None and any("unreadable" in n for n in root.notices)
+    engine.submit_user_message(root, "books")
+    await engine.wait_idle()
+    assert engine.store.subdialog_ids("run", root_id) == [sub_id]
+    assert sayings(root)[-1] == "Noted."
+
+
+async def test_registry_entry_is_locked_while_its_subdialog_is_driven(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: `locked` was never true. The seed: true while the registered subdialog is being driven."""
+    slow = [{**SESSION[1], "delay_ms": 20, "chunk_chars": 2}, SESSION[0], SESSION[2]]
+    engine = await make_engine(slow, root=tmp_path / "ws")
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "books")
+    registry = root.files.registry_yaml
+    seen_locked = False
+    for _ in range(400):
+        if registry.exists() and (yaml.safe_load(registry.read_text()) or {}).get("coder!fin", {}).get("locked"):
+            seen_locked = True
+            break
+        await asyncio.sleep(0.01)
+    await engine.wait_idle()
+    assert seen_locked
+    assert yaml.safe_load(registry.read_text())["coder!fin"]["locked"] is False
+
+
+async def test_identical_session_calls_in_one_message_each_get_the_response(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug: two identical TYPE B calls in one message shared one subdialog (right) but the first call site
+    never got a response or a note."""
+    call = "!?@coder !tellaskSession fin do the books\n"
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "twice", "response": f"{call}\n{call}"},
+            {"agent": "coder", "contains": "do the books", "response": "Books done."},
+            {"agent": "lead", "contains": "provided response", "response": "Noted."},
+        ]
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "twice")
+    await engine.wait_idle()
+    calls = {r.call_id for r in records(root) if isinstance(r, SubdialogCreatedRecord)}
+    answered = {r.call_id for r in records(root) if isinstance(r, TeammateResponseRecord)}
+    assert len(calls) == 2 and answered == calls
+    assert len(engine.store.subdialog_ids("run", root.root_id)) == 1
+    assert not root.pending and sayings(root)[-1] == "Noted."
+
+
+async def test_latest_yaml_status_follows_the_directory(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: latest.yaml had no `status` field (seed: status, needsDrive, generating)."""
+    engine = await make_engine(SESSION, root=tmp_path / "ws")
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "books")
+    await engine.wait_idle()
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+
+    def statuses(where: str) -> set[str]:
+        base = tmp_path / "ws" / ".dialogs" / where / root.root_id
+        files = [base / "latest.yaml", base / "subdialogs" / sub_id / "latest.yaml"]
+        return {yaml.safe_load(f.read_text())["status"] for f in files}
+
+    assert statuses("run") == {"running"}
+    engine.move_root(root.root_id, "done")
+    assert statuses("done") == {"completed"}
+    engine.move_root(root.root_id, "archive")
+    assert statuses("archive") == {"archived"}
+    engine.move_root(root.root_id, "run")
+    assert statuses("run") == {"running"}
+    latest = yaml.safe_load((tmp_path / "ws" / ".dialogs" / "run" / root.root_id / "latest.yaml").read_text())
+    assert {"needsDrive", "generating", "status"} <= set(latest)
