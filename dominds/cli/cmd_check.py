@@ -1,4 +1,7 @@
-"""`dominds check`: validate `.minds/team.yaml` and `.minds/llm.yaml` and report every problem.
+"""`dominds check`: validate `.minds/team.yaml`, `.minds/llm.yaml` and `.minds/mcp.yaml` and report every problem.
+
+MCP servers are started (and stopped) to list their tools, so unreachable servers and tool-name
+clashes show up too; ``--no-connect`` skips that.
 
 Prints ``file:line: severity: message`` per problem and a summary; exits 0 when there is none,
 1 otherwise (warnings included, so a typo in a key is never silently ignored in CI).
@@ -9,7 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dominds.cli.common import workspace
 
@@ -25,6 +28,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Load the team and the LLM providers as the daemon would and report every problem.",
     )
     p.add_argument("--json", action="store_true", help="print the problems as a JSON list")
+    p.add_argument("--no-connect", action="store_true", help="do not start the MCP servers of .minds/mcp.yaml")
     p.set_defaults(func=_check)
 
 
@@ -38,10 +42,15 @@ def _check(args: argparse.Namespace) -> int:
 
     rtws = workspace()
     catalog, problems = load_catalog(rtws)
-    # The toolset registry may be empty when no tool module has registered yet; load_team then
-    # skips toolset-name checks rather than flag every name.
-    team, team_problems = load_team(rtws, toolset_names(), catalog=catalog)
+    from dominds.mcp.manager import McpManager
+    from dominds.tools import builtin as _builtin  # noqa: F401  (registers the built-in toolsets, as the daemon does)
+
+    mcp = McpManager(rtws)
+    problems += mcp.reload()
+    team, team_problems = load_team(rtws, [*toolset_names(), *mcp.toolset_names()], catalog=catalog)
     problems += team_problems
+    if mcp.servers and not args.no_connect:
+        problems += _mcp_runtime_problems(mcp)
     resolutions: dict[str, str] = {}
     for member in team.members.values():
         try:
@@ -59,6 +68,19 @@ def _check(args: argparse.Namespace) -> int:
     else:
         _print_report(team, resolutions, problems)
     return 1 if problems else 0
+
+
+def _mcp_runtime_problems(mcp: Any) -> list[Problem]:
+    import asyncio
+
+    async def probe() -> list[Problem]:
+        try:
+            await mcp.discover_all()
+            return list(mcp.runtime_problems())
+        finally:
+            await mcp.close()
+
+    return asyncio.run(probe())
 
 
 def _resolution_problem(team: Team, member_id: str, message: str, known: list[Problem]) -> list[Problem]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dominds.llm.catalog import Catalog, load_catalog
+from dominds.mcp.manager import McpManager
 from dominds.problems import Problem
 from dominds.rtws import Rtws
 from dominds.team import Team, builtin_persona, load_team
@@ -33,6 +34,8 @@ class Config:
     problems: list[Problem]
     generation: int
     """Increases at each reload (lets listeners announce ``team_config_updated``)."""
+    mcp: McpManager | None = None
+    """The MCP servers of ``.minds/mcp.yaml``, each a toolset (see docs/mcp.md)."""
 
 
 @dataclass
@@ -41,14 +44,25 @@ class ConfigCache:
     _signature: tuple[tuple[int, int], ...] | None = None
     _config: Config | None = None
     _texts: dict[Path, tuple[tuple[int, int], str | None]] = field(default_factory=dict)
+    mcp: McpManager = field(init=False)
+    _mcp_signature: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        self.mcp = McpManager(self.rtws)
 
     def get(self) -> Config:
-        signature = (_signature(self.rtws.team_yaml), _signature(self.rtws.llm_yaml))
+        mcp_signature = _signature(self.rtws.minds_dir / "mcp.yaml")
+        signature = (_signature(self.rtws.team_yaml), _signature(self.rtws.llm_yaml), mcp_signature)
         if self._config is None or signature != self._signature:
+            if mcp_signature != self._mcp_signature or self._config is None:
+                self.mcp.reload()  # servers whose settings changed are stopped; toolsets follow the file
+                self._mcp_signature = mcp_signature
             catalog, catalog_problems = load_catalog(self.rtws)
-            team, team_problems = load_team(self.rtws, toolset_names(), catalog=catalog)
+            known = [*toolset_names(), *self.mcp.toolset_names()]
+            team, team_problems = load_team(self.rtws, known, catalog=catalog)
             generation = self._config.generation + 1 if self._config else 1
-            self._config = Config(team, catalog, [*catalog_problems, *team_problems], generation)
+            problems = [*catalog_problems, *team_problems, *self.mcp.config_problems]
+            self._config = Config(team, catalog, problems, generation, self.mcp)
             self._signature = signature
         return self._config
 

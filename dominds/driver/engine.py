@@ -61,6 +61,7 @@ class Engine:
         self.store = DialogStore(rtws)
         self.config = ConfigCache(rtws)
         self.pubchan = PubChan()
+        self.config.mcp.on_change = self._publish_problems
         self.resume_on_start = resume
         self.roots: dict[str, RootDialog] = {}
         """Global registry: rootId → loaded root of ``run/``."""
@@ -120,6 +121,7 @@ class Engine:
                 self._request_stop(dialog, "server_shutdown")
         if self._drives:
             await asyncio.wait(self._drives, timeout=timeout)
+        await self.config.mcp.close()
         if self._lock is not None and self._lock.is_locked:
             self._lock.release()
 
@@ -349,12 +351,15 @@ class Engine:
             )
         return self._provider_problems_cache[1]
 
+    def _publish_problems(self) -> None:
+        self.pubchan.publish(None, {"type": "problems_snapshot", "problems": self.problems_payload()})
+
     def problems_payload(self) -> list[dict[str, Any]]:
         runtime = [
             make_problem("llm_provider_rejected_request", f"provider {p.provider}", None, p.message)
             for p in provider_problems.load(self.rtws)
         ]
-        problems = [*self.config.get().problems, *runtime]
+        problems = [*self.config.get().problems, *runtime, *self.config.mcp.runtime_problems()]
         return [
             {"kind": p.kind, "source": p.source, "line": p.line, "severity": p.severity, "message": p.message, "id": p.id}
             for p in problems

@@ -80,6 +80,8 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
             raise LlmResolutionError(f"agent {dialog.agent_id!r} is not a member of the team (.minds/team.yaml)")
         resolved = resolve_member_llm(member, config.catalog)
         finish.provider, finish.model = resolved.provider_key, resolved.model_key
+        if config.mcp is not None and not dialog.meta.fbr:
+            await config.mcp.prepare(member.toolsets)  # lists the tools of MCP servers on first use
         tools = tools_for(member, dialog, config)
         request = GenerationRequest(
             provider_key=resolved.provider_key,

@@ -33,14 +33,19 @@ def tools_for(member: Member, dialog: Dialog, config: Config) -> dict[str, FuncT
         if tool.root_only and not dialog.is_root:
             continue
         selected[tool.name] = tool
-    available = toolset_names()
+    mcp = config.mcp
+    available = [*toolset_names(), *(mcp.toolset_names() if mcp is not None else [])]
+
+    def toolset(name: str) -> list[FuncTool]:
+        return get_toolset(name) or (mcp.tools(name) if mcp is not None else None) or []
+
     for name in expand_toolsets(member.toolsets, available):
-        for tool in get_toolset(name) or []:
+        for tool in toolset(name):
             if tool.root_only and not dialog.is_root:
                 continue
             selected.setdefault(tool.name, tool)
     if member.tools:
-        by_name = {t.name: t for ts in available for t in get_toolset(ts) or []}
+        by_name = {t.name: t for ts in available for t in toolset(ts)}
         for tool_name in member.tools:
             if tool_name in by_name:
                 selected.setdefault(tool_name, by_name[tool_name])

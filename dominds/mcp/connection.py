@@ -1,0 +1,185 @@
+"""One live MCP session (official ``mcp`` SDK ``Client``) held open by its own task.
+
+The SDK's client is an async context manager whose task group must be entered and left in the same
+task, so each ``Connection`` runs a task that opens the client, signals that it is ready and waits
+until asked to close. Calls come from the dialogs' tasks. A server that dies (the process exits, the
+HTTP endpoint goes away) makes the pending and every later call fail with ``ServerGone``; the
+supervisor in ``manager.py`` then starts a new connection after a back-off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from dominds.mcp.config import ServerSpec, resolve
+
+CONNECT_TIMEOUT_S = 30.0
+
+
+class ServerGone(Exception):
+    """The server closed the connection or its process exited."""
+
+
+class ServerUnreachable(Exception):
+    """The server could not be started or connected to."""
+
+
+class CallTimeout(Exception):
+    """The server did not answer a call in time."""
+
+
+def _transport(spec: ServerSpec, workspace: Path, environ: Any, stack: contextlib.AsyncExitStack) -> Any:
+    """What ``mcp.Client`` connects to; secrets are resolved here and kept only in the transport.
+
+    An HTTP client made here is closed by ``stack``.
+    """
+    if spec.transport == "stdio":
+        from mcp import StdioServerParameters
+
+        env, missing = resolve(dict(spec.env), environ)
+        if missing:
+            raise ServerUnreachable(f"environment variable(s) not set: {', '.join(missing)}")
+        cwd = (workspace / spec.cwd) if spec.cwd else workspace
+        assert spec.command is not None
+        return StdioServerParameters(command=spec.command, args=list(spec.args), env=env or None, cwd=str(cwd))
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers, missing = resolve(dict(spec.headers), environ)
+    if missing:
+        raise ServerUnreachable(f"environment variable(s) not set: {', '.join(missing)}")
+    assert spec.url is not None
+    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 30))
+    stack.push_async_callback(http.aclose)
+    return streamable_http_client(spec.url, http_client=http)
+
+
+class Connection:
+    """A started session to one server; ``label`` names it in messages (``server 'x'``)."""
+
+    def __init__(self, spec: ServerSpec, workspace: Path, environ: Any = None) -> None:
+        self.spec = spec
+        self.workspace = workspace
+        self.environ = os.environ if environ is None else environ
+        self.client: Any = None
+        self.error: str | None = None
+        self._ready = asyncio.Event()
+        self._close = asyncio.Event()
+        self._gone = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.client is not None and not self._gone.is_set()
+
+    async def start(self) -> None:
+        """Connect; raises ``ServerUnreachable`` with the reason (secrets never appear in it)."""
+        self._task = asyncio.create_task(self._hold(), name=f"mcp-{self.spec.id}")
+        try:
+            await asyncio.wait_for(self._ready.wait(), CONNECT_TIMEOUT_S)
+        except TimeoutError:
+            await self.close()
+            raise ServerUnreachable(f"no answer within {CONNECT_TIMEOUT_S:g}s") from None
+        if not self.alive:
+            await self.close()
+            raise ServerUnreachable(self.error or "the connection closed at once")
+
+    async def _hold(self) -> None:
+        from mcp import Client
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                transport = _transport(self.spec, self.workspace, self.environ, stack)
+                # A stateful server keeps state per session, which only the handshake-era protocol has
+                # (Mcp-Session-Id); from 2026-07-28 on the protocol is sessionless.
+                mode = "legacy" if self.spec.stateful else "auto"
+                client = await stack.enter_async_context(Client(transport, mode=mode))
+                self.client = client
+                self._ready.set()
+                await self._close.wait()
+        except ServerUnreachable as exc:
+            self.error = str(exc)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self.error = _describe(exc)
+        finally:
+            self._gone.set()
+            self._ready.set()
+
+    async def list_tools(self) -> list[Any]:
+        tools: list[Any] = []
+        cursor: str | None = None
+        for _ in range(100):
+            page = await self._guarded(self.client.list_tools(cursor=cursor), CONNECT_TIMEOUT_S)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return tools
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        return await self._guarded(self.client.call_tool(name, arguments), timeout_s)
+
+    async def _guarded(self, coro: Any, timeout_s: float) -> Any:
+        """Await ``coro``, but give up when the server goes away or time is up."""
+        if not self.alive:
+            coro.close()
+            raise ServerGone(self.error or "the server is not running")
+        call = asyncio.ensure_future(coro)
+        gone = asyncio.ensure_future(self._gone.wait())
+        try:
+            done, _ = await asyncio.wait({call, gone}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if call in done:
+            try:
+                return call.result()
+            except Exception as exc:
+                if _is_connection_closed(exc):
+                    self._mark_gone(_describe(exc))
+                    raise ServerGone(_describe(exc)) from exc
+                raise
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await call
+        if gone in done or self._gone.is_set():
+            raise ServerGone(self.error or "the server went away")
+        raise CallTimeout(f"no answer within {timeout_s:g}s")
+
+    def _mark_gone(self, reason: str) -> None:
+        self.error = self.error or reason
+        self._gone.set()
+        self._close.set()
+
+    async def close(self) -> None:
+        self._close.set()
+        if self._task is not None and not self._task.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), 5)
+            except (TimeoutError, Exception):
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await self._task
+
+
+def _is_connection_closed(exc: BaseException) -> bool:
+    from mcp.shared.exceptions import MCPError
+
+    if isinstance(exc, MCPError):
+        from mcp_types import CONNECTION_CLOSED
+
+        return bool(getattr(exc, "code", None) == CONNECTION_CLOSED or "closed" in str(exc).lower())
+    return isinstance(exc, (ConnectionError, EOFError, BrokenPipeError))
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for a failure; exception groups are unwrapped to their first leaf."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,95 @@
+"""A small MCP server (SDK ``MCPServer``) the MCP tests start as a real process, over stdio or HTTP.
+
+Tools: ``echo``; ``remember``/``recall`` (state kept per MCP session, so a stateful client can tell
+sessions apart; in stateless mode one process-wide slot); ``crash`` (the process exits mid-call);
+``hang`` (never answers); ``picture`` (a PNG image); ``pid`` (the process id, to see restarts).
+
+    python fake_mcp_server.py stdio
+    python fake_mcp_server.py http PORT [--stateless]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+from typing import Any
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult, ImageContent, TextContent
+
+# a 1x1 red PNG
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+
+server = MCPServer("fake", log_level="WARNING")
+_slots: dict[Any, str] = {}
+
+
+def _key(ctx: Context[Any, Any]) -> Any:
+    """Over HTTP, the client's Mcp-Session-Id (handshake-era sessions); over stdio the process is the session."""
+    if "--stateless" in sys.argv:
+        return "shared"
+    return (ctx.headers or {}).get("mcp-session-id", "process")
+
+
+@server.tool()
+async def echo(text: str) -> str:
+    """Say the text back."""
+    return f"echo: {text}"
+
+
+@server.tool()
+async def remember(value: str, ctx: Context[Any, Any]) -> str:
+    """Keep a value in this session."""
+    _slots[_key(ctx)] = value
+    return "remembered"
+
+
+@server.tool()
+async def recall(ctx: Context[Any, Any]) -> str:
+    """The value this session kept, or '(nothing)'."""
+    return _slots.get(_key(ctx), "(nothing)")
+
+
+@server.tool()
+async def crash() -> str:
+    """Exit the server process in the middle of the call."""
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@server.tool()
+async def hang() -> str:
+    """Never answer."""
+    await asyncio.sleep(3600)
+    return "late"
+
+
+@server.tool()
+async def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+
+@server.tool()
+async def picture() -> CallToolResult:
+    """A 1x1 PNG and a caption."""
+    return CallToolResult(
+        content=[
+            TextContent(type="text", text="a red dot"),
+            ImageContent(type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png"),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+    else:
+        server.run(
+            "streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http="--stateless" in sys.argv
+        )

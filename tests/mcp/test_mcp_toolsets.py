@@ -1,0 +1,152 @@
+"""MCP servers as toolsets of an in-process engine, driven by a scripted agent (real servers, real SDK)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcp_kit import after_tool, call, fake_http_server, http_server_yaml, mcp_workspace, stdio_server_yaml
+
+from dominds.driver.engine import Engine
+from dominds.store.course_records import FuncResultRecord
+
+
+def _results(dialog) -> list[FuncResultRecord]:  # type: ignore[no-untyped-def]
+    return [r for r in dialog.files.read_course(dialog.latest.current_course) if isinstance(r, FuncResultRecord)]
+
+
+async def _run(engine: Engine, dialog, message: str) -> None:  # type: ignore[no-untyped-def]
+    engine.submit_user_message(dialog, message)
+    await engine.wait_idle()
+
+
+async def test_stdio_server_tool_result_reaches_the_model(tmp_path: Path) -> None:
+    rtws = mcp_workspace(
+        tmp_path / "ws",
+        [call("say", "fake_echo", {"text": "hi"}), after_tool("echo: hi", "Got it.")],
+        stdio_server_yaml(prefix="fake_"),
+        "fake",
+    )
+    engine = Engine(rtws)
+    await engine.start()
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        await _run(engine, root, "say")
+        results = _results(root)
+        assert [(r.name, r.content, r.is_error) for r in results] == [("fake_echo", "echo: hi", False)]
+    finally:
+        await engine.close()
+
+
+async def _engine(rtws) -> Engine:  # type: ignore[no-untyped-def]
+    engine = Engine(rtws)
+    await engine.start()
+    return engine
+
+
+async def test_stateful_http_server_gives_each_dialog_its_own_session(tmp_path: Path) -> None:
+    responses = [
+        call("keep", "remember", {"value": "apple"}),
+        after_tool("remembered", "Kept."),
+        call("what", "recall"),
+        after_tool("apple", "It is apple."),
+        after_tool("(nothing)", "Nothing here."),
+        call("drop", "release_st_session"),
+        after_tool("released", "Released."),
+    ]
+    with fake_http_server(stateless=False) as url:
+        rtws = mcp_workspace(tmp_path / "ws", responses, http_server_yaml("st", url, stateful="true"), "st")
+        engine = await _engine(rtws)
+        try:
+            a = engine.create_dialog("lead", "tasks/t.tsk")
+            b = engine.create_dialog("lead", "tasks/t.tsk")
+            await _run(engine, a, "keep")
+            await _run(engine, b, "what")
+            await _run(engine, a, "what")
+            assert [r.content for r in _results(b)] == ["(nothing)"]
+            assert [r.content for r in _results(a)] == ["remembered", "apple"]
+            assert len(engine.config.mcp.servers["st"].leases) == 2
+            await _run(engine, a, "drop")
+            assert "released" in _results(a)[-1].content
+            assert set(engine.config.mcp.servers["st"].leases) == {b.self_id}
+            # a dialog that ends (moved to done/) gives its session back
+            engine.move_root(b.root_id, "done")
+            await engine.config.mcp.sweep()
+            assert engine.config.mcp.servers["st"].leases == {}
+        finally:
+            await engine.close()
+
+
+async def test_stateless_http_server_is_shared_by_all_dialogs(tmp_path: Path) -> None:
+    responses = [
+        call("keep", "sl_remember", {"value": "pear"}),
+        after_tool("remembered", "Kept."),
+        call("what", "sl_recall"),
+        after_tool("pear", "It is pear."),
+    ]
+    with fake_http_server(stateless=True) as url:
+        rtws = mcp_workspace(tmp_path / "ws", responses, http_server_yaml("sl", url, prefix="sl_"), "sl")
+        engine = await _engine(rtws)
+        try:
+            a = engine.create_dialog("lead", "tasks/t.tsk")
+            b = engine.create_dialog("lead", "tasks/t.tsk")
+            await _run(engine, a, "keep")
+            await _run(engine, b, "what")
+            assert [r.content for r in _results(b)] == ["pear"]
+            assert engine.config.mcp.servers["sl"].leases == {}
+        finally:
+            await engine.close()
+
+
+async def test_server_crash_mid_call_is_an_error_and_the_server_restarts(tmp_path: Path) -> None:
+    responses = [
+        call("boom", "crash"),
+        after_tool("may or may not have run", "It crashed."),
+        call("who", "pid"),
+        after_tool("", "Alive again."),
+    ]
+    rtws = mcp_workspace(tmp_path / "ws", responses, stdio_server_yaml(), "fake")
+    engine = await _engine(rtws)
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        await _run(engine, root, "who")
+        first_pid = _results(root)[-1].content
+        await _run(engine, root, "boom")
+        crashed = _results(root)[-1]
+        assert crashed.is_error and "went away" in crashed.content and "not retried" in crashed.content
+        await _run(engine, root, "who")
+        again = _results(root)[-1]
+        assert not again.is_error and again.content.isdigit() and again.content != first_pid
+        assert engine.config.mcp.servers["fake"].restarts == 1
+        # the crashing call was recorded once and never re-run
+        assert [r.name for r in _results(root)].count("crash") == 1
+    finally:
+        await engine.close()
+
+
+async def test_a_hanging_call_times_out_as_an_error_the_model_reads(tmp_path: Path) -> None:
+    responses = [call("wait", "hang"), after_tool("gave no answer within 1s", "Too slow.")]
+    rtws = mcp_workspace(tmp_path / "ws", responses, stdio_server_yaml(timeout_s=1), "fake")
+    engine = await _engine(rtws)
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        await _run(engine, root, "wait")
+        result = _results(root)[-1]
+        assert result.is_error and "may or may not have run" in result.content
+    finally:
+        await engine.close()
+
+
+async def test_an_image_result_is_saved_as_an_artifact_of_the_dialog(tmp_path: Path) -> None:
+    responses = [call("draw", "picture"), after_tool("a red dot", "Drawn.")]
+    rtws = mcp_workspace(tmp_path / "ws", responses, stdio_server_yaml(), "fake")
+    engine = await _engine(rtws)
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        await _run(engine, root, "draw")
+        content = _results(root)[-1].content
+        assert content.startswith("a red dot\n[image saved as artifact ")
+        assert f"/api/dialogs/{root.self_id}/artifacts/" in content
+        saved = list((root.files.dir / "artifacts").iterdir())
+        assert len(saved) == 1 and saved[0].suffix == ".png" and saved[0].read_bytes().startswith(b"\x89PNG")
+    finally:
+        await engine.close()
