@@ -250,12 +250,6 @@ class Dialog:
     def recorded_msg_ids(self) -> set[str]:
         return {r.msg_id for r in self.records if isinstance(r, HumanTextRecord)}
 
-    def loaded_msg_ids(self) -> set[str]:
-        """Recorded prompt ids if the transcript is in memory (a cheap duplicate check that never reads files)."""
-        if self._records is None:
-            return set()
-        return {r.msg_id for r in self._records if isinstance(r, HumanTextRecord)}
-
     def supplied_response_keys(self) -> set[tuple[str, str]]:
         return {(r.callee_dialog_id, r.call_id) for r in self.records if isinstance(r, TeammateResponseRecord)}
 

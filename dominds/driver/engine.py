@@ -38,6 +38,7 @@ from dominds.store.dialog_store import DialogStore, create_dialog_dir
 from dominds.store.errors import DialogNotFoundError, StoreError
 from dominds.store.records import DialogMeta, HumanQuestion, LatestState, QueuedPrompt, RunState
 from dominds.taskdoc import TaskdocError, normalize_taskdoc_path
+from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
 
 log = logging.getLogger("dominds.engine")
 
@@ -277,8 +278,11 @@ class Engine:
             )
         except Exception as exc:  # a bug in one drive must not stop the daemon
             log.exception("drive of %s failed", dialog.self_id)
+            # No automatic retry: the same input would fail the same way, in a hot loop. A person resumes it.
+            dialog.latest.needs_drive = False
             with contextlib.suppress(Exception):
                 dialog.set_run_state(RunState(kind="interrupted", reason="system_stop", detail=f"internal error: {exc}"))
+                dialog.save_latest()
         finally:
             self._drives.discard(asyncio.current_task())  # type: ignore[arg-type,unused-ignore]
             self._remember_transcript(dialog)
@@ -444,9 +448,9 @@ class Engine:
             raise EngineError(f"dialog {dialog.self_id} is a {dialog.meta.conductor} workflow run; its workflow drives it")
         if not content.strip():
             raise EngineBadRequest("the message is empty")
+        _require_storable({"content": content, "msgId": msg_id})
         msg_id = msg_id or f"msg-{new_dialog_id()}"
-        if any(p.msg_id == msg_id for p in dialog.latest.queued_prompts) or msg_id in dialog.loaded_msg_ids():
-            raise EngineError(f"message {msg_id!r} was already accepted")
+        _refuse_duplicate(dialog, msg_id)
         prompt = QueuedPrompt(msg_id=msg_id, content=content, grammar=grammar, origin="user", queued_at=now_iso())  # type: ignore[arg-type]
         self._queue_durably(dialog, prompt)
         return prompt
@@ -473,7 +477,10 @@ class Engine:
             raise EngineError(f"question {question_id!r} is not pending (already answered)")
         if not content.strip():
             raise EngineBadRequest("the answer is empty")
+        _require_storable({"content": content, "msgId": msg_id})
         self._check_drivable_target(dialog)
+        if msg_id is not None:
+            _refuse_duplicate(dialog, msg_id)
         # Queue the answer first, then drop the question: a crash in between leaves a queued answer whose
         # question recovery removes, never a removed question without its answer.
         prompt = QueuedPrompt(
@@ -560,6 +567,18 @@ class Engine:
         from dominds.driver.usage import usage_totals
 
         return usage_totals(self, root_id)
+
+
+def _refuse_duplicate(dialog: Dialog, msg_id: str) -> None:
+    """A message id is accepted once: checked against the queue and the course on disk, not a cache."""
+    if any(p.msg_id == msg_id for p in dialog.latest.queued_prompts) or msg_id in dialog.recorded_msg_ids():
+        raise EngineError(f"message {msg_id!r} was already accepted")
+
+
+def _require_storable(fields: dict[str, str | None]) -> None:
+    where = lone_surrogate_at(fields)
+    if where is not None:
+        raise EngineBadRequest(lone_surrogate_problem(where))
 
 
 def _mark_registry_locked(dialog: Dialog, locked: bool) -> None:

@@ -30,6 +30,7 @@ from dominds.tellask import (
     ParserEvent,
     TellaskParser,
 )
+from dominds.textcheck import join_surrogates, scrub
 
 
 @dataclass
@@ -50,6 +51,8 @@ class DialogReceiver:
     _text: list[str] = field(default_factory=list)
     _parser: TellaskParser | None = None
     _segment: int = 0
+    _carry: str = ""
+    """A high surrogate that ended the last chunk: its low half may start the next one."""
 
     def _gen(self) -> dict[str, Any]:
         return {"course": self.dialog.latest.current_course, "genseq": self.genseq}
@@ -67,20 +70,26 @@ class DialogReceiver:
             raise StreamProtocolError(f"{kind} segment finished but {self._active or 'no'} segment is open")
         self._active = None
         self.dialog.streaming_text.pop(kind, None)
+        if self._carry:  # a high surrogate never completed
+            self._text.append(scrub(self._carry))
+            self._carry = ""
         return "".join(self._text)
 
-    def _add(self, kind: str, text: str) -> None:
+    def _add(self, kind: str, text: str) -> str:
+        """Keep a chunk; returns it as stored and published (surrogate pairs joined, lone halves U+FFFD)."""
         if self._active != kind:
             raise StreamProtocolError(f"{kind} chunk outside a {kind} segment")
+        text, self._carry = join_surrogates(self._carry + text)
         self._text.append(text)
         self.dialog.streaming_text[kind] = self.dialog.streaming_text.get(kind, "") + text  # late joiners
+        return text
 
     async def thinking_start(self) -> None:
         self._begin("thinking")
         self.dialog.publish({"type": "thinking_start_evt", **self._gen()})
 
     async def thinking_chunk(self, text: str) -> None:
-        self._add("thinking", text)
+        text = self._add("thinking", text)
         self.dialog.publish({"type": "thinking_chunk_evt", "chunk": text, **self._gen()})
 
     async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None:
@@ -98,7 +107,7 @@ class DialogReceiver:
         self.dialog.publish({"type": "saying_start_evt", **self._gen()})
 
     async def saying_chunk(self, text: str) -> None:
-        self._add("saying", text)
+        text = self._add("saying", text)
         assert self._parser is not None
         self._publish_parser_events(self._parser.feed(text))
 
@@ -114,7 +123,7 @@ class DialogReceiver:
         if self._active is not None:
             raise StreamProtocolError(f"function call {name!r} inside an open {self._active} segment")
         self.streamed_anything = True
-        self.func_calls.append(FuncCallRequest(call_id, name, arguments_json))
+        self.func_calls.append(FuncCallRequest(scrub(call_id), scrub(name), scrub(arguments_json)))
 
     def check_closed(self) -> None:
         if self._active is not None:

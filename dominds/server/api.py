@@ -22,6 +22,7 @@ from dominds.server.listing import dialog_tree, dialog_trees
 from dominds.server.replay import replay_course
 from dominds.server.views import dialog_summary, resolve_dialog, team_payload
 from dominds.taskdoc import discover_taskdocs
+from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
 
 
 class ApiError(Exception):
@@ -64,10 +65,13 @@ async def _body(request: web.Request, model: type[BodyT]) -> BodyT:
     else:
         try:
             raw = await request.json()
-        except ValueError:
-            raise ApiError(400, "the request body is not valid JSON") from None
+        except (ValueError, RecursionError):  # RecursionError: nesting deeper than the JSON decoder allows
+            raise ApiError(400, "the request body is not valid JSON (or is nested too deeply)") from None
     if not isinstance(raw, dict):
         raise ApiError(400, "the request body must be a JSON object")
+    where = lone_surrogate_at(raw)
+    if where is not None:
+        raise ApiError(400, lone_surrogate_problem(where))
     try:
         return model.model_validate(raw)
     except ValidationError as exc:

@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
+
 MAX_FRAME_BYTES = 1024 * 1024
 """Protocol limit of one inbound frame: larger frames get an ``error`` reply and are not parsed."""
 
@@ -207,6 +209,10 @@ def parse_client_message(frame: str) -> ClientMessage:
         raise BadMessage("Invalid packet format: a message is a JSON object with a `type`")
     request_id = raw.get("requestId") if isinstance(raw.get("requestId"), str | int) else None
     kind = raw.get("type")
+    where = lone_surrogate_at(raw)
+    if where is not None:
+        kind_name = kind if isinstance(kind, str) else None
+        raise BadMessage(lone_surrogate_problem(where), request_type=kind_name, request_id=request_id)
     if not isinstance(kind, str):
         raise BadMessage("Invalid packet format: `type` (a string) is missing", request_id=request_id)
     model = MESSAGE_MODELS.get(kind)

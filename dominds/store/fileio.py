@@ -13,6 +13,7 @@ from dominds.store import fastyaml
 from dominds.store.atomic import append_line, write_atomic
 from dominds.store.course_records import COURSE_RECORD_ADAPTER, CourseRecord
 from dominds.store.errors import CorruptFileError, UnreadableFileError
+from dominds.textcheck import scrub
 
 try:  # the C implementation is several times faster
     from yaml import CSafeLoader as _Loader
@@ -99,7 +100,7 @@ def append_record(path: Path, record: BaseModel, *, sync: bool = True) -> None:
     line = json.dumps(
         record.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False, separators=(",", ":")
     )
-    append_line(path, line, sync=sync)
+    append_line(path, scrub(line), sync=sync)  # a lone surrogate can never make a line unwritable
 
 
 def read_course(path: Path) -> list[CourseRecord]:

@@ -1,0 +1,121 @@
+"""Poison input never wedges a dialog: lone surrogates, model output that cannot be encoded, deep JSON (issue 15).
+
+Bug: ``{"content": "hello \\ud800 world"}`` is valid JSON and got 202; writing it failed with
+UnicodeEncodeError, which was not a storage error, so the dialog was rescheduled forever (a hot loop that
+flooded the log and the panels) and later messages were never processed. A model reply with surrogate
+halves lost the reply.
+"""
+
+from __future__ import annotations
+
+import json
+
+from server_kit import ServeFactory
+
+from dominds.store.course_records import AgentWordsRecord, HumanTextRecord
+
+ECHO = [
+    {"agent": "lead", "message": "hello", "response": "Hi there."},
+    {"agent": "lead", "message": "broken", "response": "half \ud83d a pair and a lone \udc00 low"},
+    # A pair as two code units split across stream chunks (as SSE JSON escapes arrive): joined again.
+    {"agent": "lead", "message": "split", "response": "emoji \ud83d\ude00 joined", "chunk_chars": 7},
+]
+
+
+def _course(served, root_id: str):  # type: ignore[no-untyped-def]
+    return served.engine.get_dialog(root_id).files.read_course(1)
+
+
+async def test_lone_surrogate_in_a_message_is_refused_and_the_dialog_goes_on(serve: ServeFactory) -> None:
+    served = await serve(ECHO)
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    root_id = created["rootId"]
+    status, refused = await served.post(f"/api/dialogs/{root_id}/messages", {"content": "hello \ud800 world"})
+    assert status == 400 and "lone UTF-16 surrogate" in refused["error"] and "`content`" in refused["error"]
+    status, _ = await served.post(f"/api/dialogs/{root_id}/messages", {"content": "hello", "msgId": "ok-1"})
+    assert status == 202
+    await served.engine.wait_idle()
+    course = _course(served, root_id)
+    assert [r.msg_id for r in course if isinstance(r, HumanTextRecord)] == ["ok-1"]
+    assert [r.content for r in course if isinstance(r, AgentWordsRecord)] == ["Hi there."]
+    root = served.engine.get_dialog(root_id)
+    assert root.latest.run_state.kind == "idle" and not root.latest.needs_drive and not root.latest.queued_prompts
+
+
+async def test_lone_surrogate_over_the_websocket_gets_an_error_reply(serve: ServeFactory) -> None:
+    served = await serve(ECHO)
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    sock = await served.ws()
+    frame = {"type": "drive_dlg_by_user_msg", "dialog": {"selfId": created["rootId"]}, "content": "a \udfff b"}
+    await sock.ws.send_str(json.dumps(frame))
+    error = await sock.wait_type("error")
+    assert "lone UTF-16 surrogate" in error["message"]
+    assert served.engine.get_dialog(created["rootId"]).latest.queued_prompts == []
+
+
+async def test_model_output_with_surrogate_halves_is_kept_scrubbed(serve: ServeFactory) -> None:
+    served = await serve(ECHO)
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    root_id = created["rootId"]
+    for text in ("broken", "split", "hello"):
+        status, _ = await served.post(f"/api/dialogs/{root_id}/messages", {"content": text})
+        assert status == 202
+        await served.engine.wait_idle()
+    said = [r.content for r in _course(served, root_id) if isinstance(r, AgentWordsRecord)]
+    assert said == ["half \ufffd a pair and a lone \ufffd low", "emoji \U0001f600 joined", "Hi there."]
+    status, shown = await served.get(f"/api/dialogs/{root_id}")
+    assert status == 200
+
+
+async def test_deeply_nested_json_body_is_a_400_not_a_500(serve: ServeFactory) -> None:
+    served = await serve(ECHO)
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    body = '{"content": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    response = await served.client.post(
+        f"/api/dialogs/{created['rootId']}/messages", data=body, headers={**served.auth(), "Content-Type": "application/json"}
+    )
+    assert response.status == 400
+
+
+QUESTION = [
+    {"agent": "lead", "message": "ask", "response": "!?@human Which colour?\n"},
+    {"agent": "lead", "message": "blue", "response": "Blue it is."},
+    {"agent": "lead", "message": "hello", "response": "Hi there."},
+]
+
+
+async def test_answer_reusing_a_recorded_message_id_is_refused_and_the_question_stays(serve: ServeFactory) -> None:
+    """Bug: a Q4H answer reusing a recorded msgId got 202, the question was removed and the answer was
+    never recorded."""
+    served = await serve(QUESTION)
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    root_id = created["rootId"]
+    await served.post(f"/api/dialogs/{root_id}/messages", {"content": "ask", "msgId": "m-1"})
+    await served.engine.wait_idle()
+    [question] = served.engine.q4h_state()
+    status, refused = await served.post(
+        f"/api/q4h/{question['id']}/answer", {"content": "blue", "msgId": "m-1"}
+    )
+    assert status == 409 and "already accepted" in refused["error"]
+    assert [q["id"] for q in served.engine.q4h_state()] == [question["id"]], "the question is still pending"
+    status, _ = await served.post(f"/api/q4h/{question['id']}/answer", {"content": "blue", "msgId": "a-1"})
+    assert status == 202
+    await served.engine.wait_idle()
+    said = [r.content for r in _course(served, root_id) if isinstance(r, AgentWordsRecord)]
+    assert said[-1] == "Blue it is."
+
+
+async def test_duplicate_message_id_is_refused_after_the_transcript_cache_forgot_it(serve: ServeFactory) -> None:
+    """Bug: a duplicate msgId was refused while the dialog was cached, but accepted and silently discarded
+    once the transcript cache had evicted the dialog."""
+    served = await serve(QUESTION)
+    served.engine.transcript_cache_size = 1
+    ids = []
+    for _ in range(3):
+        _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+        ids.append(created["rootId"])
+        await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": "hello", "msgId": "same-id"})
+        await served.engine.wait_idle()
+    for root_id in ids:
+        status, refused = await served.post(f"/api/dialogs/{root_id}/messages", {"content": "hello", "msgId": "same-id"})
+        assert status == 409 and "already accepted" in refused["error"], root_id
