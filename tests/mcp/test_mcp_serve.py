@@ -10,7 +10,16 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mcp_kit import PYTHON, HttpCommand, ServeDaemon, after_tool, call, mcp_workspace, stdio_server_yaml, wait_for
+from mcp_kit import (
+    PYTHON,
+    HttpCommand,
+    ServeDaemon,
+    after_tool,
+    call,
+    mcp_workspace,
+    stdio_server_yaml,
+    wait_for,
+)
 
 
 def _func_results(ws: Path, root_id: str) -> list[dict[str, Any]]:
