@@ -85,3 +85,29 @@ def test_scripted_agent_uses_tot_mcp_over_stdio_and_http_and_an_image_server(tmp
             assert daemon.get("/api/problems")["problems"] == []
         on_disk = "".join(p.read_text(errors="replace") for p in (ws / ".dialogs").rglob("*") if p.is_file())
         assert secret not in on_disk
+
+
+def test_an_mcp_call_cut_by_a_daemon_crash_is_reported_and_never_re_run(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    ws = tmp_path / "ws"
+    log = tmp_path / "hang.log"
+    responses = [
+        call("wait", "hang"),
+        after_tool("may or may not have taken effect", "The call was cut short; I will not assume it ran."),
+    ]
+    mcp_workspace(ws, responses, stdio_server_yaml(timeout_s=600, env=f"{{FAKE_MCP_LOG: '{log}'}}"), "fake")
+    with ServeDaemon(ws) as daemon:
+        root = daemon.post("/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})["rootId"]
+        daemon.post(f"/api/dialogs/{root}/messages", {"content": "wait"})
+        wait_for(lambda: log.exists() and log.read_text() == "hang\n")
+        os.kill(daemon.proc.pid, signal.SIGKILL)
+        daemon.proc.wait(10)
+    with ServeDaemon(ws):
+        results = wait_for(lambda: _func_results(ws, root))
+        assert results[0]["name"] == "hang" and "may or may not have taken effect" in results[0]["content"]
+        course = (ws / ".dialogs" / "run" / root / "course-001.jsonl").read_text()
+        wait_for(lambda: "I will not assume it ran" in (ws / ".dialogs" / "run" / root / "course-001.jsonl").read_text())
+        assert "func_call_record" in course
+    assert log.read_text() == "hang\n"  # recorded once, never run again
