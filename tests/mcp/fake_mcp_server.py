@@ -15,6 +15,7 @@ import asyncio
 import base64
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from mcp.server import MCPServer
@@ -67,8 +68,8 @@ async def crash() -> str:
 async def hang() -> str:
     """Never answer. Each call is logged to $FAKE_MCP_LOG when set (to count how often it ran)."""
     if os.environ.get("FAKE_MCP_LOG"):
-        with open(os.environ["FAKE_MCP_LOG"], "a") as log:
-            log.write("hang\n")
+        log = Path(os.environ["FAKE_MCP_LOG"])
+        log.write_text((log.read_text() if log.exists() else "") + "hang\n")
     await asyncio.sleep(3600)
     return "late"
 
