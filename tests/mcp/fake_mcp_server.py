@@ -15,7 +15,6 @@ import asyncio
 import base64
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from mcp.server import MCPServer
@@ -64,12 +63,16 @@ async def crash() -> str:
     os._exit(3)
 
 
+def _log_call(name: str) -> None:
+    with open(os.environ["FAKE_MCP_LOG"], "a") as log:
+        log.write(name + "\n")
+
+
 @server.tool()
 async def hang() -> str:
     """Never answer. Each call is logged to $FAKE_MCP_LOG when set (to count how often it ran)."""
     if os.environ.get("FAKE_MCP_LOG"):
-        log = Path(os.environ["FAKE_MCP_LOG"])
-        log.write_text((log.read_text() if log.exists() else "") + "hang\n")
+        await asyncio.to_thread(_log_call, "hang")
     await asyncio.sleep(3600)
     return "late"
 
