@@ -20,6 +20,7 @@ from dominds.server.api import ApiError, add_api_routes
 from dominds.server.auth import bearer_token, host_header_is_loopback, origin_allowed, tokens_match
 from dominds.server.hub import Hub
 from dominds.server.listing import CostCache
+from dominds.server.tools_api import add_tools_routes
 from dominds.server.views import taskdoc_payload
 from dominds.server.ws import websocket_handler
 from dominds.store.errors import DialogNotFoundError, StoreError
@@ -128,6 +129,7 @@ def make_app(
     app[keys.HUB] = Hub(engine, taskdoc_poll_interval=taskdoc_poll_interval)
     app[keys.COSTS] = CostCache()
     add_api_routes(app)
+    add_tools_routes(app)
     app.router.add_get("/ws", websocket_handler)
     app.router.add_get("/", _index)
     app.router.add_static("/static/", STATIC_DIR, append_version=False)

@@ -3,6 +3,7 @@
 // HTML the daemon rendered and sanitised (markdownHtml). Tellask blocks get their inline result, a link
 // to the subdialog they created, and — for a pending question — an inline answer form.
 
+import { artifactImages } from "./artifacts.js";
 import { h, setTrustedHtml } from "./dom.js";
 import { t } from "./i18n.js";
 
@@ -251,9 +252,10 @@ const HANDLERS = {
   },
   func_result_evt(e) {
     const result = h("pre", { class: `func-result${e.isError ? " error" : ""}`, text: e.content });
+    const images = artifactImages(e.content);
     const block = this.funcs.get(e.id);
-    if (block) block.append(result);
-    else this.add(h("div", { class: "func" }, h("span", { class: "func-name", text: `ƒ ${e.name}` }), result));
+    if (block) block.append(result, ...images);
+    else this.add(h("div", { class: "func" }, h("span", { class: "func-name", text: `ƒ ${e.name}` }), result, ...images));
   },
   stream_error_evt(e) {
     this.add(h("div", { class: "stream-error" }, h("strong", { text: `${t("streamError")}: ` }), e.error));

@@ -2,7 +2,8 @@
 
 Tools: ``echo``; ``remember``/``recall`` (state kept per MCP session, so a stateful client can tell
 sessions apart; in stateless mode one process-wide slot); ``crash`` (the process exits mid-call);
-``hang`` (never answers); ``picture`` (a PNG image); ``pid`` (the process id, to see restarts).
+``hang`` (never answers); ``picture`` (a PNG image); ``pid`` (the process id, to see restarts);
+``dotted.name`` (a name no model may call).
 
     python fake_mcp_server.py stdio
     python fake_mcp_server.py http PORT [--stateless]
@@ -62,11 +63,24 @@ async def crash() -> str:
     os._exit(3)
 
 
+def _log_call(name: str) -> None:
+    with open(os.environ["FAKE_MCP_LOG"], "a") as log:
+        log.write(name + "\n")
+
+
 @server.tool()
 async def hang() -> str:
-    """Never answer."""
+    """Never answer. Each call is logged to $FAKE_MCP_LOG when set (to count how often it ran)."""
+    if os.environ.get("FAKE_MCP_LOG"):
+        await asyncio.to_thread(_log_call, "hang")
     await asyncio.sleep(3600)
     return "late"
+
+
+@server.tool(name="dotted.name")
+async def dotted() -> str:
+    """A tool whose name Dominds cannot offer to a model (dots are not allowed)."""
+    return "never offered"
 
 
 @server.tool()

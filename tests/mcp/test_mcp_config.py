@@ -74,6 +74,8 @@ def test_check_reports_unreachable_servers_and_name_clashes(tmp_path: Path) -> N
     clashes = [m for m in by_message if "another toolset has a tool of that name" in m]
     assert len(clashes) == 7 and all("'two'" in m for m in clashes), problems  # all of the second server's tools
     assert all(p["source"] == ".minds/mcp.yaml" for p in problems)
+    invalid = [p for p in problems if "'dotted.name' left out" in p["message"]]
+    assert [p["severity"] for p in invalid] == ["warning", "warning"]  # one per server
 
 
 async def test_daemon_survives_an_unreachable_server_and_missing_secret(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -150,3 +150,41 @@ async def test_an_image_result_is_saved_as_an_artifact_of_the_dialog(tmp_path: P
         assert len(saved) == 1 and saved[0].suffix == ".png" and saved[0].read_bytes().startswith(b"\x89PNG")
     finally:
         await engine.close()
+
+
+async def test_editing_mcp_yaml_reloads_servers_and_tools(tmp_path: Path) -> None:
+    import os
+
+    responses = [
+        call("old pid", "a_pid"),
+        after_tool("", "Noted."),
+        call("new pid", "b_pid"),
+        call("old again", "a_pid"),
+        after_tool("not found", "That tool is gone."),
+    ]
+    rtws = mcp_workspace(tmp_path / "ws", responses, stdio_server_yaml(prefix="a_"), "fake")
+    engine = await _engine(rtws)
+    mcp_yaml = rtws.minds_dir / "mcp.yaml"
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        await _run(engine, root, "old pid")
+        first_pid = int(_results(root)[-1].content)
+        # a new prefix only renames the tools: the same server process answers
+        mcp_yaml.write_text("servers:\n" + stdio_server_yaml(prefix="b_"))
+        os.utime(mcp_yaml, ns=(1, 1))  # a different mtime even within the same clock tick
+        await _run(engine, root, "new pid")
+        assert int(_results(root)[-1].content) == first_pid
+        await _run(engine, root, "old again")
+        assert _results(root)[-1].is_error and "a_pid" in _results(root)[-1].content
+        # a changed command restarts the server; a removed server leaves the toolsets and becomes a team problem
+        mcp_yaml.write_text("servers:\n" + stdio_server_yaml(prefix="b_", env="{X: '1'}"))
+        os.utime(mcp_yaml, ns=(2, 2))
+        await _run(engine, root, "new pid")
+        assert int(_results(root)[-1].content) != first_pid
+        mcp_yaml.write_text("servers: {}\n")
+        os.utime(mcp_yaml, ns=(3, 3))
+        config = engine.config.get()
+        assert config.mcp is not None and config.mcp.toolset_names() == []
+        assert any("unknown toolset 'fake'" in p.message for p in config.problems)
+    finally:
+        await engine.close()

@@ -21,7 +21,6 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AliasChoices, Field, WithJsonSchema
 
 from dominds import __version__
-from dominds.rtws import Rtws
 from dominds.tools.tot.machine import TotError
 from dominds.tools.tot.sessions import SessionStore, TotService
 from dominds.tools.tot.toolset import PROPERTIES, TOOL_SPECS, USAGE, call_tool
@@ -91,7 +90,19 @@ def build_server(store: SessionStore) -> MCPServer:
     return server
 
 
-def run_stdio(rtws_root: Path, sessions_dir: Path | None = None) -> None:
-    """Serve over stdin/stdout until the client disconnects; sessions default to ``<rtws_root>/.dominds/tot``."""
-    store = SessionStore(sessions_dir) if sessions_dir is not None else SessionStore.for_rtws(Rtws(rtws_root))
-    build_server(store).run("stdio")
+def run_stdio(sessions_dir: Path) -> None:
+    """Serve over stdin/stdout until the client disconnects."""
+    build_server(SessionStore(sessions_dir)).run("stdio")
+
+
+def run_http(sessions_dir: Path, host: str, port: int, token: str | None) -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (see ``dominds.mcp.http_serve``)."""
+    import anyio
+
+    from dominds.mcp.http_serve import serve_http
+
+    server = build_server(SessionStore(sessions_dir))
+    try:
+        anyio.run(lambda: serve_http(server, host, port, token, name="dominds tot-mcp"))
+    except KeyboardInterrupt:
+        pass

@@ -291,25 +291,28 @@ async def test_strings_json_text_and_snake_case_arguments_are_accepted(tmp_path:
 # ---- over stdio: `python -m dominds tot-mcp` -----------------------------------------------------
 
 
-def stdio(cwd: Path, *extra: str) -> Client:
+def stdio(cwd: Path, *extra: str, env: dict[str, str] | None = None) -> Client:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "dominds", "tot-mcp", *extra],
         cwd=cwd,
-        env={"PYTHONPATH": str(REPO_ROOT), "DOMINDS_FSYNC": "0"},
+        env={"PYTHONPATH": str(REPO_ROOT), "DOMINDS_FSYNC": "0", **(env or {})},
     )
     return Client(params, read_timeout_seconds=30)
 
 
-async def test_stdio_server_outside_a_workspace_keeps_sessions_under_cwd(tmp_path: Path) -> None:
-    plain = tmp_path / "plain"
+async def test_stdio_server_outside_a_workspace_keeps_sessions_in_the_user_data_dir(tmp_path: Path) -> None:
+    """Issue 17: outside a workspace, sessions went to a `.dominds/` folder of whatever directory the MCP
+    client started the server in; they now go to the per-user data directory."""
+    plain, data = tmp_path / "plain", tmp_path / "xdg-data"
     plain.mkdir()
-    async with stdio(plain) as client:
-        t = Tot(client, SessionStore(plain / ".dominds" / "tot"))
+    async with stdio(plain, env={"XDG_DATA_HOME": str(data)}) as client:
+        t = Tot(client, SessionStore(data / "dominds" / "tot"))
         sid = await t.start(1)
         errors = await t.rejected("tot_propose", sessionId=sid, nodes=[root(f"R1.{c}") for c in "ABCDEF"])
         assert errors[0]["code"] == "BATCH_OVERFLOW"
-    assert (plain / ".dominds" / "tot" / f"{sid}.json").is_file()
+    assert (data / "dominds" / "tot" / f"{sid}.json").is_file()
+    assert not (plain / ".dominds").exists()
 
 
 async def test_stdio_sessions_dir_option(tmp_path: Path) -> None:

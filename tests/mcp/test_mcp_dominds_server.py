@@ -1,0 +1,78 @@
+"""`dominds mcp`: a real MCP client (the SDK's, over stdio and over streamable HTTP) hands work to a
+running `dominds serve`: start a dialog, receive the team's question, answer it, read the result."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp_kit import HttpCommand, ServeDaemon
+from workspace_kit import write_workspace
+
+RESPONSES = [
+    {"agent": "lead", "message": "paint the shed", "response": "Let me ask.\n!?@human Which colour?\n!?Red or blue.\n"},
+    {"agent": "lead", "message": "blue", "response": "Painting the shed blue."},
+    {"agent": "coder", "message": "hello coder", "response": "Hello from coder."},
+]
+
+
+async def _tool(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(name, arguments)
+    assert not result.is_error, result.content
+    data: dict[str, Any] = json.loads(result.content[0].text)
+    return data
+
+
+async def _conversation(client: Client) -> None:
+    names = {t.name for t in (await client.list_tools()).tools}
+    assert names == {"list_dialogs", "list_questions", "start_dialog", "tell", "answer_question", "read_answer"}
+    started = await _tool(client, "start_dialog", message="paint the shed", taskdoc="tasks/t.tsk")
+    dialog_id = started["dialogId"]
+    asked = await _tool(client, "read_answer", dialog_id=dialog_id, wait_seconds=30)
+    assert asked["settled"] and [q["tellaskHead"] for q in asked["questions"]] == ["@human Which colour?"]
+    questions = (await _tool(client, "list_questions"))["questions"]
+    assert [q["selfId"] for q in questions] == [dialog_id]
+    await _tool(client, "answer_question", question_id=questions[0]["id"], answer="blue")
+    done = await _tool(client, "read_answer", dialog_id=dialog_id, wait_seconds=30)
+    assert done["answer"] == "Painting the shed blue." and done["questions"] == []
+    assert done["runState"]["kind"] == "idle"
+    listed = (await _tool(client, "list_dialogs"))["dialogs"]
+    assert dialog_id in [d["selfId"] for d in listed]
+    # tell: a follow-up to another member's dialog
+    other = await _tool(client, "start_dialog", message="hello coder", agent="coder", taskdoc="tasks/t.tsk")
+    reply = await _tool(client, "read_answer", dialog_id=other["dialogId"], wait_seconds=30)
+    assert reply["answer"] == "Hello from coder."
+
+
+async def test_an_mcp_client_drives_a_dialog_over_stdio(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_workspace(ws, RESPONSES)
+    with ServeDaemon(ws):
+        params = StdioServerParameters(command=sys.executable, args=["-m", "dominds", "-C", str(ws), "mcp"])
+        async with Client(params, read_timeout_seconds=60) as client:
+            await _conversation(client)
+
+
+async def test_an_mcp_client_drives_a_dialog_over_http(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_workspace(ws, RESPONSES)
+    with ServeDaemon(ws), HttpCommand(tmp_path, "-C", str(ws), "mcp", "--http", "--port", "0") as served:
+        async with httpx2.AsyncClient(headers=served.headers(), timeout=60) as http:
+            async with Client(streamable_http_client(served.url, http_client=http)) as client:
+                await _conversation(client)
+        async with httpx2.AsyncClient(timeout=30) as http:  # the same token rules as `dominds serve`
+            assert (await http.post(served.url, json={})).status_code == 401
+
+
+async def test_without_a_daemon_every_tool_says_to_start_one(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_workspace(ws, RESPONSES)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "dominds", "-C", str(ws), "mcp"])
+    async with Client(params, read_timeout_seconds=60) as client:
+        result = await client.call_tool("list_dialogs", {})
+        assert result.is_error and "dominds serve" in result.content[0].text
