@@ -56,13 +56,26 @@ def latest_answer(show: dict[str, Any]) -> str | None:
     return sayings[-1] if sayings else None
 
 
-def _settled(show: dict[str, Any]) -> bool:
-    state = (show.get("runState") or {}).get("kind")
-    return bool(show.get("q4h")) or (state not in ("proceeding", "generating") and not show.get("generating"))
+_AT_REST = frozenset({"idle", "interrupted", "dead", "terminal", "error"})
+
+
+def settled(show: dict[str, Any], tree_questions: list[dict[str, Any]], awaited_msg_id: str | None) -> bool:
+    """Whether waiting longer is pointless: the message we sent was taken up, and the dialog is at rest,
+    or it (or a dialog of its tree) waits for a human answer."""
+    if awaited_msg_id is not None and not any(
+        e.get("type") == "end_of_user_saying_evt" and e.get("msgId") == awaited_msg_id for e in show.get("events", [])
+    ):
+        return False
+    if show.get("q4h") or tree_questions:
+        return True
+    state = show.get("runState") or {}
+    return state.get("kind") in _AT_REST and not show.get("generating")
 
 
 def build_server(rtws: Rtws) -> MCPServer:
     server = MCPServer("dominds", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    awaited: dict[str, str] = {}
+    """dialog id → msgId of the last message this server sent it and has not seen taken up yet"""
 
     async def daemon_call(fn: Any) -> CallToolResult:
         info = find_daemon(rtws)
@@ -106,6 +119,7 @@ def build_server(rtws: Rtws) -> MCPServer:
             created = await client.post("/api/dialogs", body)
             msg_id = f"mcp-{uuid.uuid4().hex[:12]}"
             await client.post(f"/api/dialogs/{created['selfId']}/messages", {"content": message, "msgId": msg_id})
+            awaited[created["selfId"]] = msg_id
             return {"dialogId": created["selfId"], "agentId": created.get("agentId"), "msgId": msg_id}
 
         return await daemon_call(run)
@@ -116,6 +130,7 @@ def build_server(rtws: Rtws) -> MCPServer:
         async def run(client: DaemonClient) -> dict[str, Any]:
             msg_id = f"mcp-{uuid.uuid4().hex[:12]}"
             await client.post(f"/api/dialogs/{dialog_id}/messages", {"content": message, "msgId": msg_id})
+            awaited[dialog_id] = msg_id
             return {"dialogId": dialog_id, "msgId": msg_id}
 
         return await daemon_call(run)
@@ -124,28 +139,37 @@ def build_server(rtws: Rtws) -> MCPServer:
         """Answer a question the team asked (ids from list_questions or read_answer); the dialog goes on."""
 
         async def run(client: DaemonClient) -> dict[str, Any]:
-            data = await client.post(f"/api/q4h/{question_id}/answer", {"content": answer})
-            return {"answered": question_id, **({"dialogId": data["selfId"]} if isinstance(data, dict) and "selfId" in data else {})}
+            msg_id = f"mcp-{uuid.uuid4().hex[:12]}"
+            data = await client.post(f"/api/q4h/{question_id}/answer", {"content": answer, "msgId": msg_id})
+            awaited[data["selfId"]] = msg_id
+            return {"answered": question_id, "dialogId": data["selfId"], "rootId": data.get("rootId")}
 
         return await daemon_call(run)
 
     async def read_answer(dialog_id: str, wait_seconds: float = 0) -> CallToolResult:
         """The dialog's latest answer, its run state and the questions it waits on. With wait_seconds,
-        first wait (up to 600 s) until the dialog settles: idle, waiting for your answer, or failed."""
+        first wait (up to 600 s) until the dialog settles: your last message to it taken up, and it is idle,
+        failed, or it or a dialog of its tree waits for a human answer."""
 
         async def run(client: DaemonClient) -> dict[str, Any]:
             deadline = time.monotonic() + max(0.0, min(float(wait_seconds), MAX_WAIT_S))
-            show = await client.get(f"/api/dialogs/{dialog_id}")
-            while not _settled(show) and time.monotonic() < deadline:
-                await asyncio.sleep(0.25)
+            while True:
                 show = await client.get(f"/api/dialogs/{dialog_id}")
-            questions = [{"id": q.get("id"), "tellaskHead": q.get("tellaskHead"), "bodyContent": q.get("bodyContent")} for q in show.get("q4h", [])]
+                root_id = (show.get("dialog") or {}).get("rootId", dialog_id)
+                questions = [q for q in (await client.get("/api/q4h")).get("questions", []) if q.get("rootId") == root_id]
+                done = settled(show, questions, awaited.get(dialog_id))
+                if done or time.monotonic() >= deadline:
+                    break
+                await asyncio.sleep(0.25)
+            if done:
+                awaited.pop(dialog_id, None)
+            keep = ("id", "selfId", "agentId", "tellaskHead", "bodyContent")
             return {
                 "dialogId": dialog_id,
                 "runState": show.get("runState"),
-                "settled": _settled(show),
+                "settled": done,
                 "answer": latest_answer(show),
-                "questions": questions,
+                "questions": [{k: q.get(k) for k in keep} for q in questions],
             }
 
         return await daemon_call(run)

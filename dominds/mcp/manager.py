@@ -122,7 +122,12 @@ class McpManager:
         spec = list(toolsets)
         excluded = {entry[1:] for entry in spec if entry.startswith("!")}
         wanted = set(self.servers) if "*" in spec else set(spec)
-        names = [n for n in self.servers if n in wanted and n not in excluded and self.servers[n].listed is None]
+        now = time.monotonic()
+        # a server in its back-off is not waited for here: the generation goes on without its tools
+        names = [
+            n for n in self.servers
+            if n in wanted and n not in excluded and self.servers[n].listed is None and self.servers[n].retry_at <= now
+        ]  # fmt: skip
         if names:
             await asyncio.gather(*(self._discover(self.servers[n]) for n in names))
 

@@ -18,6 +18,10 @@ RESPONSES = [
     {"agent": "lead", "message": "paint the shed", "response": "Let me ask.\n!?@human Which colour?\n!?Red or blue.\n"},
     {"agent": "lead", "message": "blue", "response": "Painting the shed blue."},
     {"agent": "coder", "message": "hello coder", "response": "Hello from coder."},
+    {"agent": "lead", "message": "build the widget", "response": "Asking coder.\n!?@coder please build the widget\n"},
+    {"agent": "coder", "contains": "please build the widget", "response": "One question.\n!?@human Which size?\n"},
+    {"agent": "coder", "message": "large", "response": "Built a large widget."},
+    {"agent": "lead", "contains": "Built a large widget", "response": "The widget is built, large."},
 ]
 
 
@@ -47,6 +51,14 @@ async def _conversation(client: Client) -> None:
     other = await _tool(client, "start_dialog", message="hello coder", agent="coder", taskdoc="tasks/t.tsk")
     reply = await _tool(client, "read_answer", dialog_id=other["dialogId"], wait_seconds=30)
     assert reply["answer"] == "Hello from coder."
+    # a question asked deep in the tree (by the lead's teammate) reaches the client through the root
+    root = (await _tool(client, "start_dialog", message="build the widget", taskdoc="tasks/t.tsk"))["dialogId"]
+    waiting = await _tool(client, "read_answer", dialog_id=root, wait_seconds=30)
+    assert waiting["settled"] and [q["tellaskHead"] for q in waiting["questions"]] == ["@human Which size?"]
+    assert waiting["questions"][0]["selfId"] != root and waiting["questions"][0]["agentId"] == "coder"
+    await _tool(client, "answer_question", question_id=waiting["questions"][0]["id"], answer="large")
+    built = await _tool(client, "read_answer", dialog_id=root, wait_seconds=30)
+    assert built["answer"] == "The widget is built, large." and built["questions"] == []
 
 
 async def test_an_mcp_client_drives_a_dialog_over_stdio(tmp_path: Path) -> None:

@@ -10,6 +10,12 @@ from dominds.driver.engine import Engine
 from dominds.store.course_records import FuncResultRecord
 
 
+def sayings_count(dialog) -> int:  # type: ignore[no-untyped-def]
+    from dominds.store.course_records import AgentWordsRecord
+
+    return sum(isinstance(r, AgentWordsRecord) for r in dialog.files.read_course(dialog.latest.current_course))
+
+
 def _results(dialog) -> list[FuncResultRecord]:  # type: ignore[no-untyped-def]
     return [r for r in dialog.files.read_course(dialog.latest.current_course) if isinstance(r, FuncResultRecord)]
 
@@ -186,5 +192,23 @@ async def test_editing_mcp_yaml_reloads_servers_and_tools(tmp_path: Path) -> Non
         config = engine.config.get()
         assert config.mcp is not None and config.mcp.toolset_names() == []
         assert any("unknown toolset 'fake'" in p.message for p in config.problems)
+    finally:
+        await engine.close()
+
+
+async def test_an_unreachable_server_in_back_off_does_not_hold_up_generations(tmp_path: Path) -> None:
+    import time
+
+    responses = [{"agent": "lead", "message": "hello", "response": "Hi."}]
+    rtws = mcp_workspace(tmp_path / "ws", responses, "  gone:\n    command: /nonexistent/mcp-server\n", "gone, ws_read")
+    engine = await _engine(rtws)
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        await _run(engine, root, "hello")
+        state = engine.config.mcp.servers["gone"]
+        assert state.state == "unreachable" and state.failures == 1
+        state.retry_at = time.monotonic() + 3600  # as after many failures: waiting would take an hour
+        await _run(engine, root, "hello")
+        assert state.failures == 1 and sayings_count(root) == 2  # not tried again, and the dialog answered
     finally:
         await engine.close()
