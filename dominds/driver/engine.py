@@ -25,6 +25,7 @@ from dominds.driver.conductor import ConductorRun, ConductorWaiters
 from dominds.driver.config import ConfigCache
 from dominds.driver.drive import drive_dialog
 from dominds.driver.health import ContextHealth
+from dominds.driver.storage_watch import resume_when_writable
 from dominds.ids import new_dialog_id, now_iso
 from dominds.llm.base import Generator, LlmError
 from dominds.llm.catalog import ProviderConfig
@@ -82,6 +83,9 @@ class Engine:
         self._generators: dict[str, Generator] = {"scripted": ScriptedGenerator()}
         self._transcripts: OrderedDict[str, Dialog] = OrderedDict()
         self.transcript_cache_size = 64
+        self.storage_retry_interval = 5.0
+        """Seconds between retries of a dialog paused by a refused write (a full disk)."""
+        self._background: set[asyncio.Task[None]] = set()
         self.max_concurrent_drives = 64
         """Drives in flight at once; bounds memory and keeps latency fair under bursts."""
         """How many dialogs keep their current course in memory after a drive (LRU)."""
@@ -121,6 +125,8 @@ class Engine:
                 self._request_stop(dialog, "server_shutdown")
         if self._drives:
             await asyncio.wait(self._drives, timeout=timeout)
+        for task in self._background:
+            task.cancel()
         await self.config.mcp.close()
         if self._lock is not None and self._lock.is_locked:
             self._lock.release()
@@ -264,9 +270,12 @@ class Engine:
                     await drive_dialog(self, dialog)
                 finally:
                     _mark_registry_locked(dialog, False)
-        except StoreError as exc:  # the disk refused: the dialog stops with the reason, nothing else is lost
-            log.error("dialog %s stopped: %s", dialog.self_id, exc)
-            dialog.load_error = str(exc)
+        except StoreError as exc:  # the disk refused: the dialog pauses with the reason, nothing else is lost
+            log.error("dialog %s paused: %s", dialog.self_id, exc)
+            dialog.load_error = f"storage failure (paused until the disk takes writes again): {exc}"
+            watcher = asyncio.create_task(resume_when_writable(self, dialog, str(exc)), name=f"storage-{dialog.self_id}")
+            self._background.add(watcher)
+            watcher.add_done_callback(self._background.discard)
             self.pubchan.publish(
                 dialog.key,
                 {

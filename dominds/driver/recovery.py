@@ -119,7 +119,7 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
             or dialog.latest.run_state.kind in ("proceeding", "stop_requested")
             or _has_open_generation(dialog)
         ):
-            _close_interrupted_generation(dialog)
+            close_interrupted_generation(dialog)
     for sub in list(root.local.values()):
         if not sub.is_root and sub.meta.tellask_session and not sub.load_error and not sub.is_dead:
             _complete_reassignment(root, sub)
@@ -168,7 +168,7 @@ def _has_open_generation(dialog: Dialog) -> bool:
     return False
 
 
-def _close_interrupted_generation(dialog: Dialog) -> None:
+def close_interrupted_generation(dialog: Dialog) -> None:
     records = dialog.records
     results = {r.id for r in records if isinstance(r, FuncResultRecord)}
     finished = {r.genseq for r in records if isinstance(r, GenFinishRecord)}

@@ -8,6 +8,7 @@ across power loss is lost). See docs/reliability.md for what each costs.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import signal
@@ -99,12 +100,20 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
         new_file = not path.exists()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if sync and _FSYNC:
-                os.fsync(fd)
+            good_size = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                if sync and _FSYNC:
+                    os.fsync(fd)
+            except OSError:
+                # A full disk may take half a line: cut back to the last good line before anything else is
+                # appended, so a later append never leaves a bad line in the middle of the file.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, good_size)
+                raise
         finally:
             os.close(fd)
         if new_file:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 from pathlib import Path
@@ -74,3 +75,55 @@ async def test_failure_mid_drive_stops_that_dialog_with_the_reason(make_engine, 
     restored = engine2.get_dialog(root.root_id)
     assert [r.msg_id for r in records(restored) if isinstance(r, HumanTextRecord)] == ["acked"]
     assert sayings(restored) == ["done"]
+
+
+async def test_a_half_written_line_is_cut_back_before_the_next_append(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a full disk left half a course line; later appends in the same run (the generation's cleanup, an
+    arriving answer) went after it, so a bad line sat mid-file and the dialog refused messages after restart."""
+    engine = await make_engine([{"message": "one", "response": "1"}, {"message": "two", "response": "2"}])
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "one", msg_id="m1")
+    await engine.wait_idle()
+    real_write = os.write
+    course = root.files.course(1)
+    fail_once = {"armed": True}
+
+    def half_then_full(fd: int, data: bytes) -> int:  # type: ignore[override]
+        if fail_once["armed"] and os.fstat(fd).st_ino == os.stat(course).st_ino:
+            fail_once["armed"] = False
+            real_write(fd, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(atomic.os, "write", half_then_full)
+    size_before = course.stat().st_size
+    with pytest.raises(WriteFailedError):
+        root.files.append(1, records(root)[-1])
+    assert course.stat().st_size == size_before, "the torn half line was cut away"
+    engine.submit_user_message(root, "two", msg_id="m2")
+    await engine.wait_idle()
+    assert [r.msg_id for r in root.files.read_course(1) if isinstance(r, HumanTextRecord)] == ["m1", "m2"]
+
+
+async def test_a_dialog_paused_by_a_full_disk_resumes_when_space_returns(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A refused write pauses the dialog (shown with the reason); once writes succeed again it resumes by
+    itself, without a daemon restart, and answers the acknowledged message."""
+    engine = await make_engine([{"message": "slow", "response": "done", "chunk_chars": 2, "delay_ms": 2}])
+    engine.storage_retry_interval = 0.05
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "slow", msg_id="acked")
+    disk = DiskFull(monkeypatch)
+    disk.armed = True
+    await engine.wait_idle()
+    assert root.load_error is not None and "no space left" in root.load_error
+    await asyncio.sleep(0.2)
+    assert root.load_error is not None, "still paused while the disk is full"
+    disk.armed = False
+    for _ in range(200):
+        if not root.load_error and sayings(root) == ["done"]:
+            break
+        await asyncio.sleep(0.02)
+    await engine.wait_idle()
+    assert root.load_error is None and sayings(root) == ["done"]
+    assert [r.msg_id for r in records(root) if isinstance(r, HumanTextRecord)] == ["acked"]
+    assert root.latest.run_state.kind == "idle"
