@@ -14,7 +14,7 @@ from dominds.driver.generation import GenOutcome, run_generation
 from dominds.driver.supply import answer_tellask_back, supply_response
 from dominds.ids import now_iso, short_token
 from dominds.store.course_records import RunMarkerRecord
-from dominds.store.records import QueuedPrompt, RunState
+from dominds.store.records import InboundTellaskBack, QueuedPrompt, RunState
 
 if TYPE_CHECKING:
     from dominds.driver.engine import Engine
@@ -106,15 +106,27 @@ def next_prompt(dialog: Dialog) -> QueuedPrompt | None:
     return queue[0] if queue else None
 
 
-async def answer_settled_obligation(engine: Engine, dialog: Dialog) -> bool:
-    """Reply to the ask-back being served once its own work has settled; True when it was answered."""
+def settled_obligation(dialog: Dialog) -> InboundTellaskBack | None:
+    """The ask-back being served, if its own work has settled (its answer is the last saying)."""
     serving = dialog.serving_obligation()
     if serving is None or dialog.q4h or dialog.obligation_work(serving):
-        return False
+        return None
     if any(p.origin in CONTINUATION_ORIGINS for p in dialog.latest.queued_prompts):
-        return False  # e.g. an answer to a question asked while serving: read it first
-    await answer_tellask_back(engine, dialog, serving, dialog.last_saying() or "(no answer was given)")
+        return None  # e.g. an answer to a question asked while serving: read it first
+    return serving
+
+
+async def answer_settled_obligation(engine: Engine, dialog: Dialog) -> bool:
+    """Reply to the ask-back being served once its own work has settled; True when it was answered."""
+    serving = settled_obligation(dialog)
+    if serving is None:
+        return False
+    await answer_tellask_back(engine, dialog, serving, answer_of(dialog))
     return True
+
+
+def answer_of(dialog: Dialog) -> str:
+    return dialog.last_saying() or "(no answer was given)"
 
 
 def start_new_course(engine: Engine, dialog: Dialog, *, reason: str) -> None:

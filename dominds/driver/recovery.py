@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import texts
-from dominds.driver.tellask_exec import materialize_subdialog, queue_tellask_back, runtime_call_id
+from dominds.driver.drive import answer_of, settled_obligation
+from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
+from dominds.driver.tellask_exec import (
+    assignment_msg_id,
+    assignment_of,
+    assignment_prompt,
+    materialize_subdialog,
+    queue_tellask_back,
+    runtime_call_id,
+)
 from dominds.ids import now_iso
 from dominds.store.course_records import (
     AgentWordsRecord,
@@ -111,9 +120,15 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
             or _has_open_generation(dialog)
         ):
             _close_interrupted_generation(dialog)
+    for sub in list(root.local.values()):
+        if not sub.is_root and sub.meta.tellask_session and not sub.load_error and not sub.is_dead:
+            _complete_reassignment(root, sub)
     for dialog in list(root.local.values()):
         if not dialog.load_error:
             _complete_dispatches(engine, root, dialog)
+    for dialog in list(root.local.values()):
+        if not dialog.load_error:
+            _answer_finished_ask_back(engine, dialog)
     if root.type_b != registry_before:
         root.save_registry()
     for dialog in list(root.local.values()):
@@ -241,14 +256,100 @@ def _complete_dispatches(engine: Engine, root: RootDialog, caller: Dialog) -> No
             continue
         response = _persisted_answer(sub, entry.call_id)
         if response is not None:
-            from dominds.driver.supply import record_response
-
             result = texts.response_text(caller.agent_id, sub.agent_id, response, entry.tellask_head, fbr=sub.meta.fbr)
             record_response(caller, sub, entry.call_id, entry.call_type, entry.tellask_head, "completed", response, result)
             caller.pending.remove(entry)
     caller.save_pending()
     if caller.latest.run_state.kind == "blocked" and caller.can_drive():
         caller.latest.needs_drive = True  # every answer arrived while the daemon was down
+
+
+def _complete_reassignment(root: RootDialog, sub: Dialog) -> None:
+    """Finish a TYPE B (re-)tellask cut short between its files, from its intent: the callers' pending entries.
+
+    A tellask to a session writes, in order: the caller's pending entry (the commit point), the session's
+    ``dialog.yaml`` (whom it answers next), its queued assignment prompt in ``latest.yaml``, then a failed
+    "re-assigned" reply to an earlier caller. The newest unanswered call is the session's current assignment;
+    any step after the commit point that is missing is done now, so no caller waits forever and none gets
+    the session's old answer for a request that was never delivered.
+    """
+    waiting = [
+        (caller, entry)
+        for caller in root.local.values()
+        if not caller.load_error
+        for entry in caller.pending
+        if entry.subdialog_id == sub.self_id
+        and entry.call_type == "B"
+        and (sub.self_id, entry.call_id) not in caller.supplied_response_keys()
+    ]
+    if not waiting:
+        return
+    newest_caller, newest = max(waiting, key=lambda w: w[1].created_at)
+    current = sub.meta.assignment_from_sup
+    if current is None or current.call_id != newest.call_id or current.caller_dialog_id != newest_caller.self_id:
+        log.warning("dialog %s: completing a re-tellask cut short by the crash", sub.self_id)
+        sub.meta = sub.meta.model_copy(update={"assignment_from_sup": assignment_of(newest_caller, newest)})
+        sub.files.write_meta(sub.meta)
+    prompt = assignment_prompt(newest_caller, newest)
+    if not any(p.msg_id == prompt.msg_id for p in sub.latest.queued_prompts) and not _ever_recorded(sub, prompt.msg_id):
+        sub.latest.queued_prompts.append(prompt)
+        sub.latest.needs_drive = True
+        sub.save_latest()
+    reason = "the session was re-assigned by a newer tellask; its next answer goes to the newer caller"
+    for caller, entry in waiting:
+        if caller is newest_caller:
+            continue  # the same caller's earlier calls share the answer (supply_response)
+        result = texts.failed_response_text(caller.agent_id, sub.agent_id, reason, entry.tellask_head)
+        record_response(caller, sub, entry.call_id, "B", entry.tellask_head, "failed", "", result)
+        caller.pending.remove(entry)
+        caller.save_pending()
+        if caller.can_drive():
+            caller.latest.needs_drive = True
+
+
+def _ever_recorded(dialog: Dialog, msg_id: str) -> bool:
+    """Whether a prompt was recorded in any course of the dialog (a clear_mind may have started a new one)."""
+    if msg_id in dialog.recorded_msg_ids():
+        return True
+    current = dialog.latest.current_course
+    for number in dialog.files.course_numbers():
+        if number != current and any(
+            isinstance(r, HumanTextRecord) and r.msg_id == msg_id for r in dialog.files.read_course(number)
+        ):
+            return True
+    return False
+
+
+def _answer_finished_ask_back(engine: Engine, dialog: Dialog) -> None:
+    """The dialog had finished its answer to an ask-back when the daemon died, before it was delivered.
+
+    Deliver that answer now instead of generating a second one (which would also not be *the* answer).
+    """
+    serving = settled_obligation(dialog)
+    if serving is None or not _last_generation_finished_quietly(dialog):
+        return
+    asker = engine.try_get_dialog(dialog.root_id, serving.from_dialog_id)
+    if asker is not None:
+        record_ask_back_answer(asker, dialog, serving, answer_of(dialog))
+        if asker.can_drive():
+            asker.latest.needs_drive = True
+            asker.save_latest()
+    close_ask_back(dialog, serving)
+    if dialog.latest.run_state.kind == "interrupted" and dialog.latest.run_state.reason in RESUMABLE_REASONS:
+        dialog.latest.run_state = dialog.idle_run_state()
+
+
+def _last_generation_finished_quietly(dialog: Dialog) -> bool:
+    """The last generation finished ``ok`` with nothing the model still has to read (tools, notes, answers)."""
+    records = dialog.records
+    start = next((i for i in range(len(records) - 1, -1, -1) if isinstance(records[i], GenStartRecord)), None)
+    if start is None:
+        return False
+    finishes = [r for r in records[start:] if isinstance(r, GenFinishRecord)]
+    if not finishes or finishes[0].status != "ok":
+        return False
+    unread = FuncResultRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
+    return not any(isinstance(r, unread) for r in records[start:])
 
 
 def _persisted_answer(sub: Dialog, call_id: str) -> str | None:
@@ -262,6 +363,8 @@ def _persisted_answer(sub: Dialog, call_id: str) -> str | None:
     assignment = sub.meta.assignment_from_sup
     if assignment is None or assignment.call_id != call_id or sub.latest.needs_drive or sub.latest.queued_prompts:
         return None
+    if sub.meta.tellask_session and not _ever_recorded(sub, assignment_msg_id(call_id, sub.self_id)):
+        return None  # the session never read this request: its last saying answers an older one
     if sub.latest.generating or sub.pending or sub.q4h or sub.latest.run_state.kind != "idle":
         return None
     last = sub.records[-1] if sub.records else None

@@ -112,17 +112,24 @@ async def answer_tellask_back(engine: Engine, sup: Dialog, inbound: InboundTella
     asker = engine.try_get_dialog(sup.root_id, inbound.from_dialog_id)
     if asker is not None:
         async with asker.suspension_lock:
-            entry = next(
-                (p for p in asker.pending if p.call_type == "A" and p.call_id == inbound.call_id), None
-            )
-            if entry is not None and (sup.self_id, inbound.call_id) not in asker.supplied_response_keys():
-                result = texts.response_text(asker.agent_id, sup.agent_id, answer, entry.tellask_head)
-                record_response(asker, sup, entry.call_id, "A", entry.tellask_head, "completed", answer, result)
-                asker.pending.remove(entry)
-                asker.save_pending()
-    sup.latest.inbound_tellask_backs = [
-        i for i in sup.latest.inbound_tellask_backs if (i.from_dialog_id, i.call_id) != (inbound.from_dialog_id, inbound.call_id)
-    ]
-    sup.save_latest()
+            record_ask_back_answer(asker, sup, inbound, answer)
+    close_ask_back(sup, inbound)
     if asker is not None:
         engine.after_unblock(asker)
+
+
+def record_ask_back_answer(asker: Dialog, sup: Dialog, inbound: InboundTellaskBack, answer: str) -> None:
+    """Record the answer in the asker once (keyed by (sup, callId)) and drop its pending entry."""
+    entry = next((p for p in asker.pending if p.call_type == "A" and p.call_id == inbound.call_id), None)
+    if entry is not None and (sup.self_id, inbound.call_id) not in asker.supplied_response_keys():
+        result = texts.response_text(asker.agent_id, sup.agent_id, answer, entry.tellask_head)
+        record_response(asker, sup, entry.call_id, "A", entry.tellask_head, "completed", answer, result)
+        asker.pending.remove(entry)
+        asker.save_pending()
+
+
+def close_ask_back(sup: Dialog, inbound: InboundTellaskBack) -> None:
+    """The obligation is met: forget it (after the answer was recorded: a crash between repeats it idempotently)."""
+    key = (inbound.from_dialog_id, inbound.call_id)
+    sup.latest.inbound_tellask_backs = [i for i in sup.latest.inbound_tellask_backs if (i.from_dialog_id, i.call_id) != key]
+    sup.save_latest()

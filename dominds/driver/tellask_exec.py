@@ -359,16 +359,16 @@ def materialize_subdialog(engine: Engine, root: RootDialog, caller: Dialog, entr
         created_at=entry.created_at,
         supdialog_id=caller.self_id,
         tellask_session=entry.tellask_session,
-        assignment_from_sup=_assignment(caller, entry),
+        assignment_from_sup=assignment_of(caller, entry),
         fbr=entry.fbr,
     )
-    latest = LatestState(last_modified=now_iso(), queued_prompts=[_assignment_prompt(caller, entry)], needs_drive=True)
+    latest = LatestState(last_modified=now_iso(), queued_prompts=[assignment_prompt(caller, entry)], needs_drive=True)
     sub = engine.create_subdialog(root, meta, latest)
     engine._want(sub)  # needsDrive is already in the latest.yaml just written
     return sub
 
 
-def _assignment(caller: Dialog, entry: PendingSubdialog) -> Assignment:
+def assignment_of(caller: Dialog, entry: PendingSubdialog) -> Assignment:
     return Assignment(
         tellask_head=entry.tellask_head,
         tellask_body=entry.tellask_body,
@@ -380,7 +380,12 @@ def _assignment(caller: Dialog, entry: PendingSubdialog) -> Assignment:
     )
 
 
-def _assignment_prompt(caller: Dialog, entry: PendingSubdialog) -> QueuedPrompt:
+def assignment_msg_id(call_id: str, subdialog_id: str) -> str:
+    """The id of the prompt that gives a subdialog the request of call ``call_id`` (deterministic)."""
+    return f"asg-{call_id}-{subdialog_id}"
+
+
+def assignment_prompt(caller: Dialog, entry: PendingSubdialog) -> QueuedPrompt:
     if entry.fbr:
         content = texts.fbr_assignment_text(caller.agent_id, entry.tellask_head, entry.tellask_body)
     else:
@@ -388,7 +393,7 @@ def _assignment_prompt(caller: Dialog, entry: PendingSubdialog) -> QueuedPrompt:
             entry.agent_id, caller.agent_id, entry.tellask_head, entry.tellask_body, entry.collective_targets
         )
     return QueuedPrompt(
-        msg_id=f"asg-{entry.call_id}-{entry.subdialog_id}",
+        msg_id=assignment_msg_id(entry.call_id, entry.subdialog_id),
         content=content,
         grammar="markdown",
         origin="assignment",
@@ -409,9 +414,9 @@ async def _reassign(
         # site of this caller that is still waiting for it (supply_response), so none is left without one.
         caller.pending.append(entry)
         caller.save_pending()  # commit point
-    sub.meta = sub.meta.model_copy(update={"assignment_from_sup": _assignment(caller, entry)})
+    sub.meta = sub.meta.model_copy(update={"assignment_from_sup": assignment_of(caller, entry)})
     sub.files.write_meta(sub.meta)
-    sub.latest.queued_prompts.append(_assignment_prompt(caller, entry))
+    sub.latest.queued_prompts.append(assignment_prompt(caller, entry))
     engine.request_drive(sub)
     if previous is not None and previous.caller_dialog_id != caller.self_id:
         await engine.supersede(sub, previous)

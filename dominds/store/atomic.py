@@ -10,11 +10,29 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 from pathlib import Path
 
 from dominds.store.errors import WriteFailedError
 
 _FSYNC = os.environ.get("DOMINDS_FSYNC", "1") not in ("0", "false", "no")
+
+_CRASH_AT = int(os.environ.get("DOMINDS_CRASH_AT", "0") or 0)
+"""Crash-point harness (tests only): SIGKILL this process just before its N-th durable step."""
+_steps_taken = 0
+
+
+def durable_step(what: str, path: Path) -> None:
+    """Count one durable step (a state-file replace, a course append, a removal, a directory rename).
+
+    With ``DOMINDS_CRASH_AT=N`` the process kills itself with SIGKILL right before step N, exactly as a
+    power cut or ``kill -9`` would, so tests can prove recovery from every point of a scenario.
+    """
+    global _steps_taken
+    _steps_taken += 1
+    if _CRASH_AT and _steps_taken == _CRASH_AT:
+        os.write(2, f"crashpoint {_steps_taken}: before {what} {path.name}\n".encode())
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def set_fsync(enabled: bool) -> None:
@@ -38,6 +56,7 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
 
     Raises ``WriteFailedError`` (the old content is left untouched) when the disk refuses.
     """
+    durable_step("replace", path)
     if isinstance(data, str):
         data = data.encode("utf-8")
     directory = path.parent
@@ -74,6 +93,7 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
 
     A crash mid-append leaves at most a torn last line, which the JSONL reader ignores.
     """
+    durable_step("append", path)
     data = (line + "\n").encode("utf-8")
     try:
         new_file = not path.exists()
@@ -95,6 +115,7 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
 
 def remove_file(path: Path) -> None:
     """Delete ``path`` if it exists and make the deletion durable."""
+    durable_step("remove", path)
     try:
         path.unlink()
     except FileNotFoundError:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.atomic import fsync_dir, remove_file
+from dominds.store.atomic import durable_step, fsync_dir, remove_file
 from dominds.store.course_records import CourseRecord
 from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
 from dominds.store.fileio import (
@@ -218,6 +218,7 @@ def create_dialog_dir(files: DialogFiles, meta: DialogMeta, latest: LatestState,
     staged.write_meta(meta)
     staged.write_latest(latest)
     staged.append(latest.current_course, first)
+    durable_step("rename", final)
     try:
         os.rename(staging, final)
     except OSError as exc:
@@ -306,6 +307,7 @@ class DialogStore:
         if dst.exists():
             raise StoreError(f"cannot move {root_id}: {dst} already exists")
         dst.parent.mkdir(parents=True, exist_ok=True)
+        durable_step("rename", dst)
         try:
             os.rename(src, dst)  # same filesystem: atomic
         except OSError as exc:

@@ -18,7 +18,7 @@ from dominds.rtws import Rtws
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("rtws")
-    parser.add_argument("--submit", help="send this user message to a new root of agent lead")
+    parser.add_argument("--submit", action="append", default=[], help="send these user messages to a new root of agent lead")
     parser.add_argument("--answer-all", help="answer every pending question with this text")
     parser.add_argument("--exit-when-idle", action="store_true")
     parser.add_argument("--no-resume", action="store_true")
@@ -39,8 +39,10 @@ async def main() -> None:
     print("ready", flush=True)
     if args.submit:
         root = engine.create_dialog("lead", "tasks/t.tsk")
-        engine.submit_user_message(root, args.submit, msg_id="crash-msg-1")
         print(f"root {root.root_id}", flush=True)
+        for number, text in enumerate(args.submit, start=1):
+            engine.submit_user_message(root, text, msg_id=f"crash-msg-{number}")
+            print(f"acked crash-msg-{number}", flush=True)
     if args.answer_all:
         for question in engine.q4h_state():
             engine.answer_question(question["id"], args.answer_all, msg_id=f"answer-{question['id']}")
