@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dominds.mcp.config import ServerSpec, resolve
+from dominds.mcp.config import SecretRef, ServerSpec, resolve
 
 CONNECT_TIMEOUT_S = 30.0
 
@@ -30,6 +30,15 @@ class ServerUnreachable(Exception):
 
 class CallTimeout(Exception):
     """The server did not answer a call in time."""
+
+
+def secret_values(spec: ServerSpec, environ: Any) -> list[str]:
+    """The values of the server's ``{env: NAME}`` references (to redact them from what it says)."""
+    values = []
+    for _key, value in (*spec.env, *spec.headers):
+        if isinstance(value, SecretRef) and value.env in environ and len(environ[value.env]) >= 4:
+            values.append(environ[value.env])
+    return sorted(set(values), key=len, reverse=True)
 
 
 def _transport(spec: ServerSpec, workspace: Path, environ: Any, stack: contextlib.AsyncExitStack) -> Any:
@@ -71,6 +80,13 @@ class Connection:
         self._close = asyncio.Event()
         self._gone = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._secrets = secret_values(spec, self.environ)
+
+    def redact(self, text: str) -> str:
+        """``text`` with the values of the server's secrets replaced, so they never reach records or logs."""
+        for value in self._secrets:
+            text = text.replace(value, "[secret]")
+        return text
 
     @property
     def alive(self) -> bool:
@@ -102,11 +118,11 @@ class Connection:
                 self._ready.set()
                 await self._close.wait()
         except ServerUnreachable as exc:
-            self.error = str(exc)
+            self.error = self.redact(str(exc))
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
-            self.error = _describe(exc)
+            self.error = self.redact(_describe(exc))
         finally:
             self._gone.set()
             self._ready.set()
@@ -141,8 +157,8 @@ class Connection:
                 return call.result()
             except Exception as exc:
                 if _is_connection_closed(exc):
-                    self._mark_gone(_describe(exc))
-                    raise ServerGone(_describe(exc)) from exc
+                    self._mark_gone(self.redact(_describe(exc)))
+                    raise ServerGone(self.redact(_describe(exc))) from exc
                 raise
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):

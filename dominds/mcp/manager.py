@@ -188,6 +188,10 @@ class McpManager:
             if name in taken:
                 self._problem(state, spec.line_of("prefix"), f"server {spec.id!r}: tool {name!r} left out: another toolset has a tool of that name (set `prefix`)")
                 continue
+            schema_problem = _schema_problem(mcp_tool.input_schema)
+            if schema_problem is not None:
+                self._problem(state, spec.line, f"server {spec.id!r}: tool {name!r} left out: its input schema is invalid ({schema_problem})", "warning")
+                continue
             taken.add(name)
             tools.append(self._func_tool(state, mcp_tool, name))
         if spec.stateful:
@@ -248,11 +252,12 @@ class McpManager:
                 "(it is not retried). The server is started again on the next call."
             ) from exc
         except Exception as exc:
-            raise ToolError(f"MCP server {spec.id!r} refused {mcp_name}: {type(exc).__name__}: {exc}") from exc
+            raise ToolError(conn.redact(f"MCP server {spec.id!r} refused {mcp_name}: {type(exc).__name__}: {exc}")) from exc
         state.failures = 0
         dialog = ctx.services.get("dialog")
         dialog_dir: Path | None = getattr(getattr(dialog, "files", None), "dir", None)
         text, is_error = render_result(result, dialog_dir, ctx.self_id, ctx.call_id)
+        text = conn.redact(text)
         if is_error:
             raise ToolError(text)
         return text
@@ -387,3 +392,16 @@ class McpManager:
                 }
             )
         return out
+
+
+def _schema_problem(schema: Any) -> str | None:
+    """Why ``schema`` cannot check a tool's arguments, or ``None`` when it can."""
+    import jsonschema
+
+    if not isinstance(schema, dict):
+        return "not an object"
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        return str(exc.message)
+    return None

@@ -3,7 +3,7 @@
 Tools: ``echo``; ``remember``/``recall`` (state kept per MCP session, so a stateful client can tell
 sessions apart; in stateless mode one process-wide slot); ``crash`` (the process exits mid-call);
 ``hang`` (never answers); ``picture`` (a PNG image); ``pid`` (the process id, to see restarts);
-``dotted.name`` (a name no model may call).
+``dotted.name`` (a name no model may call); ``bad_schema`` (an invalid input schema); ``getenv``.
 
     python fake_mcp_server.py stdio
     python fake_mcp_server.py http PORT [--stateless]
@@ -15,11 +15,12 @@ import asyncio
 import base64
 import os
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ImageContent, TextContent
+from pydantic import WithJsonSchema
 
 # a 1x1 red PNG
 PNG = base64.b64decode(
@@ -75,6 +76,18 @@ async def hang() -> str:
         await asyncio.to_thread(_log_call, "hang")
     await asyncio.sleep(3600)
     return "late"
+
+
+@server.tool()
+async def getenv(name: str) -> str:
+    """The value of an environment variable of the server process (to see secrets kept out of records)."""
+    return f"{name}={os.environ.get(name, '')}"
+
+
+@server.tool()
+async def bad_schema(x: Annotated[Any, WithJsonSchema({"type": 12})] = None) -> str:
+    """A tool whose input schema is not a valid JSON schema."""
+    return "never offered"
 
 
 @server.tool(name="dotted.name")

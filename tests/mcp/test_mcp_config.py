@@ -72,10 +72,12 @@ def test_check_reports_unreachable_servers_and_name_clashes(tmp_path: Path) -> N
     unreachable = [p for p in problems if "'gone': unreachable" in p["message"]]
     assert len(unreachable) == 1 and unreachable[0]["line"] == 10, problems
     clashes = [m for m in by_message if "another toolset has a tool of that name" in m]
-    assert len(clashes) == 7 and all("'two'" in m for m in clashes), problems  # all of the second server's tools
+    assert len(clashes) == 8 and all("'two'" in m for m in clashes), problems  # the second server's valid tools
     assert all(p["source"] == ".minds/mcp.yaml" for p in problems)
     invalid = [p for p in problems if "'dotted.name' left out" in p["message"]]
     assert [p["severity"] for p in invalid] == ["warning", "warning"]  # one per server
+    bad_schema = [p for p in problems if "'bad_schema' left out: its input schema is invalid" in p["message"]]
+    assert len(bad_schema) == 2  # one per server: a left-out tool takes no name
 
 
 async def test_daemon_survives_an_unreachable_server_and_missing_secret(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -86,6 +88,8 @@ async def test_daemon_survives_an_unreachable_server_and_missing_secret(tmp_path
         + stdio_server_yaml("nosecret", env="{API_TOKEN: {env: FAKE_MCP_UNSET}}")
     )
     responses = [
+        call("tell", "getenv", {"name": "API_TOKEN"}),
+        after_tool("API_TOKEN=", "The token stays hidden."),
         call("say", "echo", {"text": "still here"}),
         after_tool("echo: still here", "Fine."),
         call("remind", "add_reminder", {"content": "x"}),
@@ -100,12 +104,15 @@ async def test_daemon_survives_an_unreachable_server_and_missing_secret(tmp_path
     await engine.start()
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
+        engine.submit_user_message(root, "tell")
+        await engine.wait_idle()
         engine.submit_user_message(root, "say")
         await engine.wait_idle()
         engine.submit_user_message(root, "remind")
         await engine.wait_idle()
         results = [r for r in root.files.read_course(1) if isinstance(r, FuncResultRecord)]
-        assert [(r.name, r.is_error) for r in results] == [("echo", False), ("add_reminder", False)]
+        assert [(r.name, r.is_error) for r in results] == [("getenv", False), ("echo", False), ("add_reminder", False)]
+        assert results[0].content == "API_TOKEN=[secret]"  # the server said it; the record does not
         problems = engine.problems_payload()
         assert any("'gone': unreachable" in p["message"] for p in problems)
         assert any("FAKE_MCP_UNSET" in p["message"] for p in problems)
