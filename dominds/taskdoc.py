@@ -15,6 +15,7 @@ the model what to call instead. General file tools never reach a package: see ``
 
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import hashlib
 import os
@@ -59,7 +60,7 @@ class TaskdocNote:
 
     ``kind`` is one of: ``top_section_misplaced``, ``bearinmind_name_misplaced``,
     ``bearinmind_unknown_entry``, ``bearinmind_not_directory``, ``bad_name``, ``unexpected_entry``,
-    ``not_a_file``, ``symlink_ignored``, ``unreadable``, ``not_utf8``, ``scan_limit``,
+    ``not_a_file``, ``symlink_ignored``, ``unreadable``, ``not_utf8``, ``too_large``, ``scan_limit``,
     ``not_a_directory``, ``outside_rtws``. ``where`` is the package-relative path it is about.
     """
 
@@ -141,12 +142,36 @@ def _package_dir(rtws_root: Path, rel: str) -> Path:
 # --- loading -----------------------------------------------------------------------------------------
 
 
+MAX_SECTION_BYTES = 256 * 1024
+"""A section file is read up to this size (the model's context and the panel could not use more); a longer
+file is cut with a note, so a huge file never stalls the daemon or fills its memory."""
+
+
+def read_bounded(path: Path) -> tuple[bytes, int]:
+    """The first ``MAX_SECTION_BYTES`` of ``path`` and its full size (raises OSError)."""
+    with path.open("rb") as stream:
+        size = os.fstat(stream.fileno()).st_size
+        return stream.read(MAX_SECTION_BYTES), size
+
+
+def _decode_cut(data: bytes) -> str:
+    """Decode a prefix of a file: a character split by the cut is dropped, other bad bytes become U+FFFD."""
+    return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
+
+
+def _cut_note(size: int) -> str:
+    return f"\n\n[… cut: this file is {size / 1_048_576:.1f} MiB; only its first {MAX_SECTION_BYTES // 1024} KiB are shown]\n"
+
+
 def _read_text(path: Path, where: str, notes: list[TaskdocNote]) -> str | None:
     try:
-        data = path.read_bytes()
+        data, size = read_bounded(path)
     except OSError as exc:
         notes.append(TaskdocNote("unreadable", where, exc.strerror or str(exc)))
         return None
+    if size > len(data):
+        notes.append(TaskdocNote("too_large", where, f"{size / 1_048_576:.1f} MiB"))
+        return _decode_cut(data) + _cut_note(size)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -392,14 +417,14 @@ def read_section(rtws_root: Path, rel_path: str, category: str, selector: str) -
     if target.is_symlink() or target.parent.is_symlink():
         raise TaskdocError(f"{rel}/{file_rel} is a symlink; Taskdoc sections must be plain files")
     try:
-        data = target.read_bytes()
+        data, size = read_bounded(target)
     except FileNotFoundError:
         available = _available_sections(rtws_root, rel)
         listing = ", ".join(available) if available else "none"
         raise TaskdocError(f"{rel} has no section {file_rel}; readable sections: {listing}") from None
     except OSError as exc:
         raise TaskdocError(f"cannot read {rel}/{file_rel}: {exc.strerror or exc}") from exc
-    return data.decode("utf-8", errors="replace")
+    return _decode_cut(data) + _cut_note(size) if size > len(data) else data.decode("utf-8", errors="replace")
 
 
 def _available_sections(rtws_root: Path, rel: str) -> list[str]:

@@ -59,6 +59,10 @@ _NOTE_TEXT: dict[str, tuple[str, str]] = {
         "`{where}`: not valid UTF-8; undecodable bytes are shown as U+FFFD",
         "`{where}`：不是合法的 UTF-8；无法解码的字节显示为 U+FFFD",
     ),
+    "too_large": (
+        "`{where}`: {detail}, too large to show whole; only its first 256 KiB are used",
+        "`{where}`：{detail}，过大无法完整显示；只使用前 256 KiB",
+    ),
     "scan_limit": (
         "the package has more than {detail} entries; the rest were not scanned",
         "差遣牒包条目超过 {detail} 个；其余条目未扫描",

@@ -119,3 +119,27 @@ async def test_duplicate_message_id_is_refused_after_the_transcript_cache_forgot
     for root_id in ids:
         status, refused = await served.post(f"/api/dialogs/{root_id}/messages", {"content": "hello", "msgId": "same-id"})
         assert status == 409 and "already accepted" in refused["error"], root_id
+
+
+async def test_a_100_mb_taskdoc_file_is_cut_and_never_stalls_the_daemon(serve: ServeFactory) -> None:
+    """Bug: a 100 MB Taskdoc section file (get_taskdoc) blocked the whole daemon for ~20 s (/api/health timed
+    out) and added ~600 MiB. Section files are now read up to 256 KiB, with a note saying they were cut."""
+    served = await serve(ECHO)
+    goals = served.engine.rtws.root / "tasks" / "t.tsk" / "goals.md"
+    with goals.open("ab") as stream:
+        stream.write(b"The goal.\n")
+        stream.truncate(100 * 1024 * 1024)  # sparse: 100 MiB of NULs after the text
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    sock = await served.ws()
+    taskdoc = await sock.request(
+        {"type": "get_taskdoc", "dialog": {"selfId": created["rootId"]}}, "taskdoc_content", timeout=10
+    )
+    assert len(json.dumps(taskdoc)) < 4 * 1024 * 1024, "bounded (NULs are escaped six characters each)"
+    assert "100.0 MiB" in json.dumps(taskdoc) and "cut" in json.dumps(taskdoc)
+    status, health = await served.get("/api/health")
+    assert status == 200 and health["ok"]
+    status, _ = await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": "hello"})
+    assert status == 202
+    await served.engine.wait_idle()
+    said = [r.content for r in _course(served, created["rootId"]) if isinstance(r, AgentWordsRecord)]
+    assert said == ["Hi there."]
