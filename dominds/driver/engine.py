@@ -25,6 +25,7 @@ from dominds.driver.conductor import ConductorRun, ConductorWaiters
 from dominds.driver.config import ConfigCache
 from dominds.driver.drive import drive_dialog
 from dominds.driver.health import ContextHealth
+from dominds.driver.secrets import SecretRedactor
 from dominds.driver.storage_watch import resume_when_writable
 from dominds.ids import new_dialog_id, now_iso
 from dominds.llm.base import Generator, LlmError
@@ -83,6 +84,8 @@ class Engine:
         self._generators: dict[str, Generator] = {"scripted": ScriptedGenerator()}
         self._transcripts: OrderedDict[str, Dialog] = OrderedDict()
         self.transcript_cache_size = 64
+        self.secrets = SecretRedactor()
+        """Secrets redacted from tool output (provider keys from the catalog, plus registered ones)."""
         self.storage_retry_interval = 5.0
         """Seconds between retries of a dialog paused by a refused write (a full disk)."""
         self._background: set[asyncio.Task[None]] = set()

@@ -114,6 +114,8 @@ async def _execute_one(
             content, is_error = str(exc), True
         except Exception as exc:  # a tool bug must not take the dialog down; the model sees it
             content, is_error = f"Function '{call.name}' execution failed: {type(exc).__name__}: {exc}", True
+    key_vars = [p.api_key_env_var for p in engine.config.get().catalog.providers.values() if p.api_key_env_var]
+    content = engine.secrets.redact(content, key_vars)
     dialog.append(
         FuncResultRecord(ts=now_iso(), genseq=genseq, id=call.call_id, name=call.name, content=content, is_error=is_error)
     )

@@ -125,6 +125,7 @@ def make_app(
     """The daemon's web application over a started ``engine``; ``extra_routes`` mount workflows."""
     app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES)
     app[keys.ENGINE] = engine
+    engine.secrets.register("daemon access token", token)
     app[keys.SETTINGS] = keys.ServerSettings(token=token, allowed_origins=frozenset(allowed_origins))
     app[keys.HUB] = Hub(engine, taskdoc_poll_interval=taskdoc_poll_interval)
     app[keys.COSTS] = CostCache()

@@ -83,9 +83,16 @@ class PathPolicy:
         """The resolved absolute path, or ``ToolError`` with the Access Denied text."""
         allow, deny = (self.write_allow, self.write_deny) if write else (self.read_allow, self.read_deny)
         try:
-            return check_access(self.root, path, write=write, allow=allow, deny=deny)
+            resolved = check_access(self.root, path, write=write, allow=allow, deny=deny)
         except AccessDenied as exc:
             raise ToolError(exc.render()) from exc
+        links = hard_link_count(resolved)
+        if links > 1:
+            raise ToolError(
+                f"`{path}` is a hard-linked file ({links} names for the same data); another name may be outside the "
+                "files you may use (a Taskdoc, or outside the workspace), so file tools do not use it"
+            )
+        return resolved
 
     def allows(self, path: str, *, write: bool) -> bool:
         try:
@@ -101,6 +108,15 @@ class PathPolicy:
         except ValueError:
             return resolved.as_posix()
         return rel or "."
+
+
+def hard_link_count(path: Path) -> int:
+    """Links of a regular file (1 for a plain file; 0 when it does not exist or is not a regular file)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return 0
+    return info.st_nlink if stat.S_ISREG(info.st_mode) else 0
 
 
 def calling_member(ctx: ToolCallContext) -> Member | None:
@@ -314,6 +330,9 @@ def _search_tree(
                 info = file_path.stat()
                 if not stat.S_ISREG(info.st_mode):
                     continue  # a FIFO or socket: reading it would block the walk
+                if info.st_nlink > 1:
+                    report.not_accessible += 1  # a hard link may be another name of a file it must not read
+                    continue
                 if info.st_size > MAX_SEARCH_FILE_BYTES:
                     report.skipped_large += 1
                     continue

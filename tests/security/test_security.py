@@ -181,3 +181,39 @@ async def test_api_keys_never_reach_events_or_logs(
             assert SECRET not in everything
         finally:
             await engine.close()
+
+
+async def test_shell_output_with_an_api_key_is_redacted_before_it_is_stored_or_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: `shell_cmd` output containing an API key was stored and published unredacted (the security table
+    says never). Every configured provider key is replaced by `[redacted: NAME]` in tool results."""
+    responses: list[dict[str, Any]] = [
+        {"agent": "coder", "message": "env", "stream": [{"func_call": {"name": "shell_cmd", "arguments": {"command": "env"}}}]},
+        {"agent": "coder", "role": "tool", "response": "done"},
+    ]
+    rtws = write_workspace(tmp_path / "ws", responses)
+    rtws.llm_yaml.write_text(
+        rtws.llm_yaml.read_text()
+        + "  other:\n    name: Other\n    apiType: openai\n    baseUrl: http://127.0.0.1:9\n"
+        "    apiKeyEnvVar: OTHER_PROVIDER_KEY\n    models: {m: {context_length: 1000}}\n"
+    )
+    team = rtws.team_yaml.read_text().replace(
+        "  coder: {name: Coder, gofor: [writes code]}", "  coder: {name: Coder, gofor: [writes code], toolsets: [os]}"
+    )
+    rtws.team_yaml.write_text(team + "shell_specialists: [coder]\n")
+    monkeypatch.setenv("OTHER_PROVIDER_KEY", SECRET)
+    events: list[dict[str, Any]] = []
+    engine = Engine(rtws)
+    engine.pubchan.subscribe(events.append, wants_all=True)
+    await engine.start()
+    try:
+        root = engine.create_dialog("coder", "tasks/t.tsk")
+        engine.submit_user_message(root, "env")
+        await engine.wait_idle()
+        [result] = [r for r in root.files.read_course(1) if isinstance(r, FuncResultRecord)]
+        assert "[redacted: OTHER_PROVIDER_KEY]" in result.content and not result.is_error
+        everything = json.dumps(events) + "".join(p.read_text(errors="replace") for p in rtws.dialogs_dir.rglob("*") if p.is_file())
+        assert SECRET not in everything
+    finally:
+        await engine.close()

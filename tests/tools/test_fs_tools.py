@@ -442,3 +442,20 @@ def test_fixture_symlinks_really_point_outside(ws: Rtws, tmp_path: Path) -> None
     # guards the security tests above: they are only meaningful if the links resolve outside the rtws
     assert os.path.realpath(ws.root / "link-out") == str((tmp_path / "outside").resolve())
     assert (ws.root / "file-link-out").read_text() == SECRET
+
+
+async def test_hard_links_to_a_taskdoc_or_outside_are_refused(ws: Rtws, tmp_path: Path) -> None:
+    """Bug: read_file and search_files read through hard links: a link in the workspace to a Taskdoc file,
+    or to a file outside the workspace, exposed it. A hard-linked file is refused (reads and writes)."""
+    outside = tmp_path / "outside-secret.txt"
+    outside.write_text("outside secret\n")
+    os.link(ws.root / "tasks" / "demo.tsk" / "goals.md", ws.root / "docs" / "goals-link.md")
+    os.link(outside, ws.root / "docs" / "outside-link.txt")
+    ctx = make_ctx(ws)
+    for name in ("goals-link.md", "outside-link.txt"):
+        message = await refused(ctx, "read_file", path=f"docs/{name}")
+        assert "hard-linked" in message
+    found = await call(ctx, "search_files", pattern="secret")
+    assert "outside secret" not in found and SECRET.strip() not in found
+    message = await refused(ctx, "append_to_file", path="docs/outside-link.txt", content="overwrite")
+    assert "hard-linked" in message and outside.read_text() == "outside secret\n"
