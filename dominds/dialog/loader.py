@@ -7,7 +7,7 @@ import logging
 from dominds.dialog.model import Dialog, Publish, RootDialog, SubDialog
 from dominds.ids import now_iso
 from dominds.store.dialog_store import DialogFiles
-from dominds.store.errors import StoreError
+from dominds.store.errors import CorruptFileError, StoreError
 from dominds.store.records import DialogMeta, LatestState, RegistryEntry, RunState
 
 log = logging.getLogger("dominds.dialog")
@@ -84,6 +84,14 @@ def _load_state(dialog: Dialog) -> None:
         dialog.reminders = list(dialog.files.read_reminders().reminders)
         dialog.q4h = list(dialog.files.read_q4h().questions)
         dialog.pending = list(dialog.files.read_subdlg().pending)
+        current = dialog.latest.current_course
+        if current > 1 and not dialog.files.course(current).exists():
+            numbers = dialog.files.course_numbers()
+            raise CorruptFileError(
+                dialog.files.latest_yaml,
+                f"currentCourse is {current} but there is no {dialog.files.course(current).name}"
+                + (f" (the last course is {numbers[-1]})" if numbers else ""),
+            )
         dialog.files.repair_course_tail(dialog.latest.current_course)
         dialog.records = dialog.files.read_course(dialog.latest.current_course)
     except StoreError as exc:

@@ -27,6 +27,7 @@ from dominds.driver.tellask_exec import (
     materialize_subdialog,
     queue_tellask_back,
     runtime_call_id,
+    subdialog_meta,
 )
 from dominds.ids import now_iso
 from dominds.store.course_records import (
@@ -41,9 +42,9 @@ from dominds.store.course_records import (
     TeammateCallResultRecord,
     TeammateResponseRecord,
 )
-from dominds.store.dialog_store import remove_creation_leftovers
+from dominds.store.dialog_store import remove_creation_leftovers, remove_stale_temp_files
 from dominds.store.errors import StoreError
-from dominds.store.records import RegistryEntry, RunState
+from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
 from dominds.tellask import TellaskCall, parse_segments
 
 if TYPE_CHECKING:
@@ -58,6 +59,9 @@ Dialogs a user stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 def recover(engine: Engine) -> None:
     remove_creation_leftovers(engine.rtws.run_dir)
+    stale = remove_stale_temp_files(engine.rtws.run_dir)
+    if stale:
+        log.info("removed %d temp files left by interrupted writes", stale)
     for root_id in engine.store.root_ids("run"):
         if not _needs_attention(engine, root_id):
             continue
@@ -240,8 +244,12 @@ def _complete_dispatches(engine: Engine, root: RootDialog, caller: Dialog) -> No
                 queue_tellask_back(engine, sup, caller, entry.tellask_head, entry.tellask_body, entry.call_id)
             continue
         sub = root.local.get(entry.subdialog_id)
-        if sub is None and not engine.store.files("run", root.root_id, entry.subdialog_id).dialog_yaml.exists():
-            sub = materialize_subdialog(engine, root, caller, entry)
+        sub_files = engine.store.files("run", root.root_id, entry.subdialog_id)
+        if sub is None and not sub_files.dialog_yaml.exists():
+            if sub_files.dir.exists():
+                sub = _restore_lost_meta(engine, root, caller, entry)
+            else:
+                sub = materialize_subdialog(engine, root, caller, entry)
         if entry.call_type == "B" and entry.tellask_session:
             key = f"{entry.agent_id}!{entry.tellask_session}"
             if key not in root.type_b:
@@ -350,6 +358,27 @@ def _last_generation_finished_quietly(dialog: Dialog) -> bool:
         return False
     unread = FuncResultRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
     return not any(isinstance(r, unread) for r in records[start:])
+
+
+def _restore_lost_meta(engine: Engine, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> Dialog | None:
+    """A subdialog lost its ``dialog.yaml`` (a hand edit, a bad disk): rebuild it from the caller's entry.
+
+    If its request never reached its course, it is queued again; the tree keeps working either way."""
+    files = engine.store.files("run", root.root_id, entry.subdialog_id)
+    log.warning("dialog %s: dialog.yaml was missing; rebuilt from its caller's pending entry", entry.subdialog_id)
+    files.write_meta(subdialog_meta(root, caller, entry))
+    sub = engine.try_load_sub(root, entry.subdialog_id)
+    if sub is None or sub.load_error:
+        return sub
+    sub.notices.append("dialog.yaml was missing; it was rebuilt from the caller's pending entry")
+    for question in sub.q4h:
+        engine.index_question(sub, question)
+    prompt = assignment_prompt(caller, entry)
+    if not any(p.msg_id == prompt.msg_id for p in sub.latest.queued_prompts) and not _ever_recorded(sub, prompt.msg_id):
+        sub.latest.queued_prompts.append(prompt)
+        sub.latest.needs_drive = True
+        sub.save_latest()
+    return sub
 
 
 def _persisted_answer(sub: Dialog, call_id: str) -> str | None:

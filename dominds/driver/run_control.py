@@ -75,6 +75,9 @@ async def declare_dead(engine: Engine, dialog: Dialog, note: str = "") -> None:
     dialog.latest.needs_drive = False
     dialog.latest.queued_prompts = []
     dialog.set_run_state(RunState(kind="dead", reason="declared_by_user", detail=note or None))
+    # Its questions can never be answered into a dead dialog: withdraw them from every list.
+    for question in list(dialog.q4h):
+        engine.remove_question(dialog, question.id)
     # An ask-back this subdialog was waiting for will never be read: withdraw it from the asked dialog.
     for entry in [p for p in dialog.pending if p.call_type == "A"]:
         sup = engine.try_get_dialog(dialog.root_id, entry.subdialog_id)

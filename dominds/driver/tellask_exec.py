@@ -351,7 +351,16 @@ async def _create(
 
 def materialize_subdialog(engine: Engine, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> SubDialog:
     """Create a subdialog's files from its caller's pending entry (also used by recovery)."""
-    meta = DialogMeta(
+    meta = subdialog_meta(root, caller, entry)
+    latest = LatestState(last_modified=now_iso(), queued_prompts=[assignment_prompt(caller, entry)], needs_drive=True)
+    sub = engine.create_subdialog(root, meta, latest)
+    engine._want(sub)  # needsDrive is already in the latest.yaml just written
+    return sub
+
+
+def subdialog_meta(root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> DialogMeta:
+    """The ``dialog.yaml`` of the subdialog a pending entry asked for (it holds everything needed)."""
+    return DialogMeta(
         id=entry.subdialog_id,
         root_id=root.self_id,
         agent_id=entry.agent_id,
@@ -362,10 +371,6 @@ def materialize_subdialog(engine: Engine, root: RootDialog, caller: Dialog, entr
         assignment_from_sup=assignment_of(caller, entry),
         fbr=entry.fbr,
     )
-    latest = LatestState(last_modified=now_iso(), queued_prompts=[assignment_prompt(caller, entry)], needs_drive=True)
-    sub = engine.create_subdialog(root, meta, latest)
-    engine._want(sub)  # needsDrive is already in the latest.yaml just written
-    return sub
 
 
 def assignment_of(caller: Dialog, entry: PendingSubdialog) -> Assignment:

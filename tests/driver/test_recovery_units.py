@@ -177,3 +177,94 @@ async def test_caller_unblocked_just_before_a_crash_is_revived(make_engine, tmp_
     await engine2.wait_idle()
     restored = engine2.get_dialog(root.root_id)
     assert sayings(restored) == ["revived"] and restored.latest.run_state.kind == "idle"
+
+
+async def test_stale_temp_files_of_killed_writes_are_removed_at_start(make_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: temp files from writes a kill interrupted were never cleaned up."""
+    engine = await make_engine([{"message": "hi", "response": "hello"}], root=tmp_path / "ws")
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    await engine.close()
+    stale = root.files.dir / ".latest.yaml.4242.deadbeef.tmp"
+    stale.write_text("half a write")
+    await make_engine([], root=tmp_path / "ws")
+    assert not stale.exists()
+
+
+async def test_a_current_course_without_its_file_is_a_visible_error_not_a_new_course(make_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a hand edit `currentCourse: 999` was accepted and the dialog silently went on in course 999."""
+    engine = await make_engine([{"message": "hi", "response": "hello"}], root=tmp_path / "ws")
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    await engine.close()
+    latest = root.files.latest_yaml
+    latest.write_text(latest.read_text().replace("currentCourse: 1", "currentCourse: 999"))
+    engine2 = await make_engine([], root=tmp_path / "ws")
+    reloaded = engine2.get_dialog(root.root_id)
+    assert reloaded.load_error is not None and "currentCourse is 999" in reloaded.load_error
+    assert not root.files.course(999).exists()
+
+
+async def test_declaring_a_subdialog_dead_withdraws_its_questions(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a dead subdialog's question stayed listed forever."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+            {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
+            {"agent": "lead", "contains": "declared dead", "response": "Understood."},
+        ]
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    [question] = engine.q4h_state()
+    sub = engine.get_dialog(question["rootId"], question["selfId"])
+    await engine.declare_dead(sub, "not needed")
+    await engine.wait_idle()
+    assert engine.q4h_state() == [] and not sub.files.q4h_yaml.exists()
+
+
+async def test_a_subdialog_without_dialog_yaml_does_not_make_its_tree_refuse_messages(make_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a missing subdialog dialog.yaml made the whole tree refuse messages."""
+    responses = [
+        {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "Built."},
+        {"agent": "lead", "contains": "provided response", "response": "Great."},
+        {"agent": "lead", "message": "status?", "response": "All fine."},
+    ]
+    engine = await make_engine(responses, root=tmp_path / "ws")
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+    await engine.close()
+    engine.store.files("run", root.root_id, sub_id).dialog_yaml.unlink()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    reloaded = engine2.get_dialog(root.root_id)
+    engine2.submit_user_message(reloaded, "status?")
+    await engine2.wait_idle()
+    assert reloaded.last_saying() == "All fine."
+
+
+async def test_a_pending_subdialog_without_dialog_yaml_is_restored_not_a_refused_tree(make_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a subdialog whose dialog.yaml was lost while its caller waited for it made the whole tree
+    refuse messages (recovery tried to create its directory again and failed). Its dialog.yaml is rebuilt
+    from the caller's pending entry and it answers."""
+    responses = [
+        {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
+        {"agent": "coder", "message": "postgres", "response": "Built on postgres."},
+        {"agent": "lead", "contains": "provided response", "response": "Great."},
+    ]
+    engine = await make_engine(responses, root=tmp_path / "ws")
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+    await engine.close()
+    engine.store.files("run", root.root_id, sub_id).dialog_yaml.unlink()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    reloaded = engine2.get_dialog(root.root_id)
+    assert reloaded.load_error is None
+    [question] = engine2.q4h_state()
+    engine2.answer_question(question["id"], "postgres")
+    await engine2.wait_idle()
+    assert reloaded.last_saying() == "Great."
