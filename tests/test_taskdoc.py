@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -208,15 +209,15 @@ def test_package_path_that_is_a_file_is_a_note(root: Path) -> None:
 def test_unreadable_file_is_a_note(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     put(root, f"{PKG}/goals.md", "G")
     put(root, f"{PKG}/progress.md", "P")
-    real_read_bytes = Path.read_bytes
+    real_open = Path.open
 
     # chmod 000 does not stop root (CI containers), so simulate the permission error directly.
-    def read_bytes(path: Path) -> bytes:
+    def open_(path: Path, *args: Any, **kwargs: Any) -> Any:
         if path.name == "goals.md":
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        return real_read_bytes(path)
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(Path, "open", open_)
     doc = load_taskdoc(root, PKG)
     assert doc.goals is None
     assert doc.progress == "P"
