@@ -63,8 +63,6 @@ class Dialog:
         self.genseq = 0
         self._run_state_unpublished = False
         self._pending_commit: asyncio.Future[None] | None = None
-        self.pending_new_course = False
-        """Set by clear_mind: start a new course when the current generation ends."""
         self.notices: list[str] = []
         """Problems found and repaired on load (for example a rebuilt registry), shown with the dialog."""
         self.streaming_text: dict[str, str] = {}
@@ -97,6 +95,16 @@ class Dialog:
         return {"selfId": self.self_id, "rootId": self.root_id}
 
     # -- derived state -------------------------------------------------------------------------
+
+    @property
+    def pending_new_course(self) -> bool:
+        """Set by clear_mind: start a new course when the current generation ends (persisted, so a crash
+        between the tool's result and the new course still starts it)."""
+        return self.latest.new_course_pending
+
+    @pending_new_course.setter
+    def pending_new_course(self, value: bool) -> None:
+        self.latest.new_course_pending = value
 
     @property
     def is_dead(self) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import texts
-from dominds.driver.drive import answer_of, settled_obligation
+from dominds.driver.drive import answer_of, settled_obligation, start_new_course
 from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
 from dominds.driver.tellask_exec import (
     assignment_msg_id,
@@ -124,6 +124,8 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
             or _has_open_generation(dialog)
         ):
             close_interrupted_generation(dialog)
+        if dialog.pending_new_course:  # clear_mind ran, its new course did not start before the crash
+            start_new_course(engine, dialog, reason="clear_mind")  # queues its prompt: the dialog is driven
     for sub in list(root.local.values()):
         if not sub.is_root and sub.meta.tellask_session and not sub.load_error and not sub.is_dead:
             _complete_reassignment(root, sub)

@@ -176,6 +176,8 @@ class LatestState(Record):
     """Accepted prompts waiting for the next drive, oldest first."""
     inbound_tellask_backs: list[InboundTellaskBack] = Field(default_factory=list)
     """Ask-backs from subdialogs this dialog is answering."""
+    new_course_pending: bool = False
+    """clear_mind ran: a new course starts when the current generation ends (or at recovery)."""
     disable_diligence_push: bool = True
     """Roots: whether Diligence Push is off."""
     diligence_push_remaining_budget: int = 0

@@ -2,7 +2,7 @@
 
 Handlers find their dialog in ``ctx.services["dialog"]``. ``clear_mind`` does not switch courses in the
 middle of a generation (the call's own result must stay next to the call); it asks the driver to start
-the new course when the generation ends, via ``Dialog.pending_new_course``.
+the new course when the generation ends, via ``Dialog.pending_new_course`` (persisted in ``latest.yaml``).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ async def clear_mind(ctx: ToolCallContext, args: dict[str, Any]) -> str:
     if content:
         await add_reminder(ctx, {"content": content})
     dialog.pending_new_course = True
+    dialog.save_latest()  # durable before the tool's result says so
     return (
         f"A new course (#{dialog.latest.current_course + 1}) starts after this generation: messages and pending "
         "questions for the human are cleared; reminders, the Taskdoc and the registry are kept."

@@ -20,6 +20,7 @@ async def main() -> None:
     parser.add_argument("rtws")
     parser.add_argument("--submit", action="append", default=[], help="send these user messages to a new root of agent lead")
     parser.add_argument("--answer-all", help="answer every pending question with this text")
+    parser.add_argument("--answer-when-asked", help="answer each question with this text as soon as it is asked")
     parser.add_argument("--exit-when-idle", action="store_true")
     parser.add_argument("--no-resume", action="store_true")
     args = parser.parse_args()
@@ -31,6 +32,11 @@ async def main() -> None:
             print(f"streaming {event['dialog']['selfId']}", flush=True)
         elif kind == "new_q4h_asked":
             print(f"q4h {event['question']['id']}", flush=True)
+            if args.answer_when_asked:
+                question_id = event["question"]["id"]
+                asyncio.get_running_loop().call_soon(
+                    lambda: engine.answer_question(question_id, args.answer_when_asked, msg_id=f"answer-{question_id}")
+                )
         elif kind == "subdialog_created_evt":
             print(f"subdialog {event['subDialog']['selfId']}", flush=True)
 

@@ -49,6 +49,8 @@ class Scenario:
     final: str
     ask_back_answers: dict[str, str] = field(default_factory=dict)
     """Asking agent → the answer it must receive."""
+    human_answer: str | None = None
+    """The answer a person gives to every question, as soon as it is asked."""
 
 
 SCENARIOS = [
@@ -97,6 +99,55 @@ SCENARIOS = [
         ["go"],
         "All done.",
     ),
+    Scenario(
+        "question_in_subdialog",
+        [
+            {"agent": "lead", "contains": "NOT delivered", "response": "!?@coder build it\n"},
+            {"agent": "coder", "contains": "NOT delivered", "response": "!?@human Which database?\n"},
+            {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+            {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
+            {"agent": "coder", "message": "postgres", "response": "Built on postgres."},
+            {"agent": "lead", "contains": "Built on postgres", "response": "Great."},
+        ],
+        ["delegate"],
+        "Great.",
+        human_answer="postgres",
+    ),
+    Scenario(
+        "tool_then_clear_mind",
+        [
+            {
+                "agent": "lead",
+                "message": "reset",
+                "stream": [
+                    {"func_call": {"name": "add_reminder", "arguments": {"content": "keep the plan"}}},
+                    {"func_call": {"name": "clear_mind", "arguments": {}}},
+                ],
+            },
+            {"agent": "lead", "role": "tool", "contains": "new course", "response": "Cleared."},
+            # A call the crash interrupted ("may or may not have taken effect"), or one it cut before it was
+            # recorded (the last result is the reminder's): the agent clears again.
+            {"agent": "lead", "role": "tool", "contains": "", "stream": [{"func_call": {"name": "clear_mind", "arguments": {}}}]},
+            {"agent": "lead", "contains": "course", "response": "Fresh start."},
+        ],
+        ["reset"],
+        "Fresh start.",
+    ),
+    Scenario(
+        "collective_and_nested",
+        [
+            {"agent": "lead", "contains": "NOT delivered", "response": "!?@coder @researcher review the plan\n"},
+            {"agent": "coder", "contains": "NOT delivered", "response": "!?@researcher check the facts\n"},
+            {"agent": "lead", "message": "both", "response": "!?@coder @researcher review the plan\n"},
+            {"agent": "coder", "contains": "review the plan", "response": "!?@researcher check the facts\n"},
+            {"agent": "researcher", "contains": "check the facts", "response": "Facts hold."},
+            {"agent": "coder", "contains": "Facts hold", "response": "Code view: ok."},
+            {"agent": "researcher", "contains": "review the plan", "response": "Facts view: ok."},
+            {"agent": "lead", "contains": "", "response": "Both agree."},
+        ],
+        ["both"],
+        "Both agree.",
+    ),
 ]
 
 
@@ -115,6 +166,8 @@ def _crash_run(rtws: Rtws, scenario: Scenario, point: int) -> tuple[bool, list[s
     """Run the scenario in a daemon that dies before durable step ``point``: (crashed, acked msg ids)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "DOMINDS_CRASH_AT": str(point)}
     args = [sys.executable, str(DAEMON), str(rtws.root), "--exit-when-idle"]
+    if scenario.human_answer is not None:
+        args += ["--answer-when-asked", scenario.human_answer]
     for message in scenario.messages:
         args += ["--submit", message]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
@@ -125,11 +178,15 @@ def _crash_run(rtws: Rtws, scenario: Scenario, point: int) -> tuple[bool, list[s
     return True, acked
 
 
-async def _recover(rtws: Rtws) -> None:
+async def _recover(rtws: Rtws, human_answer: str | None) -> None:
     engine = Engine(rtws)
     await engine.start()
     try:
         await engine.wait_idle(timeout=60)
+        while human_answer is not None and engine.q4h_state():  # the person answers what is still asked
+            for question in engine.q4h_state():
+                engine.answer_question(question["id"], human_answer)
+            await engine.wait_idle(timeout=60)
     finally:
         await engine.close()
 
@@ -147,12 +204,14 @@ def _audit(rtws: Rtws, scenario: Scenario, acked: list[str], point: int) -> None
         meta, latest = files.read_meta(), files.read_latest()
         assert latest is not None, where
         course = [r for n in files.course_numbers() for r in files.read_course(n)]
+        course = [r for n in files.course_numbers() for r in files.read_course(n)]
         recorded += [r.msg_id for r in course if isinstance(r, HumanTextRecord) and r.origin == "user"]
-        calls = [r.call_id for r in course if isinstance(r, SubdialogCreatedRecord)]
-        replies = [r.call_id for r in course if isinstance(r, TeammateResponseRecord)]
-        notes = [r.call_id for r in course if isinstance(r, TeammateCallResultRecord)]
+        # A collective call shares its call id between its targets: a reply is keyed by (callee, call).
+        calls = [(r.subdialog_id, r.call_id) for r in course if isinstance(r, SubdialogCreatedRecord)]
+        replies = [(r.callee_dialog_id, r.call_id) for r in course if isinstance(r, TeammateResponseRecord)]
+        notes = {r.call_id for r in course if isinstance(r, TeammateCallResultRecord)}
         assert len(replies) == len(set(replies)), f"{where}: a reply was recorded twice in {meta.id}"
-        missing = [c for c in calls if c not in replies and c not in notes]
+        missing = [c for c in calls if c not in replies and c[1] not in notes]
         assert not missing, f"{where}: {meta.agent_id} {meta.id} never got a reply for {missing}"
         assert not files.subdlg_yaml.exists() and not files.q4h_yaml.exists(), f"{where}: {meta.id} still waits"
         assert not latest.queued_prompts and not latest.inbound_tellask_backs, f"{where}: {meta.id} has work left"
@@ -177,7 +236,7 @@ def run_every_crash_point(tmp_path: Path, scenario: Scenario, *, limit: int = MA
         if not crashed:
             _audit(rtws, scenario, acked, point)  # the uninterrupted run obeys the same invariants
             return point - 1
-        asyncio.run(_recover(rtws))
+        asyncio.run(_recover(rtws, scenario.human_answer))
         _audit(rtws, scenario, acked, point)
     raise AssertionError(f"{scenario.name}: more than {limit} durable steps")
 
