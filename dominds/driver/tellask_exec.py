@@ -186,6 +186,26 @@ async def _run_call(engine: Engine, dialog: Dialog, item: CallToRun, genseq: int
     )
 
 
+def waits_on(engine: Engine, start: Dialog, target: Dialog) -> bool:
+    """Whether ``start`` waits, directly or through other subdialogs, for ``target`` (a delegation cycle)."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        dialog = stack.pop()
+        if dialog.self_id == target.self_id:
+            return True
+        if dialog.self_id in seen:
+            continue
+        seen.add(dialog.self_id)
+        for entry in dialog.pending:
+            if entry.call_type == "A":
+                continue  # an ask-back is answered as an obligation, even while its asker waits
+            callee = engine.try_get_dialog(dialog.root_id, entry.subdialog_id)
+            if callee is not None:
+                stack.append(callee)
+    return False
+
+
 MAX_SELF_DEPTH = 3
 """How many `!?@self` subdialogs may nest; a deeper call gets a note instead of a subdialog."""
 
@@ -297,6 +317,16 @@ async def _dispatch(
         async with root.registry_lock:  # one lookup-or-create at a time: identical calls share one subdialog
             entry = root.type_b.get(key)
             existing = engine.try_load_sub(root, entry.subdialog_id) if entry else None
+            if existing is not None and not existing.is_dead and waits_on(engine, existing, caller):
+                _record_note(
+                    caller,
+                    item,
+                    genseq,
+                    f"`@{target}` (session `{session}`) is itself waiting, directly or through teammates, for your "
+                    "answer: asking it now would deadlock you both. Answer your own request first, or use a fresh "
+                    f"tellask (`!?@{target}` without a session).",
+                )
+                return
             if existing is not None and not existing.is_dead:
                 await _reassign(engine, caller, existing, item, genseq, collective)
                 root.type_b[key] = root.type_b[key].model_copy(update={"last_accessed": now_iso()})

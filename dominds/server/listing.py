@@ -45,8 +45,11 @@ def _mtime(summary: DialogSummary) -> int:
         return -1
 
 
-def _node(summary: DialogSummary, q4h_counts: Counter[str]) -> Node:
+def _node(engine: Engine, summary: DialogSummary, q4h_counts: Counter[str]) -> Node:
     meta, latest = summary.meta, summary.latest
+    loaded = engine.find_loaded(summary.self_id)
+    if loaded is not None and loaded.load_error and not summary.error:
+        summary.error = loaded.load_error  # found when the daemon read it (a corrupt course, a refused write)
     node: Node = {
         "selfId": summary.self_id,
         "rootId": summary.root_id,
@@ -56,7 +59,9 @@ def _node(summary: DialogSummary, q4h_counts: Counter[str]) -> Node:
         "createdAt": meta.created_at if meta else None,
         "lastModified": latest.last_modified if latest else None,
         "currentCourse": latest.current_course if latest else None,
-        "runState": latest.run_state.to_disk() if latest else {"kind": "error", "detail": summary.error},
+        "runState": latest.run_state.to_disk()
+        if latest and not summary.error
+        else {"kind": "error", "detail": summary.error},
         "q4hCount": q4h_counts.get(summary.self_id, 0),
         "waitingForSubdialogs": summary.has_pending_subdialogs,
         "subdialogs": [],
@@ -74,10 +79,10 @@ def _node(summary: DialogSummary, q4h_counts: Counter[str]) -> Node:
 
 
 def _tree(engine: Engine, costs: CostCache, root: DialogSummary, q4h_counts: Counter[str]) -> Node:
-    top = _node(root, q4h_counts)
+    top = _node(engine, root, q4h_counts)
     nodes = {root.self_id: top}
     for sub in root.subdialogs:
-        nodes[sub.self_id] = _node(sub, q4h_counts)
+        nodes[sub.self_id] = _node(engine, sub, q4h_counts)
     for sub in root.subdialogs:  # subdialogs are stored flat; the tree comes from supdialogId
         parent = nodes.get(sub.meta.supdialog_id or "", top) if sub.meta else top
         parent["subdialogs"].append(nodes[sub.self_id])

@@ -30,13 +30,18 @@ class DialogSummary:
 def summarize(store: DialogStore, status: str, root_id: str, self_id: str | None = None) -> DialogSummary:
     files = store.files(status, root_id, self_id)
     summary = DialogSummary(status=status, self_id=self_id or root_id, root_id=root_id, files=files)
+    summary.has_q4h = files.q4h_yaml.exists()
+    summary.has_pending_subdialogs = files.subdlg_yaml.exists()
     try:
         summary.meta = files.read_meta()
         summary.latest = files.read_latest()
+        # The index files are small and decide what the dialog waits for: a corrupt one shows here too.
+        if summary.has_q4h:
+            files.read_q4h()
+        if summary.has_pending_subdialogs:
+            files.read_subdlg()
     except StoreError as exc:
         summary.error = str(exc)
-    summary.has_q4h = files.q4h_yaml.exists()
-    summary.has_pending_subdialogs = files.subdlg_yaml.exists()
     return summary
 
 

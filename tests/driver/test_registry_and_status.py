@@ -117,3 +117,24 @@ async def test_latest_yaml_status_follows_the_directory(make_engine, tmp_path: P
     assert statuses("run") == {"running"}
     latest = yaml.safe_load((tmp_path / "ws" / ".dialogs" / "run" / root.root_id / "latest.yaml").read_text())
     assert {"needsDrive", "generating", "status"} <= set(latest)
+
+
+async def test_a_delegation_cycle_is_refused_with_a_note(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a delegation cycle (A waits on B waits on A, through a session re-tellask) was never detected:
+    both dialogs waited for each other forever. The closing call gets a note instead."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "go", "response": "!?@coder !tellaskSession a build it\n"},
+            {"agent": "coder", "contains": "build it", "response": "!?@researcher !tellaskSession b check it\n"},
+            {"agent": "researcher", "contains": "check it", "response": "!?@coder !tellaskSession a what do you need?\n"},
+            {"agent": "researcher", "contains": "deadlock", "response": "Checked without asking back."},
+            {"agent": "coder", "contains": "Checked without", "response": "Built."},
+            {"agent": "lead", "contains": "Built.", "response": "Done."},
+        ]
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go")
+    await engine.wait_idle()
+    assert sayings(root)[-1] == "Done."
+    for self_id in engine.store.subdialog_ids("run", root.root_id):
+        assert not engine.get_dialog(root.root_id, self_id).pending

@@ -143,3 +143,26 @@ async def test_a_100_mb_taskdoc_file_is_cut_and_never_stalls_the_daemon(serve: S
     await served.engine.wait_idle()
     said = [r.content for r in _course(served, created["rootId"]) if isinstance(r, AgentWordsRecord)]
     assert said == ["Hi there."]
+
+
+async def test_corrupt_files_flag_their_dialog_in_the_listing(serve: ServeFactory) -> None:
+    """Bug: corrupt course/q4h/subdlg files made a dialog refuse messages, but /api/dialogs listed it without
+    an error."""
+    served = await serve(ECHO)
+    ids = []
+    for _ in range(2):
+        _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+        ids.append(created["rootId"])
+        await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": "hello"})
+    await served.engine.wait_idle()
+    first, second = (served.engine.get_dialog(i) for i in ids)
+    first.files.q4h_yaml.write_text("questions: [ {{ not yaml")
+    course = second.files.course(1)
+    lines = course.read_text().splitlines()
+    course.write_text("\n".join([lines[0], "{broken json", *lines[1:]]) + "\n")
+    served.engine.roots.pop(ids[1])  # as after a restart: the daemon reads the files again
+    status, refused = await served.post(f"/api/dialogs/{ids[1]}/messages", {"content": "hello"})
+    assert status == 409 and "course-001.jsonl" in refused["error"]
+    listing = {d["rootId"]: d for d in (await served.get("/api/dialogs"))[1]["dialogs"]}
+    assert "q4h.yaml" in listing[ids[0]]["error"] and listing[ids[0]]["runState"]["kind"] == "error"
+    assert "course-001.jsonl:2" in listing[ids[1]]["error"] and listing[ids[1]]["runState"]["kind"] == "error"
