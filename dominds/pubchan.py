@@ -51,14 +51,17 @@ class Subscriber:
 
 
 class PubChan:
-    def __init__(self, buffer_events: int = 4096) -> None:
+    def __init__(self, buffer_events: int = 4096, buffer_chars: int = 8 * 1024 * 1024) -> None:
         self.epoch = secrets.token_hex(4)
         self._channels: dict[str, _Channel] = {}
         self._subscribers: list[Subscriber] = []
         # One bounded buffer for all channels: memory stays flat however many dialogs exist,
         # while a client that reconnects within seconds still gets an exact catch-up.
-        self._buffer: deque[tuple[str, Event]] = deque()
+        self._buffer: deque[tuple[str, Event, int]] = deque()
         self._buffer_cap = buffer_events
+        self._buffer_chars_cap = buffer_chars
+        """Also bounded by text size: a few huge messages must not keep hundreds of MiB alive."""
+        self._buffer_chars = 0
 
     def publish(self, dialog: tuple[str, str] | None, event: Event) -> Event:
         """Stamp and deliver an event. ``dialog`` is ``(selfId, rootId)`` or None for global events."""
@@ -70,9 +73,12 @@ class PubChan:
         if dialog is not None:
             event["dialog"] = {"selfId": dialog[0], "rootId": dialog[1]}
         event.setdefault("timestamp", now_iso())
-        self._buffer.append((key, event))
-        if len(self._buffer) > self._buffer_cap:
-            old_key, old = self._buffer.popleft()
+        size = _text_size(event)
+        self._buffer.append((key, event, size))
+        self._buffer_chars += size
+        while len(self._buffer) > self._buffer_cap or (self._buffer_chars > self._buffer_chars_cap and len(self._buffer) > 1):
+            old_key, old, old_size = self._buffer.popleft()
+            self._buffer_chars -= old_size
             self._channels[old_key].dropped_through = old["seq"]
         broadcast = key == GLOBAL or event.get("type") in BROADCAST_TYPES
         for sub in list(self._subscribers):
@@ -104,8 +110,13 @@ class PubChan:
             return []
         if channel.dropped_through > seq:
             return None
-        return [e for k, e in self._buffer if k == dialog_self_id and e["seq"] > seq]
+        return [e for k, e, _ in self._buffer if k == dialog_self_id and e["seq"] > seq]
 
     @property
     def subscriber_count(self) -> int:
         return len(self._subscribers)
+
+
+def _text_size(event: Event) -> int:
+    """Characters of the event's text fields (content, chunks, answers): what makes an event big."""
+    return 64 + sum(len(value) for value in event.values() if isinstance(value, str))

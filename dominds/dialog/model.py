@@ -250,10 +250,23 @@ class Dialog:
     def records(self, value: list[CourseRecord]) -> None:
         self._records = value
 
-    def release_transcript(self) -> None:
-        """Drop the in-memory copy of the course (the file is the truth); only while not driving."""
-        if not self.is_driving:
+    def release_transcript(self, *, drive_over: bool = False) -> None:
+        """Drop the in-memory copy of the course (the file is the truth); only while not driving
+        (``drive_over``: called by the drive itself as it ends)."""
+        if drive_over or not self.is_driving:
             self._records = None
+
+    def transcript_chars(self) -> int:
+        """Characters of text held by the in-memory transcript (0 when it is not loaded)."""
+        if self._records is None:
+            return 0
+        total = 0
+        for record in self._records:
+            for name in ("content", "response", "result"):
+                value = getattr(record, name, None)
+                if isinstance(value, str):
+                    total += len(value)
+        return total
 
     def recorded_msg_ids(self) -> set[str]:
         return {r.msg_id for r in self.records if isinstance(r, HumanTextRecord)}

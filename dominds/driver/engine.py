@@ -86,6 +86,9 @@ class Engine:
         self.transcript_cache_size = 64
         self.secrets = SecretRedactor()
         """Secrets redacted from tool output (provider keys from the catalog, plus registered ones)."""
+        self.transcript_cache_chars = 32 * 1024 * 1024
+        """Text kept in cached transcripts at most (huge messages must not pin hundreds of MiB)."""
+        self._transcript_sizes: dict[str, int] = {}
         self.storage_retry_interval = 5.0
         """Seconds between retries of a dialog paused by a refused write (a full disk)."""
         self._background: set[asyncio.Task[None]] = set()
@@ -303,11 +306,21 @@ class Engine:
             self._wake.set()
 
     def _remember_transcript(self, dialog: Dialog) -> None:
+        """Keep recent transcripts in memory, bounded by count and by text size (the files are the truth)."""
         self._transcripts[dialog.self_id] = dialog
         self._transcripts.move_to_end(dialog.self_id)
-        while len(self._transcripts) > self.transcript_cache_size:
-            _, oldest = self._transcripts.popitem(last=False)
+        self._transcript_sizes[dialog.self_id] = dialog.transcript_chars()
+        while len(self._transcripts) > 1 and (
+            len(self._transcripts) > self.transcript_cache_size
+            or sum(self._transcript_sizes.values()) > self.transcript_cache_chars
+        ):
+            oldest_id, oldest = self._transcripts.popitem(last=False)
+            self._transcript_sizes.pop(oldest_id, None)
             oldest.release_transcript()
+        if self._transcript_sizes.get(dialog.self_id, 0) > self.transcript_cache_chars:
+            self._transcripts.pop(dialog.self_id, None)  # alone too big to keep: read again when needed
+            self._transcript_sizes.pop(dialog.self_id, None)
+            dialog.release_transcript(drive_over=True)
 
     async def wait_idle(self, timeout: float = 10.0) -> None:
         """Wait until nothing is driving and nothing drivable is waiting (tests, CLI `run`, benches)."""

@@ -166,3 +166,23 @@ async def test_corrupt_files_flag_their_dialog_in_the_listing(serve: ServeFactor
     listing = {d["rootId"]: d for d in (await served.get("/api/dialogs"))[1]["dialogs"]}
     assert "q4h.yaml" in listing[ids[0]]["error"] and listing[ids[0]]["runState"]["kind"] == "error"
     assert "course-001.jsonl:2" in listing[ids[1]]["error"] and listing[ids[1]]["runState"]["kind"] == "error"
+
+
+async def test_memory_kept_does_not_grow_with_message_size(serve: ServeFactory) -> None:
+    """Bug: memory kept grew with message size (300 × 900 KB messages: +266 MiB): the event replay buffer and
+    the transcript cache held every huge message. Both are bounded by text size as well as by count."""
+    served = await serve([{"agent": "lead", "contains": "x", "response": "ok"}])
+    engine = served.engine
+    engine.transcript_cache_chars = 2 * 1024 * 1024
+    engine.pubchan._buffer_chars_cap = 2 * 1024 * 1024
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    for _ in range(12):
+        status, _ = await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": "x" * 900_000})
+        assert status == 202
+        await engine.wait_idle()
+    assert engine.pubchan._buffer_chars <= 2 * 1024 * 1024 + 1_000_000
+    assert sum(engine._transcript_sizes.values()) <= 2 * 1024 * 1024
+    root = engine.get_dialog(created["rootId"])
+    assert root.transcript_chars() <= 2 * 1024 * 1024, "a transcript too big to cache is read from its file when needed"
+    said = [r for n in root.files.course_numbers() for r in root.files.read_course(n) if isinstance(r, HumanTextRecord)]
+    assert len([r for r in said if r.origin == "user"]) == 12, "nothing was lost"
