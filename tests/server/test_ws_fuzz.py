@@ -125,3 +125,51 @@ def test_any_frames_get_answers_and_the_daemon_keeps_serving(daemon: str, batch:
 
 def test_an_oversized_frame_is_refused_and_the_connection_lives(daemon: str) -> None:
     asyncio.run(_exchange(daemon, ["x" * (2 * 1024 * 1024)]))
+
+
+# Text a client may send that no file can hold as-is: lone surrogates, controls, NUL, BOM, line separators.
+hostile_text = st.text(
+    alphabet=st.one_of(
+        st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
+        st.characters(min_codepoint=0, max_codepoint=0x1F),
+        st.sampled_from(["\x7f", "\x85", "\u2028", "\u2029", "\ufeff", "\ufffe", "\U0010ffff", "é", "中", "😀"]),
+        st.characters(codec="utf-8"),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+async def _hostile_exchange(url: str, texts: list[str]) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{url}/api/dialogs", json={"taskDocPath": "tasks/t.tsk"}) as response:
+            root_id = (await response.json())["rootId"]
+        for text in texts:
+            async with session.post(f"{url}/api/dialogs/{root_id}/messages", data=json.dumps({"content": text}),
+                                    headers={"Content-Type": "application/json"}) as response:  # fmt: skip
+                assert response.status in (202, 400), (text, response.status, await response.text())
+        async with session.ws_connect(f"{url}/ws", protocols=("dominds",), max_msg_size=0) as ws:
+            for text in texts:
+                frame = {"type": "drive_dlg_by_user_msg", "dialog": {"selfId": root_id}, "content": text}
+                await ws.send_str(json.dumps(frame))
+        # Nothing wedged: the dialog comes to rest and a plain message still gets its answer.
+        async with session.post(f"{url}/api/dialogs/{root_id}/messages", json={"content": "plain"}) as response:
+            assert response.status == 202
+        deadline = time.monotonic() + 30
+        while True:
+            async with session.get(f"{url}/api/dialogs/{root_id}") as response:
+                shown = await response.json()
+            if shown["runState"]["kind"] == "idle" and not shown.get("generating"):
+                break
+            assert time.monotonic() < deadline, f"the dialog never came to rest: {shown['runState']}"
+            await asyncio.sleep(0.05)
+        assert "loadError" not in shown, shown.get("loadError")
+        async with session.get(f"{url}/api/health") as response:
+            assert response.status == 200
+
+
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(texts=st.lists(hostile_text, min_size=1, max_size=4))
+def test_hostile_text_is_refused_or_stored_and_never_wedges_a_dialog(daemon: str, texts: list[str]) -> None:
+    """Issue 15: lone surrogates and control characters through the real daemon, over HTTP and the websocket."""
+    asyncio.run(_hostile_exchange(daemon, texts))
