@@ -153,8 +153,13 @@ class Dialog:
         """Mark the ask-back carried by ``prompt_msg_id`` as being served (persisted by the caller's save)."""
         for index, inbound in enumerate(self.latest.inbound_tellask_backs):
             if inbound.msg_id == prompt_msg_id and inbound.serving_since is None:
+                earlier = [p.msg_id for p in self.latest.queued_prompts if p.msg_id != prompt_msg_id]
                 self.latest.inbound_tellask_backs[index] = inbound.model_copy(
-                    update={"serving_since": now_iso(), "pending_before": [p.call_id for p in self.pending]}
+                    update={
+                        "serving_since": now_iso(),
+                        "pending_before": [p.call_id for p in self.pending],
+                        "queued_before": earlier,
+                    }
                 )
 
     def blocked_reason(self) -> str | None:

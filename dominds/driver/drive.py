@@ -95,11 +95,17 @@ CONTINUATION_ORIGINS = frozenset({"q4h_answer", "new_course", "system", "diligen
 obligation and wait while an ask-back is being answered."""
 
 
+def continues(serving: InboundTellaskBack, prompt: QueuedPrompt) -> bool:
+    """Whether ``prompt`` continues the work of the ask-back being served (rather than waiting behind it)."""
+    return prompt.origin in CONTINUATION_ORIGINS and prompt.msg_id not in serving.queued_before
+
+
 def next_prompt(dialog: Dialog) -> QueuedPrompt | None:
     """The prompt the next generation consumes, serving obligations one at a time, in order."""
     queue = dialog.latest.queued_prompts
-    if dialog.serving_obligation() is not None:
-        return next((p for p in queue if p.origin in CONTINUATION_ORIGINS), None)
+    serving = dialog.serving_obligation()
+    if serving is not None:
+        return next((p for p in queue if continues(serving, p)), None)
     if dialog.pending and dialog.latest.inbound_tellask_backs:
         # Blocked on subdialogs: only an ask-back may go ahead (answering it is what unblocks them).
         return next((p for p in queue if p.origin == "tellask_back"), None)
@@ -111,7 +117,7 @@ def settled_obligation(dialog: Dialog) -> InboundTellaskBack | None:
     serving = dialog.serving_obligation()
     if serving is None or dialog.q4h or dialog.obligation_work(serving):
         return None
-    if any(p.origin in CONTINUATION_ORIGINS for p in dialog.latest.queued_prompts):
+    if any(continues(serving, p) for p in dialog.latest.queued_prompts):
         return None  # e.g. an answer to a question asked while serving: read it first
     return serving
 

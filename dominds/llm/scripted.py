@@ -6,7 +6,7 @@ optionally only for one agent; the first matching entry wins::
 
     responses:
       - message: "hello"            # exact match, case and surrounding space ignored
-        # or contains: "part"  /  regex: "^Hi @lead"
+        # or contains: "part"  /  regex: "^Hi @(\\w+)" (the response may echo groups: "{1}")
         role: user                  # default user; `tool` matches a function result
         agent: lead                 # optional
         response: "Hi! I am the lead."   # shorthand for one saying segment
@@ -168,6 +168,7 @@ class ScriptedGenerator:
         if entry.error and entry.error.get("kind") != "stream":
             _raise_error(entry.error)
         completion_chars = 0
+        groups = _regex_groups(entry, last)
         for seg in entry.segments:
             kind, value = next(iter(seg.items()))
             if kind == "func_call":
@@ -179,7 +180,7 @@ class ScriptedGenerator:
                 await receiver.func_call(call_id, str(call.get("name", "")), args_json)
                 completion_chars += len(args_json)
                 continue
-            text = str(value)
+            text = _fill_groups(str(value), groups)
             completion_chars += len(text)
             start, chunk, finish = (
                 (receiver.thinking_start, receiver.thinking_chunk, receiver.thinking_finish)
@@ -195,6 +196,20 @@ class ScriptedGenerator:
         if entry.error:  # kind: stream — fails after its segments were streamed
             _raise_error(entry.error)
         return GenerationResult(usage=_usage(entry, request, completion_chars), model=request.model_name)
+
+
+def _regex_groups(entry: ScriptedEntry, last: ChatMessage | None) -> tuple[str, ...]:
+    """The groups a ``regex`` entry captured from the message it matched (for ``{1}`` in its response)."""
+    if entry.regex is None or last is None:
+        return ()
+    found = entry.regex.search(last.content.strip())
+    return tuple(g or "" for g in found.groups()) if found else ()
+
+
+def _fill_groups(text: str, groups: tuple[str, ...]) -> str:
+    for number, group in enumerate(groups, start=1):
+        text = text.replace(f"{{{number}}}", group)
+    return text
 
 
 def _raise_error(error: dict[str, Any]) -> None:

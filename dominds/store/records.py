@@ -148,6 +148,8 @@ class InboundTellaskBack(Record):
     """ISO time this dialog started answering it; None while its prompt is still queued."""
     pending_before: list[str] = Field(default_factory=list)
     """Call ids this dialog was already waiting on when serving started: not this obligation's work."""
+    queued_before: list[str] = Field(default_factory=list)
+    """Prompts already queued when serving started (say, the answer to an earlier question): they wait."""
 
     @property
     def msg_id(self) -> str:

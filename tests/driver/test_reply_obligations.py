@@ -165,3 +165,30 @@ async def test_self_nesting_is_capped_with_a_note(make_engine) -> None:  # type:
     await engine.wait_idle()
     assert len(engine.store.subdialog_ids("run", root.root_id)) == 3
     assert sayings(root)[-1] == "The answer is 42." and not root.pending
+
+
+async def test_an_answer_queued_before_an_ask_back_is_not_taken_as_its_answer(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug found by the model-based test: the answer to an earlier question, queued before an ask-back was
+    served, was consumed as part of serving it, and the asker received the reply to that answer."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "ask", "response": "!?@human Which colour?\n"},
+            {"agent": "lead", "message": "delegate", "response": "!?@coder write the parser\n"},
+            {"agent": "coder", "contains": "write the parser", "response": "!?@tellasker Which language?\n"},
+            {"agent": "lead", "contains": "Which language?", "response": "Use Rust."},
+            {"agent": "lead", "message": "blue", "response": "Blue it is."},
+            {"agent": "coder", "contains": "Use Rust.", "response": "Parser written."},
+            {"agent": "lead", "contains": "Parser written", "response": "Done."},
+        ]
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "ask")
+    await engine.wait_idle()
+    engine.submit_user_message(root, "delegate")  # waits behind the question
+    [question] = engine.q4h_state()
+    engine.answer_question(question["id"], "blue")
+    await engine.wait_idle()
+    coder = _sub_of(engine, root, "coder")
+    [answer] = [r for r in _responses(coder) if r.call_type == "A"]
+    assert answer.response == "Use Rust."
+    assert "Blue it is." in sayings(root) and not root.pending and not root.latest.queued_prompts

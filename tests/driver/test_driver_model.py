@@ -1,0 +1,239 @@
+"""Model-based test of the driver (issue 14): random tellasks, questions, interjections and crashes.
+
+A hypothesis ``RuleBasedStateMachine`` drives a real engine on a scripted team. Every request carries a
+unique token ``tN``; the scripted agents echo it, so each reply says which request it answers. Rules:
+
+- ``delegate``: the user asks the lead something that makes it tellask (TYPE C, TYPE B on a shared
+  session, ``@self``, or a collective call), optionally with an ask-back from the callee;
+- ``ask_human``: the lead asks the human a question; ``answer``: the human answers one;
+- ``interject``: a user message arrives while other work may be running;
+- ``settle``: run until nothing can move;
+- ``crash``: copy the workspace at an arbitrary event-loop step (exactly what a kill would leave: every
+  write is atomic or an append), drop the engine, recover a new one from the copy.
+
+Invariants, checked at rest after every step:
+1. every call site has exactly one reply, and a completed reply answers *that* call (same token);
+2. an ask-back's answer is the answer to that ask-back (same token);
+3. no dialog is stuck: each is idle or waits on an open question (directly or through its callees);
+4. one live subdialog per registry key;
+5. every acknowledged user message is recorded exactly once.
+CI runs a few dozen examples; ``bin/fuzz`` runs many more (DOMINDS_FUZZ_EXAMPLES).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fuzzing import examples
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from workspace_kit import write_workspace
+
+from dominds.driver.engine import Engine
+from dominds.rtws import Rtws
+from dominds.store.course_records import (
+    HumanTextRecord,
+    SubdialogCreatedRecord,
+    TeammateCallResultRecord,
+    TeammateResponseRecord,
+)
+from dominds.store.dialog_store import DialogStore
+
+TOKEN = re.compile(r"\bt\d+\b")
+KINDS = ["fresh", "session", "self", "collective"]
+
+
+def _responses() -> list[dict[str, Any]]:
+    """Agents that echo the token of what they were asked (regex entries echo ``{1}``), first match wins."""
+    t = r"(t\d+)"
+    lead = [
+        (rf"^do fresh {t}$", "!?@coder task {1}\n"),
+        (rf"^do fresh-ask {t}$", "!?@coder askback-task {1}\n"),
+        (rf"^do session {t}$", "!?@coder !tellaskSession shared task {1}\n"),
+        (rf"^do session-ask {t}$", "!?@coder !tellaskSession shared askback-task {1}\n"),
+        (rf"^do self {t}$", "!?@self task {1}\n"),
+        (rf"^do self-ask {t}$", "!?@self task {1}\n"),
+        (rf"^do collective {t}$", "!?@coder @researcher task {1}\n"),
+        (rf"^do collective-ask {t}$", "!?@coder @researcher askback-task {1}\n"),
+        (rf"^do human {t}$", "!?@human question {1}\n"),
+        (rf"ask {t}\?", "reply {1}"),
+        (rf"answer {t}", "done {1}"),
+        (rf"^human {t}$", "heard {1}"),
+        (rf"^note {t}$", "noted {1}"),
+        (rf"task {t}", "answer {1}"),
+    ]
+    coder = [
+        (rf"reply {t}", "answer {1}"),
+        (rf"askback-task {t}", "!?@tellasker ask {1}?\n"),
+        (rf"task {t}", "answer {1}"),
+    ]
+    entries: list[dict[str, Any]] = [{"agent": "lead", "regex": r, "response": a} for r, a in lead]
+    entries += [{"agent": "coder", "regex": r, "response": a} for r, a in coder]
+    entries += [{"agent": "researcher", "regex": r, "response": a} for r, a in coder]
+    # Whatever else (a note that a call was not delivered, an interrupted tool, a re-assignment): go on.
+    entries += [{"role": "assistant", "regex": r".", "response": "noted"}, {"regex": r".", "response": "noted"}]
+    return entries
+
+
+class DriverModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.base = Path(tempfile.mkdtemp(prefix="dominds-model-"))
+        self.generation = 0
+        self.rtws = self._workspace()
+        self.engine = self._start(self.rtws)
+        self.root = self.engine.create_dialog("lead", "tasks/t.tsk")
+        self.root_id = self.root.root_id
+        self.counter = 0
+        self.acked: list[str] = []
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    def _workspace(self) -> Rtws:
+        rtws = write_workspace(self.base / f"ws{self.generation}", [])
+        (rtws.minds_dir / "scripted" / "test.yaml").write_text(_yaml(_responses()))
+        rtws.team_yaml.write_text(rtws.team_yaml.read_text().replace("fbr_effort: 2", "fbr_effort: 1"))
+        return rtws
+
+    def _start(self, rtws: Rtws) -> Engine:
+        engine = Engine(rtws)
+        self.loop.run_until_complete(engine.start())
+        return engine
+
+    def _settle(self) -> None:
+        self.loop.run_until_complete(self.engine.wait_idle(timeout=60))
+
+    def _token(self) -> str:
+        self.counter += 1
+        return f"t{self.counter}"
+
+    def _submit(self, text: str) -> None:
+        msg_id = f"m-{self.counter}-{len(self.acked)}"
+        root = self.engine.get_dialog(self.root_id)
+        self.engine.submit_user_message(root, text, msg_id=msg_id)
+        self.acked.append(msg_id)
+
+    def teardown(self) -> None:
+        self.loop.run_until_complete(self.engine.close())
+        self.loop.close()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    # -- rules ---------------------------------------------------------------------------------
+
+    @rule(kind=st.sampled_from(KINDS), ask_back=st.booleans(), wait=st.booleans())
+    def delegate(self, kind: str, ask_back: bool, wait: bool) -> None:
+        self._submit(f"do {kind}{'-ask' if ask_back else ''} {self._token()}")
+        if wait:
+            self._settle()
+
+    @rule()
+    def ask_human(self) -> None:
+        self._submit(f"do human {self._token()}")
+
+    @precondition(lambda self: bool(self.engine.q4h_state()))
+    @rule(data=st.data())
+    def answer(self, data: st.DataObject) -> None:
+        questions = self.engine.q4h_state()
+        question = data.draw(st.sampled_from(questions))
+        token = TOKEN.search(question["tellaskHead"] + " " + question.get("bodyContent", ""))
+        self.engine.answer_question(question["id"], f"human {token.group(0) if token else 't0'}")
+
+    @rule()
+    def interject(self) -> None:
+        self._submit(f"note {self._token()}")
+
+    @rule()
+    def settle(self) -> None:
+        self._settle()
+
+    @rule(steps=st.integers(0, 40))
+    def crash(self, steps: int) -> None:
+        """Let the engine run ``steps`` event-loop turns, then keep only what is on disk."""
+        for _ in range(steps):
+            self.loop.run_until_complete(asyncio.sleep(0))
+        self.generation += 1
+        copy = self.base / f"ws{self.generation}"
+        shutil.copytree(self.rtws.root, copy, ignore=shutil.ignore_patterns("*.lock"))
+        self.loop.run_until_complete(self.engine.close())
+        self.rtws = Rtws(copy)
+        self.engine = self._start(self.rtws)
+
+    # -- invariants ----------------------------------------------------------------------------
+
+    @invariant()
+    def at_rest_everything_adds_up(self) -> None:
+        self._settle()
+        store = DialogStore(self.rtws)
+        recorded: list[str] = []
+        waiting_on_question: set[str] = set()
+        pending: dict[str, list[str]] = {}
+        registry = store.files("run", self.root_id).read_registry()
+        sessions: dict[str, list[str]] = {}
+        for files in store.iter_tree("run", self.root_id):
+            meta, latest = files.read_meta(), files.read_latest()
+            assert latest is not None
+            course = [r for n in files.course_numbers() for r in files.read_course(n)]
+            recorded += [r.msg_id for r in course if isinstance(r, HumanTextRecord) and r.origin == "user"]
+            calls = [(r.subdialog_id, r.call_id, r.tellask_head) for r in course if isinstance(r, SubdialogCreatedRecord)]
+            replies = [r for r in course if isinstance(r, TeammateResponseRecord)]
+            keys = [(r.callee_dialog_id, r.call_id) for r in replies]
+            notes = {r.call_id for r in course if isinstance(r, TeammateCallResultRecord)}
+            assert len(keys) == len(set(keys)), f"{meta.id}: a reply recorded twice"
+            for reply in replies:  # invariant 1 and 2: a completed reply answers its own request
+                asked = TOKEN.findall(reply.tellask_head)
+                if reply.status == "completed" and asked and reply.response != "noted":
+                    assert asked[0] in reply.response, f"{meta.id}: {reply.tellask_head!r} answered {reply.response!r}"
+            open_calls = {(s, c) for s, c, _ in calls} - set(keys)
+            pending[meta.id] = [s for s, c in open_calls if c not in notes]
+            if files.q4h_yaml.exists():
+                waiting_on_question.add(meta.id)
+            if meta.tellask_session and latest.run_state.kind != "dead":
+                sessions.setdefault(f"{meta.agent_id}!{meta.tellask_session}", []).append(meta.id)
+            assert not latest.queued_prompts or files.q4h_yaml.exists() or pending[meta.id], (
+                f"{meta.id}: prompts queued at rest with nothing to wait for"
+            )
+            assert latest.run_state.kind in ("idle", "blocked"), f"{meta.id} ended {latest.run_state}"
+
+        def waits_on_a_question(dialog_id: str, seen: frozenset[str] = frozenset()) -> bool:
+            if dialog_id in waiting_on_question:
+                return True
+            return any(s not in seen and waits_on_a_question(s, seen | {dialog_id}) for s in pending.get(dialog_id, []))
+
+        for dialog_id, callees in pending.items():  # invariant 3: nothing stuck on nothing
+            if callees:
+                assert waits_on_a_question(dialog_id), f"{dialog_id} waits on {callees}, which wait on nothing"
+        for key, ids in sessions.items():  # invariant 4
+            assert len(ids) == 1, f"{key} has subdialogs {ids}"
+            assert key not in registry or registry[key].subdialog_id == ids[0]
+        assert sorted(recorded) == sorted(set(recorded)), "a message was recorded twice"  # invariant 5
+        still_queued = {p.msg_id for p in (store.files("run", self.root_id).read_latest() or _empty()).queued_prompts}
+        assert set(self.acked) <= set(recorded) | still_queued, "an acknowledged message was lost"
+
+
+def _empty() -> Any:
+    from dominds.ids import now_iso
+    from dominds.store.records import LatestState
+
+    return LatestState(last_modified=now_iso())
+
+
+def _yaml(responses: list[dict[str, Any]]) -> str:
+    import yaml
+
+    return yaml.safe_dump({"responses": responses}, allow_unicode=True, sort_keys=False)
+
+
+DriverModel.TestCase.settings = settings(
+    max_examples=examples(200),
+    stateful_step_count=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+test_driver_model = DriverModel.TestCase
