@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from dominds.dialog.model import Dialog, RootDialog
-from dominds.driver.tellask_exec import CallToRun, _dispatch
+from dominds.driver.errors import EngineError
+from dominds.driver.tellask_exec import CallToRun, dispatch
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import HumanTextRecord
 from dominds.store.records import DialogMeta, LatestState
@@ -92,8 +93,6 @@ class ConductorRun:
         """Give ``agent_id`` a task and wait for its answer (a failed answer when it is declared dead)."""
         team = self.engine.config.get().team
         if team.member(agent_id) is None:
-            from dominds.driver.engine import EngineError
-
             raise EngineError(f"workflow step needs member {agent_id!r}, which is not in .minds/team.yaml")
         head = f"@{agent_id}{' !tellaskSession ' + session if session else ''} {headline or 'workflow step'}\n"
         info = parse_headline(head)
@@ -107,7 +106,7 @@ class ConductorRun:
             error=None,
             call_id=call_id,
         )
-        await _dispatch(self.engine, self.root, CallToRun(call, call_id), agent_id, "B" if session else "C", session, 0)
+        await dispatch(self.engine, self.root, CallToRun(call, call_id), agent_id, "B" if session else "C", session, 0)
         entry = next((p for p in self.root.pending if p.call_id == call_id), None)
         if entry is None:  # the subdialog answered before we looked (cannot happen with a real provider)
             raise RuntimeError(f"workflow call {call_id} vanished before it could be awaited")

@@ -7,6 +7,7 @@ The driver asks for the configuration at every generation so hand edits take eff
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,10 @@ class Config:
     """The MCP servers of ``.minds/mcp.yaml``, each a toolset (see docs/mcp.md)."""
 
 
+MAX_CACHED_TASKDOCS = 128
+"""Rendered Taskdocs kept per engine (LRU); each is re-rendered when its package changes on disk."""
+
+
 @dataclass
 class ConfigCache:
     rtws: Rtws
@@ -46,9 +51,24 @@ class ConfigCache:
     _texts: dict[Path, tuple[tuple[int, int], str | None]] = field(default_factory=dict)
     mcp: McpManager = field(init=False)
     _mcp_signature: tuple[int, int] | None = None
+    _taskdocs: OrderedDict[str, tuple[str, str]] = field(default_factory=OrderedDict)
+    """Rendered Taskdocs by path (fingerprint, text); per engine and bounded, never process-wide."""
 
     def __post_init__(self) -> None:
         self.mcp = McpManager(self.rtws)
+
+    def rendered_taskdoc(self, path: str, fingerprint: str) -> str | None:
+        cached = self._taskdocs.get(path)
+        if cached is None or cached[0] != fingerprint:
+            return None
+        self._taskdocs.move_to_end(path)
+        return cached[1]
+
+    def keep_rendered_taskdoc(self, path: str, fingerprint: str, text: str) -> None:
+        self._taskdocs[path] = (fingerprint, text)
+        self._taskdocs.move_to_end(path)
+        while len(self._taskdocs) > MAX_CACHED_TASKDOCS:
+            self._taskdocs.popitem(last=False)
 
     def get(self) -> Config:
         mcp_signature = _signature(self.rtws.minds_dir / "mcp.yaml")

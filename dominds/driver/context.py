@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dominds.dialog.messages import context_messages
 from dominds.dialog.model import Dialog
 from dominds.driver.config import Config, ConfigCache
+from dominds.driver.messages import context_messages
 from dominds.llm.base import ChatMessage
 from dominds.taskdoc import TaskdocError, load_taskdoc, taskdoc_fingerprint
 from dominds.taskdoc_render import render_effective_taskdoc
@@ -84,25 +84,21 @@ def _markdown_files(directory: Path) -> list[Path]:
     return [p for p in directory.rglob("*.md") if p.is_file()]
 
 
-_TASKDOC_CACHE: dict[tuple[str, str], tuple[str, str]] = {}
-
-
 def taskdoc_message(cache: ConfigCache, dialog: Dialog) -> ChatMessage | None:
     """The effective Taskdoc, re-rendered only when the package changed on disk (a hand edit shows at once)."""
     path = dialog.meta.task_doc_path
     if not path:
         return None
-    root = str(cache.rtws.root)
     fingerprint = taskdoc_fingerprint(cache.rtws.root, path)
-    cached = _TASKDOC_CACHE.get((root, path))
-    if cached is not None and cached[0] == fingerprint:
-        return ChatMessage(role="user", content=cached[1])
+    cached = cache.rendered_taskdoc(path, fingerprint)
+    if cached is not None:
+        return ChatMessage(role="user", content=cached)
     try:
         taskdoc = load_taskdoc(cache.rtws.root, path)
     except TaskdocError as exc:
         return ChatMessage(role="user", content=f"[Taskdoc unavailable: {exc}]")
     text = render_effective_taskdoc(taskdoc)
-    _TASKDOC_CACHE[(root, path)] = (fingerprint, text)
+    cache.keep_rendered_taskdoc(path, fingerprint, text)
     return ChatMessage(role="user", content=text)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog
+from dominds.driver import questions
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.records import CallSiteRef, HumanQuestion, QueuedPrompt
 
@@ -64,10 +65,7 @@ def diligence_push(engine: Engine, dialog: Dialog) -> bool:
         call_id="diligence",
         call_site_ref=CallSiteRef(course=dialog.latest.current_course, message_index=max(len(dialog.records) - 1, 0)),
     )
-    dialog.q4h.append(question)
-    dialog.save_q4h()
     dialog.latest.diligence_push_remaining_budget = member.diligence_push_max
     dialog.save_latest()
-    engine.index_question(dialog, question)
-    dialog.publish({"type": "new_q4h_asked", "question": engine.question_payload(dialog, question)})
+    questions.ask(engine, dialog, question)
     return False

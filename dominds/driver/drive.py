@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog
-from dominds.driver import texts
+from dominds.driver import questions, texts
 from dominds.driver.generation import GenOutcome, run_generation
 from dominds.driver.supply import answer_tellask_back, supply_response
 from dominds.ids import now_iso, short_token
@@ -138,11 +138,7 @@ def answer_of(dialog: Dialog) -> str:
 def start_new_course(engine: Engine, dialog: Dialog, *, reason: str) -> None:
     """clear_mind: new course file, Q4H cleared, reminders and registry kept, new-course prompt queued first."""
     dialog.pending_new_course = False
-    for question in list(dialog.q4h):
-        engine.unindex_question(question.id)
-        dialog.publish({"type": "q4h_answered", "questionId": question.id, "selfId": dialog.self_id})
-    dialog.q4h = []
-    dialog.save_q4h()
+    questions.clear_all(engine, dialog)
     number = dialog.latest.current_course + 1
     dialog.start_course(number, reason)
     assignment = None

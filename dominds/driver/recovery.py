@@ -17,7 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog, RootDialog
-from dominds.driver import texts
+from dominds.driver import questions, texts
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
 from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
 from dominds.driver.tellask_exec import (
@@ -115,8 +115,7 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
         if dialog.load_error:
             dialog.latest.run_state = RunState(kind="error", detail=dialog.load_error)
             continue
-        for question in dialog.q4h:
-            engine.index_question(dialog, question)
+        questions.index_all(engine, dialog)
         _drop_answered_questions(engine, dialog)
         if (
             dialog.latest.generating
@@ -150,7 +149,7 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
         if dialog.latest != latest_before.get(dialog.self_id):  # unchanged files are not rewritten
             dialog.save_latest()
         if dialog.latest.needs_drive:
-            engine._want(dialog)
+            engine.want(dialog)
 
 
 def _drop_answered_questions(engine: Engine, dialog: Dialog) -> None:
@@ -160,7 +159,7 @@ def _drop_answered_questions(engine: Engine, dialog: Dialog) -> None:
     for question in list(dialog.q4h):
         if question.id in answered:
             dialog.q4h.remove(question)
-            engine.unindex_question(question.id)
+            engine.q4h_index.pop(question.id, None)
     dialog.save_q4h()
 
 
@@ -373,8 +372,7 @@ def _restore_lost_meta(engine: Engine, root: RootDialog, caller: Dialog, entry: 
     if sub is None or sub.load_error:
         return sub
     sub.notices.append("dialog.yaml was missing; it was rebuilt from the caller's pending entry")
-    for question in sub.q4h:
-        engine.index_question(sub, question)
+    questions.index_all(engine, sub)
     prompt = assignment_prompt(caller, entry)
     if not any(p.msg_id == prompt.msg_id for p in sub.latest.queued_prompts) and not _ever_recorded(sub, prompt.msg_id):
         sub.latest.queued_prompts.append(prompt)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog
+from dominds.driver import questions
+from dominds.driver.errors import EngineError
 from dominds.driver.supply import supply_response
 from dominds.rtws import DIALOG_STATUSES
 from dominds.store.records import Assignment, RunState
@@ -21,7 +23,7 @@ def stop(engine: Engine, dialog: Dialog, reason: str = "user_stop") -> bool:
     if dialog.is_driving:
         if dialog.stop_reason is None:
             dialog.set_run_state(RunState(kind="stop_requested", reason=reason))
-        engine._request_stop(dialog, reason)
+        engine.request_stop(dialog, reason)
         return True
     if dialog.latest.needs_drive and not dialog.is_dead:
         dialog.latest.needs_drive = False
@@ -41,11 +43,9 @@ def emergency_stop(engine: Engine) -> int:
 
 
 def resume(engine: Engine, dialog: Dialog) -> None:
-    from dominds.driver.engine import EngineError
-
     if dialog.latest.run_state.kind != "interrupted":
         raise EngineError(f"dialog {dialog.self_id} is {dialog.latest.run_state.kind}, not interrupted; nothing to resume")
-    engine._check_drivable_target(dialog)
+    engine.check_drivable_target(dialog)
     engine.request_drive(dialog)
 
 
@@ -64,20 +64,18 @@ def resume_all(engine: Engine) -> int:
 
 async def declare_dead(engine: Engine, dialog: Dialog, note: str = "") -> None:
     """Subdialogs only, irreversible: its caller is unblocked with a failed response."""
-    from dominds.driver.engine import EngineError
-
     if dialog.is_root:
         raise EngineError("only subdialogs can be declared dead; stop or archive a root dialog instead")
     if dialog.is_dead:
         return
     if dialog.is_driving:
-        engine._request_stop(dialog, "declared_dead")
+        engine.request_stop(dialog, "declared_dead")
     dialog.latest.needs_drive = False
     dialog.latest.queued_prompts = []
     dialog.set_run_state(RunState(kind="dead", reason="declared_by_user", detail=note or None))
     # Its questions can never be answered into a dead dialog: withdraw them from every list.
     for question in list(dialog.q4h):
-        engine.remove_question(dialog, question.id)
+        questions.withdraw(engine, dialog, question.id)
     # An ask-back this subdialog was waiting for will never be read: withdraw it from the asked dialog.
     for entry in [p for p in dialog.pending if p.call_type == "A"]:
         sup = engine.try_get_dialog(dialog.root_id, entry.subdialog_id)
@@ -100,8 +98,6 @@ async def supersede(engine: Engine, sub: Dialog, previous: Assignment) -> None:
 
 def move_root(engine: Engine, root_id: str, to_status: str) -> str:
     """Mark done (``done``), archive (``archive``) or revive (``run``) a root tree; returns the old status."""
-    from dominds.driver.engine import EngineError
-
     if to_status not in DIALOG_STATUSES:
         raise EngineError(f"unknown status {to_status!r}; expected one of {', '.join(DIALOG_STATUSES)}")
     from_status = engine.store.locate_root(root_id)
@@ -113,8 +109,7 @@ def move_root(engine: Engine, root_id: str, to_status: str) -> str:
         if busy:
             raise EngineError(f"dialog tree {root_id} is running ({', '.join(busy)}); stop it first")
         for dialog in root.local.values():
-            for question in dialog.q4h:
-                engine.unindex_question(question.id)
+            questions.unindex_all(engine, dialog)
         del engine.roots[root_id]
     engine.store.move_root(root_id, from_status, to_status)
     if to_status == "run":
@@ -122,8 +117,7 @@ def move_root(engine: Engine, root_id: str, to_status: str) -> str:
         for sub_id in engine.store.subdialog_ids("run", root_id):
             engine.try_load_sub(revived, sub_id)
         for dialog in revived.local.values():
-            for question in dialog.q4h:
-                engine.index_question(dialog, question)
+            questions.index_all(engine, dialog)
             if dialog.latest.needs_drive:
                 engine.request_drive(dialog)
     engine.pubchan.publish(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
-from dominds.driver import texts
+from dominds.driver import questions, texts
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import SubdialogCreatedRecord, TeammateCallResultRecord
 from dominds.store.records import (
@@ -161,10 +161,10 @@ async def _run_call(engine: Engine, dialog: Dialog, item: CallToRun, genseq: int
         # Seed: `!?@self` is one fresh (TYPE C) or session (TYPE B, key `agent!session`) subdialog of the same
         # agent, fully capable. fbr_effort > 1 is an opt-in fan-out for sessionless calls only.
         if call.tellask_session:
-            await _dispatch(engine, dialog, item, dialog.agent_id, "B", call.tellask_session, genseq, fbr=True)
+            await dispatch(engine, dialog, item, dialog.agent_id, "B", call.tellask_session, genseq, fbr=True)
             return
         effort = engine.config.get().team.member(dialog.agent_id).fbr_effort  # type: ignore[union-attr]
-        jobs = [_dispatch(engine, dialog, item, dialog.agent_id, "C", None, genseq, fbr=True) for _ in range(effort)]
+        jobs = [dispatch(engine, dialog, item, dialog.agent_id, "C", None, genseq, fbr=True) for _ in range(effort)]
         await asyncio.gather(*jobs)
         return
     team = engine.config.get().team
@@ -180,7 +180,7 @@ async def _run_call(engine: Engine, dialog: Dialog, item: CallToRun, genseq: int
     call_type = "B" if call.tellask_session else "C"
     await asyncio.gather(
         *(
-            _dispatch(engine, dialog, item, target, call_type, call.tellask_session, genseq, collective=collective)
+            dispatch(engine, dialog, item, target, call_type, call.tellask_session, genseq, collective=collective)
             for target in targets
         )
     )
@@ -230,30 +230,15 @@ def _caller_agent(engine: Engine, dialog: Dialog) -> str | None:
 
 
 def _ask_human(engine: Engine, dialog: Dialog, item: CallToRun) -> None:
-    question_id = f"q4h-{dialog.self_id}-{item.call_id}"
-    if any(q.id == question_id for q in dialog.q4h):
-        return
     question = HumanQuestion(
-        id=question_id,
+        id=f"q4h-{dialog.self_id}-{item.call_id}",
         tellask_head=item.call.headline.strip(),
         body_content=item.call.body.strip(),
         asked_at=now_iso(),
         call_id=item.call_id,
         call_site_ref=CallSiteRef(course=dialog.latest.current_course, message_index=max(len(dialog.records) - 1, 0)),
     )
-    previous = len(dialog.q4h)
-    dialog.q4h.append(question)
-    dialog.save_q4h()
-    engine.index_question(dialog, question)
-    dialog.publish({"type": "new_q4h_asked", "question": engine.question_payload(dialog, question)})
-    dialog.publish(
-        {
-            "type": "questions_count_update",
-            "previousCount": previous,
-            "questionCount": len(dialog.q4h),
-            "course": dialog.latest.current_course,
-        }
-    )
+    questions.ask(engine, dialog, question)
 
 
 async def _tellask_back(engine: Engine, dialog: Dialog, item: CallToRun) -> None:
@@ -298,7 +283,7 @@ def queue_tellask_back(engine: Engine, sup: Dialog, asker: Dialog, headline: str
     engine.request_drive(sup)
 
 
-async def _dispatch(
+async def dispatch(
     engine: Engine,
     caller: Dialog,
     item: CallToRun,
@@ -384,7 +369,7 @@ def materialize_subdialog(engine: Engine, root: RootDialog, caller: Dialog, entr
     meta = subdialog_meta(root, caller, entry)
     latest = LatestState(last_modified=now_iso(), queued_prompts=[assignment_prompt(caller, entry)], needs_drive=True)
     sub = engine.create_subdialog(root, meta, latest)
-    engine._want(sub)  # needsDrive is already in the latest.yaml just written
+    engine.want(sub)  # needsDrive is already in the latest.yaml just written
     return sub
 
 

@@ -181,7 +181,7 @@ async def test_memory_kept_does_not_grow_with_message_size(serve: ServeFactory) 
         assert status == 202
         await engine.wait_idle()
     assert engine.pubchan._buffer_chars <= 2 * 1024 * 1024 + 1_000_000
-    assert sum(engine._transcript_sizes.values()) <= 2 * 1024 * 1024
+    assert sum(engine.scheduler.transcript_sizes.values()) <= 2 * 1024 * 1024
     root = engine.get_dialog(created["rootId"])
     assert root.transcript_chars() <= 2 * 1024 * 1024, "a transcript too big to cache is read from its file when needed"
     said = [r for n in root.files.course_numbers() for r in root.files.read_course(n) if isinstance(r, HumanTextRecord)]

@@ -1,0 +1,15 @@
+"""The engine's refusals, in a module of their own so every driver module can raise them without a cycle."""
+
+from __future__ import annotations
+
+
+class EngineError(Exception):
+    """A request the engine refuses; the message says why and what to do."""
+
+
+class EngineBadRequest(EngineError):
+    """The request itself is wrong (unknown agent, bad Taskdoc path, empty text): fix it and retry."""
+
+
+class WorkspaceLocked(EngineError):
+    """Another daemon (or a writing CLI command) holds the workspace lock."""

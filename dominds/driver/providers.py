@@ -1,0 +1,108 @@
+"""The engine's side of LLM providers: one generator per API type (loaded on first use), and provider
+rejections kept as problems until the provider works again."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+from typing import TYPE_CHECKING, Any
+
+from dominds.dialog.model import Dialog
+from dominds.ids import now_iso
+from dominds.llm.base import Generator, LlmError
+from dominds.llm.catalog import ProviderConfig
+from dominds.llm.scripted import ScriptedGenerator
+from dominds.problems import make_problem
+from dominds.store import provider_problems
+from dominds.store.errors import StoreError
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+_GENERATOR_CLASSES = {
+    "anthropic": ("dominds.llm.anthropic_provider", "AnthropicGenerator"),
+    "openai-compatible": ("dominds.llm.openai_provider", "OpenAiCompatibleGenerator"),
+    "openai": ("dominds.llm.openai_provider", "OpenAiCompatibleGenerator"),
+}
+
+
+class Providers:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._generators: dict[str, Generator] = {"scripted": ScriptedGenerator()}
+        self._problems_cache: tuple[int, set[str]] | None = None
+
+    def generator_for(self, api_type: str) -> Generator:
+        generator = self._generators.get(api_type)
+        if generator is None:
+            generator = _load_generator(api_type)
+            self._generators[api_type] = generator
+        return generator
+
+    @staticmethod
+    def config_dict(provider: ProviderConfig) -> dict[str, Any]:
+        return {
+            "key": provider.key,
+            "name": provider.name,
+            "apiType": provider.api_type,
+            "baseUrl": provider.base_url,
+            "apiKeyEnvVar": provider.api_key_env_var,
+        }
+
+    def report_problem(self, dialog: Dialog, provider: str, model: str | None, message: str) -> None:
+        """A provider rejected a request: persisted (for `dominds check`) and published (for panels)."""
+        rtws = self.engine.rtws
+        with contextlib.suppress(StoreError):  # reporting must not fail the dialog a second time
+            provider_problems.record(
+                rtws, provider_problems.ProviderProblem(provider=provider, model=model, message=message, at=now_iso())
+            )
+        self.publish_problems()
+
+    def worked(self, provider: str) -> None:
+        """A generation with ``provider`` succeeded: its recorded rejection, if any, is resolved."""
+        if provider in self._rejected():
+            with contextlib.suppress(StoreError):
+                provider_problems.clear(self.engine.rtws, provider)
+            self.publish_problems()
+
+    def _rejected(self) -> set[str]:
+        path = provider_problems.path(self.engine.rtws)
+        if self._problems_cache is None or self._problems_cache[0] != _mtime(path):
+            self._problems_cache = (_mtime(path), {p.provider for p in provider_problems.load(self.engine.rtws)})
+        return self._problems_cache[1]
+
+    def publish_problems(self) -> None:
+        self.engine.pubchan.publish(None, {"type": "problems_snapshot", "problems": self.problems_payload()})
+
+    def problems_payload(self) -> list[dict[str, Any]]:
+        engine = self.engine
+        runtime = [
+            make_problem("llm_provider_rejected_request", f"provider {p.provider}", None, p.message)
+            for p in provider_problems.load(engine.rtws)
+        ]
+        problems = [*engine.config.get().problems, *runtime, *engine.config.mcp.runtime_problems()]
+        return [
+            {"kind": p.kind, "source": p.source, "line": p.line, "severity": p.severity, "message": p.message, "id": p.id}
+            for p in problems
+        ]
+
+
+def _mtime(path: Any) -> int:
+    try:
+        return int(os.stat(path).st_mtime_ns)
+    except OSError:
+        return -1
+
+
+def _load_generator(api_type: str) -> Generator:
+    # Imported on first use: the SDKs are heavy and a scripted-only workspace never needs them.
+    spec = _GENERATOR_CLASSES.get(api_type)
+    if spec is None:
+        raise LlmError(f"unknown provider apiType {api_type!r} (known: scripted, {', '.join(_GENERATOR_CLASSES)})")
+    try:
+        module = importlib.import_module(spec[0])
+    except ImportError as exc:
+        raise LlmError(f"provider type {api_type!r} is not available: {exc}") from exc
+    generator: Generator = getattr(module, spec[1])()
+    return generator

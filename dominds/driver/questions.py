@@ -1,0 +1,124 @@
+"""The one owner of questions for the human (Q4H): asking, indexing, answering, withdrawing, clearing.
+
+A question lives in its dialog's ``q4h.yaml`` and in the engine's index (questionId → dialog). Every
+change is persisted first, then published (``new_q4h_asked``, ``q4h_answered``, ``questions_count_update``).
+An answer is queued in the dialog before its question is dropped: a crash in between leaves a queued
+answer whose question recovery removes, never a removed question without its answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dominds.dialog.model import Dialog
+from dominds.driver.errors import EngineBadRequest, EngineError
+from dominds.driver.intake import queue_durably, refuse_duplicate, require_storable
+from dominds.ids import new_dialog_id, now_iso
+from dominds.store.records import HumanQuestion, QueuedPrompt
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+
+
+def ask(engine: Engine, dialog: Dialog, question: HumanQuestion) -> None:
+    """Record a new question (idempotent by id), index it and announce it."""
+    if any(q.id == question.id for q in dialog.q4h):
+        return
+    previous = len(dialog.q4h)
+    dialog.q4h.append(question)
+    dialog.save_q4h()
+    engine.q4h_index[question.id] = (dialog.root_id, dialog.self_id)
+    dialog.publish({"type": "new_q4h_asked", "question": payload(dialog, question)})
+    _publish_count(dialog, previous)
+
+
+def answer(engine: Engine, question_id: str, content: str, msg_id: str | None = None) -> Dialog:
+    where = engine.q4h_index.get(question_id)
+    if where is None:
+        raise EngineError(f"question {question_id!r} is not pending (already answered, cleared, or unknown)")
+    dialog = engine.get_dialog(*where)
+    if not any(q.id == question_id for q in dialog.q4h):
+        engine.q4h_index.pop(question_id, None)
+        raise EngineError(f"question {question_id!r} is not pending (already answered)")
+    if not content.strip():
+        raise EngineBadRequest("the answer is empty")
+    require_storable({"content": content, "msgId": msg_id})
+    engine.check_drivable_target(dialog)
+    if msg_id is not None:
+        refuse_duplicate(dialog, msg_id)
+    prompt = QueuedPrompt(
+        msg_id=msg_id or f"ans-{new_dialog_id()}",
+        content=content,
+        origin="q4h_answer",
+        question_id=question_id,
+        queued_at=now_iso(),
+    )
+    queue_durably(engine, dialog, prompt)
+    withdraw(engine, dialog, question_id)
+    return dialog
+
+
+def withdraw(engine: Engine, dialog: Dialog, question_id: str) -> None:
+    """Drop a question (answered, or its dialog was declared dead) from the file, the index and the panels."""
+    previous = len(dialog.q4h)
+    dialog.q4h = [q for q in dialog.q4h if q.id != question_id]
+    dialog.save_q4h()
+    engine.q4h_index.pop(question_id, None)
+    dialog.publish({"type": "q4h_answered", "questionId": question_id, "selfId": dialog.self_id})
+    _publish_count(dialog, previous)
+
+
+def clear_all(engine: Engine, dialog: Dialog) -> None:
+    """A new course drops the dialog's open questions (seed: clear_mind clears Q4H)."""
+    for question in list(dialog.q4h):
+        engine.q4h_index.pop(question.id, None)
+        dialog.publish({"type": "q4h_answered", "questionId": question.id, "selfId": dialog.self_id})
+    dialog.q4h = []
+    dialog.save_q4h()
+
+
+def index_all(engine: Engine, dialog: Dialog) -> None:
+    for question in dialog.q4h:
+        engine.q4h_index[question.id] = (dialog.root_id, dialog.self_id)
+
+
+def unindex_all(engine: Engine, dialog: Dialog) -> None:
+    for question in dialog.q4h:
+        engine.q4h_index.pop(question.id, None)
+
+
+def payload(dialog: Dialog, question: HumanQuestion) -> dict[str, Any]:
+    return {
+        "id": question.id,
+        "selfId": dialog.self_id,
+        "rootId": dialog.root_id,
+        "agentId": dialog.agent_id,
+        "taskDocPath": dialog.meta.task_doc_path,
+        "tellaskHead": question.tellask_head,
+        "bodyContent": question.body_content,
+        "askedAt": question.asked_at,
+        "callId": question.call_id,
+        "callSiteRef": question.call_site_ref.to_disk(),
+    }
+
+
+def pending(engine: Engine) -> list[dict[str, Any]]:
+    """Every pending question, in id order, as the panel and the CLI show it."""
+    out = []
+    for question_id, (root_id, self_id) in sorted(engine.q4h_index.items()):
+        dialog = engine.try_get_dialog(root_id, self_id)
+        question = next((q for q in dialog.q4h if q.id == question_id), None) if dialog else None
+        if dialog is not None and question is not None:
+            out.append(payload(dialog, question))
+    return out
+
+
+def _publish_count(dialog: Dialog, previous: int) -> None:
+    dialog.publish(
+        {
+            "type": "questions_count_update",
+            "previousCount": previous,
+            "questionCount": len(dialog.q4h),
+            "course": dialog.latest.current_course,
+        }
+    )
