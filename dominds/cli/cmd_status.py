@@ -227,12 +227,15 @@ def read_node(directory: str, status: str, root_id: str, present: set[str]) -> N
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         node["error"] = f"{type(exc).__name__}: {exc}"
         node.setdefault("runState", {"kind": "error", "detail": str(exc)})
-    node["_usage"] = _course_usage(directory, sorted(n for n in present if n.startswith("course-")))
+    node["_usage"] = _course_usage(directory, sorted(n for n in present if n.startswith("course-")), node)
     return node
 
 
-def _course_usage(directory: str, course_files: list[str]) -> dict[str, list[int]]:
-    """Per ``provider/model``: [input, output, cacheRead, cacheWrite, generations] over every course."""
+def _course_usage(directory: str, course_files: list[str], node: Node) -> dict[str, list[int]]:
+    """Per ``provider/model``: [input, output, cacheRead, cacheWrite, generations] over every course.
+
+    A line in the middle of a course that is not a JSON record marks the node with an error (the daemon
+    refuses such a dialog); a torn last line does not (it is what a crash leaves)."""
     totals: dict[str, list[int]] = {}
     for name in course_files:
         try:
@@ -240,6 +243,10 @@ def _course_usage(directory: str, course_files: list[str]) -> dict[str, list[int
                 data = handle.read()
         except OSError:
             continue
+        bad = _bad_course_line(data)
+        if bad is not None and "error" not in node:
+            node["error"] = f"{name}:{bad}: not a JSON record (the dialog refuses messages until it is repaired)"
+            node["runState"] = {"kind": "error", "detail": node["error"]}
         start = 0
         while (found := data.find(b'"gen_finish_record"', start)) != -1:  # decode only those lines
             line_start = data.rfind(b"\n", 0, found) + 1
@@ -257,6 +264,16 @@ def _course_usage(directory: str, course_files: list[str]) -> dict[str, list[int
                 counts[index] += int(usage.get(field) or 0)
             counts[4] += 1
     return totals
+
+
+def _bad_course_line(data: bytes) -> int | None:
+    """Number of the first line before the last that is not shaped like a JSON object, or None (cheap)."""
+    lines = data.rstrip(b"\n").split(b"\n")
+    for number, line in enumerate(lines[:-1], start=1):
+        stripped = line.strip()
+        if stripped and not (stripped.startswith(b"{") and stripped.endswith(b"}")):
+            return number
+    return None
 
 
 class _Pricing:

@@ -111,6 +111,21 @@ def test_a_corrupt_dialog_is_shown_with_its_error(tmp_path: Path) -> None:
     assert report[ids["paint"]]["runState"]["kind"] == "blocked", "the others are unaffected"
 
 
+def test_a_bad_line_in_the_middle_of_a_course_flags_the_dialog_in_status(tmp_path: Path) -> None:
+    """Bug: a corrupt course line made the dialog refuse messages, but `dominds status` listed it as fine.
+    A torn last line (what a crash leaves) is not an error."""
+    ws, ids = _tree_workspace(tmp_path)
+    course = ws / ".dialogs" / "run" / ids["delegate"] / "course-001.jsonl"
+    lines = course.read_text().splitlines()
+    course.write_text("\n".join([lines[0], "garbage in the middle", *lines[1:]]) + "\n")
+    paint = ws / ".dialogs" / "run" / ids["paint"] / "course-001.jsonl"
+    paint.write_text(paint.read_text() + '{"type": "gen_st')
+    report = _by_id(dominds_json(ws, "status"))
+    assert "course-001.jsonl:2" in report[ids["delegate"]]["error"]
+    assert report[ids["delegate"]]["runState"]["kind"] == "error"
+    assert "error" not in report[ids["paint"]], "a torn last line is what a crash leaves, not corruption"
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(min_size=1), inner, max_size=4),
