@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import signal
 from pathlib import Path
@@ -98,9 +99,9 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
     data = (line + "\n").encode("utf-8")
     try:
         new_file = not path.exists()
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
-            good_size = os.fstat(fd).st_size
+            good_size = _mend_torn_tail(fd, os.fstat(fd).st_size)
             try:
                 view = memoryview(data)
                 while view:
@@ -120,6 +121,33 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
             fsync_dir(path.parent)
     except OSError as exc:
         raise WriteFailedError(path, _describe(exc)) from exc
+
+
+def _mend_torn_tail(fd: int, size: int) -> int:
+    """Make the file end on a whole line before appending; returns its size.
+
+    A process killed mid-append (a write can stop at a page boundary) leaves a last line without its
+    newline. Appending after it would glue two records into one bad line in the middle of the file, so
+    a tail that is a complete record gets its newline and a torn one is cut off (its writer never saw it
+    succeed, so nothing acknowledged is lost)."""
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return size
+    start = size
+    while start > 0:  # find the last newline, reading backwards in blocks
+        block_start = max(0, start - 65536)
+        found = os.pread(fd, start - block_start, block_start).rfind(b"\n")
+        if found != -1:
+            start = block_start + found + 1
+            break
+        start = block_start
+    tail = os.pread(fd, size - start, start)
+    try:
+        json.loads(tail)
+    except ValueError:
+        os.ftruncate(fd, start)
+        return start
+    os.write(fd, b"\n")
+    return size + 1
 
 
 def remove_file(path: Path) -> None:
