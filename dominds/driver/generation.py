@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
 @dataclass
 class GenOutcome:
-    suspended: bool = False
-    """The dialog now waits for the human or for subdialogs."""
     had_output: bool = False
     """Tool results or tellask notes the model has not seen yet: generate again."""
     stopped: bool = False
@@ -69,8 +67,7 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
     try:
         if prompt is not None and prompt.grammar == "tellask":
             if await _run_human_tellasks(engine, dialog, prompt, genseq):
-                outcome.suspended = True
-                return outcome
+                return outcome  # the dialog now waits (the drive sees it cannot drive)
         if dialog.stop_reason:
             outcome.stopped = True
             return outcome
@@ -120,7 +117,6 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
         outcome.had_output = bool(receiver.func_calls) or tellask_outcome.had_notes or (
             tellask_outcome.dispatched and dialog.can_drive()
         )
-        outcome.suspended = not dialog.can_drive()
         if dialog.stop_reason:
             outcome.stopped = True
         return outcome
