@@ -300,11 +300,12 @@ class DebateSession:
 def _no_usable_answer(round_no: int, outputs: list[AgentOutput]) -> str:
     """Why a round has nothing to compare, per debater, and the next step."""
     reasons = []
+    members: dict[str, str] = {role: member for role, member in MEMBER_IDS.items()}
     for output in outputs:
         why = output.metadata.get("failure") or (
             f"answer unreadable: {clip(first_sentence(output.content), 160)}" if output.fallback == "unparsable_json" else output.fallback
         )
-        reasons.append(f"{MEMBER_IDS[output.agent_id]}: {why}")
+        reasons.append(f"{members.get(output.agent_id, output.agent_id)}: {why}")
     return (
         f"no debater gave a usable answer in round {round_no} ({'; '.join(reasons)}). "
         "Check the provider and model of these members (dominds check; .minds/team.yaml, .minds/llm.yaml), then resume"
