@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _bigworkspace import generate
-from _common import Figure, machine, make_workspace, print_figures, rss_mib, serve
+from _common import Figure, child_env, machine, make_workspace, print_figures, rss_mib, serve
 
 from dominds.rtws import Rtws
 
@@ -43,7 +43,7 @@ def _get(url: str, token: str) -> bytes:
 def _status(rtws: Rtws) -> float:
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "dominds", "-C", str(rtws.root), "status", "--json"], capture_output=True, text=True
+        [sys.executable, "-m", "dominds", "-C", str(rtws.root), "status", "--json"], capture_output=True, text=True, env=child_env()
     )
     wall = time.perf_counter() - started
     if done.returncode != 0:

@@ -22,12 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Figure, cpu_seconds, machine, print_figures, serve
+from _common import Figure, child_env, cpu_seconds, machine, print_figures, serve
 
 
 def _floor(code: str) -> float:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True, env=child_env())
     return time.perf_counter() - started
 
 

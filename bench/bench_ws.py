@@ -88,7 +88,8 @@ async def connect(session: aiohttp.ClientSession, base: str, token: str) -> Clie
 
 async def create(client: Client, tag: str) -> dict[str, str]:
     ready = await client.request({"type": "create_dialog", "taskDocPath": "tasks/b.tsk", "follow": "add"}, f"c-{tag}")
-    return ready["dialog"]
+    dialog: dict[str, str] = ready["dialog"]
+    return dialog
 
 
 async def turn(client: Client, dialog: dict[str, str], text: str = "hello", timeout: float = 30) -> float:

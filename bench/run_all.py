@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -26,12 +25,11 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import Figure, machine, print_figures  # noqa: E402
+from _common import Figure, cache_dir, machine, print_figures  # noqa: E402
 
 
 def default_out() -> Path:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "dominds" / "bench" / f"results-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    return cache_dir() / f"results-{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
 def _run(script: str, *args: str) -> tuple[list[Figure], str | None]:
