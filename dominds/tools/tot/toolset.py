@@ -23,7 +23,6 @@ from dominds.tools.base import (
     ToolError,
     ToolHandler,
     object_schema,
-    register_toolset,
 )
 from dominds.tools.tot import machine
 from dominds.tools.tot.machine import CommitResult, NodeState, ProposedNode, TotError
@@ -261,4 +260,3 @@ TOT_TOOLS = [
     for name, spec in TOOL_SPECS.items()
 ]
 
-register_toolset("tot", TOT_TOOLS)

@@ -19,6 +19,7 @@ import yaml
 
 import dominds.workflows.debate  # noqa: F401  (registers the debate members before any engine loads its team)
 from dominds.driver.engine import Engine
+from dominds.workflows.debate.members import debate_extensions
 from dominds.rtws import Rtws
 from dominds.workflows.debate.protocol import MEMBER_IDS
 
@@ -83,7 +84,7 @@ def set_responses(rtws: Rtws, responses: list[dict[str, Any]]) -> None:
 
 @asynccontextmanager
 async def started_engine(rtws: Rtws) -> AsyncIterator[Engine]:
-    engine = Engine(rtws)
+    engine = Engine(rtws, extensions=debate_extensions())
     await engine.start()
     try:
         yield engine
