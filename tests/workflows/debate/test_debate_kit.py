@@ -17,10 +17,9 @@ from typing import Any
 
 import yaml
 
-import dominds.workflows.debate  # noqa: F401  (registers the debate members before any engine loads its team)
 from dominds.driver.engine import Engine
-from dominds.workflows.debate.members import debate_extensions
 from dominds.rtws import Rtws
+from dominds.workflows.debate.members import debate_extensions
 from dominds.workflows.debate.protocol import MEMBER_IDS
 
 TEAM_YAML = """\
