@@ -16,6 +16,10 @@ from dominds.workflows.debate.settings import MAX_ROUNDS_CAP, DebateSettings, lo
 from dominds.workflows.debate.similarity import PositionComparer
 from dominds.workflows.debate.state import DebateState, DebateStateError, load_state, save_state
 
+MAX_QUESTION_CHARS = 10_000
+"""A longer question is refused: it would go to every agent in every round (§10.2 bounds each output at
+2,000 tokens; a question many times that would crowd out the debate itself)."""
+
 
 class DebateRequestError(Exception):
     """A start or resume request that cannot be served; ``status`` is the HTTP status it maps to."""
@@ -64,6 +68,11 @@ async def open_debate(
         text = (question or "").strip()
         if not text:
             raise DebateRequestError("the question (message) is empty")
+        if len(text) > MAX_QUESTION_CHARS:
+            raise DebateRequestError(
+                f"the question is {len(text):,} characters; at most {MAX_QUESTION_CHARS:,} are accepted "
+                "(it goes to every agent in every round): put the material in a file of the workspace and ask about it"
+            )
         try:
             run = engine.start_workflow_run(WORKFLOW, HOST_MEMBER_ID, settings.taskdoc, clip(text, 80))
         except EngineError as exc:

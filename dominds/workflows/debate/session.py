@@ -6,10 +6,13 @@ round the host compares the two positions, decides (host.py), and the state is s
 decision is published, so a run resumes from its last completed round. The run's events go to
 ``emit`` as plain dicts in the §6.1 vocabulary (events.py); SSE and the CLI only format them.
 
-Failures never end a debate (§7): a timed-out or failed agent is skipped and its last output reused
-(a minimal fallback output in round 1), an unreadable answer becomes a fallback output, a failed
-embedder becomes Jaccard, a failed Reporter becomes a report assembled from the debate. A cancelled
-run (user stop, client disconnect, Ctrl-C) is saved as ``interrupted`` and can be resumed.
+One agent's failure does not end a debate (§7): a timed-out or failed agent is skipped and its last
+output reused (a minimal fallback output in round 1), an unreadable answer becomes a fallback output,
+a failed embedder becomes Jaccard, a failed Reporter becomes a report assembled from the debate. But
+a round in which **no** debater gave a fresh, usable answer has nothing to compare: the run stops
+there (``DebateFailed``) instead of computing a consensus over error texts, and is saved as
+``interrupted`` with the reasons, resumable once the provider works. A cancelled run (user stop,
+client disconnect, Ctrl-C) is saved as ``interrupted`` too and can be resumed.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from typing import Any
 import dominds.workflows.debate.events as events
 from dominds.driver.conductor import ConductorRun
 from dominds.ids import now_iso
-from dominds.workflows.debate.agents import fallback_output, parse_agent_output, reused_output
+from dominds.workflows.debate.agents import (
+    clip,
+    fallback_output,
+    first_sentence,
+    parse_agent_output,
+    reused_output,
+)
 from dominds.workflows.debate.host import (
     HostInputs,
     consensus_label,
@@ -44,6 +53,10 @@ log = logging.getLogger("dominds.debate")
 Emit = Callable[[dict[str, Any]], None]
 ACTIVE_SESSIONS: dict[str, DebateSession] = {}
 """Running sessions by id: one runner per session, and the handle a stop request needs."""
+
+
+class DebateFailed(Exception):
+    """The debate cannot go on: no debater gave a usable answer in a round (the message says why)."""
 
 
 class DebateSession:
@@ -100,6 +113,9 @@ class DebateSession:
         except asyncio.CancelledError:
             self._interrupt(self.stop_reason or "cancelled")
             raise
+        except DebateFailed as exc:
+            self._interrupt(f"failed: {exc}")
+            self.emit({"type": "error", "error": str(exc), "sessionId": self.session_id})
         except Exception as exc:  # a bug or a storage failure: keep what is saved, say so, stay resumable
             log.exception("debate %s failed", self.session_id)
             self._interrupt(f"error: {type(exc).__name__}: {exc}")
@@ -145,6 +161,8 @@ class DebateSession:
             planner = await self._speak("planner", round_no, decision, today, state.last_output("critic"))
             critic = await self._speak("critic", round_no, decision, today, planner)
             spoken = [planner, critic]
+        if all(output.fallback is not None for output in spoken):
+            raise DebateFailed(_no_usable_answer(round_no, spoken))
         host_output, consensus, self_similarity = await self._host(round_no, planner, critic)
         state.complete_round(RoundRecord(round_no, spoken, host_output), consensus)
         for role, value in self_similarity.items():
@@ -193,8 +211,11 @@ class DebateSession:
         """§7.1: skip the agent this round and stand in its last output (a minimal one in round 1)."""
         self.emit(events.agent_error(error, role, round_no, previous is not None, detail))
         if previous is not None and role != "reporter":
-            return reused_output(previous, round_no)
-        return fallback_output(role, round_no, "", "no_answer", previous, max_chars=max_chars)
+            output = reused_output(previous, round_no)
+        else:
+            output = fallback_output(role, round_no, "", "no_answer", previous, max_chars=max_chars)
+        output.metadata["failure"] = f"{error}: {detail}" if detail else error
+        return output
 
     async def _host(
         self, round_no: int, planner: AgentOutput, critic: AgentOutput
@@ -274,6 +295,21 @@ class DebateSession:
         save_state(self.run.root.files.dir, state)
         self.run.note(f"Debate {state.status} after {round_no} rounds.")
         self.emit(events.final_report(state))
+
+
+def _no_usable_answer(round_no: int, outputs: list[AgentOutput]) -> str:
+    """Why a round has nothing to compare, per debater, and the next step."""
+    reasons = []
+    members: dict[str, str] = {role: member for role, member in MEMBER_IDS.items()}
+    for output in outputs:
+        why = output.metadata.get("failure") or (
+            f"answer unreadable: {clip(first_sentence(output.content), 160)}" if output.fallback == "unparsable_json" else output.fallback
+        )
+        reasons.append(f"{members.get(output.agent_id, output.agent_id)}: {why}")
+    return (
+        f"no debater gave a usable answer in round {round_no} ({'; '.join(reasons)}). "
+        "Check the provider and model of these members (dominds check; .minds/team.yaml, .minds/llm.yaml), then resume"
+    )
 
 
 def _position_text(output: AgentOutput) -> str:

@@ -36,6 +36,8 @@ AGENT_PREFIXES = {
     "evaluator": "05",
     "synthesizer": "08",
 }
+RESULT_WORDS = {"completed": "已解决", "unsolved": "未解决", "failed": "失败", "cancelled": "已取消"}
+"""The timeline's ``结果`` line per task-info status."""
 TASK_INFO = "00-task-info.json"
 TIMELINE = "99-merged-timeline.log"
 _ID_CHARS = string.ascii_lowercase + string.digits
@@ -147,10 +149,14 @@ def render_timeline(task_info: dict[str, Any], entries: list[tuple[str, dict[str
         if "data" in entry:
             out.append("         数据: " + json.dumps(entry["data"], ensure_ascii=False, separators=(",", ":")))
     stats = task_info.get("final_stats") or {}
+    result = RESULT_WORDS.get(str(task_info.get("status")), str(task_info.get("status")))
+    if task_info.get("unsolved_reason"):
+        result += f" ({task_info['unsolved_reason']})"
     out += [
         "",
         f"任务结束: {task_info.get('end_time')}",
         f"总耗时: {format_duration(int(task_info.get('duration_ms') or 0))}",
+        f"结果: {result}",
         "",
         "---",
         "",
