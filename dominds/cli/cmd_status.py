@@ -1,36 +1,23 @@
 """`dominds status`: every dialog as a root → subdialog tree, from the files (daemon or not).
 
-Fast on big workspaces (10,000 dialogs in well under 2 s) by reading little and remembering it:
-- per dialog one ``scandir`` shows which state files exist; ``dialog.yaml``/``latest.yaml`` are read,
-  ``q4h.yaml``/``subdlg.yaml``/``registry.yaml`` only where they exist (each is deleted when empty);
-- those YAML files are written by ``store.fastyaml`` (block style, JSON scalars), which
-  ``offline.load_state_yaml`` parses ~5x faster than PyYAML (PyYAML still reads anything hand-written);
-- tokens and cost need every ``gen_finish_record``, i.e. the course files. Only the lines holding that
-  record type are decoded;
-- everything read is kept in ``.dominds/cache/status.json``, keyed by each file's (inode, size,
-  mtime): a second run reads only the dialogs that changed since. The cache is not state: delete it
-  at will; ``--no-cache`` neither reads nor writes it.
+Fast on big workspaces through the dialog index (``store/index.py``): the facts of every dialog are kept
+in ``.dominds/cache/dialogs.sqlite`` with the signature of the files they came from; each run ``stat``s
+those files and reads again only the dialogs that changed (or all of them when the index is gone: it
+is a cache, rebuilt at will). ``--no-cache`` reads every file and leaves the index alone.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
 import json
-import os
 import sys
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from dominds.cli.common import workspace
-from dominds.cli.offline import load_state_yaml
 from dominds.rtws import DIALOG_STATUSES, Rtws
+from dominds.store.index import USAGE_FIELDS, DialogIndex, Entry, trees
 
-CACHE_VERSION = 1
-USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
-STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
 Node = dict[str, Any]
 
 EPILOG = """\
@@ -55,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--json", action="store_true", help="print one JSON document (for scripts)")
     p.add_argument("--all", action="store_true", help="include done/ and archive/ dialogs")
     p.add_argument("--root", metavar="ID", help="only the tree of this root (or of the subdialog with this id)")
-    p.add_argument("--no-cache", action="store_true", help="read every file; neither use nor update the cache")
+    p.add_argument("--no-cache", action="store_true", help="read every file; neither use nor update the index")
     p.set_defaults(func=_status)
 
 
@@ -66,9 +53,9 @@ def _status(args: argparse.Namespace) -> int:
     rtws = workspace()
     with reach_state(rtws, wait=2.0, read_only=True) as access:
         daemon = find_daemon(rtws)
-        cache = StatusCache(None if args.no_cache else rtws.state_dir / "cache" / "status.json")
-        roots = collect(rtws, cache, DIALOG_STATUSES if args.all or args.root else ("run",), args.root)
-        cache.save()
+        index = DialogIndex(rtws, persistent=not args.no_cache)
+        roots = collect(rtws, index, DIALOG_STATUSES if args.all or args.root else ("run",), args.root)
+        index.close()
     if access.locked:  # nothing can be driving: a `proceeding` left by a killed process is shown interrupted
         _show_gone_drivers(roots)
     report = {
@@ -97,195 +84,47 @@ def _show_gone_drivers(nodes: list[Node]) -> None:
 # ---------------------------------------------------------------- reading
 
 
-def collect(rtws: Rtws, cache: StatusCache, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
+def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
     """Trees of the given statuses (or the one tree holding ``root_filter``), most recent activity first."""
     from dominds.cli.offline import locate_dialog
-    from dominds.ids import is_dialog_id
 
     pricing = _Pricing(rtws)
-    trees: list[Node] = []
     wanted = locate_dialog(rtws, root_filter) if root_filter else None
-    for status in statuses:
-        directory = rtws.status_dir(status)
-        try:
-            names = sorted(e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name))
-        except FileNotFoundError:
-            continue
-        if wanted is None:
-            cache.scanned.add(status)
-        for root_id in names:
-            if wanted is None or wanted == (status, root_id):
-                trees.append(_tree(os.path.join(directory, root_id), status, root_id, cache, pricing))
-    trees.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
-    trees.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
-    return trees
+    entries = index.entries(statuses, root=wanted)
+    out = [_tree(root, subs, pricing) for root, subs in trees(entries)]
+    out.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
+    out.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
+    return out
 
 
-def _tree(root_dir: str, status: str, root_id: str, cache: StatusCache, pricing: _Pricing) -> Node:
-    root = cache.node(root_dir, status, root_id)
+def _node(entry: Entry) -> Node:
+    node: Node = {"selfId": entry.self_id, "rootId": entry.root_id, "status": entry.status}
+    node.update((k, v) for k, v in entry.facts.items() if k not in _INTERNAL_FACTS and v is not None)
+    node.setdefault("runState", {"kind": "idle"})
+    node["subdialogs"] = []
+    return node
+
+
+_INTERNAL_FACTS = frozenset({"selfId", "files", "usage", "conductor", "inboundTellaskBacks", "dead"})
+
+
+def _tree(root_entry: Entry, sub_entries: list[Entry], pricing: _Pricing) -> Node:
+    root = _node(root_entry)
     nodes = {root["selfId"]: root}
-    try:
-        sub_dirs = sorted(e.path for e in os.scandir(os.path.join(root_dir, "subdialogs")) if e.is_dir())
-    except FileNotFoundError:
-        sub_dirs = []
-    subs = [cache.node(path, status, root_id) for path in sub_dirs]
+    subs = [_node(entry) for entry in sub_entries]
     for sub in subs:
         nodes[sub["selfId"]] = sub
     for sub in subs:  # stored flat; the tree comes from supdialogId
         nodes.get(sub.get("supdialogId") or "", root)["subdialogs"].append(sub)
     by_model: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
-    for node in (root, *subs):
-        for model, counts in node.pop("_usage").items():
+    for entry in (root_entry, *sub_entries):
+        for model, counts in (entry.facts.get("usage") or {}).items():
             by_model[model] = [a + b for a, b in zip(by_model[model], counts, strict=True)]
     root["subdialogCount"] = len(subs)
     root["q4hTotal"] = sum(len(n.get("q4h", ())) for n in (root, *subs))
     root["usage"] = pricing.usage(by_model)
     root["lastActivity"] = max((n.get("lastModified") or "" for n in (root, *subs)), default="")
     return root
-
-
-class StatusCache:
-    """What was read per dialog directory, keyed by the (inode, size, mtime) of the files it came from."""
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        self.entries: dict[str, Any] = {}
-        self.used: dict[str, Any] = {}
-        self.scanned: set[str] = set()
-        """Statuses whose every dialog was looked at: their unused entries are gone from disk."""
-        self.dirty = False
-        if path is not None:
-            try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
-                if raw.get("v") == CACHE_VERSION and isinstance(raw.get("dialogs"), dict):
-                    self.entries = raw["dialogs"]
-            except (OSError, ValueError, AttributeError):
-                pass  # no cache, or a broken one: rebuilt from the files
-
-    def node(self, directory: str, status: str, root_id: str) -> Node:
-        key = f"{status}/{root_id}/{os.path.basename(directory)}"
-        files = {}
-        try:
-            for entry in os.scandir(directory):
-                if entry.name in STATE_FILES or (entry.name.startswith("course-") and entry.name.endswith(".jsonl")):
-                    info = entry.stat()
-                    files[entry.name] = f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
-        except OSError:
-            pass
-        signature = hashlib.blake2b(repr(sorted(files.items())).encode(), digest_size=8).hexdigest()
-        cached = self.entries.get(key)
-        if cached is None or cached.get("sig") != signature:
-            cached = {"sig": signature, "node": read_node(directory, status, root_id, set(files))}
-            self.dirty = True
-        self.used[key] = cached
-        return {**cached["node"], "subdialogs": []}
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        entries = {k: v for k, v in self.entries.items() if k.split("/", 1)[0] not in self.scanned} | self.used
-        if not self.dirty and entries.keys() == self.entries.keys():
-            return
-        # Renamed into place (readers never see half a file) but not fsynced: a cache lost to a power
-        # failure is simply rebuilt, and syncing megabytes would double the time of a first run.
-        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temp.write_text(json.dumps({"v": CACHE_VERSION, "dialogs": entries}, separators=(",", ":")), encoding="utf-8")
-            os.replace(temp, self.path)
-        except OSError:  # a read-only workspace: status still works, only slower
-            with contextlib.suppress(OSError):
-                temp.unlink(missing_ok=True)
-
-
-def read_node(directory: str, status: str, root_id: str, present: set[str]) -> Node:
-    """One dialog's summary from its files; a corrupt file becomes ``error`` on the node, never an exception."""
-    node: Node = {"selfId": os.path.basename(directory), "rootId": root_id, "status": status}
-    join = os.path.join
-    try:
-        meta = load_state_yaml(join(directory, "dialog.yaml")) or {}
-        latest = load_state_yaml(join(directory, "latest.yaml")) or {}
-        node.update(
-            agentId=meta.get("agentId"),
-            taskDocPath=meta.get("taskDocPath"),
-            createdAt=meta.get("createdAt"),
-            lastModified=latest.get("lastModified"),
-            currentCourse=latest.get("currentCourse", 1),
-            runState=latest.get("runState") or {"kind": "idle"},
-            generating=bool(latest.get("generating")),
-            needsDrive=bool(latest.get("needsDrive")),
-            queuedPrompts=len(latest.get("queuedPrompts") or ()),
-        )
-        if meta.get("id") != meta.get("rootId"):
-            assignment = meta.get("assignmentFromSup") or {}
-            node.update(
-                supdialogId=meta.get("supdialogId"),
-                tellaskSession=meta.get("tellaskSession"),
-                callType=assignment.get("callType"),
-                tellaskHead=assignment.get("tellaskHead"),
-                fbr=bool(meta.get("fbr")),
-            )
-        if "q4h.yaml" in present:
-            questions = (load_state_yaml(join(directory, "q4h.yaml")) or {}).get("questions") or []
-            node["q4h"] = [{"id": q.get("id"), "tellaskHead": q.get("tellaskHead")} for q in questions]
-        if "subdlg.yaml" in present:
-            pending = (load_state_yaml(join(directory, "subdlg.yaml")) or {}).get("pending") or []
-            node["pendingSubdialogs"] = [
-                {k: p.get(k) for k in ("subdialogId", "agentId", "callType", "tellaskSession")} for p in pending
-            ]
-        if "registry.yaml" in present:
-            registry = load_state_yaml(join(directory, "registry.yaml")) or {}
-            node["registry"] = [{"key": key, "subdialogId": e.get("subdialogId")} for key, e in registry.items()]
-    except (OSError, ValueError, AttributeError, TypeError) as exc:
-        node["error"] = f"{type(exc).__name__}: {exc}"
-        node.setdefault("runState", {"kind": "error", "detail": str(exc)})
-    node["_usage"] = _course_usage(directory, sorted(n for n in present if n.startswith("course-")), node)
-    return node
-
-
-def _course_usage(directory: str, course_files: list[str], node: Node) -> dict[str, list[int]]:
-    """Per ``provider/model``: [input, output, cacheRead, cacheWrite, generations] over every course.
-
-    A line in the middle of a course that is not a JSON record marks the node with an error (the daemon
-    refuses such a dialog); a torn last line does not (it is what a crash leaves)."""
-    totals: dict[str, list[int]] = {}
-    for name in course_files:
-        try:
-            with open(os.path.join(directory, name), "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        bad = _bad_course_line(data)
-        if bad is not None and "error" not in node:
-            node["error"] = f"{name}:{bad}: not a JSON record (the dialog refuses messages until it is repaired)"
-            node["runState"] = {"kind": "error", "detail": node["error"]}
-        start = 0
-        while (found := data.find(b'"gen_finish_record"', start)) != -1:  # decode only those lines
-            line_start = data.rfind(b"\n", 0, found) + 1
-            line_end = data.find(b"\n", found)
-            start = len(data) if line_end == -1 else line_end
-            try:
-                record = json.loads(data[line_start:start])
-            except ValueError:
-                continue  # a torn last line: that generation is counted once it is complete
-            usage = record.get("usage") if isinstance(record, dict) else None
-            if not isinstance(usage, dict):
-                continue
-            counts = totals.setdefault(f"{record.get('provider') or ''}/{record.get('model') or ''}", [0, 0, 0, 0, 0])
-            for index, field in enumerate(USAGE_FIELDS):
-                counts[index] += int(usage.get(field) or 0)
-            counts[4] += 1
-    return totals
-
-
-def _bad_course_line(data: bytes) -> int | None:
-    """Number of the first line before the last that is not shaped like a JSON object, or None (cheap)."""
-    lines = data.rstrip(b"\n").split(b"\n")
-    for number, line in enumerate(lines[:-1], start=1):
-        stripped = line.strip()
-        if stripped and not (stripped.startswith(b"{") and stripped.endswith(b"}")):
-            return number
-    return None
 
 
 class _Pricing:

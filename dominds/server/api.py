@@ -93,7 +93,7 @@ async def list_dialogs(request: web.Request) -> web.Response:
     unknown = [s for s in wanted if s not in DIALOG_STATUSES]
     if unknown:
         raise ApiError(400, f"unknown status {unknown[0]!r}; expected some of {', '.join(DIALOG_STATUSES)}")
-    return web.json_response({"dialogs": dialog_trees(_engine(request), request.app[keys.COSTS], wanted)})
+    return web.json_response({"dialogs": dialog_trees(_engine(request), wanted)})
 
 
 async def create_dialog(request: web.Request) -> web.Response:
@@ -111,7 +111,7 @@ async def create_dialog(request: web.Request) -> web.Response:
 
 
 async def hierarchy(request: web.Request) -> web.Response:
-    tree = dialog_tree(_engine(request), request.app[keys.COSTS], request.match_info["root"])
+    tree = dialog_tree(_engine(request), request.match_info["root"])
     return web.json_response({"hierarchy": tree})
 
 

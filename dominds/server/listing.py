@@ -1,116 +1,96 @@
-"""Dialog lists for the panel and the CLI: trees from root to subdialogs with run state, Q4H and cost.
+"""Dialog lists for the panel: trees from root to subdialogs with run state, Q4H and cost.
 
-Built from ``store.listing`` (``dialog.yaml`` + ``latest.yaml`` per dialog, never transcripts). The
-cost needs every ``gen_finish_record`` of a tree, so it is cached per root and recomputed only when
-a ``latest.yaml`` of that tree changed (every generation rewrites it when it finishes).
+Built from the dialog index (``store/index.py``): facts per dialog kept in SQLite and checked against the
+files at each listing, so only dialogs that changed since are read again, and nothing per dialog stays
+in the daemon's memory between listings. Fields a listing needs come from ``store.index.read_facts``;
+add new ones there (and bump its ``INDEX_VERSION``).
 """
 
 from __future__ import annotations
 
-import os
-from collections import Counter
 from typing import Any
 
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
-from dominds.store.errors import StoreError
-from dominds.store.listing import DialogSummary, list_roots, summarize
+from dominds.store.errors import DialogNotFoundError
+from dominds.store.index import USAGE_FIELDS, Entry, trees
 
 Node = dict[str, Any]
 
 
-class CostCache:
-    """``usage_totals`` per root, keyed by the tree's ``latest.yaml`` signatures."""
-
-    def __init__(self) -> None:
-        self._entries: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
-
-    def totals(self, engine: Engine, root: DialogSummary) -> dict[str, Any] | None:
-        signature = (root.status, *(_mtime(s) for s in (root, *root.subdialogs)))
-        cached = self._entries.get(root.root_id)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
-        try:
-            total: dict[str, Any] = engine.usage_totals(root.root_id)["total"]
-        except StoreError:
-            return None
-        self._entries[root.root_id] = (signature, total)
-        return total
-
-
-def _mtime(summary: DialogSummary) -> int:
-    try:
-        return os.stat(summary.files.latest_yaml).st_mtime_ns
-    except OSError:
-        return -1
-
-
-def _node(engine: Engine, summary: DialogSummary, q4h_counts: Counter[str]) -> Node:
-    meta, latest = summary.meta, summary.latest
-    loaded = engine.find_loaded(summary.self_id)
-    if loaded is not None and loaded.load_error and not summary.error:
-        summary.error = loaded.load_error  # found when the daemon read it (a corrupt course, a refused write)
+def _node(engine: Engine, entry: Entry) -> Node:
+    facts = entry.facts
+    error = facts.get("error")
+    loaded = engine.find_loaded(entry.self_id)
+    if loaded is not None and loaded.load_error and not error:
+        error = loaded.load_error  # found when the daemon read it (a corrupt course, a refused write)
     node: Node = {
-        "selfId": summary.self_id,
-        "rootId": summary.root_id,
-        "status": summary.status,
-        "agentId": meta.agent_id if meta else None,
-        "taskDocPath": meta.task_doc_path if meta else None,
-        "createdAt": meta.created_at if meta else None,
-        "lastModified": latest.last_modified if latest else None,
-        "currentCourse": latest.current_course if latest else None,
-        "runState": latest.run_state.to_disk()
-        if latest and not summary.error
-        else {"kind": "error", "detail": summary.error},
-        "q4hCount": q4h_counts.get(summary.self_id, 0),
-        "waitingForSubdialogs": summary.has_pending_subdialogs,
+        "selfId": entry.self_id,
+        "rootId": entry.root_id,
+        "status": entry.status,
+        "agentId": facts.get("agentId"),
+        "taskDocPath": facts.get("taskDocPath"),
+        "createdAt": facts.get("createdAt"),
+        "lastModified": facts.get("lastModified"),
+        "currentCourse": facts.get("currentCourse"),
+        "runState": facts.get("runState") if not error else {"kind": "error", "detail": error},
+        "q4hCount": len(facts.get("q4h") or ()),
+        "waitingForSubdialogs": "subdlg.yaml" in (facts.get("files") or ()),
         "subdialogs": [],
     }
-    if summary.error:
-        node["error"] = summary.error
-    if meta is not None and not meta.is_root:
-        node["supdialogId"] = meta.supdialog_id
-        node["tellaskSession"] = meta.tellask_session
-        if meta.assignment_from_sup is not None:
-            node["tellaskHead"] = meta.assignment_from_sup.tellask_head
-            node["callType"] = meta.assignment_from_sup.call_type
-        node["fbr"] = meta.fbr
+    if error:
+        node["error"] = error
+    if entry.self_id != entry.root_id:
+        node["supdialogId"] = facts.get("supdialogId")
+        node["tellaskSession"] = facts.get("tellaskSession")
+        if facts.get("tellaskHead") is not None:
+            node["tellaskHead"] = facts.get("tellaskHead")
+            node["callType"] = facts.get("callType")
+        node["fbr"] = bool(facts.get("fbr"))
     return node
 
 
-def _tree(engine: Engine, costs: CostCache, root: DialogSummary, q4h_counts: Counter[str]) -> Node:
-    top = _node(engine, root, q4h_counts)
+def _tree(engine: Engine, root: Entry, subs: list[Entry]) -> Node:
+    top = _node(engine, root)
     nodes = {root.self_id: top}
-    for sub in root.subdialogs:
-        nodes[sub.self_id] = _node(engine, sub, q4h_counts)
-    for sub in root.subdialogs:  # subdialogs are stored flat; the tree comes from supdialogId
-        parent = nodes.get(sub.meta.supdialog_id or "", top) if sub.meta else top
+    for sub in subs:
+        nodes[sub.self_id] = _node(engine, sub)
+    for sub in subs:  # subdialogs are stored flat; the tree comes from supdialogId
+        parent = nodes.get(sub.facts.get("supdialogId") or "", top)
         parent["subdialogs"].append(nodes[sub.self_id])
-    top["subdialogCount"] = len(root.subdialogs)
-    top["q4hTotal"] = sum(q4h_counts.get(s.self_id, 0) for s in (root, *root.subdialogs))
-    top["cost"] = costs.totals(engine, root)
+    top["subdialogCount"] = len(subs)
+    top["q4hTotal"] = sum(n["q4hCount"] for n in nodes.values())
+    top["cost"] = _cost(engine, (root, *subs))
     return top
 
 
-def _q4h_counts(engine: Engine) -> Counter[str]:
-    return Counter(self_id for _root, self_id in engine.q4h_index.values())
+def _cost(engine: Engine, entries: tuple[Entry, ...]) -> dict[str, Any]:
+    """Tokens and USD of a tree, from the per-model counts of the index and the current prices."""
+    catalog = engine.config.get().catalog
+    total: dict[str, Any] = dict.fromkeys((*USAGE_FIELDS, "generations"), 0) | {"costUsd": 0.0}
+    for entry in entries:
+        for key, counts in (entry.facts.get("usage") or {}).items():
+            for index, field in enumerate((*USAGE_FIELDS, "generations")):
+                total[field] += counts[index]
+            provider, _, model = key.partition("/")
+            info = catalog.model(provider, model)
+            if info is not None and info.pricing is not None:
+                total["costUsd"] += info.pricing.cost_usd(*counts[:4])
+    total["costUsd"] = round(total["costUsd"], 6)
+    return total
 
 
-def dialog_trees(engine: Engine, costs: CostCache, statuses: tuple[str, ...] = DIALOG_STATUSES) -> list[Node]:
+def dialog_trees(engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> list[Node]:
     """Roots of the given statuses, most recently active first, each with its subdialog tree."""
-    counts = _q4h_counts(engine)
-    roots = list_roots(engine.store, statuses, with_subdialogs=True)
-    trees = [_tree(engine, costs, root, counts) for root in roots]
-    trees.sort(key=lambda n: n["lastModified"] or "", reverse=True)
-    trees.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))  # stable: newest first within a status
-    return trees
+    out = [_tree(engine, root, subs) for root, subs in trees(engine.index.entries(statuses))]
+    out.sort(key=lambda n: n["lastModified"] or "", reverse=True)
+    out.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))  # stable: newest first within a status
+    return out
 
 
-def dialog_tree(engine: Engine, costs: CostCache, root_id: str) -> Node:
+def dialog_tree(engine: Engine, root_id: str) -> Node:
     """One root's tree; raises ``DialogNotFoundError`` for an unknown root."""
     status = engine.store.locate_root(root_id)
-    root = summarize(engine.store, status, root_id)
-    root.subdialogs = [
-        summarize(engine.store, status, root_id, s) for s in engine.store.subdialog_ids(status, root_id)
-    ]
-    return _tree(engine, costs, root, _q4h_counts(engine))
+    for root, subs in trees(engine.index.entries(root=(status, root_id))):
+        return _tree(engine, root, subs)
+    raise DialogNotFoundError(f"no dialog {root_id!r} in {engine.rtws.dialogs_dir}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.atomic import durable_step, fsync_dir, remove_file
+from dominds.store.atomic import durable_step, fsync_dir, remove_file, renamed_into_place
 from dominds.store.course_records import CourseRecord
 from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
 from dominds.store.fileio import (
@@ -224,7 +224,7 @@ def create_dialog_dir(files: DialogFiles, meta: DialogMeta, latest: LatestState,
         os.rename(staging, final)
     except OSError as exc:
         raise WriteFailedError(final, exc.strerror or str(exc)) from exc
-    fsync_dir(final.parent)
+    renamed_into_place(final)
 
 
 def remove_stale_temp_files(directory: Path) -> int:

@@ -24,6 +24,7 @@ class Record(BaseModel):
         populate_by_name=True,
         use_attribute_docstrings=True,
         extra="ignore",
+        defer_build=True,
     )
 
     def to_disk(self) -> dict[str, object]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +88,11 @@ def test_status_without_and_with_a_daemon(tmp_path: Path) -> None:
 
 def test_the_cache_follows_changes_and_no_cache_leaves_none(tmp_path: Path) -> None:
     ws, ids = _tree_workspace(tmp_path)
-    cache = ws / ".dominds" / "cache" / "status.json"
+    cache = ws / ".dominds" / "cache" / "dialogs.sqlite"  # the dialog index (store/index.py)
     assert dominds(ws, "status", "--no-cache").returncode == 0 and not cache.exists()
     before = _by_id(dominds_json(ws, "status"))
-    assert cache.exists() and len(json.loads(cache.read_text())["dialogs"]) == 5
+    with contextlib.closing(sqlite3.connect(cache)) as db:
+        assert cache.exists() and db.execute("SELECT count(*) FROM dialogs").fetchone()[0] == 5
 
     question = ANSWER_HINT.search(dominds(ws, "q4h").stdout)
     assert question is not None
