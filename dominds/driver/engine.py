@@ -132,6 +132,30 @@ class Engine:
             self.roots[root_id] = root
         return root
 
+    def unload_if_at_rest(self, root_id: str) -> bool:
+        """Forget a loaded tree that has nothing to do (its files are the truth; it is read again when
+        needed), so memory does not grow with dialogs that are not being driven. A tree with a drive, a
+        wanted drive, a failed write, a workflow or a waiting stream stays."""
+        root = self.roots.get(root_id)
+        if root is None or root.meta.conductor:
+            return False
+        dialogs = list(root.local.values())
+        for dialog in dialogs:
+            if (
+                dialog.is_driving
+                or dialog.latest.needs_drive
+                or dialog.load_error
+                or (root_id, dialog.self_id) in self.scheduler.wanted
+                or dialog.self_id in self.active_streams
+                or dialog.drive_mutex.locked()
+            ):
+                return False
+        del self.roots[root_id]
+        for dialog in dialogs:
+            self.sub_roots.pop(dialog.self_id, None)
+            self.scheduler.forget(dialog.self_id)
+        return True
+
     def try_load_sub(self, root: RootDialog, self_id: str) -> SubDialog | None:
         loaded = root.local.get(self_id)
         if loaded is not None:

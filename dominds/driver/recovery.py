@@ -13,6 +13,7 @@ already persisted but not supplied is supplied, and a supplied one is not suppli
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -42,8 +43,9 @@ from dominds.store.course_records import (
     TeammateCallResultRecord,
     TeammateResponseRecord,
 )
-from dominds.store.dialog_store import remove_creation_leftovers, remove_stale_temp_files
+from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError
+from dominds.store.index import Entry, Facts, trees
 from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
 from dominds.tellask import TellaskCall, parse_segments
 
@@ -58,19 +60,27 @@ Dialogs a user stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
 def recover(engine: Engine) -> None:
+    """Reconcile every tree of ``run/`` that may have been mid-flight; the others are not even loaded.
+
+    Which trees need a look comes from the dialog index (``store/index.py``: facts checked against the
+    files, so a big idle workspace starts without reading every ``latest.yaml``). Trees recovery loaded
+    and that have nothing to drive are unloaded again: memory does not grow with dialogs at rest."""
     remove_creation_leftovers(engine.rtws.run_dir)
-    stale = remove_stale_temp_files(engine.rtws.run_dir)
-    if stale:
-        log.info("removed %d temp files left by interrupted writes", stale)
-    for root_id in engine.store.root_ids("run"):
-        if not _needs_attention(engine, root_id):
+    stale = 0
+    loaded: list[str] = []
+    for root_entry, sub_entries in trees(engine.index.entries(("run",))):
+        entries = (root_entry, *sub_entries)
+        stale += sum(_remove_stray_temps(engine, e) for e in entries)
+        if not any(needs_attention(e.facts) for e in entries):
             continue
+        root_id = root_entry.root_id
         # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
         remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
         root = engine.load_root(root_id)
         if root.load_error:
             log.error("dialog %s: %s", root_id, root.load_error)
             continue
+        loaded.append(root_id)
         for sub_id in engine.store.subdialog_ids("run", root_id):
             engine.try_load_sub(root, sub_id)
         try:
@@ -78,30 +88,43 @@ def recover(engine: Engine) -> None:
         except StoreError as exc:  # one broken tree must not stop the daemon
             log.error("recovery of %s failed: %s", root_id, exc)
             root.load_error = str(exc)
+    if stale:
+        log.info("removed %d temp files left by interrupted writes", stale)
+    for root_id in loaded:
+        engine.unload_if_at_rest(root_id)
 
 
-def _needs_attention(engine: Engine, root_id: str) -> bool:
-    """Cheap check (latest.yaml and index files only) so a big idle workspace starts fast."""
-    for files in engine.store.iter_tree("run", root_id):
-        if files.q4h_yaml.exists() or files.subdlg_yaml.exists():
-            return True
-        try:
-            latest = files.read_latest()
-        except StoreError:
-            return True
-        if latest is None or latest.generating or latest.needs_drive or latest.queued_prompts:
-            return True
-        if latest.run_state.kind in ("proceeding", "stop_requested", "error"):
-            return True
-        if latest.run_state.kind == "interrupted" and latest.run_state.reason in RESUMABLE_REASONS:
-            return True
-        if latest.run_state.kind == "blocked":
-            # Blocked with no index file left: the answer that unblocked it arrived, but the daemon died
-            # before its revival (needsDrive) was saved. Without this it would wait forever.
-            return True
-        if latest.inbound_tellask_backs:
-            return True
-    return False
+def _remove_stray_temps(engine: Engine, entry: Entry) -> int:
+    """Temp files of atomic writes a kill interrupted (the index notes them when it reads a directory)."""
+    if not entry.facts.get("strayTemps"):
+        return 0
+    directory = engine.store.files(entry.status, entry.root_id, entry.self_id).dir
+    removed = 0
+    for name in entry.facts["strayTemps"]:
+        with contextlib.suppress(FileNotFoundError):
+            (directory / name).unlink()
+            removed += 1
+    return removed
+
+
+def needs_attention(facts: Facts) -> bool:
+    """Whether a dialog may have been mid-flight (or is corrupt), from its index facts alone."""
+    files = facts.get("files") or ()
+    if "q4h.yaml" in files or "subdlg.yaml" in files or "latest.yaml" not in files or facts.get("error"):
+        return True
+    if facts.get("generating") or facts.get("needsDrive") or facts.get("queuedPrompts"):
+        return True
+    run_state = facts.get("runState") or {}
+    kind = run_state.get("kind")
+    if kind in ("proceeding", "stop_requested", "error"):
+        return True
+    if kind == "interrupted" and run_state.get("reason") in RESUMABLE_REASONS:
+        return True
+    if kind == "blocked":
+        # Blocked with no index file left: the answer that unblocked it arrived, but the daemon died
+        # before its revival (needsDrive) was saved. Without this it would wait forever.
+        return True
+    return bool(facts.get("inboundTellaskBacks"))
 
 
 def _recover_tree(engine: Engine, root: RootDialog) -> None:

@@ -10,27 +10,37 @@ URL, and the daemon is local-first.
 from __future__ import annotations
 
 from functools import lru_cache
-
-import nh3
-from markdown_it import MarkdownIt
+from typing import TYPE_CHECKING
 
 from dominds.tellask import MarkdownChunk, MarkdownFinish, MarkdownStart, TellaskParser
 
-_ALLOWED_TAGS = frozenset(nh3.ALLOWED_TAGS - {"img", "map", "area"})
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 
 @lru_cache(maxsize=1)
 def _renderer() -> MarkdownIt:
+    from markdown_it import MarkdownIt  # on the first finished segment: start-up does not need it
+
     return MarkdownIt("commonmark", {"html": False, "breaks": True}).enable(["table", "strikethrough"])
+
+
+@lru_cache(maxsize=1)
+def _allowed_tags() -> frozenset[str]:
+    import nh3
+
+    return frozenset(nh3.ALLOWED_TAGS - {"img", "map", "area"})
 
 
 def render_markdown(text: str) -> str:
     """Sanitised HTML of one markdown text."""
+    import nh3
+
     html = _renderer().render(text)
     return str(
         nh3.clean(
             html,
-            tags=set(_ALLOWED_TAGS),
+            tags=set(_allowed_tags()),
             link_rel="noopener noreferrer",
             set_tag_attribute_values={"a": {"target": "_blank"}},
         )

@@ -42,6 +42,8 @@ log = logging.getLogger("dominds.store")
 
 FSYNC_THREADS = 16
 """fsyncs in flight at once; more buy nothing on one disk."""
+INLINE_FSYNCS = 3
+"""Groups with at most this many files (or directories) fsync them one after the other, on the loop."""
 RETRY_SECONDS = 1.0
 """Pause before an fsync that failed is tried again (held replies and events wait meanwhile)."""
 
@@ -138,7 +140,7 @@ class GroupCommit:
         self._release()
 
     def _fsync_all(self, paths: set[str], *, directories: bool) -> None:
-        if len(paths) <= 1:
+        if len(paths) <= INLINE_FSYNCS:  # a few: waking threads would cost more than it saves
             for path in paths:
                 fsync_path(path, directories)
             return

@@ -6,7 +6,6 @@ for every subdialog of that tree whatever its depth. The directory a root is in 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -225,20 +224,6 @@ def create_dialog_dir(files: DialogFiles, meta: DialogMeta, latest: LatestState,
     except OSError as exc:
         raise WriteFailedError(final, exc.strerror or str(exc)) from exc
     renamed_into_place(final)
-
-
-def remove_stale_temp_files(directory: Path) -> int:
-    """Delete temp files of atomic writes a kill interrupted (``.<name>.<pid>.<hex>.tmp``) under ``directory``.
-
-    Only safe while this process holds the workspace lock: no other writer can own them."""
-    removed = 0
-    for dirpath, _dirnames, filenames in os.walk(directory):
-        for name in filenames:
-            if name.startswith(".") and name.endswith(".tmp"):
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(dirpath, name))
-                    removed += 1
-    return removed
 
 
 def remove_creation_leftovers(directory: Path) -> int:

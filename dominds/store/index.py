@@ -33,7 +33,7 @@ from dominds.ids import is_dialog_id
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store import fastyaml
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 """Bump when the facts change shape: an index of another version is rebuilt."""
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
@@ -71,6 +71,9 @@ def read_facts(directory: str) -> Facts:
     except OSError as exc:
         return {**facts, "error": f"cannot list {directory}: {exc.strerror or exc}", "runState": {"kind": "error"}}
     facts["files"] = sorted(n for n in present if n in STATE_FILES)
+    strays = sorted(n for n in present if n.startswith(".") and n.endswith(".tmp"))
+    if strays:  # temp files of atomic writes (a kill interrupted them, or one is being written now)
+        facts["strayTemps"] = strays
     try:
         meta = _valid(directory, "dialog.yaml") or {}
         latest = _valid(directory, "latest.yaml") or {}

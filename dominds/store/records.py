@@ -22,7 +22,6 @@ class Record(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
-        use_attribute_docstrings=True,
         extra="ignore",
         defer_build=True,
     )
