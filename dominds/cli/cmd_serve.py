@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "serve",
         help="run the daemon and web panel for this workspace",
         description="Run the Dominds daemon: the scheduler that drives dialogs, the web panel, the websocket "
-        "and the JSON API. Prints the panel URL with its access token and writes .dialogs/daemon.json "
+        "and the JSON API. Prints the panel URL with its access token (kept in .dominds/auth-token across "
+        "restarts; `dominds url` prints the URL again) and writes .dialogs/daemon.json "
         "(pid, port, token; mode 0600) so other `dominds` commands reach the daemon. Hand edits of "
         ".minds/ and of *.tsk/ Taskdocs are picked up live. Stop with Ctrl-C (or SIGTERM): every dialog "
         "is saved and resumed by the next `serve`.",
@@ -130,14 +131,14 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
     from dominds import __version__
     from dominds.driver.engine import Engine, WorkspaceLocked
     from dominds.ids import now_iso
-    from dominds.server.auth import new_token
+    from dominds.server.auth import AccessToken, load_or_create_token
     from dominds.server.run import ServerError, run_server
     from dominds.watch import WorkspaceWatcher
-    from dominds.workflows.mount import register_all_members, route_adders
+    from dominds.workflows.mount import route_adders, workflow_extensions
 
-    register_all_members()  # before the engine loads the team: recovery may drive workflow steps
-    engine = Engine(rtws, resume=not args.no_resume)
-    token = None if args.no_auth else new_token()
+    # the workflows' members from the start: recovery may drive workflow steps
+    engine = Engine(rtws, resume=not args.no_resume, extensions=workflow_extensions())
+    token = None if args.no_auth else AccessToken(load_or_create_token(rtws.token_path), rtws.token_path)
     watcher = WorkspaceWatcher(
         rtws.root,
         on_minds_changed=lambda paths: announce_minds_change(engine, paths),
@@ -152,7 +153,7 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
 
     def on_ready(url: str) -> None:
         port = urlparse(url).port or args.port
-        info = DaemonInfo(pid=os.getpid(), host=args.host, port=port, token=token, url=url)
+        info = DaemonInfo(pid=os.getpid(), host=args.host, port=port, token=token.current() if token else None, url=url)
         _write_daemon_json(rtws, daemon_json_payload(info, rtws, now_iso(), __version__))
         written.append(info)
         print(f"Dominds {__version__} is serving {rtws.root}", flush=True)

@@ -73,7 +73,9 @@ def _status(args: argparse.Namespace) -> int:
         _show_gone_drivers(roots)
     report = {
         "rtws": str(rtws.root),
-        "daemon": {"pid": daemon.pid, "port": daemon.port, "url": daemon.base_url} if daemon else None,
+        "daemon": {"pid": daemon.pid, "port": daemon.port, "url": daemon.base_url, "panel": daemon.url}
+        if daemon
+        else None,
         "roots": roots,
         "totals": _totals(roots),
     }
@@ -339,6 +341,8 @@ def _print_report(report: dict[str, Any]) -> None:
     daemon = report["daemon"]
     where = f"daemon pid {daemon['pid']} on port {daemon['port']}" if daemon else "no daemon running"
     lines = [f"{style(report['rtws'], 'bold')} — {where}"]
+    if daemon and daemon.get("panel"):
+        lines.append(f"panel: {daemon['panel']}")
 
     def describe(node: Node) -> str:
         parts = [style(node["selfId"], "bold"), f"@{node.get('agentId')}"]

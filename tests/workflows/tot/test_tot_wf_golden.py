@@ -27,9 +27,9 @@ TASK_ID = "tot-20251030-143056-a3f7b2"  # the seed's example id
 TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 EXPECTED_FILES = [
     "00-task-info.json", "01-orchestrator.log", "02-decomposer.log", "03-explorer.log",
-    "04-generator-round1.log", "04-generator-round2.log", "04-generator-round3.log",
-    "05-evaluator-round1.log", "05-evaluator-round2.log", "05-evaluator-round3.log",
-    "08-synthesizer.log", "99-merged-timeline.log",
+    "04-generator-round1.log", "05-evaluator-round1.log", "06-generator-round2.log",
+    "07-evaluator-round2.log", "08-generator-round3.log", "09-evaluator-round3.log",
+    "10-synthesizer.log", "99-merged-timeline.log",
 ]  # fmt: skip
 
 
