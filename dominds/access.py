@@ -6,7 +6,8 @@
    symlinks are resolved and the real target must also be inside the rtws);
 2. any segment ending in ``.tsk`` is denied: Taskdoc packages are encapsulated (``change_mind`` and
    ``recall_taskdoc`` are the only way in);
-3. ``.dialogs`` at the rtws root is denied (a nested ``sub/.dialogs`` is ordinary data);
+3. ``.dialogs`` at the rtws root is denied (a nested ``sub/.dialogs`` is ordinary data), and so is the
+   daemon's access token ``.dominds/auth-token``;
 4. ``.minds`` at the rtws root is denied unless the caller is a team-mgmt tool (``minds_bypass``);
 5. a deny pattern matching the path denies;
 6. an empty allow list allows everything; otherwise an allow pattern must match.
@@ -69,6 +70,12 @@ _REASONS: dict[str, tuple[str, str, str, str]] = {
         "`{path}` 位于 `.dialogs/`（运行时的对话存储）之下",
         "Dialog state is managed by the runtime; no file tool may touch it.",
         "对话状态由运行时管理；任何文件工具都不得访问。",
+    ),
+    "secret": (
+        "`{path}` is the daemon's access token",
+        "`{path}` 是守护进程的访问令牌",
+        "No tool may read or change it; the user manages it with `dominds url`.",
+        "任何工具都不得读取或修改它；用户用 `dominds url` 管理。",
     ),
     "minds": (
         "`{path}` is under `.minds/`, the team configuration",
@@ -162,6 +169,8 @@ def _forbidden_area(parts: Sequence[str], minds_bypass: bool) -> str | None:
     first = parts[0].lower() if parts else ""
     if first == ".dialogs":
         return "dialogs"
+    if first == ".dominds" and len(parts) > 1 and parts[1].lower() == "auth-token":
+        return "secret"
     if first == ".minds" and not minds_bypass:
         return "minds"
     return None

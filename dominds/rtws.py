@@ -61,6 +61,11 @@ class Rtws:
         return self.dialogs_dir / "daemon.json"
 
     @property
+    def token_path(self) -> Path:
+        """The daemon's access token (mode 0600), kept across restarts; see ``server/auth.py``."""
+        return self.state_dir / "auth-token"
+
+    @property
     def state_dir(self) -> Path:
         """Runtime state that is not a dialog (workflow sessions, caches)."""
         return self.root / ".dominds"

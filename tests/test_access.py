@@ -146,6 +146,16 @@ def test_dialogs_denied_only_at_rtws_root(root: Path) -> None:
     assert denial(root, "innocent/run").reason == "dialogs"
 
 
+def test_the_daemon_token_file_is_denied_to_every_file_tool(root: Path) -> None:
+    """Issue 18: the token now lives in the workspace across restarts; no agent may read it."""
+    (root / ".dominds").mkdir(exist_ok=True)
+    for path in (".dominds/auth-token", "./.dominds/AUTH-TOKEN", "src/../.dominds/auth-token"):
+        assert denial(root, path).reason == "secret"
+    (root / "alias").symlink_to(root / ".dominds", target_is_directory=True)
+    assert denial(root, "alias/auth-token").reason == "secret"
+    assert check_access(root, ".dominds/cache", write=False) == (root / ".dominds/cache").resolve()
+
+
 def test_minds_needs_the_bypass(root: Path) -> None:
     error = denial(root, ".minds/team.yaml", write=True)
     assert error.reason == "minds" and "team_mgmt" in error.hint

@@ -34,20 +34,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _check(args: argparse.Namespace) -> int:
     # Imported here: every `dominds` command imports every command module to build its parser.
+    from dominds.driver.extensions import with_builtins
     from dominds.llm.catalog import LlmResolutionError, load_catalog, resolve_member_llm
     from dominds.problems import make_problem
     from dominds.store import provider_problems
     from dominds.team import load_team
-    from dominds.tools.base import toolset_names
+    from dominds.workflows.mount import workflow_extensions
 
     rtws = workspace()
     catalog, problems = load_catalog(rtws)
     from dominds.mcp.manager import McpManager
-    from dominds.tools import builtin as _builtin  # noqa: F401  (registers the built-in toolsets, as the daemon does)
 
-    mcp = McpManager(rtws)
+    extensions = with_builtins(workflow_extensions())  # what `dominds serve` offers
+    mcp = McpManager(rtws, extensions.toolsets)
     problems += mcp.reload()
-    team, team_problems = load_team(rtws, [*toolset_names(), *mcp.toolset_names()], catalog=catalog)
+    team, team_problems = load_team(
+        rtws,
+        extensions.toolsets,
+        more_toolset_names=mcp.toolset_names(),
+        catalog=catalog,
+        workflow_members=extensions.members,
+    )
     problems += team_problems
     if mcp.servers and not args.no_connect:
         problems += _mcp_runtime_problems(mcp)

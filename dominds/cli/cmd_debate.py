@@ -56,8 +56,9 @@ async def _debate(rtws: Rtws, args: argparse.Namespace) -> int:
     from dominds.workflows.debate.launch import DebateRequestError, open_debate
     from dominds.workflows.debate.report import final_markdown
     from dominds.workflows.debate.settings import load_settings
+    from dominds.workflows.mount import workflow_extensions
 
-    engine = Engine(rtws)
+    engine = Engine(rtws, extensions=workflow_extensions())
     try:
         await engine.start()
     except WorkspaceLocked as exc:
@@ -72,7 +73,7 @@ async def _debate(rtws: Rtws, args: argparse.Namespace) -> int:
                 engine, emit=printer, question=args.question, resume_id=args.resume, max_rounds=args.max_rounds, settings=settings
             )
         except DebateRequestError as exc:
-            raise CliError(str(exc)) from exc
+            raise CliError(str(exc), exit_code=2 if exc.status == 400 else 1) from exc
         state = await session.run_to_end()
         if not state.finished:
             return 1  # an error was printed with the resume hint
@@ -102,7 +103,9 @@ class EventPrinter:
             self.line(json.dumps(event, ensure_ascii=False))
             return
         text = describe(event)
-        if text:
+        if text and event.get("type") == "error":
+            print(text, file=sys.stderr, flush=True)  # a failure must be seen even when stdout is redirected
+        elif text:
             self.line(text)
 
 
@@ -130,6 +133,8 @@ def describe(event: dict[str, Any]) -> str | None:
     if kind == "final_report":
         return f"final report: {event['status']} after {event['round']} round(s)"
     if kind == "session_interrupted":
+        if str(event["reason"]).startswith(("failed:", "error:")):
+            return None  # the error event that follows says what failed
         return (
             f"interrupted ({event['reason']}) after round {event['completedRounds']}; "
             f"resume with: dominds debate --resume {event['sessionId']}"

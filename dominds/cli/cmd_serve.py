@@ -15,15 +15,14 @@ import contextlib
 import json
 import logging
 import os
-import shutil
-import tempfile
+import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from dominds.cli.client import DaemonInfo, daemon_json_payload, find_daemon, lock_is_held, locked_message
-from dominds.cli.common import CliError
+from dominds.cli.common import CliError, command_name
 from dominds.rtws import Rtws, RtwsNotFound, find_rtws
 
 if TYPE_CHECKING:
@@ -38,7 +37,8 @@ EPILOG = """\
 examples:
   dominds serve                      panel on http://127.0.0.1:5666/?auth=<token>
   dominds serve --port 0             any free port (the URL is printed)
-  dominds serve --demo               a fresh demo workspace when this directory has none
+  dominds serve --demo               the demo workspace (offline, kept in ~/.local/share/dominds/demo)
+  dominds serve --demo /tmp/demo     a demo workspace in a folder of your choice
   dominds serve --no-auth --no-resume
 """
 
@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "serve",
         help="run the daemon and web panel for this workspace",
         description="Run the Dominds daemon: the scheduler that drives dialogs, the web panel, the websocket "
-        "and the JSON API. Prints the panel URL with its access token and writes .dialogs/daemon.json "
+        "and the JSON API. Prints the panel URL with its access token (kept in .dominds/auth-token across "
+        "restarts; `dominds url` prints the URL again) and writes .dialogs/daemon.json "
         "(pid, port, token; mode 0600) so other `dominds` commands reach the daemon. Hand edits of "
         ".minds/ and of *.tsk/ Taskdocs are picked up live. Stop with Ctrl-C (or SIGTERM): every dialog "
         "is saved and resumed by the next `serve`.",
@@ -60,7 +61,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--no-auth", action="store_true", help="no access token (only allowed on a loopback address)")
     p.add_argument("--no-resume", action="store_true", help="do not resume dialogs interrupted by the last shutdown")
     p.add_argument(
-        "--demo", action="store_true", help="with no workspace here, serve a fresh copy of the demo workspace (offline)"
+        "--demo",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="serve the demo workspace instead of this one: offline scripted answers whatever API keys are set, "
+        "kept between runs in DIR (default $XDG_DATA_HOME/dominds/demo, i.e. ~/.local/share/dominds/demo)",
     )
     p.set_defaults(func=_serve)
 
@@ -79,20 +85,32 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _workspace(demo: bool) -> Rtws:
-    try:
-        return find_rtws(Path.cwd())
-    except RtwsNotFound as exc:
-        if not demo:
-            raise CliError(f"{exc} (or run `dominds serve --demo` for a demo workspace)") from exc
-    from dominds.cli.cmd_init import template_dir
+def _workspace(demo: str | None) -> Rtws:
+    if demo is None:
+        try:
+            return find_rtws(Path.cwd())
+        except RtwsNotFound as exc:
+            raise CliError(f"{exc} (or `{command_name()} serve --demo` for the demo workspace)") from exc
+    from dominds.cli.demo import default_demo_dir, prepare_demo
 
-    target = Path(tempfile.mkdtemp(prefix="dominds-demo-"))
-    shutil.copytree(template_dir(), target, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".DS_Store"))
-    rtws = Rtws(target)
-    rtws.ensure_layout()
-    print(f"Demo workspace (a fresh copy of the template): {target}", flush=True)
-    return rtws
+    prepared = prepare_demo(Path(demo) if demo else default_demo_dir())
+    root = prepared.rtws.root
+    if prepared.created:
+        state = "created from the template"
+    else:
+        from dominds.ids import is_dialog_id
+        from dominds.rtws import DIALOG_STATUSES
+
+        count = sum(is_dialog_id(p.name) for s in DIALOG_STATUSES for p in prepared.rtws.status_dir(s).iterdir())
+        state = f"kept from earlier runs: {count} dialog tree{'' if count == 1 else 's'}"
+    print(f"Demo workspace: {root} ({state})", flush=True)
+    print("  offline: every member answers from .minds/scripted/demo.yaml, whatever API keys are set", flush=True)
+    if prepared.updated:
+        print(f"  updated from the template: {', '.join(prepared.updated)}", flush=True)
+    if prepared.kept:
+        print(f"  edited here, kept (the template has a newer version): {', '.join(prepared.kept)}", flush=True)
+    print(f"  from another shell: {command_name()} -C {shlex.quote(str(root))} status", flush=True)
+    return prepared.rtws
 
 
 def _refuse_second_daemon(rtws: Rtws) -> None:
@@ -113,14 +131,14 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
     from dominds import __version__
     from dominds.driver.engine import Engine, WorkspaceLocked
     from dominds.ids import now_iso
-    from dominds.server.auth import new_token
+    from dominds.server.auth import AccessToken, load_or_create_token
     from dominds.server.run import ServerError, run_server
     from dominds.watch import WorkspaceWatcher
-    from dominds.workflows.mount import register_all_members, route_adders
+    from dominds.workflows.mount import route_adders, workflow_extensions
 
-    register_all_members()  # before the engine loads the team: recovery may drive workflow steps
-    engine = Engine(rtws, resume=not args.no_resume)
-    token = None if args.no_auth else new_token()
+    # the workflows' members from the start: recovery may drive workflow steps
+    engine = Engine(rtws, resume=not args.no_resume, extensions=workflow_extensions())
+    token = None if args.no_auth else AccessToken(load_or_create_token(rtws.token_path), rtws.token_path)
     watcher = WorkspaceWatcher(
         rtws.root,
         on_minds_changed=lambda paths: announce_minds_change(engine, paths),
@@ -135,7 +153,7 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
 
     def on_ready(url: str) -> None:
         port = urlparse(url).port or args.port
-        info = DaemonInfo(pid=os.getpid(), host=args.host, port=port, token=token, url=url)
+        info = DaemonInfo(pid=os.getpid(), host=args.host, port=port, token=token.current() if token else None, url=url)
         _write_daemon_json(rtws, daemon_json_payload(info, rtws, now_iso(), __version__))
         written.append(info)
         print(f"Dominds {__version__} is serving {rtws.root}", flush=True)
@@ -157,7 +175,8 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
             await watch_task
         if written:
             _remove_daemon_json(rtws, written[0].pid)
-            print("Dominds stopped; every dialog is saved (`dominds serve` resumes them).", flush=True)
+            again = f"{command_name()} serve" + (" --demo" + (f" {shlex.quote(args.demo)}" if args.demo else "") if args.demo is not None else "")
+            print(f"Dominds stopped; every dialog is saved (`{again}` resumes them).", flush=True)
 
 
 def _write_daemon_json(rtws: Rtws, payload: dict[str, Any]) -> None:

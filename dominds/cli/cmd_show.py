@@ -77,7 +77,11 @@ def _show(args: argparse.Namespace) -> int:
 
         view = asyncio.run(fetch())
     else:
+        from dominds.cli.client import lock_is_held
+        from dominds.cli.offline import as_seen_now
+
         view = view_from_files(rtws, args.dialog, args.course)
+        view["runState"] = as_seen_now(view["runState"], nobody_drives=not lock_is_held(rtws.lock_path))
     if args.json:
         json.dump(view, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")

@@ -64,14 +64,18 @@ def _status(args: argparse.Namespace) -> int:
     from dominds.cli.offline import reach_state
 
     rtws = workspace()
-    with reach_state(rtws, wait=2.0, read_only=True):
+    with reach_state(rtws, wait=2.0, read_only=True) as access:
         daemon = find_daemon(rtws)
         cache = StatusCache(None if args.no_cache else rtws.state_dir / "cache" / "status.json")
         roots = collect(rtws, cache, DIALOG_STATUSES if args.all or args.root else ("run",), args.root)
         cache.save()
+    if access.locked:  # nothing can be driving: a `proceeding` left by a killed process is shown interrupted
+        _show_gone_drivers(roots)
     report = {
         "rtws": str(rtws.root),
-        "daemon": {"pid": daemon.pid, "port": daemon.port, "url": daemon.base_url} if daemon else None,
+        "daemon": {"pid": daemon.pid, "port": daemon.port, "url": daemon.base_url, "panel": daemon.url}
+        if daemon
+        else None,
         "roots": roots,
         "totals": _totals(roots),
     }
@@ -80,6 +84,14 @@ def _status(args: argparse.Namespace) -> int:
     else:
         _print_report(report)
     return 0
+
+
+def _show_gone_drivers(nodes: list[Node]) -> None:
+    from dominds.cli.offline import as_seen_now
+
+    for node in nodes:
+        node["runState"] = as_seen_now(node.get("runState") or {}, nobody_drives=True)
+        _show_gone_drivers(node["subdialogs"])
 
 
 # ---------------------------------------------------------------- reading
@@ -328,6 +340,8 @@ def _print_report(report: dict[str, Any]) -> None:
     daemon = report["daemon"]
     where = f"daemon pid {daemon['pid']} on port {daemon['port']}" if daemon else "no daemon running"
     lines = [f"{style(report['rtws'], 'bold')} — {where}"]
+    if daemon and daemon.get("panel"):
+        lines.append(f"panel: {daemon['panel']}")
 
     def describe(node: Node) -> str:
         parts = [style(node["selfId"], "bold"), f"@{node.get('agentId')}"]

@@ -75,10 +75,11 @@ async def _symbolic(request: Any, printer: _ProgressPrinter) -> dict[str, Any]:
 
 async def _with_teammates(request: Any, printer: _ProgressPrinter, step_timeout: float) -> dict[str, Any]:
     from dominds.driver.engine import Engine, WorkspaceLocked
+    from dominds.workflows.mount import workflow_extensions
     from dominds.workflows.tot.runner import start_tot_run
     from dominds.workflows.tot.settings import SettingsError
 
-    engine = Engine(workspace())
+    engine = Engine(workspace(), extensions=workflow_extensions())
     try:
         await engine.start()
     except WorkspaceLocked as exc:
@@ -104,7 +105,8 @@ def _result(outcome: Any, root_id: str | None, usage: dict[str, Any] | None) -> 
         "root_dialog": root_id,
         "solution": outcome.solution,
         "stats": search.stats() if search else None,
-        "solved": search.solved if search else False,
+        "solved": outcome.solved,
+        "unsolved_reason": outcome.unsolved_reason,
         "errors": outcome.errors,
         "llm_calls": outcome.llm_calls,
         "duration_ms": outcome.duration_ms,
@@ -140,13 +142,19 @@ class _ProgressPrinter:
 def _print_result(result: dict[str, Any]) -> None:
     solution = result["solution"]
     print()
-    if solution is None:
+    if result["status"] == "unsolved":
+        print(f"Unsolved: {result['unsolved_reason']}.")
+    elif result["status"] != "completed":
         print(f"No answer: the run {result['status']}.")
-    else:
+    if solution is not None:
         verification = solution["verification"]
-        verdict = "verified" if verification["is_valid"] else "NOT verified: " + "; ".join(verification.get("validation_errors") or [])
-        print(f"Answer: {solution['answer']}")
-        print(f"  ({verdict}; confidence {solution['confidence']})")
+        if result["solved"] and verification["is_valid"]:
+            print(f"Answer: {solution['answer']}")
+            print(f"  (verified; confidence {solution['confidence']})")
+        else:
+            errors = "; ".join(verification.get("validation_errors") or []) or "unverified"
+            print(f"Best attempt (NOT verified: {errors}): {solution['answer']}")
+            print(f"  (confidence {solution['confidence']})")
         print("Reasoning trace:")
         for line in solution["reasoning_trace"]:
             print(f"  {line}")

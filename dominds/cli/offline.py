@@ -39,6 +39,8 @@ class Access:
     """Where a command sends its change: ``daemon`` set, or ``daemon`` None with the lock held."""
 
     daemon: DaemonInfo | None
+    locked: bool = False
+    """This command holds the rtws lock: no process can be driving a dialog right now."""
 
 
 @contextlib.contextmanager
@@ -72,10 +74,27 @@ def reach_state(rtws: Rtws, *, wait: float = LOCK_WAIT_SECONDS, read_only: bool 
                 return
             raise CliError(locked_message(rtws)) from None
         try:
-            yield Access(None)
+            yield Access(None, locked=True)
         finally:
             lock.release()
         return
+
+
+DRIVING_KINDS = frozenset({"proceeding", "stop_requested"})
+DRIVER_GONE = {
+    "kind": "interrupted",
+    "reason": "process_gone",
+    "detail": "the process driving it ended without saving its state; `dominds serve` resumes it",
+}
+
+
+def as_seen_now(run_state: dict[str, Any], nobody_drives: bool) -> dict[str, Any]:
+    """The run state to show. A dialog the files call ``proceeding`` while no process can drive it (no
+    daemon, the lock free) was cut off by a crash or ``kill -9``: it is interrupted, and the next
+    ``serve`` resumes it (its recovery writes exactly that)."""
+    if nobody_drives and run_state.get("kind") in DRIVING_KINDS:
+        return dict(DRIVER_GONE)
+    return run_state
 
 
 def engine_errors() -> tuple[type[Exception], ...]:

@@ -11,13 +11,13 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dominds.driver.extensions import Extensions, with_builtins
 from dominds.llm.catalog import Catalog, load_catalog
 from dominds.mcp.manager import McpManager
 from dominds.problems import Problem
 from dominds.rtws import Rtws
-from dominds.team import Team, builtin_persona, load_team
-from dominds.tools import builtin as _builtin  # noqa: F401  (registers the built-in toolsets)
-from dominds.tools.base import toolset_names
+from dominds.team import Team, load_team
+from dominds.tools.base import Toolsets
 
 
 def _signature(path: Path) -> tuple[int, int]:
@@ -37,6 +37,8 @@ class Config:
     """Increases at each reload (lets listeners announce ``team_config_updated``)."""
     mcp: McpManager | None = None
     """The MCP servers of ``.minds/mcp.yaml``, each a toolset (see docs/mcp.md)."""
+    toolsets: Toolsets = field(default_factory=Toolsets)
+    """The engine's own toolsets: the built-in ones and its workflows'."""
 
 
 MAX_CACHED_TASKDOCS = 128
@@ -46,6 +48,8 @@ MAX_CACHED_TASKDOCS = 128
 @dataclass
 class ConfigCache:
     rtws: Rtws
+    extensions: Extensions = field(default_factory=with_builtins)
+    """Toolsets and workflow members of this engine (see driver/extensions.py)."""
     _signature: tuple[tuple[int, int], ...] | None = None
     _config: Config | None = None
     _texts: dict[Path, tuple[tuple[int, int], str | None]] = field(default_factory=dict)
@@ -55,7 +59,7 @@ class ConfigCache:
     """Rendered Taskdocs by path (fingerprint, text); per engine and bounded, never process-wide."""
 
     def __post_init__(self) -> None:
-        self.mcp = McpManager(self.rtws)
+        self.mcp = McpManager(self.rtws, self.extensions.toolsets)
 
     def rendered_taskdoc(self, path: str, fingerprint: str) -> str | None:
         cached = self._taskdocs.get(path)
@@ -78,17 +82,30 @@ class ConfigCache:
                 self.mcp.reload()  # servers whose settings changed are stopped; toolsets follow the file
                 self._mcp_signature = mcp_signature
             catalog, catalog_problems = load_catalog(self.rtws)
-            known = [*toolset_names(), *self.mcp.toolset_names()]
-            team, team_problems = load_team(self.rtws, known, catalog=catalog)
+            team, team_problems = load_team(
+                self.rtws,
+                self.extensions.toolsets,
+                more_toolset_names=self.mcp.toolset_names(),
+                catalog=catalog,
+                workflow_members=self.extensions.members,
+            )
             generation = self._config.generation + 1 if self._config else 1
             problems = [*catalog_problems, *team_problems, *self.mcp.config_problems]
-            self._config = Config(team, catalog, problems, generation, self.mcp)
+            self._config = Config(team, catalog, problems, generation, self.mcp, self.extensions.toolsets)
             self._signature = signature
         return self._config
 
     def invalidate(self) -> None:
-        """Reload on the next ``get()`` (e.g. after workflows registered their members)."""
+        """Reload on the next ``get()``."""
         self._signature = None
+
+    def extend(self, extensions: Extensions) -> None:
+        """Add a workflow's toolsets and members to this engine (idempotent); the team reloads."""
+        if self.extensions.covers(extensions):
+            return
+        self.extensions = self.extensions.plus(extensions)
+        self.mcp.builtin_toolsets = self.extensions.toolsets
+        self.invalidate()
 
     def text(self, path: Path) -> str | None:
         """A small text file (persona, env, memory), cached by mtime; None when missing."""
@@ -105,4 +122,4 @@ class ConfigCache:
 
     def persona(self, member_id: str, lang: str = "en") -> str | None:
         base = self.rtws.minds_dir / "team" / member_id
-        return self.text(base / f"persona.{lang}.md") or self.text(base / "persona.md") or builtin_persona(member_id)
+        return self.text(base / f"persona.{lang}.md") or self.text(base / "persona.md") or self.extensions.members.persona(member_id)

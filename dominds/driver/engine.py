@@ -21,6 +21,7 @@ from dominds.driver import conductor, diligence, questions, recovery, run_contro
 from dominds.driver.conductor import ConductorRun, ConductorWaiters
 from dominds.driver.config import ConfigCache
 from dominds.driver.errors import EngineBadRequest, EngineError, WorkspaceLocked
+from dominds.driver.extensions import Extensions, with_builtins
 from dominds.driver.health import ContextHealth
 from dominds.driver.intake import queue_durably, refuse_duplicate, require_storable
 from dominds.driver.providers import Providers
@@ -39,14 +40,18 @@ from dominds.taskdoc import TaskdocError, normalize_taskdoc_path
 
 log = logging.getLogger("dominds.engine")
 
-__all__ = ["Engine", "EngineBadRequest", "EngineError", "WorkspaceLocked"]
+__all__ = ["Engine", "EngineBadRequest", "EngineError", "Extensions", "WorkspaceLocked"]
 
 
 class Engine:
-    def __init__(self, rtws: Rtws, *, resume: bool = True, take_lock: bool = True) -> None:
+    def __init__(
+        self, rtws: Rtws, *, resume: bool = True, take_lock: bool = True, extensions: Extensions | None = None
+    ) -> None:
+        """``extensions``: toolsets and members added to the built-in toolsets (``dominds serve``
+        passes every workflow's; see driver/extensions.py)."""
         self.rtws = rtws
         self.store = DialogStore(rtws)
-        self.config = ConfigCache(rtws)
+        self.config = ConfigCache(rtws, with_builtins(extensions))
         self.pubchan = PubChan()
         self.providers = Providers(self)
         self.config.mcp.on_change = self.providers.publish_problems

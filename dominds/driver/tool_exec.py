@@ -17,7 +17,7 @@ from dominds.driver.receiver import FuncCallRequest
 from dominds.ids import now_iso
 from dominds.store.course_records import FuncCallRecord, FuncResultRecord
 from dominds.team import Member, expand_toolsets
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, get_toolset, toolset_names
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError
 from dominds.tools.control import CONTROL_TOOLS
 
 if TYPE_CHECKING:
@@ -34,10 +34,10 @@ def tools_for(member: Member, dialog: Dialog, config: Config) -> dict[str, FuncT
             continue
         selected[tool.name] = tool
     mcp = config.mcp
-    available = [*toolset_names(), *(mcp.toolset_names() if mcp is not None else [])]
+    available = [*config.toolsets.names(), *(mcp.toolset_names() if mcp is not None else [])]
 
     def toolset(name: str) -> list[FuncTool]:
-        return get_toolset(name) or (mcp.tools(name) if mcp is not None else None) or []
+        return config.toolsets.get(name) or (mcp.tools(name) if mcp is not None else None) or []
 
     for name in expand_toolsets(member.toolsets, available):
         for tool in toolset(name):

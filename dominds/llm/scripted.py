@@ -1,7 +1,8 @@
 """The offline ``scripted`` provider: a YAML response database in the workspace.
 
 File: ``<rtws>/<baseUrl>/<modelKey>.yaml`` (template: ``.minds/scripted/demo.yaml``), reloaded when it
-changes. Each entry matches the *last* context message on its role (``user`` or ``tool``) and text,
+changes. Each entry matches the *last* context message on its role (``user`` or ``tool``) and text
+(the assistant's own output of a generation cut short is skipped: a resumed reply answers the same message),
 optionally only for one agent; the first matching entry wins::
 
     responses:
@@ -160,7 +161,7 @@ class ScriptedGenerator:
     async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
         path = self.db_path(request)
         db = self.database(path)
-        last = request.messages[-1] if request.messages else None
+        last = answered_message(request.messages)
         entry = next((e for e in db.entries if e.matches(last, request.agent_id)), None)
         if entry is None:
             segments = [{"saying": _not_found_text(path, db, last, request.agent_id)}]
@@ -196,6 +197,19 @@ class ScriptedGenerator:
         if entry.error:  # kind: stream — fails after its segments were streamed
             _raise_error(entry.error)
         return GenerationResult(usage=_usage(entry, request, completion_chars), model=request.model_name)
+
+
+def answered_message(messages: list[ChatMessage]) -> ChatMessage | None:
+    """The message a reply answers: the last one that is not the assistant's own.
+
+    Normally that is simply the last message. After a generation was cut short (a crash, a stop, a
+    stream that broke) the context ends with what the model had already produced, e.g. its thinking;
+    the resumed generation answers the same message as the one it replaces.
+    """
+    for message in reversed(messages):
+        if message.role != "assistant":
+            return message
+    return messages[-1] if messages else None
 
 
 def _regex_groups(entry: ScriptedEntry, last: ChatMessage | None) -> tuple[str, ...]:

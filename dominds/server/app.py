@@ -17,7 +17,15 @@ from aiohttp import web
 from dominds.driver.engine import Engine, EngineBadRequest, EngineError
 from dominds.server import keys
 from dominds.server.api import ApiError, add_api_routes
-from dominds.server.auth import bearer_token, host_header_is_loopback, origin_allowed, tokens_match
+from dominds.server.auth import (
+    AccessToken,
+    host_header_is_loopback,
+    origin_allowed,
+    request_authorized,
+    session_cookie_name,
+    set_session_cookie,
+    tokens_match,
+)
 from dominds.server.hub import Hub
 from dominds.server.listing import CostCache
 from dominds.server.tools_api import add_tools_routes
@@ -47,15 +55,14 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _json_error(
             403, "without a token the daemon only answers loopback host names (DNS-rebinding guard)"
         )
+    token = settings.token
     if not request.path.startswith("/api/"):
+        if token is not None and request.method == "GET" and "auth" in request.query:
+            return _enter_with_link(request, token)
         return await handler(request)
     if not origin_allowed(request, settings.allowed_origins):
         return _json_error(403, "forbidden origin")
-    if (
-        settings.token is not None
-        and request.path not in PUBLIC_API_PATHS
-        and not tokens_match(bearer_token(request), settings.token)
-    ):
+    if token is not None and request.path not in PUBLIC_API_PATHS and not request_authorized(request, token):
         return _json_error(401, "unauthorized", **{"WWW-Authenticate": "Bearer"})
     try:
         return await handler(request)
@@ -76,6 +83,36 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Exception as exc:  # a bug: answer it like any other failure, keep the daemon serving
         log.exception("API %s %s failed", request.method, request.path)
         return _json_error(500, f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _enter_with_link(request: web.Request, token: str) -> web.StreamResponse:
+    """A page opened with ``?auth=``: the same address without it, plus the session cookie if it is right.
+
+    The token leaves the address bar (and the history entry) at once; a wrong one is simply dropped and
+    the page asks for the token in place (``?auth=`` stays in the redirect as ``authFailed=1``).
+    """
+    query = request.rel_url.query.copy()
+    given = query.popall("auth", [])
+    accepted = any([tokens_match(value, token) for value in given])
+    if not accepted:
+        query["authFailed"] = "1"
+    response = web.Response(
+        status=303, headers={"Location": str(request.rel_url.with_query(query)), "Cache-Control": "no-store"}
+    )
+    if accepted:
+        set_session_cookie(response, request, token)
+    return response
+
+
+async def session(request: web.Request) -> web.Response:
+    """``POST /api/session`` (bearer token) sets the panel's session cookie; ``DELETE`` clears it."""
+    response = web.json_response({"ok": True})
+    token = request.app[keys.SETTINGS].token
+    if request.method == "DELETE":
+        response.del_cookie(session_cookie_name(request), path="/")
+    elif token is not None:
+        set_session_cookie(response, request, token)
+    return response
 
 
 def _push_taskdoc(hub: Hub, path: str) -> None:
@@ -117,7 +154,7 @@ async def _index(request: web.Request) -> web.FileResponse:
 def make_app(
     engine: Engine,
     *,
-    token: str | None,
+    token: str | AccessToken | None,
     allowed_origins: Iterable[str] = (),
     taskdoc_poll_interval: float = 1.0,
     extra_routes: Iterable[Callable[[web.Application], None]] = (),
@@ -125,11 +162,16 @@ def make_app(
     """The daemon's web application over a started ``engine``; ``extra_routes`` mount workflows."""
     app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES)
     app[keys.ENGINE] = engine
-    engine.secrets.register("daemon access token", token)
-    app[keys.SETTINGS] = keys.ServerSettings(token=token, allowed_origins=frozenset(allowed_origins))
+    settings = keys.ServerSettings(token=token, allowed_origins=frozenset(allowed_origins))
+    engine.secrets.register("daemon access token", settings.token)
+    if settings.access is not None:
+        settings.access.on_change = lambda fresh: engine.secrets.register("daemon access token", fresh)
+    app[keys.SETTINGS] = settings
     app[keys.HUB] = Hub(engine, taskdoc_poll_interval=taskdoc_poll_interval)
     app[keys.COSTS] = CostCache()
     add_api_routes(app)
+    app.router.add_post("/api/session", session)
+    app.router.add_delete("/api/session", session)
     add_tools_routes(app)
     app.router.add_get("/ws", websocket_handler)
     app.router.add_get("/", _index)

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from aiohttp import web
 
 from dominds.driver.engine import Engine
+from dominds.server.auth import AccessToken
 from dominds.server.hub import Hub
 from dominds.server.listing import CostCache
 
 
-@dataclass(frozen=True)
 class ServerSettings:
-    token: str | None
-    """Shared secret; ``None`` = auth off (only allowed on loopback, enforced by ``run_server``)."""
-    allowed_origins: frozenset[str]
-    """Browser origins accepted besides the daemon's own (e.g. a dev server)."""
+    """How requests are let in: the token (fixed or kept in a file) and the extra allowed Origins."""
+
+    def __init__(self, token: str | AccessToken | None, allowed_origins: frozenset[str]) -> None:
+        self.access = AccessToken(token) if isinstance(token, str) else token
+        """``None`` = auth off (only allowed on loopback, enforced by ``run_server``)."""
+        self.allowed_origins = allowed_origins
+        """Browser origins accepted besides the daemon's own (e.g. a dev server)."""
+
+    @property
+    def token(self) -> str | None:
+        """The shared secret in force now (a rotated token file applies at once)."""
+        return self.access.current() if self.access is not None else None
 
 
 ENGINE: web.AppKey[Engine] = web.AppKey("engine", Engine)

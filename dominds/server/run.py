@@ -19,7 +19,7 @@ from aiohttp import web
 
 from dominds.driver.engine import Engine
 from dominds.server.app import make_app
-from dominds.server.auth import is_loopback_host
+from dominds.server.auth import AccessToken, is_loopback_host
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5666
@@ -68,7 +68,7 @@ async def run_server(
     host: str,
     port: int,
     *,
-    token: str | None,
+    token: str | AccessToken | None,
     on_ready: Callable[[str], None],
     allowed_origins: Iterable[str] = (),
     stop: asyncio.Event | None = None,
@@ -77,7 +77,8 @@ async def run_server(
 ) -> None:
     """Serve the panel, ``/ws`` and ``/api/*`` for ``engine`` until stopped; see the module docstring.
 
-    ``token=None`` turns auth off and is refused unless ``host`` is a loopback address.
+    ``token=None`` turns auth off and is refused unless ``host`` is a loopback address. An
+    ``AccessToken`` over the workspace's token file makes a rotation apply without a restart.
     """
     if token is None and not is_loopback_host(host):
         raise ServerError(f"--no-auth is only allowed on a loopback address (127.0.0.1, ::1), not {host!r}")
@@ -94,7 +95,8 @@ async def run_server(
         await bind_site(runner, host, port)
         installed = _install_signal_handlers(stop) if handle_signals else []
         try:
-            on_ready(panel_url(host, bound_port(runner), token))
+            shown = token.current() if isinstance(token, AccessToken) else token
+            on_ready(panel_url(host, bound_port(runner), shown))
             await stop.wait()
         finally:
             _remove_signal_handlers(installed)

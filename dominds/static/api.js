@@ -1,15 +1,9 @@
 // The JSON API under /api/ (see docs/protocol.md). Errors come back as {error} and are thrown.
-
-let authToken = null;
-
-export function setApiToken(token) {
-  authToken = token;
-}
+// Requests carry the daemon's session cookie (same-origin), never a token held by script.
 
 export async function api(method, path, body) {
   const headers = { Accept: "application/json" };
-  if (authToken) headers.Authorization = `Bearer ${authToken}`;
-  const init = { method, headers };
+  const init = { method, headers, credentials: "same-origin" };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

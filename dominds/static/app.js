@@ -1,21 +1,20 @@
 // The panel's entry point: wires the connection, the lists, the dialog view and the side panels, and
 // routes every message from the daemon. Protocol: docs/protocol.md.
 
-import { apiGet, setApiToken } from "./api.js";
-import { Connection, initialToken, rememberToken } from "./connection.js";
+import { apiGet } from "./api.js";
+import { Connection, signIn, takeAuthFailure } from "./connection.js";
 import { DialogLists } from "./dialog_lists.js";
 import { DialogView } from "./dialog_view.js";
-import { $, debounce, h, randomId, toast } from "./dom.js";
+import { $, askInPage, debounce, h, randomId, toast } from "./dom.js";
 import { applyStatic, language, onLanguageChange, setLanguage, t } from "./i18n.js";
 import { QuestionsPanel, renderReminders, renderTaskdoc } from "./side_panels.js";
 import { Transcript } from "./transcript.js";
 
-const token = initialToken();
-setApiToken(token);
+const linkRefused = takeAuthFailure();
 applyStatic();
 $("#lang").value = language();
 
-const conn = new Connection(token);
+const conn = new Connection();
 const questions = new QuestionsPanel($("#q4h-list"), $("#q4h-empty"), [$("#q4h-count"), $("#q4h-count-2")], {
   jump: jumpToQuestion,
 });
@@ -135,12 +134,29 @@ function renderConnection({ state, attempt }) {
   if (state === "unauthorized") askForToken();
 }
 
-function askForToken() {
-  const entered = prompt(t("tokenPrompt"), "");
-  if (!entered) return;
-  rememberToken(entered.trim());
-  setApiToken(entered.trim());
-  conn.reconnectNow(entered.trim());
+let asking = false;
+async function askForToken() {
+  if (asking) return;
+  asking = true;
+  try {
+    const accepted = await askInPage({
+      id: "token-dialog",
+      title: t("tokenTitle"),
+      text: `${linkRefused ? `${t("tokenLinkRefused")} ` : ""}${t("tokenText")}`,
+      field: { placeholder: t("tokenPlaceholder"), label: t("tokenTitle") },
+      confirm: t("tokenConnect"),
+      check: async (value) => {
+        try {
+          return (await signIn(value)) ? null : t("tokenRefused");
+        } catch (error) {
+          return String(error.message || error);
+        }
+      },
+    });
+    if (accepted !== null) conn.reconnectNow();
+  } finally {
+    asking = false;
+  }
 }
 
 function renderProblems(problems) {

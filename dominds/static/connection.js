@@ -1,33 +1,33 @@
-// The websocket to the daemon: auth subprotocol, request/reply matching, automatic reconnect.
+// The websocket to the daemon: request/reply matching and automatic reconnect.
 //
-// Token sources, in order: ?auth= in the URL (moved to sessionStorage and removed from the address
-// bar), sessionStorage, localStorage (a token typed after a 4401 refusal). Browsers cannot set headers
-// on a websocket, so the token travels as the subprotocol "dominds-auth.<token>".
+// Authentication is the daemon's session cookie (HttpOnly, set when the page was opened with a valid
+// ?auth=<token>, or by POST /api/session from the token dialog): no script ever holds the token, and
+// the cookie survives daemon restarts because the token does (see dominds/server/auth.py).
 
-const TOKEN_KEY = "dominds.authKey";
-const MAX_BACKOFF_MS = 8000;
+const MAX_BACKOFF_MS = 4000;
 
-export function initialToken() {
+/** True once if the page was opened with a ?auth= token the daemon refused (the flag leaves the URL). */
+export function takeAuthFailure() {
   const url = new URL(location.href);
-  const fromUrl = url.searchParams.get("auth");
-  if (fromUrl) {
-    sessionStorage.setItem(TOKEN_KEY, fromUrl);
-    url.searchParams.delete("auth");
-    history.replaceState(null, "", url.pathname + url.search + url.hash);
-    return fromUrl;
-  }
-  return sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem(TOKEN_KEY) || null;
+  if (!url.searchParams.has("authFailed")) return false;
+  url.searchParams.delete("authFailed");
+  history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+  return true;
 }
 
-export function rememberToken(token) {
-  sessionStorage.setItem(TOKEN_KEY, token);
-  localStorage.setItem(TOKEN_KEY, token);
+/** Exchange a token (or a pasted panel URL holding one) for the session cookie. */
+export async function signIn(text) {
+  let token = String(text || "").trim();
+  const match = token.match(/[?&]auth=([^&#\s]+)/);
+  if (match) token = decodeURIComponent(match[1]);
+  if (!token) return false;
+  const response = await fetch("/api/session", { method: "POST", headers: { Authorization: `Bearer ${token}` } });
+  return response.ok;
 }
 
 export class Connection extends EventTarget {
-  constructor(token) {
+  constructor() {
     super();
-    this.token = token;
     this.ws = null;
     this.state = "connecting";
     this.attempt = 0;
@@ -39,7 +39,6 @@ export class Connection extends EventTarget {
   connect() {
     clearTimeout(this.retryTimer);
     const protocols = ["dominds"];
-    if (this.token) protocols.push(`dominds-auth.${this.token}`);
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     this.setState(this.attempt ? "reconnecting" : "connecting");
     const ws = new WebSocket(`${scheme}//${location.host}/ws`, protocols);
@@ -86,8 +85,7 @@ export class Connection extends EventTarget {
     this.retryTimer = setTimeout(() => this.connect(), delay);
   }
 
-  reconnectNow(token) {
-    if (token !== undefined) this.token = token;
+  reconnectNow() {
     if (this.ws && this.ws.readyState <= WebSocket.OPEN) this.ws.close();
     this.attempt = Math.max(this.attempt, 1);
     this.connect();

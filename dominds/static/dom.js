@@ -47,3 +47,64 @@ export function randomId(prefix) {
   const bytes = crypto.getRandomValues(new Uint8Array(6));
   return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/**
+ * An in-page dialog (never the browser's prompt()): a title, a text, an optional text field, and
+ * confirm/cancel buttons. Resolves with the field's text (or true without a field), or null when
+ * cancelled (Escape, the Cancel button). `check(value)` may return an error message (or a promise of
+ * one) that is shown in the dialog instead of closing it.
+ */
+export function askInPage({ title, text = "", field = null, confirm, cancel = null, danger = false, check = null, id = null }) {
+  return new Promise((resolve) => {
+    const input = field
+      ? h(field.multiline ? "textarea" : "input", { class: "modal-input", rows: field.multiline ? "3" : null, placeholder: field.placeholder || "", autocomplete: "off", "aria-label": field.label || title })
+      : null;
+    const error = h("p", { class: "form-error", role: "alert" });
+    const submit = h("button", { type: "submit", class: danger ? "primary danger-fill" : "primary", text: confirm });
+    const cancelButton = cancel ? h("button", { type: "button", class: "modal-cancel", text: cancel }) : null;
+    const form = h("form", { class: "modal-form" },
+      h("h2", { text: title }), text ? h("p", { class: "modal-text", text }) : null, input, error,
+      h("div", { class: "row modal-buttons" }, cancelButton, submit));
+    const dialog = h("dialog", { class: "modal", id });
+    dialog.append(form);
+    let settled = false;
+    const finish = (value) => {
+      if (settled) return;
+      settled = true;
+      dialog.close();
+      dialog.remove();
+      resolve(value);
+    };
+    dialog.addEventListener("cancel", (event) => {
+      event.preventDefault();
+      if (cancel) finish(null);
+    });
+    cancelButton?.addEventListener("click", () => finish(null));
+    if (input && field.multiline) {
+      input.addEventListener("keydown", (event) => {
+        if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+          event.preventDefault();
+          form.requestSubmit();
+        }
+      });
+    }
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const value = input ? input.value : true;
+      if (check) {
+        submit.disabled = true;
+        const problem = await check(value);
+        submit.disabled = false;
+        if (problem) {
+          error.textContent = problem;
+          input?.focus();
+          return;
+        }
+      }
+      finish(value);
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+    (input || submit).focus();
+  });
+}

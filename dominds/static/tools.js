@@ -1,10 +1,7 @@
 // The Tools page: every toolset (built-in or MCP server), its state, its members and its tools, from
-// GET /api/tools. Uses the panel's token (sessionStorage/localStorage, or ?auth= in the URL).
-import { apiGet, setApiToken } from "./api.js";
-import { initialToken } from "./connection.js";
+// GET /api/tools. Authenticated by the panel's session cookie (or open it once with ?auth=<token>).
+import { apiGet } from "./api.js";
 import { $, h } from "./dom.js";
-
-setApiToken(initialToken());
 
 function row(ts) {
   const source = ts.source === "built-in" ? "built-in" : `MCP ${ts.transport} · ${ts.target || ""}${ts.stateful ? " · stateful" : ""}`;

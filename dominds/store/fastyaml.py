@@ -21,6 +21,9 @@ _NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue0
 _RESERVED = frozenset({"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"})
 
 _KEY_CACHE: dict[str, str] = {}
+_INF = float("inf")
+_MAX_SIMPLE_KEY = 1000
+"""YAML reads an implicit key of at most 1,024 characters; a longer one is written as an explicit ``? key``."""
 
 
 def _key(key: Any) -> str:
@@ -50,6 +53,10 @@ def _escape_slowly(text: str) -> str:
             out.append("\\" + char)
         elif char == "\n":
             out.append("\\n")
+        elif "\ud800" <= char <= "\udfff":
+            # A lone surrogate is no Unicode text: libyaml refuses its escape and PyYAML does not join a
+            # pair, so it is stored as U+FFFD, as everywhere else in the store (textcheck.scrub).
+            out.append("\ufffd")
         elif _NOT_PRINTABLE.match(char) or char in "\t\r\x85":
             # YAML's own escapes: \U for astral code points (PyYAML does not join \u surrogate pairs)
             out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
@@ -70,7 +77,12 @@ def _scalar(value: Any) -> str:
         return "null"
     if isinstance(value, int):
         return str(value)
-    text = repr(float(value))
+    number = float(value)
+    if number != number:
+        return ".nan"
+    if number in (_INF, -_INF):
+        return ".inf" if number > 0 else "-.inf"
+    text = repr(number)
     if "e" in text and "." not in text:
         text = text.replace("e", ".0e")  # YAML 1.1 (PyYAML) reads floats only with a dot: 5e-324 → 5.0e-324
     return text
@@ -79,7 +91,9 @@ def _scalar(value: Any) -> str:
 def _emit(value: Any, indent: str, out: list[str]) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
-            if isinstance(item, dict) and item:
+            if len(_key(key)) > _MAX_SIMPLE_KEY:
+                _emit_explicit(_key(key), item, indent, out)
+            elif isinstance(item, dict) and item:
                 out.append(f"{indent}{_key(key)}:\n")
                 _emit(item, indent + "  ", out)
             elif isinstance(item, list) and item:
@@ -99,6 +113,16 @@ def _emit(value: Any, indent: str, out: list[str]) -> None:
                 out.append(f"{indent}- {_inline(item)}\n")
     else:
         out.append(f"{indent}{_scalar(value)}\n")
+
+
+def _emit_explicit(key: str, item: Any, indent: str, out: list[str]) -> None:
+    """``? key`` / ``: value``: the form YAML needs for a key longer than 1,024 characters."""
+    out.append(f"{indent}? {key}\n")
+    if isinstance(item, dict | list) and item:
+        out.append(f"{indent}:\n")
+        _emit(item, indent + "  ", out)
+    else:
+        out.append(f"{indent}: {_inline(item)}\n")
 
 
 def _inline(value: Any) -> str:
@@ -121,12 +145,22 @@ def dump(data: Any, header: str = "") -> str:
 
 # ---------------------------------------------------------------- reading
 #
-# The reader handles exactly the dialect ``dump`` writes (block YAML whose scalars are JSON: quoted
-# strings, numbers, true/false/null, [] and {}) in ~20 µs a file, where PyYAML's loader takes ~300 µs.
-# Anything else (a file edited by hand, YAML escapes) raises ``NotFastYaml`` and the caller falls back
-# to PyYAML, so hand edits still work.
+# The reader handles a strict subset of the dialect ``dump`` writes (block YAML whose scalars are JSON:
+# quoted strings, numbers, true/false/null, [] and {}) in ~20 µs a file, where PyYAML's loader takes
+# ~300 µs. The same file must never mean two things, so wherever YAML 1.1 (PyYAML) could read a token
+# differently from JSON the reader declines with ``NotFastYaml`` and the caller hands the whole file to
+# PyYAML: octal-looking ``012``, exponents without a dot or sign (``1e5`` is a string to PyYAML),
+# boolean-looking keys (``on:``, ``No:``), characters YAML folds or forbids (tabs, CR, NEL, U+2028/9,
+# BOM, controls), surrogate escapes (JSON joins a pair, PyYAML does not), keys past YAML's 1,024
+# character limit. ``tests/store/test_fastyaml_agreement.py`` holds it to PyYAML over generated documents.
 
-_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
+_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+(?:[eE][-+][0-9]+)?")
+_UNSAFE = re.compile("[^\x0a\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+"""Characters the reader leaves to PyYAML: every YAML line break but LF, tabs, controls, BOM, surrogates."""
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_MAX_KEY = 1000
+"""YAML limits an implicit key to 1,024 characters; longer ones are an error to PyYAML."""
 _JSON = json.JSONDecoder()
 _MISSING = object()
 _CONSTANTS: dict[str, Any] = {"true": True, "false": False, "null": None}
@@ -135,16 +169,29 @@ _KNOWN_KEYS: set[str] = set()
 
 
 class NotFastYaml(ValueError):
-    """Not the dialect ``store.fastyaml`` writes: parse with PyYAML instead."""
+    """Not the dialect ``store.fastyaml`` reads: parse with PyYAML instead."""
 
 
 def load(text: str) -> Any:
-    """Parse block YAML of JSON scalars (what ``fastyaml.dump`` emits); ``NotFastYaml`` otherwise."""
+    """Parse block YAML of JSON scalars (what ``fastyaml.dump`` emits) exactly as PyYAML would.
+
+    Raises ``NotFastYaml`` (and nothing else) for anything outside that subset."""
+    if _UNSAFE.search(text):
+        raise NotFastYaml("characters YAML may read differently")
+    try:
+        return _load_lines(text)
+    except NotFastYaml:
+        raise
+    except (ValueError, IndexError) as exc:
+        raise NotFastYaml(str(exc)) from exc
+
+
+def _load_lines(text: str) -> Any:
     lines: list[tuple[int, str]] = []
     for raw in text.split("\n"):
         stripped = raw.lstrip(" ")
         if stripped and stripped[0] != "#":
-            lines.append((len(raw) - len(stripped), stripped.rstrip("\r")))
+            lines.append((len(raw) - len(stripped), stripped))
     if not lines:
         return None
     if len(lines) == 1 and _read_split_key(lines[0][1]) is None:
@@ -155,50 +202,61 @@ def load(text: str) -> Any:
     return value
 
 
+def _read_string(text: str) -> tuple[str, int]:
+    """A JSON string at the start of ``text``: (value, end). Escapes JSON and YAML read alike only."""
+    end = text.find('"', 1)
+    if end > 0 and "\\" not in text[1:end]:
+        return text[1:end], end + 1  # the common case, without the JSON decoder
+    if _SURROGATE_ESCAPE.search(text):
+        raise NotFastYaml("a surrogate escape")
+    value, end = _JSON.raw_decode(text)
+    if not isinstance(value, str):
+        raise NotFastYaml(text)
+    return value, end
+
+
 def _read_scalar(text: str) -> Any:
     if text[:1] == '"':
-        if text[-1:] == '"' and "\\" not in text and text.count('"') == 2:
-            return text[1:-1]  # the common case, without the JSON decoder
-        value, end = _JSON.raw_decode(text)
+        value, end = _read_string(text)
         if end != len(text):
             raise NotFastYaml(text)
         return value
-    if text.isdigit():
-        return int(text)
     value = _CONSTANTS.get(text, _MISSING)
     if value is not _MISSING:
         return value
     if text in ("[]", "{}"):
         return [] if text == "[]" else {}
-    if _NUMBER.fullmatch(text):
-        return json.loads(text)
+    if _INT.fullmatch(text):
+        return int(text)
+    if _FLOAT.fullmatch(text):
+        return float(text)
     raise NotFastYaml(text)
 
 
 def _read_split_key(text: str) -> tuple[str, str | None] | None:
     """``(key, value text or None)`` for a ``key: …``/``key:`` line; None when the line is no mapping entry."""
     if text[:1] == '"':
-        try:
-            key, end = _JSON.raw_decode(text)
-        except ValueError:
-            return None
+        key, end = _read_string(text)
         if text[end : end + 1] != ":":
             return None
+        if end > _MAX_KEY:
+            raise NotFastYaml("a key too long for YAML")
         rest = text[end + 1 :]
     else:
         key, colon, rest = text.partition(":")
         if not colon:
             return None
         if key not in _KNOWN_KEYS:
-            if not _PLAIN_KEY.fullmatch(key):
-                return None
+            # a plain key must read as a string: ``on``, ``No``, ``null`` and the like do not in YAML 1.1
+            if not _PLAIN_KEY.fullmatch(key) or key.lower() in _RESERVED or len(key) > _MAX_KEY:
+                raise NotFastYaml(text)
             if len(_KNOWN_KEYS) < 1024:
                 _KNOWN_KEYS.add(key)
     if not rest:
-        return str(key), None
+        return key, None
     if rest[0] != " ":
         raise NotFastYaml(text)
-    return str(key), rest[1:]
+    return key, rest[1:]
 
 
 def _read_block(lines: list[tuple[int, str]], pos: int) -> tuple[Any, int]:

@@ -82,14 +82,14 @@ def dominds_json(ws: Path, *args: str) -> Any:
 class Daemon:
     """`dominds serve --port 0` in a subprocess; ``url``/``port``/``token`` come from its printed URL."""
 
-    def __init__(self, ws: Path, *extra: str) -> None:
+    def __init__(self, ws: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.ws = ws
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "dominds", "-C", str(ws), "serve", "--port", "0", *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=cli_env(),
+            env=env or cli_env(),
         )
         self.lines: list[str] = []
         deadline = time.monotonic() + 20

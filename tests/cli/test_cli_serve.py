@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import stat
 import urllib.request
@@ -87,21 +86,3 @@ def test_no_auth_is_refused_off_loopback_and_a_bad_port_is_one_line(tmp_path: Pa
     assert refused.stderr.count("\n") == 1
     bad = dominds(ws, "serve", "--port", "70000")
     assert bad.returncode == 1 and "--port must be between 0 and 65535" in bad.stderr
-
-
-def test_demo_serves_a_fresh_template_copy_outside_a_workspace(tmp_path: Path) -> None:
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    plain = dominds(empty, "serve", "--port", "0")
-    assert plain.returncode == 1 and "serve --demo" in plain.stderr
-    with Daemon(empty, "--demo", "--no-auth") as daemon:
-        announced = next(line for line in daemon.lines if line.startswith("Demo workspace"))
-        demo_dir = Path(announced.split(": ", 1)[1].strip())
-        try:
-            assert (demo_dir / ".minds" / "scripted" / "demo.yaml").is_file()
-            assert (demo_dir / ".dialogs" / "daemon.json").is_file()
-            assert daemon.token is None and _health(daemon.port)
-            assert not (empty / ".minds").exists(), "the empty directory is left alone"
-            daemon.stop()
-        finally:
-            shutil.rmtree(demo_dir, ignore_errors=True)

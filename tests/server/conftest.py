@@ -11,6 +11,7 @@ from server_kit import TOKEN, Served, ServeFactory, write_workspace
 
 from dominds.driver.engine import Engine
 from dominds.server import make_app
+from dominds.server.auth import AccessToken
 
 
 @pytest.fixture
@@ -20,7 +21,7 @@ async def serve(tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[ServeFacto
     async def factory(
         responses: list[dict[str, Any]] | None = None,
         *,
-        token: str | None = TOKEN,
+        token: str | AccessToken | None = TOKEN,
         suggestions: list[str] | None = None,
         allowed_origins: tuple[str, ...] = (),
     ) -> Served:
@@ -29,7 +30,7 @@ async def serve(tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[ServeFacto
         await engine.start()
         app = make_app(engine, token=token, allowed_origins=allowed_origins, taskdoc_poll_interval=0.05)
         client = await aiohttp_client(app)
-        served = Served(engine, client, token, [])
+        served = Served(engine, client, token.current() if isinstance(token, AccessToken) else token, [])
         started.append(served)
         return served
 

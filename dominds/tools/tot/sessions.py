@@ -189,19 +189,27 @@ def tree_json(session: Session, node_id: str | None = None) -> list[dict[str, An
     ]
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+STATUS_TEXT_CHARS = 240
+"""``tot_status`` shows at most this much of each query, title and findings text (``tot_end`` shows all):
+a status is asked for often, and a session's texts may total hundreds of kilobytes."""
 
 
-def tree_markdown(session: Session) -> str:
-    """The committed tree as a nested Markdown list, one node a line."""
+def _one_line(text: str, limit: int | None = None) -> str:
+    line = " ".join(text.split())
+    if limit is None or len(line) <= limit:
+        return line
+    return f"{line[:limit].rstrip()}… ({len(line):,} characters; tot_end returns the full text)"
+
+
+def tree_markdown(session: Session, limit: int | None = None) -> str:
+    """The committed tree as a nested Markdown list, one node a line; ``limit`` clips each text."""
     lines: list[str] = []
 
     def walk(items: list[dict[str, Any]], depth: int) -> None:
         for item in items:
             lines.append(
-                f"{'  ' * depth}- **{item['id']}** `{item['state']}` {_one_line(item['title'])}"
-                f": {_one_line(item['findings'])}"
+                f"{'  ' * depth}- **{item['id']}** `{item['state']}` {_one_line(item['title'], limit)}"
+                f": {_one_line(item['findings'], limit)}"
             )
             walk(item["children"], depth + 1)
 
@@ -295,7 +303,7 @@ class TotService:
             listed = [
                 {
                     "sessionId": s.session_id,
-                    "query": s.query,
+                    "query": _one_line(s.query, STATUS_TEXT_CHARS),
                     "round": machine.current_round(s),
                     "nodes": len(s.nodes),
                     "ended": s.ended_at is not None,
@@ -307,13 +315,13 @@ class TotService:
         session = self.store.load(session_id)
         return {
             "status": "OK",
-            "query": session.query,
+            "query": _one_line(session.query, STATUS_TEXT_CHARS),
             "minRoots": session.min_roots,
             "createdAt": session.created_at,
             "updatedAt": session.updated_at,
             **progress(session),
             "endBlockers": [v.to_json() for v in machine.end_blockers(session)] if not session.ended_at else [],
-            "tree": tree_markdown(session),
+            "tree": tree_markdown(session, STATUS_TEXT_CHARS),
         }
 
     def _change(self, session_id: str, operation: Callable[[Session], dict[str, Any]]) -> dict[str, Any]:

@@ -7,7 +7,10 @@ MCP server uses, so the two surfaces cannot drift apart.
 
 Arguments arrive from models and MCP hosts in many shapes, so ``call_tool`` is lenient where the
 intent is unambiguous: camelCase or snake_case names, numbers as strings (``"5"``), lists and objects
-as JSON text, states in any case, and ``"null"``/``""`` as a null parent.
+as JSON text, states in any case, and ``"null"``/``""`` as a null parent. It is strict where a guess
+could be wrong: an argument given under two spellings, an unknown argument (a typo would otherwise
+silently fall back to a default), an id with spaces around it, or a text over its limit is
+``INVALID_ARGUMENT`` naming the argument; nothing is trimmed or dropped silently.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from dominds.tools.base import (
     ToolError,
     ToolHandler,
     object_schema,
-    register_toolset,
 )
 from dominds.tools.tot import machine
 from dominds.tools.tot.machine import CommitResult, NodeState, ProposedNode, TotError
@@ -39,12 +41,15 @@ States: DRILL (lead, needs >= 2 children), VERIFY (ambiguous, needs >= 1), DEAD,
 SPEC (theory); the last three are terminal. If every branch closes before round {machine.MIN_END_ROUND},
 add lateral roots (R1.F, ...) or tot_reclassify a node back to DRILL/VERIFY."""
 
+TEXT_LIMITS = {"query": 20_000, "title": 500, "plannedAction": 5_000, "findings": 20_000}
+"""Characters each text argument may have: sessions are files that every later call reads back."""
+
 _SESSION_ID = {"type": "string", "description": "Id returned by tot_start."}
 _NODE_ID = {"type": "string", "description": "Node id, R[round].[suffix], e.g. R2.A1."}
 _STATE = {"type": "string", "enum": [s.value for s in machine.NodeState]}
 
 PROPERTIES: dict[str, dict[str, Any]] = {
-    "query": {"type": "string", "description": "The question to investigate."},
+    "query": {"type": "string", "maxLength": TEXT_LIMITS["query"], "description": "The question to investigate."},
     "minRoots": {
         "type": "integer",
         "minimum": machine.MIN_ROOTS_RANGE[0],
@@ -60,8 +65,10 @@ PROPERTIES: dict[str, dict[str, Any]] = {
             {
                 "id": _NODE_ID,
                 "parent": {"type": ["string", "null"], "description": "Committed parent id; null for a root."},
-                "title": {"type": "string", "description": "Short name of this line of thought."},
-                "plannedAction": {"type": "string", "description": "What you will do to explore it."},
+                "title": {"type": "string", "maxLength": TEXT_LIMITS["title"], "description": "Short name of this line of thought."},
+                "plannedAction": {
+                    "type": "string", "maxLength": TEXT_LIMITS["plannedAction"], "description": "What you will do to explore it.",
+                },
             },
             ["id", "parent", "title", "plannedAction"],
         ),
@@ -74,7 +81,9 @@ PROPERTIES: dict[str, dict[str, Any]] = {
             {
                 "nodeId": {"type": "string", "description": "Id of a proposed node."},
                 "state": _STATE,
-                "findings": {"type": "string", "description": "What you found; the reason for the state."},
+                "findings": {
+                    "type": "string", "maxLength": TEXT_LIMITS["findings"], "description": "What you found; the reason for the state.",
+                },
             },
             ["nodeId", "state", "findings"],
         ),
@@ -131,23 +140,49 @@ def _bad(message: str, hint: str) -> TotError:
     return TotError.of("INVALID_ARGUMENT", message, hint=hint)
 
 
-def _get(args: Mapping[str, Any], name: str, *, required: bool = True) -> Any:
-    """The value of ``name`` given in camelCase or snake_case; both, with different values, is an error."""
-    snake = _CAMEL_HUMP.sub("_", name).lower()
-    present = [key for key in dict.fromkeys((name, snake)) if key in args]
-    if len(present) == 2 and args[name] != args[snake]:
-        raise _bad(f"both {name} and {snake} were given, with different values.", f"Send only {name}.")
+def _spellings(name: str) -> tuple[str, ...]:
+    """The names an argument is accepted under: camelCase and its snake_case twin."""
+    return tuple(dict.fromkeys((name, _CAMEL_HUMP.sub("_", name).lower())))
+
+
+def _known(args: Mapping[str, Any], names: list[str], where: str) -> None:
+    """Refuse arguments that are none of ``names`` (in either spelling): a typo must not fall back silently."""
+    allowed = {spelling for name in names for spelling in _spellings(name)}
+    unknown = [key for key in args if key not in allowed]
+    if unknown:
+        listed = ", ".join(repr(key) for key in unknown)
+        raise _bad(f"unknown argument {listed}{' in ' + where if where else ''}.", "Known arguments: " + ", ".join(names) + ".")
+
+
+def _get(args: Mapping[str, Any], name: str, *, required: bool = True, where: str = "", also: tuple[str, ...] = ()) -> Any:
+    """The value of ``name`` (camelCase or snake_case, or an older name in ``also``); two spellings at once is an error."""
+    present = [key for key in dict.fromkeys((*_spellings(name), *(s for a in also for s in _spellings(a)))) if key in args]
+    label = f"{where}." if where else ""
+    if len(present) > 1:
+        both = " and ".join(f"{label}{key}" for key in present)
+        raise _bad(f"both {both} were given; they are one argument.", f"Send only {name}.")
     if not present or args[present[0]] is None:
         if required:
-            raise _bad(f"{name} is missing.", f"Add {name} to the arguments.")
+            raise _bad(f"{label}{name} is missing.", f"Add {name} to the arguments.")
         return None
     return args[present[0]]
 
 
-def _text(value: Any, name: str) -> str:
+def _text(value: Any, name: str, limit: int | None = None) -> str:
     if not isinstance(value, str) or not value.strip():
         raise _bad(f"{name} must be a non-empty string.", f"Send {name} as text.")
+    if limit is not None and len(value) > limit:
+        raise _bad(f"{name} is {len(value):,} characters; at most {limit:,} are accepted.", "Shorten it; keep details in files.")
     return value.strip()
+
+
+def _id(value: Any, name: str) -> str:
+    """An id exactly as given: one with spaces around it is refused, never trimmed into another id."""
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(f"{name} must be a non-empty string.", f"Send {name} as text.")
+    if value != value.strip():
+        raise _bad(f"{name} {value!r} has spaces around it.", "Send the id exactly as it was returned, without spaces.")
+    return value
 
 
 def _decoded(value: Any) -> Any:
@@ -194,53 +229,70 @@ def parse_state(value: Any, name: str = "state") -> NodeState:
         raise TotError.of("INVALID_STATE", f"{name} {value!r} is not a state.") from None
 
 
+_NODE_FIELDS = ["id", "parent", "title", "plannedAction"]
+_RESULT_FIELDS = ["nodeId", "state", "findings"]
+
+
 def parse_nodes(value: Any) -> list[ProposedNode]:
     nodes = []
     for i, raw in enumerate(_items(value, "nodes")):
-        parent = _get(raw, "parent", required=False)
+        where = f"nodes[{i}]"
+        _known(raw, _NODE_FIELDS, where)
+        parent = _get(raw, "parent", required=False, where=where)
         if isinstance(parent, str) and parent.strip().lower() in ("", "null", "none"):
             parent = None
         nodes.append(
             ProposedNode(
-                id=_text(_get(raw, "id"), f"nodes[{i}].id"),
-                parent=None if parent is None else _text(parent, f"nodes[{i}].parent"),
-                title=_text(_get(raw, "title"), f"nodes[{i}].title"),
-                planned_action=_text(_get(raw, "plannedAction"), f"nodes[{i}].plannedAction"),
+                id=_id(_get(raw, "id", where=where), f"{where}.id"),
+                parent=None if parent is None else _id(parent, f"{where}.parent"),
+                title=_text(_get(raw, "title", where=where), f"{where}.title", TEXT_LIMITS["title"]),
+                planned_action=_text(
+                    _get(raw, "plannedAction", where=where), f"{where}.plannedAction", TEXT_LIMITS["plannedAction"]
+                ),
             )
         )
     return nodes
 
 
 def parse_results(value: Any) -> list[CommitResult]:
-    return [
-        CommitResult(
-            node_id=_text(_get(raw, "nodeId"), f"results[{i}].nodeId"),
-            state=parse_state(_get(raw, "state"), f"results[{i}].state"),
-            findings=_text(_get(raw, "findings"), f"results[{i}].findings"),
+    results = []
+    for i, raw in enumerate(_items(value, "results")):
+        where = f"results[{i}]"
+        _known(raw, _RESULT_FIELDS, where)
+        results.append(
+            CommitResult(
+                node_id=_id(_get(raw, "nodeId", where=where), f"{where}.nodeId"),
+                state=parse_state(_get(raw, "state", where=where), f"{where}.state"),
+                findings=_text(_get(raw, "findings", where=where), f"{where}.findings", TEXT_LIMITS["findings"]),
+            )
         )
-        for i, raw in enumerate(_items(value, "results"))
-    ]
+    return results
+
+
+STATE_ALIASES = ("newState",)
+"""The origin named tot_reclassify's ``state`` argument ``newState``; both names are accepted, not both at once."""
 
 
 def call_tool(service: TotService, tool_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
     """Parse ``args`` for ``tool_name`` and run it; raises ``TotError`` for bad arguments and broken rules."""
-    if tool_name == "tot_start":
-        return service.start(_text(_get(args, "query"), "query"), parse_min_roots(_get(args, "minRoots", required=False)))
-    if tool_name == "tot_status":
-        session_id = _get(args, "sessionId", required=False)
-        return service.status(None if session_id is None else _text(session_id, "sessionId"))
     if tool_name not in TOOL_SPECS:
         raise _bad(f"unknown tool {tool_name}.", "Use one of " + ", ".join(TOOL_SPECS) + ".")
-    sid = _text(_get(args, "sessionId"), "sessionId")
+    _, required, optional = TOOL_SPECS[tool_name]
+    _known(args, required + optional + (list(STATE_ALIASES) if tool_name == "tot_reclassify" else []), "")
+    if tool_name == "tot_start":
+        query = _text(_get(args, "query"), "query", TEXT_LIMITS["query"])
+        return service.start(query, parse_min_roots(_get(args, "minRoots", required=False)))
+    if tool_name == "tot_status":
+        session_id = _get(args, "sessionId", required=False)
+        return service.status(None if session_id is None else _id(session_id, "sessionId"))
+    sid = _id(_get(args, "sessionId"), "sessionId")
     if tool_name == "tot_propose":
         return service.propose(sid, parse_nodes(_get(args, "nodes")))
     if tool_name == "tot_commit":
         return service.commit(sid, parse_results(_get(args, "results")))
     if tool_name == "tot_reclassify":
-        # the origin named this argument newState
-        given = _get(args, "state", required=False)
-        state = parse_state(given if given is not None else _get(args, "newState"))
-        return service.reclassify(sid, _text(_get(args, "nodeId"), "nodeId"), state)
+        state = parse_state(_get(args, "state", also=STATE_ALIASES))
+        return service.reclassify(sid, _id(_get(args, "nodeId"), "nodeId"), state)
     return service.end(sid)
 
 
@@ -261,4 +313,3 @@ TOT_TOOLS = [
     for name, spec in TOOL_SPECS.items()
 ]
 
-register_toolset("tot", TOT_TOOLS)

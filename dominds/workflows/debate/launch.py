@@ -9,12 +9,16 @@ from dominds.driver.engine import Engine, EngineError
 from dominds.store.errors import DialogNotFoundError
 from dominds.workflows.debate.agents import clip
 from dominds.workflows.debate.embedders import EmbedderUnavailable, make_embedder
-from dominds.workflows.debate.members import require_members
+from dominds.workflows.debate.members import ensure_members
 from dominds.workflows.debate.protocol import HOST_MEMBER_ID, WORKFLOW
 from dominds.workflows.debate.session import ACTIVE_SESSIONS, DebateSession, Emit
 from dominds.workflows.debate.settings import MAX_ROUNDS_CAP, DebateSettings, load_settings
 from dominds.workflows.debate.similarity import PositionComparer
 from dominds.workflows.debate.state import DebateState, DebateStateError, load_state, save_state
+
+MAX_QUESTION_CHARS = 10_000
+"""A longer question is refused: it would go to every agent in every round (§10.2 bounds each output at
+2,000 tokens; a question many times that would crowd out the debate itself)."""
 
 
 class DebateRequestError(Exception):
@@ -47,10 +51,7 @@ async def open_debate(
 
     ``comparer`` replaces the configured embedder (tests; a caller that holds a loaded model).
     """
-    try:
-        require_members(engine)
-    except EngineError as exc:
-        raise DebateRequestError(str(exc), 500) from exc
+    ensure_members(engine)
     settings = settings or load_settings(engine.rtws)
     if max_rounds is not None:
         if not 1 <= max_rounds <= MAX_ROUNDS_CAP:
@@ -67,6 +68,11 @@ async def open_debate(
         text = (question or "").strip()
         if not text:
             raise DebateRequestError("the question (message) is empty")
+        if len(text) > MAX_QUESTION_CHARS:
+            raise DebateRequestError(
+                f"the question is {len(text):,} characters; at most {MAX_QUESTION_CHARS:,} are accepted "
+                "(it goes to every agent in every round): put the material in a file of the workspace and ask about it"
+            )
         try:
             run = engine.start_workflow_run(WORKFLOW, HOST_MEMBER_ID, settings.taskdoc, clip(text, 80))
         except EngineError as exc:

@@ -29,7 +29,7 @@ from dominds.server.auth import (
     websocket_authorized,
 )
 from dominds.workflows.plan_solve.events import make_event
-from dominds.workflows.plan_solve.members import PLANNER_ID, register_members
+from dominds.workflows.plan_solve.members import plan_solve_extensions
 from dominds.workflows.plan_solve.protocol import handle_frame
 from dominds.workflows.plan_solve.session import Connection, PlanSolveService, close_connection
 from dominds.workflows.plan_solve.settings import PlanSolveSettings
@@ -50,11 +50,7 @@ class StandaloneError(Exception):
 def add_routes(app: web.Application, settings: PlanSolveSettings | None = None) -> None:
     """Serve Plan & Solve at ``/plan-solve/ws`` on the app's engine (``app[keys.ENGINE]``)."""
     engine = app[keys.ENGINE]
-    register_members()
-    if engine.config.get().team.member(PLANNER_ID) is None:
-        # The team was loaded before the members were registered; an outdated signature makes the next
-        # get() reload it (ConfigCache has no public invalidate yet).
-        engine.config.invalidate()
+    engine.config.extend(plan_solve_extensions())  # idempotent: serve's engine has them already
     app[PLAN_SOLVE] = PlanSolveService(engine, settings or PlanSolveSettings())
     app.router.add_get(WS_PATH, websocket_handler)
     app.on_shutdown.append(_close_all)
@@ -169,9 +165,8 @@ async def serve_standalone(
     ``on_ready`` gets the root address ``ws://<host>:<port>`` (``WS_PATH`` answers as well)."""
     if settings.token is None and not is_loopback_host(host):
         raise StandaloneError(f"without --token the service only listens on a loopback address, not {host!r}")
-    register_members()
     stop = stop or asyncio.Event()
-    engine = Engine(workspace)
+    engine = Engine(workspace, extensions=plan_solve_extensions())
     await engine.start()
     runner = web.AppRunner(make_standalone_app(engine, settings), shutdown_timeout=5.0)
     loop = asyncio.get_running_loop()

@@ -5,10 +5,13 @@
 agent (``ts``, ``seq`` from 1, ``level``, ``msg``, ``data`` when there is some) and
 ``99-merged-timeline.log``.
 
-Numbering: the seed lists ``04-generator-round1``, ``05-evaluator-round1``, ``06-generator-round2``,
-``07-evaluator-round2``, ``08-synthesizer``, so a third round would collide with the synthesizer.
-Here every agent keeps one fixed prefix and rounds only change the suffix: ``04-generator-roundN``,
-``05-evaluator-roundN``. Round N is the search layer whose candidates are being made (depth N).
+Numbering: the seed's ``{序号}-{agent}-{roundN}.log`` with a two-digit 序号 that "keeps the files
+sorted". Each file's number is the order in which it got its first entry, so name order is execution
+order however many rounds run: ``01-orchestrator``, ``02-decomposer``, ``03-explorer``,
+``04-generator-round1``, ``05-evaluator-round1``, ``06-generator-round2``, ``07-evaluator-round2``,
+then ``08-synthesizer`` after two rounds (the seed's own example) or ``10-synthesizer`` after three.
+Round N is the search layer whose candidates are being made (depth N); at most 10 layers keep the
+numbers within two digits.
 
 Agent logs are buffered and written once, when the run ends (the seed: "执行完成后一次性写入").
 """
@@ -28,14 +31,9 @@ from typing import Any, Literal
 Level = Literal["info", "progress", "warning", "error"]
 Clock = Callable[[], datetime]
 
-AGENT_PREFIXES = {
-    "orchestrator": "01",
-    "decomposer": "02",
-    "explorer": "03",
-    "generator": "04",
-    "evaluator": "05",
-    "synthesizer": "08",
-}
+AGENTS = ("orchestrator", "decomposer", "explorer", "generator", "evaluator", "synthesizer")
+RESULT_WORDS = {"completed": "已解决", "unsolved": "未解决", "failed": "失败", "cancelled": "已取消"}
+"""The timeline's ``结果`` line per task-info status."""
 TASK_INFO = "00-task-info.json"
 TIMELINE = "99-merged-timeline.log"
 _ID_CHARS = string.ascii_lowercase + string.digits
@@ -61,9 +59,11 @@ def new_task_id(moment: datetime, short_id: str | None = None) -> str:
     return f"tot-{moment.astimezone(UTC).strftime('%Y%m%d-%H%M%S')}-{suffix}"
 
 
-def agent_log_name(agent: str, round_no: int | None = None) -> str:
-    """The file stem of an agent's log: ``01-orchestrator``, ``04-generator-round2``."""
-    return f"{AGENT_PREFIXES[agent]}-{agent}" + (f"-round{round_no}" if round_no is not None else "")
+def agent_log_name(number: int, agent: str, round_no: int | None = None) -> str:
+    """The file stem of an agent's log: ``01-orchestrator``, ``06-generator-round2``."""
+    if agent not in AGENTS:
+        raise ValueError(f"unknown ToT agent {agent!r}")
+    return f"{number:02d}-{agent}" + (f"-round{round_no}" if round_no is not None else "")
 
 
 @dataclass
@@ -87,19 +87,20 @@ class RunLogs:
     def __init__(self, folder: Path | None, clock: Clock) -> None:
         self.folder = folder
         self.clock = clock
-        self._agents: dict[str, AgentLog] = {}
+        self._agents: dict[tuple[str, int | None], AgentLog] = {}
+        """By (agent, round); insertion order is the order of first use, which numbers the files."""
         if folder is not None:
             folder.mkdir(parents=True, exist_ok=False)
 
     def agent(self, agent: str, round_no: int | None = None) -> AgentLog:
-        name = agent_log_name(agent, round_no)
-        if name not in self._agents:
-            self._agents[name] = AgentLog(name, self.clock)
-        return self._agents[name]
+        key = (agent, round_no)
+        if key not in self._agents:
+            self._agents[key] = AgentLog(agent_log_name(len(self._agents) + 1, agent, round_no), self.clock)
+        return self._agents[key]
 
     @property
     def agent_logs(self) -> list[AgentLog]:
-        return [self._agents[name] for name in sorted(self._agents)]
+        return list(self._agents.values())
 
     def write_task_info(self, info: dict[str, Any]) -> None:
         if self.folder is not None:
@@ -147,10 +148,14 @@ def render_timeline(task_info: dict[str, Any], entries: list[tuple[str, dict[str
         if "data" in entry:
             out.append("         数据: " + json.dumps(entry["data"], ensure_ascii=False, separators=(",", ":")))
     stats = task_info.get("final_stats") or {}
+    result = RESULT_WORDS.get(str(task_info.get("status")), str(task_info.get("status")))
+    if task_info.get("unsolved_reason"):
+        result += f" ({task_info['unsolved_reason']})"
     out += [
         "",
         f"任务结束: {task_info.get('end_time')}",
         f"总耗时: {format_duration(int(task_info.get('duration_ms') or 0))}",
+        f"结果: {result}",
         "",
         "---",
         "",

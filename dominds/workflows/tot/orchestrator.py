@@ -8,6 +8,12 @@ verification the synthesizer claimed (confidence 1.0 only when verified, origin 
 Failures of a role are reported, not raised: a failed decomposition falls back to the task-type
 defaults, a failed synthesis to an answer built from the best path. Only a bug or a cancellation
 ends a run early, and even then the log folder is completed (``status: failed`` / ``cancelled``).
+
+A finished run is ``completed`` only when it is **solved**; otherwise it is ``unsolved``, with the
+reason, in every place a user looks (task info, timeline, CLI, page). Solved means: for Game 24, the
+exact checker accepts the answer; otherwise the search reached a solution (a terminal node scoring
+at least 9.5) and the synthesizer verified its answer. An unsolved run's answer is never "verified"
+whatever the synthesizer claimed, and a search that kept no thought at all has nothing to synthesize.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from dominds.workflows.tot.model import ThoughtNode, ThoughtTree
 from dominds.workflows.tot.protocol import Message, message, reply_error
 from dominds.workflows.tot.schemas import TASK_TYPES, message_errors
 from dominds.workflows.tot.settings import (
+    EARLY_STOP_SCORE,
     TASK_TYPE_DEFAULTS,
     SearchOverrides,
     SearchSettings,
@@ -35,6 +42,8 @@ from dominds.workflows.tot.settings import (
     resolve_settings,
 )
 
+MAX_PROBLEM_CHARS = 20_000
+"""A longer problem is refused before anything runs: it would be sent to every role call of the search."""
 UNVERIFIED_CONFIDENCE_CAP = 0.5
 """A Game-24 answer the checker rejects keeps at most this confidence, whatever the synthesizer said."""
 
@@ -51,7 +60,7 @@ class TotRequest:
 class TotOutcome:
     task_id: str
     status: str
-    """``completed``, ``failed`` or ``cancelled`` (as written to ``00-task-info.json``)."""
+    """``completed`` (solved), ``unsolved``, ``failed`` or ``cancelled`` (as written to ``00-task-info.json``)."""
     task_type: str
     settings: SearchSettings | None = None
     search: SearchOutcome | None = None
@@ -62,6 +71,9 @@ class TotOutcome:
     log_dir: Path | None = None
     duration_ms: int = 0
     llm_calls: int = 0
+    solved: bool = False
+    unsolved_reason: str | None = None
+    """Why a finished run is not solved (``None`` when it is, or when it did not finish)."""
 
     @property
     def verified(self) -> bool:
@@ -72,6 +84,11 @@ def check_request(request: TotRequest) -> tuple[str, SearchSettings]:
     """The task type and the pre-decomposition settings, or ``SettingsError`` for bad input."""
     if not request.problem.strip():
         raise SettingsError("the problem is empty")
+    if len(request.problem) > MAX_PROBLEM_CHARS:
+        raise SettingsError(
+            f"the problem is {len(request.problem):,} characters; at most {MAX_PROBLEM_CHARS:,} are accepted "
+            "(it goes to every step of the search): put the long material in a file and ask about it"
+        )
     task_type = request.task_type or classify_task(request.problem)
     if task_type not in TASK_TYPES:
         raise SettingsError(f"unknown task type {task_type!r} (known: {', '.join(TASK_TYPES)})")
@@ -136,9 +153,16 @@ async def run_tot(
             complete["error"] = search.error.to_dict()
         _require_valid(complete)
         orchestrator_log.log("progress", "✓ 搜索完成", {**search.stats(), "solved": search.solved})
-        outcome.solution = await _synthesize(channel, task_id, request.problem, task_type, search.best_path, orchestrator_log.log)
-        notify("solution", {"solution": outcome.solution})
-        outcome.status = "completed"
+        if len(search.best_path) > 1:
+            outcome.solution = await _synthesize(channel, task_id, request.problem, task_type, search.best_path, orchestrator_log.log)
+        else:
+            orchestrator_log.log("warning", "⚠️ 没有保留任何思维, 不调用 synthesizer")
+        outcome.solved, outcome.unsolved_reason = _judge(request.problem, search, outcome.solution)
+        if outcome.solution is not None:
+            notify("solution", {"solution": outcome.solution, "solved": outcome.solved})
+        outcome.status = "completed" if outcome.solved else "unsolved"
+        if outcome.unsolved_reason:
+            orchestrator_log.log("warning", f"⚠️ 未解决: {outcome.unsolved_reason}")
     except asyncio.CancelledError:
         outcome.status = "cancelled"
         orchestrator_log.log("warning", "⏹️ 任务已取消")
@@ -148,7 +172,7 @@ async def run_tot(
         raise
     finally:
         _finish(outcome, info, logs, channel, started, clock)
-        notify("run_done", {"status": outcome.status, "task_id": task_id})
+        notify("run_done", {"status": outcome.status, "task_id": task_id, "solved": outcome.solved, "unsolved_reason": outcome.unsolved_reason})
     return outcome
 
 
@@ -161,6 +185,7 @@ def _finish(outcome: TotOutcome, info: dict[str, Any], logs: RunLogs, channel: C
     best = outcome.search.best_path[-1] if outcome.search else None
     info.update(
         status=outcome.status,
+        solved=outcome.solved,
         end_time=iso_ms(ended),
         duration_ms=outcome.duration_ms,
         final_stats={
@@ -171,6 +196,8 @@ def _finish(outcome: TotOutcome, info: dict[str, Any], logs: RunLogs, channel: C
     )
     if outcome.search is not None and outcome.search.error is not None:
         info["error"] = outcome.search.error.to_dict()
+    if outcome.unsolved_reason:
+        info["unsolved_reason"] = outcome.unsolved_reason
     logs.write_agent_logs()
     # an agent call = one role log file (decomposer, each generator/evaluator round, synthesizer), as in the origin
     agent_calls = sum(1 for log in logs.agent_logs if not log.name.endswith(("orchestrator", "explorer")))
@@ -214,6 +241,25 @@ async def _synthesize(
     return solution
 
 
+def _judge(problem: str, search: SearchOutcome, solution: dict[str, Any] | None) -> tuple[bool, str | None]:
+    """Whether the run is solved and, when not, why; an unsolved answer loses any claim of verification."""
+    if game24.parse_puzzle(problem) is not None and solution is not None:
+        if solution["verification"]["is_valid"]:  # the exact checker's verdict, whatever the search found
+            return True, None
+        return False, "the answer failed the exact check: " + "; ".join(solution["verification"].get("validation_errors") or [])
+    if not search.solved:
+        why = f"{search.error.code}: {search.error.message}" if search.error else f"no final step scored at least {EARLY_STOP_SCORE}"
+        if solution is not None:
+            errors = [f"no thought reached a solution: {why}", *(solution["verification"].get("validation_errors") or [])]
+            solution["verification"] = {"is_valid": False, "validation_errors": errors}
+            solution["confidence"] = min(float(solution["confidence"]), UNVERIFIED_CONFIDENCE_CAP)
+        return False, why
+    if solution is None or not solution["verification"]["is_valid"]:
+        errors = (solution or {}).get("verification", {}).get("validation_errors") or ["no answer"]
+        return False, "the synthesizer did not verify its answer: " + "; ".join(errors)
+    return True, None
+
+
 def _fallback_solution(problem: str, best_path: list[ThoughtNode], why: str) -> dict[str, Any]:
     """An answer written from the best path when the synthesizer gave none."""
     puzzle = game24.parse_puzzle(problem)
@@ -248,4 +294,6 @@ def _note_text(kind: str, data: dict[str, Any]) -> str | None:
     if kind == "solution":
         solution = data["solution"]
         return f"answer: {solution['answer']} ({'verified' if solution['verification']['is_valid'] else 'not verified'})"
+    if kind == "run_done" and data["status"] != "completed":
+        return f"{data['status']}: {data['unsolved_reason']}" if data.get("unsolved_reason") else f"run {data['status']}"
     return None

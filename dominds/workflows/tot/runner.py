@@ -62,6 +62,8 @@ class TotLiveRun:
             "backtracks": self.backtracks,
             "tree": self.tree.to_dict() if self.tree is not None else None,
             "solution": outcome.solution if outcome else None,
+            "solved": outcome.solved if outcome else False,
+            "unsolvedReason": outcome.unsolved_reason if outcome else None,
             "errors": outcome.errors if outcome else [],
             "stats": outcome.search.stats() if outcome and outcome.search else None,
             "logDir": str(self.log_dir) if self.log_dir else None,

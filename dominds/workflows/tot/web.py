@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dominds.driver.engine import EngineError
 from dominds.server import keys
-from dominds.workflows.tot.orchestrator import TotRequest
+from dominds.workflows.tot.orchestrator import MAX_PROBLEM_CHARS, TotRequest
 from dominds.workflows.tot.roles import ensure_role_members
 from dominds.workflows.tot.runner import TotRunRegistry, start_tot_run
 from dominds.workflows.tot.settings import SearchOverrides, SettingsError
@@ -34,7 +34,7 @@ TOT_RUNS: web.AppKey[TotRunRegistry] = web.AppKey("tot_runs", TotRunRegistry)
 class StartRunBody(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    problem: Annotated[str, Field(min_length=1, max_length=20_000)]
+    problem: Annotated[str, Field(min_length=1, max_length=MAX_PROBLEM_CHARS)]
     taskType: str | None = None
     strategy: Literal["BFS", "DFS"] | None = None
     depth: int | None = None

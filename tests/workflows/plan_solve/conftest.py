@@ -11,9 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 from ps_kit import PsClient, write_workspace
 
-from dominds import team
 from dominds.driver.engine import Engine
-from dominds.workflows.plan_solve import members
 from dominds.workflows.plan_solve.settings import PlanSolveSettings
 from dominds.workflows.plan_solve.web import WS_PATH, make_standalone_app
 
@@ -34,14 +32,6 @@ class Served:
 
 
 ServeFactory = Callable[..., Awaitable[Served]]
-
-
-@pytest.fixture(autouse=True)
-def _forget_registered_members(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workflow members are process-global: keep ours from leaking into other tests' teams."""
-    monkeypatch.setattr(team, "_WORKFLOW_BASE", dict(team._WORKFLOW_BASE))
-    monkeypatch.setattr(team, "_BUILTIN_PERSONAS", dict(team._BUILTIN_PERSONAS))
-    monkeypatch.setattr(members, "_registered", False)
 
 
 @pytest.fixture

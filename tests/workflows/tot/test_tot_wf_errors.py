@@ -58,7 +58,7 @@ async def test_an_evaluator_returning_garbage_leads_to_the_seeds_error_codes(tmp
     backend = OneBadRole("evaluator", garbage)
     request = symbolic_request(TotRequest("4 9 10 13"))
     outcome = await run_tot(request, backend, logs_root=tmp_path)
-    assert outcome.status == "completed" and outcome.search is not None and not outcome.verified
+    assert outcome.status == "unsolved" and outcome.search is not None and not outcome.verified and outcome.solution is None
     codes = {(e["agent"], e["code"]) for e in outcome.errors}
     assert codes == {("evaluator", "INVALID_FORMAT")}
     assert outcome.search.error is not None and outcome.search.error.code == "SEARCH_EXHAUSTED"

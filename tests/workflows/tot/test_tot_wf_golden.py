@@ -27,9 +27,9 @@ TASK_ID = "tot-20251030-143056-a3f7b2"  # the seed's example id
 TS_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 EXPECTED_FILES = [
     "00-task-info.json", "01-orchestrator.log", "02-decomposer.log", "03-explorer.log",
-    "04-generator-round1.log", "04-generator-round2.log", "04-generator-round3.log",
-    "05-evaluator-round1.log", "05-evaluator-round2.log", "05-evaluator-round3.log",
-    "08-synthesizer.log", "99-merged-timeline.log",
+    "04-generator-round1.log", "05-evaluator-round1.log", "06-generator-round2.log",
+    "07-evaluator-round2.log", "08-generator-round3.log", "09-evaluator-round3.log",
+    "10-synthesizer.log", "99-merged-timeline.log",
 ]  # fmt: skip
 
 
@@ -39,9 +39,9 @@ def check_seed_format(folder: Path) -> dict[str, Any]:
     assert sorted(p.name for p in folder.iterdir()) == EXPECTED_FILES
     info: dict[str, Any] = json.loads((folder / "00-task-info.json").read_text(encoding="utf-8"))
     assert list(info) == [
-        "task_id", "problem", "task_type", "status", "start_time", "end_time", "duration_ms", "search_config", "final_stats",
+        "task_id", "problem", "task_type", "status", "start_time", "end_time", "duration_ms", "search_config", "final_stats", "solved",
     ]  # fmt: skip
-    assert info["task_id"] == folder.name and info["status"] == "completed"
+    assert info["task_id"] == folder.name and info["status"] == "completed" and info["solved"] is True
     assert TS_RE.match(info["start_time"]) and TS_RE.match(info["end_time"])
     start, end = (datetime.fromisoformat(info[k].replace("Z", "+00:00")) for k in ("start_time", "end_time"))
     assert info["duration_ms"] == round((end - start).total_seconds() * 1000)
@@ -65,8 +65,8 @@ def check_seed_format(folder: Path) -> dict[str, Any]:
     assert timeline[:6] == ["# ToT 执行时间线", "", f"任务 ID: {info['task_id']}", f"问题: {info['problem']}", "", f"任务开始: {info['start_time']}"]
     merged = [line for line in timeline if re.match(r"^\[\d\d:\d\d:\d\d\.\d{3}\] \[", line)]
     assert merged == [f"[{ts[11:23]}] [{src}] {msg}" for ts, _, src, msg in sorted(entries, key=lambda e: (e[0], e[1]))]
-    footer = timeline[timeline.index("---") - 3 :]
-    assert footer[0] == f"任务结束: {info['end_time']}" and footer[1].startswith("总耗时: ")
+    footer = timeline[timeline.index("---") - 4 :]
+    assert footer[0] == f"任务结束: {info['end_time']}" and footer[1].startswith("总耗时: ") and footer[2] == "结果: 已解决"
     assert f"- 总日志条目: {len(entries)} 条" in footer and f"- LLM 调用次数: {info['final_stats']['llm_calls']} 次" in footer
     assert "- Agent 调用次数: 8" in footer, "decomposer, 3 generator rounds, 3 evaluator rounds, synthesizer"
     return info

@@ -61,7 +61,7 @@ async def test_garbage_from_a_teammate_is_retried_then_reported_with_the_seeds_c
         assert live.task is not None
         await live.task
         outcome = live.outcome
-        assert outcome is not None and outcome.status == "completed"
+        assert outcome is not None and outcome.status == "unsolved" and not outcome.solved
         assert [(e["agent"], e["code"]) for e in outcome.errors] == [("evaluator", "INVALID_FORMAT")]
         assert outcome.search is not None and outcome.search.error is not None and outcome.search.error.code == "SEARCH_EXHAUSTED"
         root = engine.get_dialog(live.root_id)

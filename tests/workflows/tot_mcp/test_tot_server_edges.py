@@ -1,0 +1,147 @@
+"""ToT MCP edge cases a real client hits, through the MCP SDK's client (in-process) and raw stdio.
+
+The bugs: a missing required argument came back as raw pydantic text instead of INVALID_ARGUMENT;
+both spellings of an argument (`minRoots` with `min_roots`, `sessionId` with `session_id`, `state`
+with `newState`) were silently accepted, one of them dropped; ids with spaces around them were
+silently trimmed; requests still in flight when stdin closed were never answered; empty prompts and
+resources capabilities were advertised; `tot_status` echoed every findings text in full.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_tot_server import REPO_ROOT, Tot, in_process, only_text, root
+
+
+async def invalid(t: Tot, tool: str, **args: Any) -> dict[str, Any]:
+    """The single INVALID_ARGUMENT error of a refused call."""
+    errors = await t.rejected(tool, **args)
+    assert [e["code"] for e in errors] == ["INVALID_ARGUMENT"], errors
+    return errors[0]
+
+
+async def test_a_missing_required_argument_is_invalid_argument_not_pydantic_text(tmp_path: Path) -> None:
+    async with in_process(tmp_path) as t:
+        assert "query is missing" in (await invalid(t, "tot_start"))["message"]
+        sid = await t.start(1)
+        assert "nodes is missing" in (await invalid(t, "tot_propose", sessionId=sid))["message"]
+        assert "sessionId is missing" in (await invalid(t, "tot_commit", results=[]))["message"]
+        missing_field = await invalid(t, "tot_propose", sessionId=sid, nodes=[{"id": "R1.A", "parent": None, "title": "t"}])
+        assert "nodes[0].plannedAction is missing" in missing_field["message"]
+        for error in [await invalid(t, "tot_end")]:
+            assert "validation error" not in error["message"].lower() and error["hint"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "names"),
+    [
+        ("tot_start", {"query": "q", "minRoots": 2, "min_roots": 3}, ("minRoots", "min_roots")),
+        ("tot_start", {"query": "q", "minRoots": 2, "min_roots": 2}, ("minRoots", "min_roots")),
+        ("tot_status", {"sessionId": "SID", "session_id": "SID"}, ("sessionId", "session_id")),
+        ("tot_reclassify", {"sessionId": "SID", "nodeId": "R1.A", "state": "DRILL", "newState": "DEAD"}, ("state", "newState")),
+        ("tot_reclassify", {"sessionId": "SID", "nodeId": "R1.A", "state": "DRILL", "new_state": "DRILL"}, ("state", "new_state")),
+        ("tot_propose", {"sessionId": "SID", "nodes": [{**root("R1.B"), "planned_action": "y"}]}, ("plannedAction", "planned_action")),
+    ],
+)
+async def test_two_spellings_of_one_argument_are_refused_naming_both(
+    tmp_path: Path, tool: str, args: dict[str, Any], names: tuple[str, str]
+) -> None:
+    async with in_process(tmp_path) as t:
+        sid = await t.start(1)
+        await t.grow(sid, {"R1.A": (None, "DEAD")})
+        args = json.loads(json.dumps(args).replace('"SID"', json.dumps(sid)))
+        error = await invalid(t, tool, **args)
+        assert names[0] in error["message"] and names[1] in error["message"], error
+        assert (await t.ok("tot_status", sessionId=sid))["counts"]["DEAD"] == 1, "nothing changed"
+
+
+async def test_unknown_arguments_are_refused_instead_of_ignored(tmp_path: Path) -> None:
+    async with in_process(tmp_path) as t:
+        error = await invalid(t, "tot_start", query="q", minRoot=5)  # a typo would silently give the default 3
+        assert "minRoot" in error["message"] and "minRoots" in error["hint"]
+        sid = await t.start(1)
+        error = await invalid(t, "tot_propose", sessionId=sid, nodes=[{**root("R1.A"), "parentId": None}])
+        assert "nodes[0]" in error["message"] and "parentId" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "where"),
+    [("tot_status", "sessionId"), ("tot_propose-id", "nodes[0].id"), ("tot_commit", "results[0].nodeId"), ("tot_reclassify", "nodeId")],
+)
+async def test_ids_with_spaces_around_them_are_refused_not_trimmed(tmp_path: Path, tool: str, where: str) -> None:
+    async with in_process(tmp_path) as t:
+        sid = await t.start(1)
+        await t.grow(sid, {"R1.A": (None, "DRILL")})
+        await t.ok("tot_propose", sessionId=sid, nodes=[{"id": "R2.A1", "parent": "R1.A", "title": "t", "plannedAction": "a"}])
+        calls = {
+            "tot_status": ("tot_status", {"sessionId": f" {sid}"}),
+            "tot_propose-id": ("tot_propose", {"sessionId": sid, "nodes": [{"id": "R2.A2 ", "parent": "R1.A", "title": "t", "plannedAction": "a"}]}),
+            "tot_commit": ("tot_commit", {"sessionId": sid, "results": [{"nodeId": "\tR2.A1", "state": "DEAD", "findings": "f"}]}),
+            "tot_reclassify": ("tot_reclassify", {"sessionId": sid, "nodeId": "R1.A\n", "state": "VERIFY"}),
+        }
+        name, args = calls[tool]
+        error = await invalid(t, name, **args)
+        assert where in error["message"] and "spaces" in error["message"]
+        status = await t.ok("tot_status", sessionId=sid)
+        assert status["pending"] == ["R2.A1"] and status["counts"]["DRILL"] == 1, "nothing changed"
+
+
+async def test_tot_status_bounds_long_texts_and_tot_end_keeps_them(tmp_path: Path) -> None:
+    async with in_process(tmp_path) as t:
+        sid = await t.start(1)
+        await t.ok("tot_propose", sessionId=sid, nodes=[root("R1.A")])
+        findings = "evidence" + " evidence" * 999  # 8,999 characters
+        await t.ok("tot_commit", sessionId=sid, results=[{"nodeId": "R1.A", "state": "DRILL", "findings": findings}])
+        result = await t.client.call_tool("tot_status", {"sessionId": sid})
+        text = only_text(result)
+        assert len(text) < 3_000 and "evidence" in text and "(8,999 characters; tot_end returns the full text)" in text
+        too_long = await invalid(t, "tot_start", query="q" * 20_001)
+        assert "20,000" in too_long["message"]
+        await t.ok("tot_propose", sessionId=sid, nodes=[{"id": "R2.A1", "parent": "R1.A", "title": "t", "plannedAction": "a"}])
+        huge = await invalid(t, "tot_commit", sessionId=sid, results=[{"nodeId": "R2.A1", "state": "DEAD", "findings": "x" * 20_001}])
+        assert "results[0].findings" in huge["message"]
+        await t.ok("tot_commit", sessionId=sid, results=[{"nodeId": "R2.A1", "state": "DRILL", "findings": "f"}])
+        await t.grow(sid, {"R3.A1a": ("R2.A1", "VALID"), "R3.A1b": ("R2.A1", "DEAD")})
+        await t.grow(sid, {"R2.A2": ("R1.A", "DEAD")})
+        report = await t.ok("tot_end", sessionId=sid)
+        assert report["tree"][0]["findings"] == findings, "the report keeps the full text"
+
+
+async def test_only_the_tools_capability_is_advertised(tmp_path: Path) -> None:
+    async with in_process(tmp_path) as t:
+        caps = t.client.server_capabilities
+        assert caps.tools is not None and caps.prompts is None and caps.resources is None
+
+
+def test_requests_in_flight_when_stdin_closes_are_all_answered(tmp_path: Path) -> None:
+    """A client that writes its calls and closes stdin (a pipe, `mcp` in a script) gets every answer."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DOMINDS_FSYNC": "0"}
+    messages: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]  # fmt: skip
+    messages += [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "tot_start", "arguments": {"query": f"q{i}"}}}
+        for i in range(1, 31)
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "dominds", "tot-mcp", "--sessions-dir", str(tmp_path / "s")],
+        input="".join(json.dumps(m) + "\n" for m in messages).encode(),
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    replies = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
+    assert sorted(r["id"] for r in replies) == list(range(31)), proc.stderr.decode()[-2000:]
+    assert all("result" in r and not r["result"].get("isError") for r in replies)
+    assert len(list((tmp_path / "s").iterdir())) == 30
+    assert set(replies[0]["result"]["capabilities"]) == {"tools"}
