@@ -53,9 +53,11 @@ class Providers:
     def report_problem(self, dialog: Dialog, provider: str, model: str | None, message: str) -> None:
         """A provider rejected a request: persisted (for `dominds check`) and published (for panels)."""
         rtws = self.engine.rtws
+        key = provider_problems.key_fingerprint(self._key_env_var(provider), os.environ)
         with contextlib.suppress(StoreError):  # reporting must not fail the dialog a second time
             provider_problems.record(
-                rtws, provider_problems.ProviderProblem(provider=provider, model=model, message=message, at=now_iso())
+                rtws,
+                provider_problems.ProviderProblem(provider=provider, model=model, message=message, at=now_iso(), key=key),
             )
         self.publish_problems()
 
@@ -72,6 +74,18 @@ class Providers:
             self._problems_cache = (_mtime(path), {p.provider for p in provider_problems.load(self.engine.rtws)})
         return self._problems_cache[1]
 
+    def _key_env_var(self, provider: str) -> str | None:
+        config = self.engine.config.get().catalog.provider(provider)
+        return config.api_key_env_var if config is not None else None
+
+    def current_rejections(self) -> list[provider_problems.ProviderProblem]:
+        """Recorded rejections that still hold: one recorded with another key than this process has is stale."""
+        return [
+            p
+            for p in provider_problems.load(self.engine.rtws)
+            if provider_problems.is_current(p, self._key_env_var(p.provider), os.environ)
+        ]
+
     def publish_problems(self) -> None:
         self.engine.pubchan.publish(None, {"type": "problems_snapshot", "problems": self.problems_payload()})
 
@@ -79,7 +93,7 @@ class Providers:
         engine = self.engine
         runtime = [
             make_problem("llm_provider_rejected_request", f"provider {p.provider}", None, p.message)
-            for p in provider_problems.load(engine.rtws)
+            for p in self.current_rejections()
         ]
         problems = [*engine.config.get().problems, *runtime, *engine.config.mcp.runtime_problems()]
         return [

@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fuzzing import examples
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -285,6 +286,9 @@ DriverModel.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_driver_model = DriverModel.TestCase
+# A few hundred random programs, each its own engine: the suite-wide 120 s budget is for one test's work,
+# not for a property run (CI on 2 idle cores takes well under a minute).
+test_driver_model.pytestmark = [pytest.mark.timeout(900)]
 
 
 async def test_the_model_agents_do_what_the_rules_say(tmp_path: Path) -> None:
