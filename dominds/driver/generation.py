@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.receiver import DialogReceiver
+from dominds.driver.services import EngineServices
 from dominds.driver.tellask_exec import CallToRun, execute_tellasks, runtime_call_id
 from dominds.driver.tool_exec import execute_func_calls, tools_for
 from dominds.ids import now_iso
@@ -22,9 +22,6 @@ from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
 from dominds.store.course_records import GenFinishRecord, GenStartRecord, HumanTextRecord, Usage
 from dominds.store.records import QueuedPrompt
 from dominds.tellask import TellaskCall, parse_segments
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 
 @dataclass
@@ -44,7 +41,7 @@ class GenerationAborted(Exception):
     """The provider stream was cancelled by a stop request."""
 
 
-async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | None) -> GenOutcome:
+async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt | None) -> GenOutcome:
     outcome = GenOutcome()
     genseq = dialog.next_genseq()
     dialog.genseq = genseq
@@ -187,7 +184,7 @@ def _publish_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:
     )
 
 
-async def _run_human_tellasks(engine: Engine, dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> bool:
+async def _run_human_tellasks(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> bool:
     """Run the tellasks a human wrote. True when that suspended the dialog."""
     course = dialog.latest.current_course
     calls = [
