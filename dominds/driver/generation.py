@@ -60,6 +60,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
     if prompt is not None:
         _publish_prompt(dialog, prompt, genseq)
     finish = GenFinishRecord(ts="", genseq=genseq)
+    receiver: DialogReceiver | None = None
     started = time.perf_counter()
     try:
         if prompt is not None and prompt.grammar == "tellask":
@@ -90,6 +91,8 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
             rtws_root=str(engine.rtws.root),
             streaming=member.streaming,
         )
+        finish.streaming = request.streaming
+        finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)
         generator = engine.generator_for(resolved.provider.api_type)
         receiver = DialogReceiver(dialog, genseq)
         provider_started = time.perf_counter()
@@ -132,6 +135,8 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
         return outcome
     finally:
+        if receiver is not None:
+            finish.response_chars = receiver.response_chars
         dialog.streaming_text.clear()  # nothing is streaming any more, also after a stop mid-segment
         finish.ts = now_iso()
         if finish.duration_ms is None:

@@ -38,6 +38,9 @@ def generation_calls(engine: EngineServices, root_id: str, dialog_id: str) -> li
                     "input_tokens": usage.input_tokens,
                     "output_tokens": usage.output_tokens,
                     "total_tokens": usage.input_tokens + usage.output_tokens,
+                    "stream": record.streaming,
+                    "response_length": record.response_chars,
+                    "messages_count": record.messages_count,
                     "duration_ms": record.duration_ms,
                 }
             )
