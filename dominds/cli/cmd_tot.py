@@ -106,6 +106,7 @@ def _result(outcome: Any, root_id: str | None, usage: dict[str, Any] | None) -> 
         "solution": outcome.solution,
         "stats": search.stats() if search else None,
         "solved": outcome.solved,
+        "unsolved_code": outcome.unsolved_code,
         "unsolved_reason": outcome.unsolved_reason,
         "errors": outcome.errors,
         "llm_calls": outcome.llm_calls,

@@ -197,6 +197,7 @@ class DebateSession:
             raise DebateFailed(_no_usable_answer(round_no, spoken))
         self._set_status(round_no, host="running")
         host_output, consensus, self_similarity = await self._host(round_no, planner, critic)
+        self._set_status(round_no, host="completed")
         state.complete_round(RoundRecord(round_no, spoken, host_output), consensus)
         self.live_outputs = []
         for role, value in self_similarity.items():
