@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "debate",
         help="debate a question with Planner, Critic, Host and Reporter; write the report as Markdown",
         description=(
-            "Run the seed-002 debate on QUESTION in this workspace: rounds of Planner and Critic judged by the "
+            "Debate QUESTION in this workspace: rounds of Planner and Critic judged by the "
             "host's consensus rules, then the Reporter's final report, written to --out. Settings: .minds/debate.yaml."
         ),
     )

@@ -20,7 +20,7 @@ from dominds.cli.common import CliError, workspace
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "tot",
-        help="solve a problem with a Tree-of-Thoughts search (seed 000)",
+        help="solve a problem with a Tree-of-Thoughts search",
         description="Run the Tree-of-Thoughts workflow: decompose, BFS/DFS over generated and scored thoughts, synthesize.",
     )
     p.add_argument("problem", help='the problem, e.g. "4 9 10 13" (Game of 24)')
