@@ -12,31 +12,33 @@ VENV="$ROOT/.venv"
 STAMP="$VENV/.dominds-stamp"
 
 _dominds_venv_refresh() {
-    local hash wanted installed stamp union missing extra
+    local hash wanted stamp stamped_hash installed current union missing extra
     hash="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
     wanted="${DOMINDS_VENV_EXTRAS-dev}"
-    installed=""
     stamp=""
     if [ -x "$VENV/bin/python" ] && [ -f "$STAMP" ]; then
         stamp="$(cat "$STAMP")"
     fi
     case "$stamp" in
-        "v2 $hash "*) installed="${stamp#"v2 $hash "}" ;;
-        "v2 $hash") installed="" ;;
-        "$hash-"*) installed="${stamp#"$hash-"}" ;;  # the stamp of an earlier _venv.sh
-        *) stamp="" ;;  # no venv, no stamp, an older stamp or pyproject.toml changed
+        "v2 "*) stamp="${stamp#v2 }"; stamped_hash="${stamp%% *}"; installed="${stamp#* }" ;;
+        *-*) stamped_hash="${stamp%%-*}"; installed="${stamp#*-}" ;;  # the stamp of an earlier _venv.sh
+        *) stamped_hash=""; installed="" ;;  # no venv or no stamp
     esac
     [ "$installed" = "-" ] && installed=""
+    current=""
+    [ -n "$stamped_hash" ] && [ "$stamped_hash" = "$hash" ] && current=yes
     union="$(_dominds_extras_union "$installed" "$wanted")"
-    if [ -n "$stamp" ] && [ "$union" = "$installed" ]; then
+    if [ -n "$current" ] && [ "$union" = "$installed" ]; then
         return 0
     fi
     local started=$SECONDS
     if [ ! -x "$VENV/bin/python" ]; then
         echo "dominds: creating .venv (first run)..." >&2
         "${PYTHON:-python3}" -m venv "$VENV"
+        # a current pip resolves faster and quieter than the one a venv starts with
+        "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2 || true
     fi
-    if [ -z "$stamp" ]; then
+    if [ -z "$current" ]; then
         echo "dominds: installing dominds${union:+ with [$union]} and its dependencies into .venv..." >&2
         "$VENV/bin/python" -m pip install --quiet -e "$ROOT${union:+[$union]}" >&2
     else
