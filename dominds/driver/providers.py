@@ -6,9 +6,10 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dominds.dialog.model import Dialog
+from dominds.driver.services import EngineServices
 from dominds.ids import now_iso
 from dominds.llm.base import Generator, LlmError
 from dominds.llm.catalog import ProviderConfig
@@ -16,9 +17,6 @@ from dominds.llm.scripted import ScriptedGenerator
 from dominds.problems import make_problem
 from dominds.store import provider_problems
 from dominds.store.errors import StoreError
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 _GENERATOR_CLASSES = {
     "anthropic": ("dominds.llm.anthropic_provider", "AnthropicGenerator"),
@@ -28,7 +26,7 @@ _GENERATOR_CLASSES = {
 
 
 class Providers:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineServices) -> None:
         self.engine = engine
         self._generators: dict[str, Generator] = {"scripted": ScriptedGenerator()}
         self._problems_cache: tuple[int, set[str]] | None = None
