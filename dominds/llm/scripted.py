@@ -21,6 +21,7 @@ optionally only for one agent; the first matching entry wins::
         delay_ms: 0                  # pause before each chunk (default: the database's pace)
         chunk_chars: 16              # saying/thinking chunk size (default: the database's pace)
         error: {kind: rejected, status: 401, message: "bad key"}   # or unavailable; stream = after segments
+        finish_reason: max_tokens    # default end_turn (tool_use when it calls a function)
 
 An unmatched message yields a reply naming the file and the entry to add. This provider is the
 demo's engine and the test seam; it is product code, not a test hack.
@@ -35,7 +36,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 
@@ -48,7 +49,7 @@ from dominds.llm.base import (
     ProviderUnavailable,
     StreamBroken,
 )
-from dominds.store.course_records import Usage
+from dominds.store.course_records import FinishReason, Usage
 
 
 @dataclass
@@ -65,6 +66,7 @@ class ScriptedEntry:
     chunk_chars: int | None
     """Saying/thinking chunk size; None: the database's ``pace``."""
     error: dict[str, Any] | None
+    finish_reason: FinishReason | None = None
 
     def matches(self, last: ChatMessage | None, agent_id: str) -> bool:
         if self.agent is not None and self.agent != agent_id:
@@ -141,6 +143,11 @@ def parse_entries(raw: Any, path: Path) -> list[ScriptedEntry]:
             ):
                 raise ScriptedDatabaseError(f"{where}: each stream item is one of thinking/saying/func_call")
             segments.append(seg)
+        finish_reason = item.get("finish_reason")
+        if finish_reason is not None and finish_reason not in get_args(FinishReason):
+            raise ScriptedDatabaseError(
+                f"{where}: finish_reason must be one of {', '.join(get_args(FinishReason))}"
+            )
         regex = item.get("regex")
         try:
             compiled = re.compile(str(regex)) if regex is not None else None
@@ -158,6 +165,7 @@ def parse_entries(raw: Any, path: Path) -> list[ScriptedEntry]:
                 delay_ms=None if item.get("delay_ms") is None else max(0, int(item["delay_ms"])),
                 chunk_chars=None if item.get("chunk_chars") is None else max(1, int(item["chunk_chars"])),
                 error=item.get("error"),
+                finish_reason=finish_reason,
             )
         )
     return entries
@@ -201,6 +209,7 @@ class ScriptedGenerator:
         if entry.error and entry.error.get("kind") != "stream":
             _raise_error(entry.error)
         completion_chars = 0
+        called = False
         groups = _regex_groups(entry, last)
         pace = db.pace if os.environ.get(PACE_ENV) != "0" else Pace(0, db.pace.chunk_chars)
         delay_ms = pace.delay_ms if entry.delay_ms is None else entry.delay_ms
@@ -215,6 +224,7 @@ class ScriptedGenerator:
                 call_id = str(call.get("id") or f"call-{secrets.token_hex(6)}")
                 await receiver.func_call(call_id, str(call.get("name", "")), args_json)
                 completion_chars += len(args_json)
+                called = True
                 continue
             text = _fill_groups(str(value), groups)
             completion_chars += len(text)
@@ -231,7 +241,11 @@ class ScriptedGenerator:
             await finish()
         if entry.error:  # kind: stream — fails after its segments were streamed
             _raise_error(entry.error)
-        return GenerationResult(usage=_usage(entry, request, completion_chars), model=request.model_name)
+        return GenerationResult(
+            usage=_usage(entry, request, completion_chars),
+            model=request.model_name,
+            finish_reason=entry.finish_reason or ("tool_use" if called else "end_turn"),
+        )
 
 
 def answered_message(messages: list[ChatMessage]) -> ChatMessage | None:
