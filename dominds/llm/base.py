@@ -42,6 +42,8 @@ class ChatMessage:
     """Generation that produced it (groups tool calls of one assistant turn)."""
     volatile: bool = False
     """Changes from one generation to the next (the reminders): providers never cache a prefix up to it."""
+    runtime_note: bool = False
+    """Written by the runtime, not by a person or a teammate (e.g. that the previous reply was cut)."""
 
 
 @dataclass(frozen=True)
