@@ -66,7 +66,7 @@ async def test_standalone_service_serves_a_run_until_stopped(tmp_path: Path) -> 
         assert (await sock.finish())[-1]["event"] == "agent.final_answer"
     stop.set()
     await asyncio.wait_for(server, 10)
-    assert (tmp_path / "out" / "ppt" / "presentation.pptx").is_file()
+    assert len(list((tmp_path / "out" / "ppt").glob("*/presentation.pptx"))) == 1
 
 
 def test_cli_serve_and_client_run_the_example_offline(tmp_path: Path) -> None:
@@ -94,4 +94,4 @@ def test_cli_serve_and_client_run_the_example_offline(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-    assert (tmp_path / "out" / "ppt" / "presentation.pptx").is_file()
+    assert len(list((tmp_path / "out" / "ppt").glob("*/presentation.pptx"))) == 1
