@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -56,6 +57,7 @@ class PlanSolveRun:
         csv_path: Path | None,
         ppt_root: Path,
         confirm_plan: bool | None = None,
+        on_start: Callable[[str], None] | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -65,6 +67,8 @@ class PlanSolveRun:
         self.ppt_root = ppt_root
         self.confirm_plan = settings.require_plan_confirmation if confirm_plan is None else confirm_plan
         """Ask ``agent.user_confirm`` after planning (the service's setting unless the message chose)."""
+        self.on_start = on_start
+        """Told the run's root dialog id once its record is written."""
         self.output_dir: Path | None = None
         self.record: run_record.RunRecord | None = None
         self.table: DataTable | None = None
@@ -137,6 +141,8 @@ class PlanSolveRun:
             updated_at=now_iso(),
         )
         await asyncio.to_thread(run_record.save, self.conductor.root.files.dir, self.record)
+        if self.on_start is not None:
+            self.on_start(root_id)
         self._relay = ToolEventRelay(self.engine.pubchan, root_id, self.emit)
         final_text: str | None = None
         try:

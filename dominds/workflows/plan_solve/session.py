@@ -40,6 +40,8 @@ class PlanSolveService:
         self.cleanups: set[asyncio.Task[None]] = set()
         """Connection cleanups in flight (kept referenced until they finish)."""
         self.started_at = time.monotonic()
+        self.run_ids: list[str] = []
+        """Root dialog ids of the runs this service started, oldest first (the page lists them)."""
 
     @property
     def workspace_root(self) -> Path:
@@ -124,6 +126,7 @@ class Session:
             csv_path=csv_path,
             ppt_root=service.ppt_root(),
             confirm_plan=confirm_plan,
+            on_start=service.run_ids.append,
         )
         self.state = "running"
         self._run_task = asyncio.create_task(self._run(self.pipeline, question), name=f"plan-solve-{self.id}")
