@@ -107,6 +107,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
             agent_id=dialog.agent_id,
             rtws_root=str(engine.rtws.root),
             streaming=member.streaming,
+            model_info=resolved.model.request_info(),
         )
         finish.streaming = request.streaming
         finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)
