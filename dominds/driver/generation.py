@@ -14,7 +14,8 @@ from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
 from dominds.driver.services import EngineServices
-from dominds.driver.tellask_exec import CallToRun, execute_tellasks, runtime_call_id
+from dominds.driver.subdialogs import CallToRun, runtime_call_id
+from dominds.driver.tellask_exec import execute_tellasks
 from dominds.driver.tool_exec import execute_func_calls, tools_for
 from dominds.ids import now_iso
 from dominds.llm.base import (
