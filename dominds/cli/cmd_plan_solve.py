@@ -1,6 +1,6 @@
 """`dominds plan-solve`: the Plan & Solve websocket service (seed 001), its client and the data-to-slides example.
 
-- ``serve``: the service on its own port (``ws://HOST:PORT/plan-solve/ws``) with its own engine on the
+- ``serve``: the service on its own port (``ws://HOST:PORT``, also ``/plan-solve/ws``) with its own engine on the
   workspace at or above the current directory, or on an offline copy of the example when there is none.
   ``dominds serve`` mounts the same service at ``/plan-solve/ws``.
 - ``client``: prints every event of one run as JSON lines (the origin's ``ws_print_messages.py``).
@@ -93,9 +93,20 @@ def _add_service_options(p: argparse.ArgumentParser, *, confirm_timeout: float) 
         "--csv",
         type=Path,
         metavar="FILE",
-        help="data file (default: <workspace>/plan-solve/sample-sales.csv)",
+        help="data file, CSV or .csv.gz (default: <workspace>/plan-solve/sales.csv.gz, else the sample data)",
     )
-    p.add_argument("--workdir", type=Path, default=Path("workdir"), help="output folder (default: ./workdir)")
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("workdir"),
+        help="output root; each run writes WORKDIR/ppt/<time>-<run id>/ (default: ./workdir)",
+    )
+    p.add_argument(
+        "--template",
+        default="dominds",
+        metavar="NAME|FILE",
+        help="deck template: dominds (16:9, default), plain, or a .pptx/.potx file",
+    )
     p.add_argument("--concurrency", type=int, default=5, help="solvers at once (default 5)")
     p.add_argument(
         "--confirm-timeout",
@@ -116,6 +127,11 @@ def _add_service_options(p: argparse.ArgumentParser, *, confirm_timeout: float) 
     )
     p.add_argument(
         "--heartbeat", type=float, default=60.0, metavar="SECONDS", help="system.heartbeat interval"
+    )
+    p.add_argument(
+        "--no-broadcast-tasks",
+        action="store_true",
+        help="leave the task list out of plan.completed (seed §3.3 broadcast_tasks=False)",
     )
     p.add_argument("--token", help="require this token (needed to listen on a non-loopback address)")
     p.add_argument(
@@ -150,11 +166,12 @@ def _settings(args: argparse.Namespace, workspace: Rtws, *, confirm_plan: bool) 
     if csv_path is not None and not csv_path.is_file():
         raise CliError(f"--csv {args.csv}: no such file")
     if csv_path is None and not (workspace.root / DEFAULT_CSV).is_file():
-        from dominds.workflows.plan_solve.example.workspace import SAMPLE_CSV
+        from dominds.workflows.plan_solve.example.workspace import sample_csv
 
-        csv_path = SAMPLE_CSV
+        csv_path = sample_csv()
     return PlanSolveSettings(
         concurrency=args.concurrency,
+        broadcast_tasks=not args.no_broadcast_tasks,
         require_plan_confirmation=confirm_plan,
         confirm_timeout=args.confirm_timeout,
         confirm_tools=frozenset(args.confirm_tool),
@@ -162,19 +179,35 @@ def _settings(args: argparse.Namespace, workspace: Rtws, *, confirm_plan: bool) 
         heartbeat_seconds=args.heartbeat,
         csv_path=csv_path,
         workdir=args.workdir.resolve(),
+        template=_template(args.template),
         token=args.token,
     )
 
 
+def _template(chosen: str) -> str:
+    from dominds.workflows.plan_solve.pptx_writer import TemplateError, check_template
+    from dominds.workflows.plan_solve.settings import BUILTIN_TEMPLATES
+
+    template = chosen if chosen in BUILTIN_TEMPLATES else str(Path(chosen).resolve())
+    try:
+        check_template(template)
+    except TemplateError as exc:
+        raise CliError(f"--template: {exc}") from exc
+    return template
+
+
 def _run_service(args: argparse.Namespace, *, confirm_plan: bool) -> int:
     from dominds.driver.engine import WorkspaceLocked
-    from dominds.workflows.plan_solve.web import StandaloneError, serve_standalone
+    from dominds.workflows.plan_solve.web import WS_PATH, StandaloneError, serve_standalone
 
     workspace = _workspace(args.scripted)
     settings = _settings(args, workspace, confirm_plan=confirm_plan)
 
     def ready(url: str) -> None:
-        print(f"Plan & Solve listening on {url} (workspace {workspace.root}); Ctrl-C stops it", flush=True)
+        print(
+            f"Plan & Solve listening on {url} (also {url}{WS_PATH}; workspace {workspace.root}); Ctrl-C stops it",
+            flush=True,
+        )
 
     try:
         asyncio.run(serve_standalone(workspace, args.host, args.port, settings, ready))
@@ -210,6 +243,7 @@ def _example_data2ppt(args: argparse.Namespace) -> int:
             concurrency=settings.concurrency,
             out=lambda line: print(line, flush=True),
             json_events=args.json,
+            template=settings.template,
         )
     )
 

@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--json", action="store_true", help="print one JSON document (for scripts)")
     p.add_argument("--all", action="store_true", help="include done/ and archive/ dialogs")
-    p.add_argument("--root", metavar="ID", help="only the tree of this root (or of the subdialog with this id)")
+    p.add_argument("--root", metavar="ID", help="only the tree of this root (or of the subdialog with this id; a unique prefix is enough)")
     p.add_argument("--no-cache", action="store_true", help="read every file; neither use nor update the index")
     p.set_defaults(func=_status)
 
@@ -87,9 +87,10 @@ def _show_gone_drivers(nodes: list[Node]) -> None:
 def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
     """Trees of the given statuses (or the one tree holding ``root_filter``), most recent activity first."""
     from dominds.cli.offline import locate_dialog
+    from dominds.cli.resolve import resolve_dialog_id
 
     pricing = _Pricing(rtws)
-    wanted = locate_dialog(rtws, root_filter) if root_filter else None
+    wanted = locate_dialog(rtws, resolve_dialog_id(rtws, root_filter)) if root_filter else None
     entries = index.entries(statuses, root=wanted)
     out = [_tree(root, subs, pricing) for root, subs in trees(entries)]
     out.sort(key=lambda n: n.get("lastModified") or "", reverse=True)

@@ -18,7 +18,7 @@ import filelock
 from dominds.dialog.loader import error_dialog, load_root, load_sub
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
 from dominds.driver import conductor, diligence, questions, recovery, run_control, usage
-from dominds.driver.conductor import ConductorRun, ConductorWaiters
+from dominds.driver.conductor import ConductorRun
 from dominds.driver.config import ConfigCache
 from dominds.driver.errors import EngineBadRequest, EngineError, WorkspaceLocked
 from dominds.driver.extensions import Extensions, with_builtins
@@ -27,6 +27,7 @@ from dominds.driver.intake import queue_durably, refuse_duplicate, require_stora
 from dominds.driver.providers import Providers
 from dominds.driver.scheduler import Scheduler
 from dominds.driver.secrets import SecretRedactor
+from dominds.driver.waiters import ConductorWaiters
 from dominds.ids import new_dialog_id, now_iso
 from dominds.llm.base import Generator
 from dominds.llm.catalog import ProviderConfig
@@ -108,6 +109,7 @@ class Engine:
             return
         self.closed = True
         await self.scheduler.stop(timeout)
+        await self.providers.close()
         await self.config.mcp.close()
         if self._group_commit is not None:
             self._group_commit = None

@@ -2,7 +2,8 @@
 
 It enforces the thinking/saying contract (segments alternate, never overlap; DESIGN §4.6), feeds each
 saying segment live to a fresh Tellask parser (one per segment, as replay does), publishes stream events,
-and persists each finished segment as one record.
+and persists each finished segment as one record. A segment still open when the stream breaks or is
+stopped is persisted too, as far as it had streamed, marked ``incomplete`` (``keep_incomplete``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dominds.dialog.model import Dialog
-from dominds.driver.tellask_exec import CallToRun, runtime_call_id
+from dominds.driver.subdialogs import CallToRun, runtime_call_id
 from dominds.ids import now_iso
 from dominds.llm.base import StreamProtocolError
-from dominds.store.course_records import AgentThoughtRecord, AgentWordsRecord
+from dominds.store.course_records import (
+    AgentThoughtRecord,
+    AgentWordsRecord,
+    GenFinishRecord,
+    IncompleteReason,
+    Usage,
+)
 from dominds.tellask import (
     BodyChunk,
     BodyFinish,
@@ -47,12 +54,16 @@ class DialogReceiver:
     calls: list[CallToRun] = field(default_factory=list)
     func_calls: list[FuncCallRequest] = field(default_factory=list)
     streamed_anything: bool = False
+    response_chars: int = 0
+    """Characters produced so far (thinking, saying, function-call arguments)."""
     _active: str | None = None
     _text: list[str] = field(default_factory=list)
     _parser: TellaskParser | None = None
     _segment: int = 0
     _carry: str = ""
     """A high surrogate that ended the last chunk: its low half may start the next one."""
+    usage: Usage | None = None
+    """The last usage the provider reported while streaming (kept when the stream breaks or is stopped)."""
 
     def _gen(self) -> dict[str, Any]:
         return {"course": self.dialog.latest.current_course, "genseq": self.genseq}
@@ -81,6 +92,7 @@ class DialogReceiver:
             raise StreamProtocolError(f"{kind} chunk outside a {kind} segment")
         text, self._carry = join_surrogates(self._carry + text)
         self._text.append(text)
+        self.response_chars += len(text)
         self.dialog.streaming_text[kind] = self.dialog.streaming_text.get(kind, "") + text  # late joiners
         return text
 
@@ -93,12 +105,17 @@ class DialogReceiver:
         self.dialog.publish({"type": "thinking_chunk_evt", "chunk": text, **self._gen()})
 
     async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None:
+        self._finish_thinking(provider_data, None)
+
+    def _finish_thinking(self, provider_data: dict[str, Any] | None, incomplete: IncompleteReason | None) -> None:
         content = self._end("thinking")
         self.dialog.append(
-            AgentThoughtRecord(ts=now_iso(), genseq=self.genseq, content=content, provider_data=provider_data),
+            AgentThoughtRecord(
+                ts=now_iso(), genseq=self.genseq, content=content, provider_data=provider_data, incomplete=incomplete
+            ),
             sync=False,
         )
-        self.dialog.publish({"type": "thinking_finish_evt", **self._gen()})
+        self.dialog.publish({"type": "thinking_finish_evt", **_incomplete(incomplete), **self._gen()})
 
     async def saying_start(self) -> None:
         self._begin("saying")
@@ -112,17 +129,37 @@ class DialogReceiver:
         self._publish_parser_events(self._parser.feed(text))
 
     async def saying_finish(self) -> None:
+        self._finish_saying(None)
+
+    def _finish_saying(self, incomplete: IncompleteReason | None) -> None:
         content = self._end("saying")
         assert self._parser is not None
         self._publish_parser_events(self._parser.finish())
         self._parser = None
-        self.dialog.append(AgentWordsRecord(ts=now_iso(), genseq=self.genseq, content=content), sync=False)
-        self.dialog.publish({"type": "saying_finish_evt", "content": content, **self._gen()})
+        self.dialog.append(
+            AgentWordsRecord(ts=now_iso(), genseq=self.genseq, content=content, incomplete=incomplete), sync=False
+        )
+        self.dialog.publish(
+            {"type": "saying_finish_evt", "content": content, **_incomplete(incomplete), **self._gen()}
+        )
+
+    async def usage_so_far(self, usage: Usage) -> None:
+        self.usage = usage
+
+    def keep_incomplete(self, reason: IncompleteReason) -> None:
+        """Persist the segment the stream was in when it broke or was stopped, marked ``incomplete``.
+
+        The driver runs neither the tellasks nor the function calls of such a generation."""
+        if self._active == "thinking":
+            self._finish_thinking(None, reason)
+        elif self._active == "saying":
+            self._finish_saying(reason)
 
     async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
         if self._active is not None:
             raise StreamProtocolError(f"function call {name!r} inside an open {self._active} segment")
         self.streamed_anything = True
+        self.response_chars += len(arguments_json)
         self.func_calls.append(FuncCallRequest(scrub(call_id), scrub(name), scrub(arguments_json)))
 
     def check_closed(self) -> None:
@@ -137,6 +174,25 @@ class DialogReceiver:
                 self.calls.append(CallToRun(event.call, call_id))
         for payload in parser_event_payloads(events, course, self.genseq, self._segment):
             self.dialog.publish(payload)
+
+
+def _incomplete(reason: IncompleteReason | None) -> dict[str, Any]:
+    return {} if reason is None else {"incomplete": reason}
+
+
+def incomplete_fields(record: AgentThoughtRecord | AgentWordsRecord) -> dict[str, Any]:
+    """``incomplete`` of a thinking/saying finish event (live and in replay), when the segment was cut."""
+    return _incomplete(record.incomplete)
+
+
+def finish_event_fields(finish: GenFinishRecord) -> dict[str, Any]:
+    """What ``generating_finish_evt`` says about how a generation ended (live and in replay)."""
+    fields: dict[str, Any] = {"llmGenModel": finish.model, "status": finish.status}
+    if finish.finish_reason is not None:
+        fields["finishReason"] = finish.finish_reason
+    if finish.partial:
+        fields["partial"] = True
+    return fields
 
 
 def parser_event_payloads(

@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
-from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
-from dominds.driver.tellask_exec import (
+from dominds.driver.services import EngineServices
+from dominds.driver.subdialogs import (
     assignment_msg_id,
     assignment_of,
     assignment_prompt,
     materialize_subdialog,
-    queue_tellask_back,
     runtime_call_id,
     subdialog_meta,
 )
+from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
+from dominds.driver.tellask_exec import queue_tellask_back
 from dominds.ids import now_iso
 from dominds.store.course_records import (
     AgentWordsRecord,
@@ -49,9 +49,6 @@ from dominds.store.index import Entry, Facts, trees
 from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
 from dominds.tellask import TellaskCall, parse_segments
 
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
-
 log = logging.getLogger("dominds.recovery")
 
 RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown"})
@@ -59,7 +56,7 @@ RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown"})
 Dialogs a user stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
-def recover(engine: Engine) -> None:
+def recover(engine: EngineServices) -> None:
     """Reconcile every tree of ``run/`` that may have been mid-flight; the others are not even loaded.
 
     Which trees need a look comes from the dialog index (``store/index.py``: facts checked against the
@@ -94,7 +91,7 @@ def recover(engine: Engine) -> None:
         engine.unload_if_at_rest(root_id)
 
 
-def _remove_stray_temps(engine: Engine, entry: Entry) -> int:
+def _remove_stray_temps(engine: EngineServices, entry: Entry) -> int:
     """Temp files of atomic writes a kill interrupted (the index notes them when it reads a directory)."""
     if not entry.facts.get("strayTemps"):
         return 0
@@ -127,7 +124,7 @@ def needs_attention(facts: Facts) -> bool:
     return bool(facts.get("inboundTellaskBacks"))
 
 
-def _recover_tree(engine: Engine, root: RootDialog) -> None:
+def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
     registry_before = dict(root.type_b)
     for entry_key, entry in list(root.type_b.items()):
         if entry.locked:
@@ -175,7 +172,7 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
             engine.want(dialog)
 
 
-def _drop_answered_questions(engine: Engine, dialog: Dialog) -> None:
+def _drop_answered_questions(engine: EngineServices, dialog: Dialog) -> None:
     """A queued answer whose question is still indexed: the daemon died between the two writes."""
     answered = {p.question_id for p in dialog.latest.queued_prompts if p.question_id}
     answered |= {r.question_id for r in dialog.records if isinstance(r, HumanTextRecord) and r.question_id}
@@ -254,7 +251,7 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
             )
 
 
-def _complete_dispatches(engine: Engine, root: RootDialog, caller: Dialog) -> None:
+def _complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog) -> None:
     supplied = caller.supplied_response_keys()
     for entry in list(caller.pending):
         if (entry.subdialog_id, entry.call_id) in supplied:
@@ -352,7 +349,7 @@ def _ever_recorded(dialog: Dialog, msg_id: str) -> bool:
     return False
 
 
-def _answer_finished_ask_back(engine: Engine, dialog: Dialog) -> None:
+def _answer_finished_ask_back(engine: EngineServices, dialog: Dialog) -> None:
     """The dialog had finished its answer to an ask-back when the daemon died, before it was delivered.
 
     Deliver that answer now instead of generating a second one (which would also not be *the* answer).
@@ -378,13 +375,13 @@ def _last_generation_finished_quietly(dialog: Dialog) -> bool:
     if start is None:
         return False
     finishes = [r for r in records[start:] if isinstance(r, GenFinishRecord)]
-    if not finishes or finishes[0].status != "ok":
+    if not finishes or finishes[0].status not in ("ok", "truncated"):  # truncated: the model ended its turn
         return False
     unread = FuncResultRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
     return not any(isinstance(r, unread) for r in records[start:])
 
 
-def _restore_lost_meta(engine: Engine, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> Dialog | None:
+def _restore_lost_meta(engine: EngineServices, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> Dialog | None:
     """A subdialog lost its ``dialog.yaml`` (a hand edit, a bad disk): rebuild it from the caller's entry.
 
     If its request never reached its course, it is queued again; the tree keeps working either way."""
@@ -420,6 +417,6 @@ def _persisted_answer(sub: Dialog, call_id: str) -> str | None:
     if sub.latest.generating or sub.pending or sub.q4h or sub.latest.run_state.kind != "idle":
         return None
     last = sub.records[-1] if sub.records else None
-    if isinstance(last, GenFinishRecord) and last.status == "ok":
+    if isinstance(last, GenFinishRecord) and last.status in ("ok", "truncated"):
         return sub.last_saying()
     return None

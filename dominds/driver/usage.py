@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from dominds.driver.services import EngineServices
 from dominds.store.errors import StoreError
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 _FINISH_MARK = '"type":"gen_finish_record"'
 TOTAL_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "generations", "costUsd")
@@ -36,7 +34,7 @@ def _finish_lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def usage_totals(engine: Engine, root_id: str) -> dict[str, Any]:
+def usage_totals(engine: EngineServices, root_id: str) -> dict[str, Any]:
     status = engine.store.locate_root(root_id)
     catalog = engine.config.get().catalog
     dialogs = []
@@ -56,7 +54,11 @@ def usage_totals(engine: Engine, root_id: str) -> dict[str, Any]:
                     totals["generations"] += 1
                     model = catalog.model(str(finish.get("provider") or ""), str(finish.get("model") or ""))
                     if model is not None and model.pricing is not None:
-                        totals["costUsd"] += model.pricing.cost_usd(*counts)
+                        long_writes = int(usage.get("cacheWriteLongTokens") or 0)
+                        inputs, outputs, reads, writes = counts
+                        totals["costUsd"] += model.pricing.cost_usd(
+                            inputs, outputs, reads, writes, long_writes, per_request=True
+                        )
         except StoreError as exc:
             error = str(exc)
         dialogs.append({"selfId": files.dir.name, **totals, **({"error": error} if error else {})})

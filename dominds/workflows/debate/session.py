@@ -6,6 +6,12 @@ round the host compares the two positions, decides (host.py), and the state is s
 decision is published, so a run resumes from its last completed round. The run's events go to
 ``emit`` as plain dicts in the §6.1 vocabulary (events.py); SSE and the CLI only format them.
 
+Agent statuses (§4 ``agents.<role>.status``) are saved as they change, not only at round boundaries:
+a debater is ``running`` while its step runs and ``completed``/``skipped``/``failed`` when it is back,
+the host is ``waiting`` while the debaters speak and ``running`` while it compares; each change is
+written to the state file, then published as an ``agent_status`` event. ``last_output`` still changes
+only when a round completes, so resuming re-runs an unfinished round from the same starting point.
+
 One agent's failure does not end a debate (§7): a timed-out or failed agent is skipped and its last
 output reused (a minimal fallback output in round 1), an unreadable answer becomes a fallback output,
 a failed embedder becomes Jaccard, a failed Reporter becomes a report assembled from the debate. But
@@ -32,6 +38,7 @@ from dominds.workflows.debate.agents import (
     parse_agent_output,
     reused_output,
 )
+from dominds.workflows.debate.calibration import thresholds_for, thresholds_json, thresholds_of
 from dominds.workflows.debate.host import (
     HostInputs,
     consensus_label,
@@ -79,6 +86,8 @@ class DebateSession:
         self.resumed_from_round = resumed_from_round
         self.warnings = warnings
         self.stop_reason: str | None = None
+        self.live_outputs: list[AgentOutput] = []
+        """Outputs of the round in progress, in speaking order (the §6.2 object shows them before the round ends)."""
         self._task: asyncio.Task[Any] | None = None
 
     @property
@@ -102,6 +111,8 @@ class DebateSession:
         self._task = asyncio.current_task()
         state = self.state
         state.status, state.stop_reason = "in_progress", None
+        self._settle_statuses()  # a crash may have left a step "running"
+        save_state(self.run.root.files.dir, state)
         self.emit(events.session_start(self))
         try:
             while not state.finished:
@@ -126,9 +137,28 @@ class DebateSession:
 
     def _interrupt(self, reason: str) -> None:
         self.state.status, self.state.stop_reason = "interrupted", reason
+        self._settle_statuses()
         save_state(self.run.root.files.dir, self.state)
         self.run.note(f"Debate interrupted ({reason}); resume it from round {self.state.current_round + 1}.")
         self.emit(events.session_interrupted(self.state))
+
+    def _settle_statuses(self) -> None:
+        """Steps that are not running any more are no longer ``running`` or ``waiting``."""
+        for slot in self.state.agents.values():
+            if slot.status in ("running", "waiting"):
+                slot.status = "idle"
+        self.live_outputs = []
+
+    def _set_status(self, round_no: int, **statuses: str) -> None:
+        """Save new agent statuses, then publish each change (persist before publish)."""
+        changed = {role: status for role, status in statuses.items() if self.state.agents[role].status != status}
+        if not changed:
+            return
+        for role, status in changed.items():
+            self.state.agents[role].status = status
+        save_state(self.run.root.files.dir, self.state)
+        for role, status in changed.items():
+            self.emit(events.agent_status(role, status, round_no))
 
     # ---------------------------------------------------------------- rounds
 
@@ -147,6 +177,8 @@ class DebateSession:
         state = self.state
         decision = state.last_round.decision if state.last_round else None
         self.run.note(f"Round {round_no} of at most {state.max_rounds}.")
+        self.live_outputs = []
+        self._set_status(round_no, host="waiting")
         today = self._today()
         if decision is None:
             planner, critic = await asyncio.gather(
@@ -163,8 +195,11 @@ class DebateSession:
             spoken = [planner, critic]
         if all(output.fallback is not None for output in spoken):
             raise DebateFailed(_no_usable_answer(round_no, spoken))
+        self._set_status(round_no, host="running")
         host_output, consensus, self_similarity = await self._host(round_no, planner, critic)
+        self._set_status(round_no, host="completed")
         state.complete_round(RoundRecord(round_no, spoken, host_output), consensus)
+        self.live_outputs = []
         for role, value in self_similarity.items():
             state.self_similarity.setdefault(role, []).append(value)
         save_state(self.run.root.files.dir, state)
@@ -189,21 +224,26 @@ class DebateSession:
         )
         request = planner_request(brief) if role == "planner" else critic_request(brief, devils_advocate=devils_advocate)
         output = await self._ask(role, round_no, request, previous)
+        self.live_outputs.append(output)
         self.emit(events.agent_output(output))
         return output
 
     async def _ask(self, role: Role, round_no: int, request: str, previous: AgentOutput | None) -> AgentOutput:
         max_chars = self._max_tokens(role) * 4  # ~4 characters a token: a cap for providers that ignore max_tokens
-        self.state.agents[role].status = "running"
+        self._set_status(round_no, **{role: "running"})
         try:
             answer = await self.run.ask(
                 MEMBER_IDS[role], request, headline=f"debate round {round_no}: {role}", timeout=self.settings.agent_timeout_s
             )
         except TimeoutError:
-            return self._skip(role, round_no, previous, "agent_timeout", max_chars)
-        if not answer.ok:
-            return self._skip(role, round_no, previous, "agent_failed", max_chars, answer.failure_reason)
-        return parse_agent_output(role, round_no, answer.text, previous, max_chars=max_chars)
+            output = self._skip(role, round_no, previous, "agent_timeout", max_chars)
+        else:
+            if not answer.ok:
+                output = self._skip(role, round_no, previous, "agent_failed", max_chars, answer.failure_reason)
+            else:
+                output = parse_agent_output(role, round_no, answer.text, previous, max_chars=max_chars)
+        self._set_status(round_no, **{role: slot_status(output)})
+        return output
 
     def _skip(
         self, role: Role, round_no: int, previous: AgentOutput | None, error: str, max_chars: int, detail: str = ""
@@ -220,10 +260,12 @@ class DebateSession:
     async def _host(
         self, round_no: int, planner: AgentOutput, critic: AgentOutput
     ) -> tuple[AgentOutput, float, dict[str, float | None]]:
-        state, thresholds = self.state, self.settings.thresholds
+        state = self.state
         outputs = {"planner": planner, "critic": critic}
         texts = [_position_text(outputs[role]) for role in DEBATERS]
         comparison = await self.comparer.compare(texts)
+        # each method has its own scale: the thresholds are calibrated per method and script (calibration.py)
+        thresholds, basis = thresholds_for(comparison.method, texts, self.settings.thresholds)
         if comparison.error:
             self.emit(events.tool_error("compare_positions", comparison.error, round_no))
         # §5.4 self-similarity from round 2; None when there is nothing fresh to compare (a reused output)
@@ -258,6 +300,7 @@ class DebateSession:
             "compared_agents": list(DEBATERS),
             **{k: v for k, v in comparison.to_tool_output()["data"].items() if k != "mean_similarity"},
             "similarity_method": comparison.method,
+            "thresholds": thresholds_json(thresholds, basis),
             "stubborn_agents": stubborn,
             "self_similarity": self_similarity,
             "consensus_trend": trend,
@@ -277,7 +320,7 @@ class DebateSession:
     async def _report(self, decision: HostDecision) -> None:
         state = self.state
         round_no = state.current_round
-        label = consensus_label(state.consensus_trend[-1], self.settings.thresholds)
+        label = consensus_label(state.consensus_trend[-1], thresholds_of(state.last_round, self.settings.thresholds))
         request = reporter_request(
             state.user_query, round_no, state.max_rounds, decision, label, state.consensus_trend,
             state.last_output("planner"), state.last_output("critic"), self._max_tokens("reporter"),

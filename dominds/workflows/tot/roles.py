@@ -16,7 +16,7 @@ from dominds.driver.extensions import Extensions
 from dominds.team import WorkflowMembers
 
 if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
+    from dominds.driver.services import EngineServices
 
 ROLE_MEMBERS = {
     "decomposer": "tot-decomposer",
@@ -102,6 +102,6 @@ def tot_extensions() -> Extensions:
     )
 
 
-def ensure_role_members(engine: Engine) -> None:
+def ensure_role_members(engine: EngineServices) -> None:
     """Give ``engine`` the role members (idempotent; its team reloads if they were new)."""
     engine.config.extend(tot_extensions())

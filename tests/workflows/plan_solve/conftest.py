@@ -39,7 +39,7 @@ async def serve(tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[ServeFacto
     started: list[Served] = []
 
     async def factory(responses: list[dict[str, Any]], **settings: Any) -> Served:
-        root = tmp_path / "ws"
+        root = tmp_path / ("ws" if not started else f"ws{len(started) + 1}")  # one workspace per service
         rtws = write_workspace(root, responses)
         engine = Engine(rtws)
         await engine.start()
