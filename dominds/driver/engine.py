@@ -137,7 +137,7 @@ class Engine:
     def unload_if_at_rest(self, root_id: str) -> bool:
         """Forget a loaded tree that has nothing to do (its files are the truth; it is read again when
         needed), so memory does not grow with dialogs that are not being driven. A tree with a drive, a
-        wanted drive, a failed write, a workflow or a waiting stream stays."""
+        wanted drive, a failed write, a notice, a workflow or a waiting stream stays."""
         root = self.roots.get(root_id)
         if root is None or root.meta.conductor:
             return False
@@ -147,6 +147,7 @@ class Engine:
                 dialog.is_driving
                 or dialog.latest.needs_drive
                 or dialog.load_error
+                or dialog.notices  # said once, when it was loaded: not on disk
                 or (root_id, dialog.self_id) in self.scheduler.wanted
                 or dialog.self_id in self.active_streams
                 or dialog.drive_mutex.locked()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,8 @@ def test_status_without_and_with_a_daemon(tmp_path: Path) -> None:
 
 def test_the_cache_follows_changes_and_no_cache_leaves_none(tmp_path: Path) -> None:
     ws, ids = _tree_workspace(tmp_path)
-    cache = ws / ".dominds" / "cache" / "dialogs.sqlite"  # the dialog index (store/index.py)
+    cache = ws / ".dominds" / "cache" / "dialogs.sqlite"  # the dialog index (store/index.py), the daemon's too
+    shutil.rmtree(cache.parent, ignore_errors=True)
     assert dominds(ws, "status", "--no-cache").returncode == 0 and not cache.exists()
     before = _by_id(dominds_json(ws, "status"))
     with contextlib.closing(sqlite3.connect(cache)) as db:
