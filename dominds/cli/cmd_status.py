@@ -16,7 +16,7 @@ from typing import Any
 
 from dominds.cli.common import workspace
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.index import USAGE_FIELDS, DialogIndex, Entry, trees
+from dominds.store.index import USAGE_FIELDS, DialogIndex, Entry
 
 Node = dict[str, Any]
 
@@ -91,8 +91,7 @@ def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filt
 
     pricing = _Pricing(rtws)
     wanted = locate_dialog(rtws, resolve_dialog_id(rtws, root_filter)) if root_filter else None
-    entries = index.entries(statuses, root=wanted)
-    out = [_tree(root, subs, pricing) for root, subs in trees(entries)]
+    out = [_tree(tree.root, tree.subs, pricing) for tree in index.trees(statuses, root=wanted)]
     out.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
     out.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
     return out

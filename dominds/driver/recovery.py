@@ -45,7 +45,7 @@ from dominds.store.course_records import (
 )
 from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError
-from dominds.store.index import Entry, Facts, trees
+from dominds.store.index import Entry, Facts
 from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
 from dominds.tellask import TellaskCall, parse_segments
 
@@ -61,16 +61,22 @@ def recover(engine: EngineServices) -> None:
 
     Which trees need a look comes from the dialog index (``store/index.py``: facts checked against the
     files, so a big idle workspace starts without reading every ``latest.yaml``). Trees recovery loaded
-    and that have nothing to drive are unloaded again: memory does not grow with dialogs at rest."""
+    and that have nothing to drive are unloaded again (memory does not grow with dialogs at rest) and
+    noted as settled: while their files stay exactly so, the next start does not load them either (a
+    tree waiting for a person or a teammate is such a tree)."""
     remove_creation_leftovers(engine.rtws.run_dir)
     stale = 0
     loaded: list[str] = []
-    for root_entry, sub_entries in trees(engine.index.entries(("run",))):
-        entries = (root_entry, *sub_entries)
+    for tree in engine.index.iter_trees(("run",)):
+        entries = tree.entries
         stale += sum(_remove_stray_temps(engine, e) for e in entries)
-        if not any(needs_attention(e.facts) for e in entries):
+        if tree.settled or not any(needs_attention(e.facts) for e in entries):
+            # At rest, and untouched since the daemon left it so: nothing to reconcile, nothing to load.
+            for entry in entries:
+                for question in entry.facts.get("q4h") or () if "q4h.yaml" in entry.files else ():
+                    engine.q4h_index[str(question.get("id"))] = (entry.root_id, entry.self_id)
             continue
-        root_id = root_entry.root_id
+        root_id = tree.root.root_id
         # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
         remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
         root = engine.load_root(root_id)
@@ -88,7 +94,8 @@ def recover(engine: EngineServices) -> None:
     if stale:
         log.info("removed %d temp files left by interrupted writes", stale)
     for root_id in loaded:
-        engine.unload_if_at_rest(root_id)
+        if engine.unload_if_at_rest(root_id):
+            engine.index.settle("run", root_id)
 
 
 def _remove_stray_temps(engine: EngineServices, entry: Entry) -> int:
@@ -176,11 +183,14 @@ def _drop_answered_questions(engine: EngineServices, dialog: Dialog) -> None:
     """A queued answer whose question is still indexed: the daemon died between the two writes."""
     answered = {p.question_id for p in dialog.latest.queued_prompts if p.question_id}
     answered |= {r.question_id for r in dialog.records if isinstance(r, HumanTextRecord) and r.question_id}
+    dropped = False
     for question in list(dialog.q4h):
         if question.id in answered:
             dialog.q4h.remove(question)
             engine.q4h_index.pop(question.id, None)
-    dialog.save_q4h()
+            dropped = True
+    if dropped:  # an unchanged file is not rewritten (a rewrite would make the tree look touched)
+        dialog.save_q4h()
 
 
 def _has_open_generation(dialog: Dialog) -> bool:
@@ -252,6 +262,7 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
 
 
 def _complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog) -> None:
+    pending_before = list(caller.pending)
     supplied = caller.supplied_response_keys()
     for entry in list(caller.pending):
         if (entry.subdialog_id, entry.call_id) in supplied:
@@ -288,7 +299,8 @@ def _complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialo
             result = texts.response_text(caller.agent_id, sub.agent_id, response, entry.tellask_head, fbr=sub.meta.fbr)
             record_response(caller, sub, entry.call_id, entry.call_type, entry.tellask_head, "completed", response, result)
             caller.pending.remove(entry)
-    caller.save_pending()
+    if caller.pending != pending_before:  # an unchanged index is not rewritten
+        caller.save_pending()
     if caller.latest.run_state.kind == "blocked" and caller.can_drive():
         caller.latest.needs_drive = True  # every answer arrived while the daemon was down
 

@@ -18,7 +18,7 @@ from dominds import __version__
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
-from dominds.server.listing import dialog_tree, dialog_trees
+from dominds.server.listing import dialog_tree, dialog_trees_json
 from dominds.server.replay import replay_course
 from dominds.server.views import dialog_summary, resolve_dialog, team_payload
 from dominds.taskdoc import discover_taskdocs
@@ -93,7 +93,8 @@ async def list_dialogs(request: web.Request) -> web.Response:
     unknown = [s for s in wanted if s not in DIALOG_STATUSES]
     if unknown:
         raise ApiError(400, f"unknown status {unknown[0]!r}; expected some of {', '.join(DIALOG_STATUSES)}")
-    return web.json_response({"dialogs": dialog_trees(_engine(request), wanted)})
+    body = dialog_trees_json(_engine(request), wanted)
+    return web.Response(body=body, content_type="application/json")
 
 
 async def create_dialog(request: web.Request) -> web.Response:

@@ -8,12 +8,13 @@ add new ones there (and bump its ``INDEX_VERSION``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.store.errors import DialogNotFoundError
-from dominds.store.index import USAGE_FIELDS, Entry, trees
+from dominds.store.index import USAGE_FIELDS, Entry
 
 Node = dict[str, Any]
 
@@ -80,17 +81,23 @@ def _cost(engine: Engine, entries: tuple[Entry, ...]) -> dict[str, Any]:
     return total
 
 
-def dialog_trees(engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> list[Node]:
-    """Roots of the given statuses, most recently active first, each with its subdialog tree."""
-    out = [_tree(engine, root, subs) for root, subs in trees(engine.index.entries(statuses))]
-    out.sort(key=lambda n: n["lastModified"] or "", reverse=True)
-    out.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))  # stable: newest first within a status
-    return out
+def dialog_trees_json(engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> bytes:
+    """``{"dialogs": [...]}``: roots of the given statuses, most recently active first, each with its
+    subdialog tree, as JSON built one tree at a time (a listing of 100,000 dialogs holds their text,
+    never their objects, so the daemon's memory stays flat)."""
+    encoded: list[tuple[int, str, bytes]] = []
+    for tree in engine.index.iter_trees(statuses):
+        node = _tree(engine, tree.root, tree.subs)
+        text = json.dumps(node, ensure_ascii=False, separators=(",", ":")).encode()
+        encoded.append((DIALOG_STATUSES.index(node["status"]), node["lastModified"] or "", text))
+    encoded.sort(key=lambda t: t[1], reverse=True)
+    encoded.sort(key=lambda t: t[0])
+    return b'{"dialogs":[' + b",".join(t[2] for t in encoded) + b"]}"
 
 
 def dialog_tree(engine: Engine, root_id: str) -> Node:
     """One root's tree; raises ``DialogNotFoundError`` for an unknown root."""
     status = engine.store.locate_root(root_id)
-    for root, subs in trees(engine.index.entries(root=(status, root_id))):
-        return _tree(engine, root, subs)
+    for tree in engine.index.trees(root=(status, root_id)):
+        return _tree(engine, tree.root, tree.subs)
     raise DialogNotFoundError(f"no dialog {root_id!r} in {engine.rtws.dialogs_dir}")

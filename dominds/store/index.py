@@ -21,6 +21,7 @@ were read from, in ``.dominds/cache/dialogs.sqlite``:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sqlite3
@@ -33,7 +34,7 @@ from dominds.ids import is_dialog_id
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store import fastyaml
 
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 """Bump when the facts change shape: an index of another version is rebuilt."""
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
@@ -207,7 +208,7 @@ def _stat_key(path: str) -> str:
 _ALWAYS_READ = frozenset({"dialog.yaml", "latest.yaml"})
 
 
-def signature(directory: str, facts: Facts | None) -> tuple[str, int]:
+def signature(directory: str, course: int, files: Iterable[str]) -> tuple[str, int]:
     """What the facts of this directory were read from: (signature, newest mtime in ns).
 
     The directory's mtime (a file created, replaced by rename, or removed), and inode, size and mtime of
@@ -217,9 +218,8 @@ def signature(directory: str, facts: Facts | None) -> tuple[str, int]:
         newest = os.stat(directory).st_mtime_ns
     except OSError:
         return "gone", 0
-    facts = facts or {}
-    names = ["dialog.yaml", "latest.yaml", f"course-{int(facts.get('currentCourse') or 1):03d}.jsonl"]
-    names += [n for n in facts.get("files") or () if n not in _ALWAYS_READ]
+    names = ["dialog.yaml", "latest.yaml", f"course-{course:03d}.jsonl"]
+    names += [n for n in files if n not in _ALWAYS_READ]
     parts = [str(newest)]
     for name in names:
         try:
@@ -233,17 +233,60 @@ def signature(directory: str, facts: Facts | None) -> tuple[str, int]:
     return "|".join(parts), newest
 
 
+def _course_of(facts: Facts) -> int:
+    try:
+        return int(facts.get("currentCourse") or 1)
+    except (TypeError, ValueError):
+        return 1
+
+
 # ---------------------------------------------------------------- the index
 
 
-@dataclass
 class Entry:
-    """One dialog as the index knows it."""
+    """One dialog as the index knows it; its facts are decoded on first use."""
 
-    status: str
-    root_id: str
-    self_id: str
-    facts: Facts
+    __slots__ = ("_facts", "_raw", "files", "root_id", "self_id", "sig", "status")
+
+    def __init__(self, status: str, root_id: str, self_id: str, sig: str, facts: Facts | str, files: list[str]) -> None:
+        self.status = status
+        self.root_id = root_id
+        self.self_id = self_id
+        self.files = files
+        """The state files it has (``q4h.yaml`` and so on), known without decoding the facts."""
+        self.sig = sig
+        """The signature of its files when this entry was checked ("racy": changed too recently to trust)."""
+        self._raw = facts if isinstance(facts, str) else None
+        self._facts = facts if isinstance(facts, dict) else None
+
+    @property
+    def facts(self) -> Facts:
+        if self._facts is None:
+            self._facts = json.loads(self._raw or "{}")
+            self._raw = None
+        return self._facts
+
+
+@dataclass
+class Tree:
+    """A root and its subdialogs (flat, in id order) as the index knows them."""
+
+    root: Entry
+    subs: list[Entry]
+    settled: bool
+    """Its files are exactly as they were when the daemon last left the whole tree at rest."""
+
+    @property
+    def entries(self) -> list[Entry]:
+        return [self.root, *self.subs]
+
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS dialogs (key TEXT PRIMARY KEY, status TEXT, root_id TEXT, self_id TEXT,"
+    " sig TEXT, course INTEGER, files TEXT, facts TEXT);"
+    "CREATE INDEX IF NOT EXISTS dialogs_tree ON dialogs (status, root_id);"
+    "CREATE TABLE IF NOT EXISTS trees (key TEXT PRIMARY KEY, sig TEXT, subs TEXT, settled TEXT);"
+)
 
 
 class DialogIndex:
@@ -258,43 +301,32 @@ class DialogIndex:
 
     # -- storage -----------------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection | None:
+    def _connect(self) -> sqlite3.Connection:
         if self._db is not None:
             return self._db
-        try:
-            if not self.persistent:
-                raise OSError("in memory only")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=OFF")  # a cache: lost to a power cut, it is rebuilt
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version != INDEX_VERSION:
-                db.executescript(
-                    "DROP TABLE IF EXISTS dialogs; DROP TABLE IF EXISTS trees;"
-                    "CREATE TABLE dialogs (key TEXT PRIMARY KEY, status TEXT, root_id TEXT, self_id TEXT,"
-                    " sig TEXT, facts TEXT);"
-                    "CREATE INDEX dialogs_root ON dialogs (status, root_id);"
-                    "CREATE TABLE trees (key TEXT PRIMARY KEY, sig TEXT, subs TEXT);"
-                    f"PRAGMA user_version={INDEX_VERSION};"
-                )
-        except (OSError, sqlite3.Error):
-            if self.persistent:
-                self._rebuild_file()
+        db: sqlite3.Connection | None = None
+        if self.persistent:
             try:
-                db = sqlite3.connect(":memory:", isolation_level=None)
-                db.executescript(
-                    "CREATE TABLE dialogs (key TEXT PRIMARY KEY, status TEXT, root_id TEXT, self_id TEXT, sig TEXT, facts TEXT);"
-                    "CREATE INDEX dialogs_root ON dialogs (status, root_id);"
-                    "CREATE TABLE trees (key TEXT PRIMARY KEY, sig TEXT, subs TEXT);"
-                )
-            except sqlite3.Error:
-                return None
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=OFF")  # a cache: lost to a power cut, it is rebuilt
+                if db.execute("PRAGMA user_version").fetchone()[0] != INDEX_VERSION:
+                    db.executescript(f"DROP TABLE IF EXISTS dialogs; DROP TABLE IF EXISTS trees; PRAGMA user_version={INDEX_VERSION};")
+                db.executescript(_SCHEMA)
+            except (OSError, sqlite3.Error):  # unreadable or not a database: rebuilt from the files
+                if db is not None:
+                    with contextlib.suppress(sqlite3.Error):
+                        db.close()
+                self._remove_file()
+                db = None
+        if db is None:  # in memory: read-only workspaces and --no-cache
+            db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            db.executescript(_SCHEMA)
         self._db = db
         return db
 
-    def _rebuild_file(self) -> None:
-        """A corrupt or unreadable index is deleted: the next refresh builds it again from the files."""
+    def _remove_file(self) -> None:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(OSError):
                 os.unlink(f"{self.path}{suffix}")
@@ -305,85 +337,157 @@ class DialogIndex:
                 self._db.close()
             self._db = None
 
-    # -- refresh -----------------------------------------------------------------------------------
+    def _retrying(self, work: Any) -> Any:
+        try:
+            return work()
+        except sqlite3.Error:  # corrupt underneath us: start again from the files
+            self.close()
+            if self.persistent:
+                self._remove_file()
+            return work()
+
+    # -- reading -----------------------------------------------------------------------------------
 
     def entries(self, statuses: Iterable[str] = DIALOG_STATUSES, root: tuple[str, str] | None = None) -> list[Entry]:
         """Every dialog of ``statuses`` (or of the one tree ``root`` = (status, rootId)), checked against
-        the files and re-read where they changed; roots come before their subdialogs, trees in id order."""
+        the files and re-read where they changed; each root before its subdialogs, trees in id order."""
+        return [entry for tree in self.trees(statuses, root) for entry in tree.entries]
+
+    def trees(self, statuses: Iterable[str] = DIALOG_STATUSES, root: tuple[str, str] | None = None) -> list[Tree]:
+        """``entries`` grouped by tree."""
+        wanted = tuple(statuses)
+        return self._retrying(lambda: list(self._trees(wanted, root)))  # type: ignore[no-any-return]
+
+    def iter_trees(self, statuses: Iterable[str] = DIALOG_STATUSES) -> Iterator[Tree]:
+        """``trees`` one at a time (a listing of 100,000 dialogs never holds them all); the index is
+        brought up to date as they go."""
+        wanted = tuple(statuses)
         try:
-            return self._entries(tuple(statuses), root)
+            yield from self._trees(wanted, None)
         except sqlite3.Error:
             self.close()
-            self._rebuild_file()
-            return self._entries(tuple(statuses), root)
+            if self.persistent:
+                self._remove_file()
+            yield from self._trees(wanted, None)
 
-    def _entries(self, statuses: tuple[str, ...], root: tuple[str, str] | None) -> list[Entry]:
+    def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None) -> Iterator[Tree]:
         db = self._connect()
-        known: dict[str, tuple[str, str]] = {}
-        trees: dict[str, tuple[str, list[str]]] = {}
-        if db is not None:
-            wanted = (root[0],) if root else statuses
-            marks = ",".join("?" * len(wanted))
-            query = f"SELECT key, sig, facts FROM dialogs WHERE status IN ({marks})"
-            args: tuple[str, ...] = wanted
-            if root is not None:
-                query += " AND root_id = ?"
-                args = (*wanted, root[1])
-            known = {key: (sig, facts) for key, sig, facts in db.execute(query, args)}
-            for key, sig, subs in db.execute("SELECT key, sig, subs FROM trees"):
-                trees[key] = (sig, subs.split())
-        out: list[Entry] = []
-        changed: list[tuple[str, str, str, str, str, str]] = []
-        changed_trees: list[tuple[str, str, str]] = []
-        seen: set[str] = set()
         now_ns = time.time_ns()
+        racy_ns = RACY_SECONDS * 1e9
+        pending: list[tuple[Any, ...]] = []
+        pending_trees: list[tuple[Any, ...]] = []
         for status in (root[0],) if root else statuses:
             directory = str(self.rtws.status_dir(status))
             if root is not None:
-                root_ids = [root[1]] if os.path.isdir(os.path.join(directory, root[1])) else []
+                root_ids = [root[1]] if os.path.isdir(f"{directory}/{root[1]}") else []
             else:
                 try:
                     root_ids = sorted(e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name))
                 except FileNotFoundError:
                     root_ids = []
+            trees_known = {
+                key.partition("/")[2]: (sig, subs, settled)
+                for key, sig, subs, settled in db.execute("SELECT key, sig, subs, settled FROM trees WHERE key LIKE ?", (f"{status}/%",))
+            }
+            seen_roots = set()
             for root_id in root_ids:
+                seen_roots.add(root_id)
                 root_dir = f"{directory}/{root_id}"
-                tree_key = f"{status}/{root_id}"
                 subs_dir = f"{root_dir}/subdialogs"
                 subs_sig = _stat_key(subs_dir)
-                cached_tree = trees.get(tree_key)
-                if cached_tree is not None and cached_tree[0] == subs_sig:
-                    sub_ids = cached_tree[1]
+                tree_known = trees_known.get(root_id)
+                if tree_known is not None and tree_known[0] == subs_sig:
+                    sub_ids = tree_known[1].split()
                 else:
                     try:
                         sub_ids = sorted(e.name for e in os.scandir(subs_dir) if e.is_dir() and is_dialog_id(e.name))
                     except OSError:
                         sub_ids = []
-                    if now_ns - _mtime_of(subs_sig) < RACY_SECONDS * 1e9:
-                        subs_sig = "racy"
-                    changed_trees.append((tree_key, subs_sig, " ".join(sub_ids)))
-                for self_id, path in [(root_id, root_dir), *((s, f"{subs_dir}/{s}") for s in sub_ids)]:
-                    key = f"{status}/{root_id}/{self_id}"
-                    seen.add(key)
-                    cached = known.get(key)
-                    facts = json.loads(cached[1]) if cached is not None else None
-                    sig, newest = signature(path, facts)
-                    if cached is None or facts is None or cached[0] != sig:
-                        facts = read_facts(path)
-                        sig, newest = signature(path, facts)
-                        stored = "racy" if now_ns - newest < RACY_SECONDS * 1e9 else sig
-                        changed.append((key, status, root_id, self_id, stored, json.dumps(facts, separators=(",", ":"))))
-                    out.append(Entry(status, root_id, self_id, facts))
-        if db is not None:
-            gone = [key for key in known if key not in seen]
-            if changed or changed_trees or gone:
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("BEGIN")
-                    db.executemany("INSERT OR REPLACE INTO dialogs VALUES (?,?,?,?,?,?)", changed)
-                    db.executemany("INSERT OR REPLACE INTO trees VALUES (?,?,?)", changed_trees)
-                    db.executemany("DELETE FROM dialogs WHERE key = ?", [(k,) for k in gone])
-                    db.execute("COMMIT")
-        return out
+                    stored = "racy" if now_ns - _mtime_of(subs_sig) < racy_ns else subs_sig
+                    pending_trees.append((f"{status}/{root_id}", stored, " ".join(sub_ids), None))
+                    tree_known = (stored, " ".join(sub_ids), None)
+                rows = {
+                    self_id: (sig, course, files, facts)
+                    for self_id, sig, course, files, facts in db.execute(
+                        "SELECT self_id, sig, course, files, facts FROM dialogs WHERE status = ? AND root_id = ?", (status, root_id)
+                    )
+                }
+                entries = []
+                for self_id in (root_id, *sub_ids):
+                    path = root_dir if self_id == root_id else f"{subs_dir}/{self_id}"
+                    row = rows.pop(self_id, None)
+                    if row is not None:
+                        sig, newest = signature(path, row[1], row[2].split())
+                        if sig == row[0]:
+                            entries.append(Entry(status, root_id, self_id, sig, row[3], row[2].split()))
+                            continue
+                    facts = read_facts(path)
+                    course, files = _course_of(facts), facts.get("files") or []
+                    sig, newest = signature(path, course, files)
+                    stored = "racy" if now_ns - newest < racy_ns else sig
+                    pending.append((f"{status}/{root_id}/{self_id}", status, root_id, self_id, stored, course, " ".join(files),
+                                    json.dumps(facts, separators=(",", ":"))))
+                    entries.append(Entry(status, root_id, self_id, stored, facts, list(files)))
+                for gone in rows:
+                    pending.append((f"{status}/{root_id}/{gone}", None, None, None, None, None, None, None))
+                settled = tree_known[2] is not None and tree_known[2] == _tree_sig(entries)
+                yield Tree(entries[0], entries[1:], settled)
+                if len(pending) > 500:
+                    self._write(db, pending, pending_trees)
+            if root is None:
+                for gone_root in set(trees_known) - seen_roots:
+                    pending_trees.append((f"{status}/{gone_root}", None, None, None))
+                    db.execute("DELETE FROM dialogs WHERE status = ? AND root_id = ?", (status, gone_root))
+        self._write(db, pending, pending_trees)
+
+    @staticmethod
+    def _write(db: sqlite3.Connection, dialogs: list[tuple[Any, ...]], trees: list[tuple[Any, ...]]) -> None:
+        if not dialogs and not trees:
+            return
+        db.execute("BEGIN")
+        try:
+            for row in dialogs:
+                if row[1] is None:
+                    db.execute("DELETE FROM dialogs WHERE key = ?", (row[0],))
+                else:
+                    db.execute("INSERT OR REPLACE INTO dialogs VALUES (?,?,?,?,?,?,?,?)", row)
+            for key, sig, subs, settled in trees:
+                if sig is None:
+                    db.execute("DELETE FROM trees WHERE key = ?", (key,))
+                else:  # a new list of subdialogs: the tree is no longer known to be at rest
+                    db.execute("INSERT OR REPLACE INTO trees VALUES (?,?,?,?)", (key, sig, subs, settled))
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        dialogs.clear()
+        trees.clear()
+
+    # -- the daemon's notes ------------------------------------------------------------------------
+
+    def settle(self, status: str, root_id: str) -> bool:
+        """Note that the daemon left this whole tree at rest, as its files are now: the next start need
+        not recover it while they stay exactly so. False when they changed too recently to tell."""
+
+        def work() -> bool:
+            trees = list(self._trees((status,), (status, root_id)))
+            if not trees:
+                return False
+            sig = _tree_sig(trees[0].entries)
+            if sig is None:
+                return False
+            self._connect().execute("UPDATE trees SET settled = ? WHERE key = ?", (sig, f"{status}/{root_id}"))
+            return True
+
+        return bool(self._retrying(work))
+
+
+def _tree_sig(entries: list[Entry]) -> str | None:
+    """The signatures of every dialog of a tree together (None while any of them is too recent to trust)."""
+    if any(e.sig == "racy" for e in entries):
+        return None
+    return hashlib.blake2b("\n".join(f"{e.self_id}:{e.sig}" for e in entries).encode(), digest_size=12).hexdigest()
 
 
 def _mtime_of(stat_key: str) -> int:
@@ -391,17 +495,3 @@ def _mtime_of(stat_key: str) -> int:
         return int(stat_key.rsplit(".", 1)[1])
     except (IndexError, ValueError):
         return 0
-
-
-def trees(entries: list[Entry]) -> Iterator[tuple[Entry, list[Entry]]]:
-    """Group entries (as ``DialogIndex.entries`` returns them) into (root, its subdialogs)."""
-    current: tuple[Entry, list[Entry]] | None = None
-    for entry in entries:
-        if entry.self_id == entry.root_id:
-            if current is not None:
-                yield current
-            current = (entry, [])
-        elif current is not None and current[0].root_id == entry.root_id:
-            current[1].append(entry)
-    if current is not None:
-        yield current
