@@ -16,7 +16,7 @@ from typing import Any
 
 from dominds.cli.common import workspace
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.index import USAGE_FIELDS, DialogIndex, Entry
+from dominds.store.index import USAGE_FIELDS, DialogIndex, Entry, Tree
 
 Node = dict[str, Any]
 
@@ -51,25 +51,27 @@ def _status(args: argparse.Namespace) -> int:
     from dominds.cli.offline import reach_state
 
     rtws = workspace()
+    statuses = DIALOG_STATUSES if args.all or args.root else ("run",)
     with reach_state(rtws, wait=2.0, read_only=True) as access:
         daemon = find_daemon(rtws)
         index = DialogIndex(rtws, persistent=not args.no_cache)
-        roots = collect(rtws, index, DIALOG_STATUSES if args.all or args.root else ("run",), args.root)
+        if args.json:
+            roots_and_totals = report_json(rtws, index, statuses, args.root, nobody_drives=access.locked)
+        else:
+            roots = collect(rtws, index, statuses, args.root)
         index.close()
-    if access.locked:  # nothing can be driving: a `proceeding` left by a killed process is shown interrupted
-        _show_gone_drivers(roots)
-    report = {
+    head = {
         "rtws": str(rtws.root),
         "daemon": {"pid": daemon.pid, "port": daemon.port, "url": daemon.base_url, "panel": daemon.url}
         if daemon
         else None,
-        "roots": roots,
-        "totals": _totals(roots),
     }
-    if args.json:  # compact on purpose: json's C encoder is only used without `indent` (10x faster here)
-        sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
-    else:
-        _print_report(report)
+    if args.json:  # assembled as text: each dialog's JSON comes from the index as it is
+        sys.stdout.write(json.dumps(head, ensure_ascii=False)[:-1] + "," + roots_and_totals + "}\n")
+        return 0
+    if access.locked:  # nothing can be driving: a `proceeding` left by a killed process is shown interrupted
+        _show_gone_drivers(roots)
+    _print_report({**head, "roots": roots, "totals": _totals(roots)})
     return 0
 
 
@@ -86,45 +88,96 @@ def _show_gone_drivers(nodes: list[Node]) -> None:
 
 def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
     """Trees of the given statuses (or the one tree holding ``root_filter``), most recent activity first."""
-    from dominds.cli.offline import locate_dialog
-    from dominds.cli.resolve import resolve_dialog_id
-
     pricing = _Pricing(rtws)
-    wanted = locate_dialog(rtws, resolve_dialog_id(rtws, root_filter)) if root_filter else None
-    out = [_tree(tree.root, tree.subs, pricing) for tree in index.trees(statuses, root=wanted)]
+    out = [_tree(tree, pricing) for tree in index.trees(statuses, root=_wanted(rtws, root_filter))]
     out.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
     out.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
     return out
 
 
+def _wanted(rtws: Rtws, root_filter: str | None) -> tuple[str, str] | None:
+    from dominds.cli.offline import locate_dialog
+    from dominds.cli.resolve import resolve_dialog_id
+
+    return locate_dialog(rtws, resolve_dialog_id(rtws, root_filter)) if root_filter else None
+
+
 def _node(entry: Entry) -> Node:
     node: Node = {"selfId": entry.self_id, "rootId": entry.root_id, "status": entry.status}
-    node.update((k, v) for k, v in entry.facts.items() if k not in _INTERNAL_FACTS and v is not None)
-    node.setdefault("runState", {"kind": "idle"})
+    node.update(json.loads(entry.public))
     node["subdialogs"] = []
     return node
 
 
-_INTERNAL_FACTS = frozenset({"selfId", "files", "usage", "conductor", "inboundTellaskBacks", "dead"})
-
-
-def _tree(root_entry: Entry, sub_entries: list[Entry], pricing: _Pricing) -> Node:
-    root = _node(root_entry)
+def _tree(tree: Tree, pricing: _Pricing) -> Node:
+    root = _node(tree.root)
     nodes = {root["selfId"]: root}
-    subs = [_node(entry) for entry in sub_entries]
+    subs = [_node(entry) for entry in tree.subs]
     for sub in subs:
         nodes[sub["selfId"]] = sub
     for sub in subs:  # stored flat; the tree comes from supdialogId
         nodes.get(sub.get("supdialogId") or "", root)["subdialogs"].append(sub)
-    by_model: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
-    for entry in (root_entry, *sub_entries):
-        for model, counts in (entry.facts.get("usage") or {}).items():
-            by_model[model] = [a + b for a, b in zip(by_model[model], counts, strict=True)]
-    root["subdialogCount"] = len(subs)
-    root["q4hTotal"] = sum(len(n.get("q4h", ())) for n in (root, *subs))
-    root["usage"] = pricing.usage(by_model)
-    root["lastActivity"] = max((n.get("lastModified") or "" for n in (root, *subs)), default="")
+    root.update(_aggregates(tree, pricing))
     return root
+
+
+def _aggregates(tree: Tree, pricing: _Pricing) -> Node:
+    """What a root shows of its whole tree: counts, tokens and cost, last activity."""
+    by_model: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    for entry in tree.entries:
+        if entry.usage != "{}":
+            for model, counts in json.loads(entry.usage).items():
+                by_model[model] = [a + b for a, b in zip(by_model[model], counts, strict=True)]
+    return {
+        "subdialogCount": len(tree.subs),
+        "q4hTotal": sum(e.q4h_count for e in tree.entries),
+        "usage": pricing.usage(by_model),
+        "lastActivity": max((e.last_modified for e in tree.entries), default=""),
+    }
+
+
+def report_json(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None, *, nobody_drives: bool) -> str:
+    """The ``--json`` report's ``"roots":[…],"totals":{…}``, assembled from the index's JSON text without
+    decoding each dialog (what ``collect`` + ``json.dumps`` give, in a fraction of the time)."""
+    pricing = _Pricing(rtws)
+    encoded: list[tuple[int, str, str]] = []
+    totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}
+    for tree in index.trees(statuses, root=_wanted(rtws, root_filter)):
+        aggregates = _aggregates(tree, pricing)
+        text = _render(tree, nobody_drives, json.dumps(aggregates, separators=(",", ":"))[1:-1])
+        usage = aggregates["usage"]
+        totals["roots"] += 1
+        totals["dialogs"] += len(tree.entries)
+        totals["q4h"] += aggregates["q4hTotal"]
+        totals["tokens"] += usage["inputTokens"] + usage["outputTokens"]
+        totals["costUsd"] += usage["costUsd"]
+        encoded.append((DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, text))
+    encoded.sort(key=lambda t: t[1], reverse=True)
+    encoded.sort(key=lambda t: t[0])
+    totals["costUsd"] = round(float(totals["costUsd"]), 6)
+    return f'"roots":[{",".join(t[2] for t in encoded)}],"totals":{json.dumps(totals, separators=(",", ":"))}'
+
+
+def _render(tree: Tree, nobody_drives: bool, root_extra: str) -> str:
+    """One tree as JSON text: each dialog's stored public facts, its children nested by ``supdialogId``."""
+    from dominds.cli.offline import DRIVING_KINDS, as_seen_now
+
+    ids = {e.self_id for e in tree.entries}
+    children: dict[str, list[Entry]] = defaultdict(list)
+    for sub in tree.subs:  # stored flat; the tree comes from supdialogId
+        children[sub.sup if sub.sup in ids else tree.root.self_id].append(sub)
+
+    def render(entry: Entry, extra: str) -> str:
+        public = entry.public
+        if nobody_drives and entry.run_kind in DRIVING_KINDS:
+            facts = json.loads(public)
+            facts["runState"] = as_seen_now(facts.get("runState") or {}, nobody_drives=True)
+            public = json.dumps(facts, ensure_ascii=False, separators=(",", ":"))
+        head = json.dumps({"selfId": entry.self_id, "rootId": entry.root_id, "status": entry.status}, separators=(",", ":"))
+        parts = [head[1:-1], public[1:-1], f'"subdialogs":[{",".join(render(c, "") for c in children.get(entry.self_id, ()))}]', extra]
+        return "{" + ",".join(p for p in parts if p) + "}"
+
+    return render(tree.root, root_extra)
 
 
 class _Pricing:

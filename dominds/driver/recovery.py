@@ -66,7 +66,6 @@ def recover(engine: EngineServices) -> None:
     tree waiting for a person or a teammate is such a tree)."""
     remove_creation_leftovers(engine.rtws.run_dir)
     stale = 0
-    loaded: list[str] = []
     for tree in engine.index.iter_trees(("run",)):
         entries = tree.entries
         stale += sum(_remove_stray_temps(engine, e) for e in entries)
@@ -83,7 +82,6 @@ def recover(engine: EngineServices) -> None:
         if root.load_error:
             log.error("dialog %s: %s", root_id, root.load_error)
             continue
-        loaded.append(root_id)
         for sub_id in engine.store.subdialog_ids("run", root_id):
             engine.try_load_sub(root, sub_id)
         try:
@@ -91,11 +89,10 @@ def recover(engine: EngineServices) -> None:
         except StoreError as exc:  # one broken tree must not stop the daemon
             log.error("recovery of %s failed: %s", root_id, exc)
             root.load_error = str(exc)
+        if engine.unload_if_at_rest(root_id):  # at once: thousands of waiting trees never sit in memory together
+            engine.index.settle("run", root_id)
     if stale:
         log.info("removed %d temp files left by interrupted writes", stale)
-    for root_id in loaded:
-        if engine.unload_if_at_rest(root_id):
-            engine.index.settle("run", root_id)
 
 
 def _remove_stray_temps(engine: EngineServices, entry: Entry) -> int:

@@ -18,9 +18,10 @@ from dominds import __version__
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
-from dominds.server.listing import dialog_tree, dialog_trees_json
+from dominds.server.listing import dialog_tree, listing_order, tree_json
 from dominds.server.replay import replay_course
 from dominds.server.views import dialog_summary, resolve_dialog, team_payload
+from dominds.store.commit import durable
 from dominds.taskdoc import discover_taskdocs
 from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
 
@@ -88,13 +89,34 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "server": "dominds", "version": __version__})
 
 
-async def list_dialogs(request: web.Request) -> web.Response:
+async def list_dialogs(request: web.Request) -> web.StreamResponse:
+    """``{"dialogs": [...]}``, sent tree by tree: a listing of 100,000 dialogs never sits in memory whole."""
     wanted = tuple(s for s in request.query.get("status", ",".join(DIALOG_STATUSES)).split(",") if s)
     unknown = [s for s in wanted if s not in DIALOG_STATUSES]
     if unknown:
         raise ApiError(400, f"unknown status {unknown[0]!r}; expected some of {', '.join(DIALOG_STATUSES)}")
-    body = dialog_trees_json(_engine(request), wanted)
-    return web.Response(body=body, content_type="application/json")
+    engine = _engine(request)
+    await durable()  # what it lists is on disk
+    order = listing_order(engine, wanted)
+    response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
+    await response.prepare(request)
+    chunk = bytearray(b'{"dialogs":[')
+    first = True
+    for status, root_id in order:
+        text = tree_json(engine, status, root_id)
+        if text is None:
+            continue
+        if not first:
+            chunk += b","
+        chunk += text
+        first = False
+        if len(chunk) > 65536:
+            await response.write(bytes(chunk))
+            chunk.clear()
+    chunk += b"]}"
+    await response.write(bytes(chunk))
+    await response.write_eof()
+    return response
 
 
 async def create_dialog(request: web.Request) -> web.Response:

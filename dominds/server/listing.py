@@ -81,18 +81,24 @@ def _cost(engine: Engine, entries: tuple[Entry, ...]) -> dict[str, Any]:
     return total
 
 
-def dialog_trees_json(engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> bytes:
-    """``{"dialogs": [...]}``: roots of the given statuses, most recently active first, each with its
-    subdialog tree, as JSON built one tree at a time (a listing of 100,000 dialogs holds their text,
-    never their objects, so the daemon's memory stays flat)."""
-    encoded: list[tuple[int, str, bytes]] = []
-    for tree in engine.index.iter_trees(statuses):
-        node = _tree(engine, tree.root, tree.subs)
-        text = json.dumps(node, ensure_ascii=False, separators=(",", ":")).encode()
-        encoded.append((DIALOG_STATUSES.index(node["status"]), node["lastModified"] or "", text))
-    encoded.sort(key=lambda t: t[1], reverse=True)
-    encoded.sort(key=lambda t: t[0])
-    return b'{"dialogs":[' + b",".join(t[2] for t in encoded) + b"]}"
+def listing_order(engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> list[tuple[str, str]]:
+    """(status, rootId) of every tree of ``statuses``, most recently active first within a status; the
+    index is brought up to date on the way (``tree_json`` then reads it tree by tree)."""
+    keys = [
+        (DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, tree.root.status, tree.root.root_id)
+        for tree in engine.index.iter_trees(statuses)
+    ]
+    keys.sort(key=lambda k: k[1], reverse=True)
+    keys.sort(key=lambda k: k[0])
+    return [(k[2], k[3]) for k in keys]
+
+
+def tree_json(engine: Engine, status: str, root_id: str) -> bytes | None:
+    """One tree of the listing as JSON (None if it is gone since ``listing_order``)."""
+    tree = engine.index.stored_tree(status, root_id)
+    if tree is None:
+        return None
+    return json.dumps(_tree(engine, tree.root, tree.subs), ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def dialog_tree(engine: Engine, root_id: str) -> Node:

@@ -34,7 +34,7 @@ from dominds.ids import is_dialog_id
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store import fastyaml
 
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 """Bump when the facts change shape: an index of another version is rebuilt."""
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
@@ -243,21 +243,32 @@ def _course_of(facts: Facts) -> int:
 # ---------------------------------------------------------------- the index
 
 
+PRIVATE_FACTS = frozenset({"selfId", "files", "usage", "conductor", "inboundTellaskBacks", "dead", "strayTemps"})
+"""Facts the index keeps for the daemon (recovery, cost) but a listing does not show as they are."""
+
+
 class Entry:
-    """One dialog as the index knows it; its facts are decoded on first use."""
+    """One dialog as the index knows it; its facts are decoded on first use.
 
-    __slots__ = ("_facts", "_raw", "files", "root_id", "self_id", "sig", "status")
+    ``public`` (the facts a listing shows, as JSON text), ``sup``, ``last_modified``, ``q4h_count``,
+    ``run_kind`` and ``usage`` are kept apart so a listing can be assembled without decoding the facts."""
 
-    def __init__(self, status: str, root_id: str, self_id: str, sig: str, facts: Facts | str, files: list[str]) -> None:
+    __slots__ = (
+        "_facts", "_raw", "files", "last_modified", "public", "q4h_count", "root_id", "run_kind", "self_id", "sig",
+        "status", "sup", "usage",
+    )
+
+    def __init__(self, status: str, root_id: str, self_id: str, sig: str, facts: Facts | str, columns: tuple[Any, ...]) -> None:
         self.status = status
         self.root_id = root_id
         self.self_id = self_id
-        self.files = files
-        """The state files it has (``q4h.yaml`` and so on), known without decoding the facts."""
         self.sig = sig
         """The signature of its files when this entry was checked ("racy": changed too recently to trust)."""
         self._raw = facts if isinstance(facts, str) else None
         self._facts = facts if isinstance(facts, dict) else None
+        files, self.public, self.sup, self.last_modified, self.q4h_count, self.run_kind, self.usage = columns
+        self.files: list[str] = files.split()
+        """The state files it has (``q4h.yaml`` and so on)."""
 
     @property
     def facts(self) -> Facts:
@@ -265,6 +276,21 @@ class Entry:
             self._facts = json.loads(self._raw or "{}")
             self._raw = None
         return self._facts
+
+
+def _columns(facts: Facts) -> tuple[Any, ...]:
+    """(files, public JSON, supdialogId, lastModified, questions, run state kind, usage JSON) of some facts."""
+    public = {k: v for k, v in facts.items() if k not in PRIVATE_FACTS and v is not None}
+    public.setdefault("runState", {"kind": "idle"})
+    return (
+        " ".join(facts.get("files") or ()),
+        json.dumps(public, ensure_ascii=False, separators=(",", ":")),
+        facts.get("supdialogId"),
+        facts.get("lastModified") or "",
+        len(facts.get("q4h") or ()),
+        str((public.get("runState") or {}).get("kind")),
+        json.dumps(facts.get("usage") or {}, separators=(",", ":")),
+    )
 
 
 @dataclass
@@ -283,7 +309,8 @@ class Tree:
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS dialogs (key TEXT PRIMARY KEY, status TEXT, root_id TEXT, self_id TEXT,"
-    " sig TEXT, course INTEGER, files TEXT, facts TEXT);"
+    " sig TEXT, course INTEGER, facts TEXT, files TEXT, public TEXT, sup TEXT, last_modified TEXT,"
+    " q4h_count INTEGER, run_kind TEXT, usage TEXT);"
     "CREATE INDEX IF NOT EXISTS dialogs_tree ON dialogs (status, root_id);"
     "CREATE TABLE IF NOT EXISTS trees (key TEXT PRIMARY KEY, sig TEXT, subs TEXT, settled TEXT);"
 )
@@ -385,10 +412,12 @@ class DialogIndex:
                     root_ids = sorted(e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name))
                 except FileNotFoundError:
                     root_ids = []
-            trees_known = {
-                key.partition("/")[2]: (sig, subs, settled)
-                for key, sig, subs, settled in db.execute("SELECT key, sig, subs, settled FROM trees WHERE key LIKE ?", (f"{status}/%",))
-            }
+            args: tuple[str, ...]
+            if root is not None:
+                query, args = "SELECT key, sig, subs, settled FROM trees WHERE key = ?", (f"{status}/{root[1]}",)
+            else:
+                query, args = "SELECT key, sig, subs, settled FROM trees WHERE key >= ? AND key < ?", (f"{status}/", f"{status}0")
+            trees_known = {key.partition("/")[2]: (sig, subs, settled) for key, sig, subs, settled in db.execute(query, args)}
             seen_roots = set()
             for root_id in root_ids:
                 seen_roots.add(root_id)
@@ -407,9 +436,11 @@ class DialogIndex:
                     pending_trees.append((f"{status}/{root_id}", stored, " ".join(sub_ids), None))
                     tree_known = (stored, " ".join(sub_ids), None)
                 rows = {
-                    self_id: (sig, course, files, facts)
-                    for self_id, sig, course, files, facts in db.execute(
-                        "SELECT self_id, sig, course, files, facts FROM dialogs WHERE status = ? AND root_id = ?", (status, root_id)
+                    row[0]: row[1:]
+                    for row in db.execute(
+                        "SELECT self_id, sig, course, facts, files, public, sup, last_modified, q4h_count, run_kind, usage"
+                        " FROM dialogs WHERE status = ? AND root_id = ?",
+                        (status, root_id),
                     )
                 }
                 entries = []
@@ -417,19 +448,21 @@ class DialogIndex:
                     path = root_dir if self_id == root_id else f"{subs_dir}/{self_id}"
                     row = rows.pop(self_id, None)
                     if row is not None:
-                        sig, newest = signature(path, row[1], row[2].split())
+                        sig, newest = signature(path, row[1], row[3].split())
                         if sig == row[0]:
-                            entries.append(Entry(status, root_id, self_id, sig, row[3], row[2].split()))
+                            entries.append(Entry(status, root_id, self_id, sig, row[2], row[3:]))
                             continue
                     facts = read_facts(path)
-                    course, files = _course_of(facts), facts.get("files") or []
-                    sig, newest = signature(path, course, files)
+                    course, columns = _course_of(facts), _columns(facts)
+                    sig, newest = signature(path, course, facts.get("files") or ())
                     stored = "racy" if now_ns - newest < racy_ns else sig
-                    pending.append((f"{status}/{root_id}/{self_id}", status, root_id, self_id, stored, course, " ".join(files),
-                                    json.dumps(facts, separators=(",", ":"))))
-                    entries.append(Entry(status, root_id, self_id, stored, facts, list(files)))
+                    pending.append(
+                        (f"{status}/{root_id}/{self_id}", status, root_id, self_id, stored, course,
+                         json.dumps(facts, separators=(",", ":")), *columns)
+                    )
+                    entries.append(Entry(status, root_id, self_id, stored, facts, columns))
                 for gone in rows:
-                    pending.append((f"{status}/{root_id}/{gone}", None, None, None, None, None, None, None))
+                    pending.append((f"{status}/{root_id}/{gone}", None))
                 settled = tree_known[2] is not None and tree_known[2] == _tree_sig(entries)
                 yield Tree(entries[0], entries[1:], settled)
                 if len(pending) > 500:
@@ -450,7 +483,7 @@ class DialogIndex:
                 if row[1] is None:
                     db.execute("DELETE FROM dialogs WHERE key = ?", (row[0],))
                 else:
-                    db.execute("INSERT OR REPLACE INTO dialogs VALUES (?,?,?,?,?,?,?,?)", row)
+                    db.execute("INSERT OR REPLACE INTO dialogs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row)
             for key, sig, subs, settled in trees:
                 if sig is None:
                     db.execute("DELETE FROM trees WHERE key = ?", (key,))
@@ -463,6 +496,33 @@ class DialogIndex:
             raise
         dialogs.clear()
         trees.clear()
+
+    def stored_tree(self, status: str, root_id: str) -> Tree | None:
+        """One tree as the index holds it, without checking the files again (right after a refresh:
+        a listing sends trees one by one in its own order)."""
+
+        def work() -> Tree | None:
+            db = self._connect()
+            found = db.execute("SELECT subs, settled FROM trees WHERE key = ?", (f"{status}/{root_id}",)).fetchone()
+            rows = {
+                row[0]: row[1:]
+                for row in db.execute(
+                    "SELECT self_id, sig, facts, files, public, sup, last_modified, q4h_count, run_kind, usage"
+                    " FROM dialogs WHERE status = ? AND root_id = ?",
+                    (status, root_id),
+                )
+            }
+            if found is None or root_id not in rows:
+                return None
+            entries = [
+                Entry(status, root_id, self_id, rows[self_id][0], rows[self_id][1], rows[self_id][2:])
+                for self_id in (root_id, *found[0].split())
+                if self_id in rows
+            ]
+            return Tree(entries[0], entries[1:], found[1] is not None and found[1] == _tree_sig(entries))
+
+        result: Tree | None = self._retrying(work)
+        return result
 
     # -- the daemon's notes ------------------------------------------------------------------------
 
