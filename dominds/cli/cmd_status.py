@@ -29,7 +29,6 @@ from dominds.cli.offline import load_state_yaml
 from dominds.rtws import DIALOG_STATUSES, Rtws
 
 CACHE_VERSION = 1
-USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
 Node = dict[str, Any]
 
@@ -247,7 +246,10 @@ def _course_usage(directory: str, course_files: list[str], node: Node) -> dict[s
     """Per ``provider/model``: [input, output, cacheRead, cacheWrite, generations] over every course.
 
     A line in the middle of a course that is not a JSON record marks the node with an error (the daemon
-    refuses such a dialog); a torn last line does not (it is what a crash leaves)."""
+    refuses such a dialog); a torn last line does not (it is what a crash leaves). Counting is
+    ``driver/usage.py``'s, like the daemon's."""
+    from dominds.driver.usage import add_counts, count_finishes
+
     totals: dict[str, list[int]] = {}
     for name in course_files:
         try:
@@ -259,22 +261,7 @@ def _course_usage(directory: str, course_files: list[str], node: Node) -> dict[s
         if bad is not None and "error" not in node:
             node["error"] = f"{name}:{bad}: not a JSON record (the dialog refuses messages until it is repaired)"
             node["runState"] = {"kind": "error", "detail": node["error"]}
-        start = 0
-        while (found := data.find(b'"gen_finish_record"', start)) != -1:  # decode only those lines
-            line_start = data.rfind(b"\n", 0, found) + 1
-            line_end = data.find(b"\n", found)
-            start = len(data) if line_end == -1 else line_end
-            try:
-                record = json.loads(data[line_start:start])
-            except ValueError:
-                continue  # a torn last line: that generation is counted once it is complete
-            usage = record.get("usage") if isinstance(record, dict) else None
-            if not isinstance(usage, dict):
-                continue
-            counts = totals.setdefault(f"{record.get('provider') or ''}/{record.get('model') or ''}", [0, 0, 0, 0, 0])
-            for index, field in enumerate(USAGE_FIELDS):
-                counts[index] += int(usage.get(field) or 0)
-            counts[4] += 1
+        add_counts(totals, count_finishes(data))
     return totals
 
 
@@ -289,31 +276,18 @@ def _bad_course_line(data: bytes) -> int | None:
 
 
 class _Pricing:
-    """Cost from the workspace's model catalog (read once per run; prices may change, counts do not)."""
+    """Cost with the catalog the daemon would use (``driver/usage.py``, the one owner of cost)."""
 
     def __init__(self, rtws: Rtws) -> None:
         self.rtws = rtws
         self._catalog: Any = None
 
     def usage(self, by_model: dict[str, list[int]]) -> dict[str, Any]:
-        total: dict[str, Any] = dict.fromkeys((*USAGE_FIELDS, "generations"), 0) | {"costUsd": 0.0}
-        for model, counts in by_model.items():
-            for index, field in enumerate((*USAGE_FIELDS, "generations")):
-                total[field] += counts[index]
-            pricing = self._model_pricing(model)
-            if pricing is not None:
-                total["costUsd"] += pricing.cost_usd(*counts[:4])
-        total["costUsd"] = round(total["costUsd"], 6)
-        return total
+        from dominds.driver.usage import catalog_in_use, price
 
-    def _model_pricing(self, key: str) -> Any:
         if self._catalog is None:
-            from dominds.llm.catalog import load_catalog
-
-            self._catalog = load_catalog(self.rtws)[0]
-        provider, _, model = key.partition("/")
-        info = self._catalog.model(provider, model)
-        return info.pricing if info is not None else None
+            self._catalog = catalog_in_use(self.rtws)
+        return price(by_model, self._catalog)
 
 
 # ---------------------------------------------------------------- output
@@ -334,6 +308,7 @@ def _totals(roots: list[Node]) -> dict[str, Any]:
 
 def _print_report(report: dict[str, Any]) -> None:
     from dominds.cli.render import Style, age, styled_run_state, tokens
+    from dominds.driver.usage import format_cost
 
     out = sys.stdout
     style = Style.for_stream(out)
@@ -380,7 +355,7 @@ def _print_report(report: dict[str, Any]) -> None:
             count = sum(1 for r in report["roots"] if r["status"] == current_status)
             lines.append(style(f"\n{current_status}/ — {_count(count, 'dialog tree')}", "bold"))
         usage = root["usage"]
-        cost = f"${usage['costUsd']:.4f}" if usage["costUsd"] else "$0"
+        cost = usage["costText"]
         lines.append(f"{describe(root)}  {style(str(root.get('taskDocPath')), 'cyan')}")
         lines.append(
             style(f"   {tokens(usage['inputTokens'])} in / {tokens(usage['outputTokens'])} out tokens, {cost}, "
@@ -395,7 +370,7 @@ def _print_report(report: dict[str, Any]) -> None:
         hint = " — answer with `dominds q4h` / `dominds answer`" if totals["q4h"] else ""
         lines.append(
             f"\n{_count(totals['roots'], 'tree')}, {_count(totals['dialogs'], 'dialog')}, "
-            f"{_count(totals['q4h'], 'pending question')}{hint}; {tokens(totals['tokens'])} tokens, ${totals['costUsd']:.4f}"
+            f"{_count(totals['q4h'], 'pending question')}{hint}; {tokens(totals['tokens'])} tokens, {format_cost(totals['costUsd'])}"
         )
     out.write("\n".join(lines) + "\n")
 

@@ -1,17 +1,22 @@
 """Team, catalog and persona files, reloaded whenever they change on disk.
 
 The driver asks for the configuration at every generation so hand edits take effect at once; a
-``stat`` per file keeps that cheap when nothing changed.
+``stat`` per file keeps that cheap when nothing changed. A file whose new content has an error is not
+applied: the last version that loaded cleanly stays in use (``last_good.py``) and a problem says so.
 """
 
 from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
+from dominds.driver.last_good import LastGood, has_errors
 from dominds.llm.catalog import Catalog, load_catalog
+from dominds.mcp.config import McpConfig, load_mcp_config
 from dominds.mcp.manager import McpManager
 from dominds.problems import Problem
 from dominds.rtws import Rtws
@@ -37,6 +42,12 @@ class Config:
     """Increases at each reload (lets listeners announce ``team_config_updated``)."""
     mcp: McpManager | None = None
     """The MCP servers of ``.minds/mcp.yaml``, each a toolset (see docs/mcp.md)."""
+    team_unusable: bool = False
+    """team.yaml has errors and no earlier good version exists: the team in use is a best-effort
+    reading, so nothing may be routed to a member the user did not name."""
+
+
+T = TypeVar("T")
 
 
 MAX_CACHED_TASKDOCS = 128
@@ -53,9 +64,32 @@ class ConfigCache:
     _mcp_signature: tuple[int, int] | None = None
     _taskdocs: OrderedDict[str, tuple[str, str]] = field(default_factory=OrderedDict)
     """Rendered Taskdocs by path (fingerprint, text); per engine and bounded, never process-wide."""
+    last_good: LastGood = field(init=False)
+    _mcp_problems: list[Problem] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.mcp = McpManager(self.rtws)
+        self.last_good = LastGood(self.rtws)
+
+    def _load(self, live: Path, load: Callable[[Rtws], tuple[T, list[Problem]]]) -> tuple[T, list[Problem], bool]:
+        """``load`` the live file; with errors, load its last good copy instead. Third: no copy to use."""
+        value, problems = load(self.rtws)
+        if not has_errors(problems):
+            self.last_good.keep(live)
+            return value, problems, False
+        saved_at = self.last_good.saved_at(live)
+        if saved_at is not None:
+            value = load(self.last_good.shadow)[0]
+        return value, [self.last_good.fallback_problem(live, saved_at), *problems], saved_at is None
+
+    def _reload_mcp(self, known: frozenset[str]) -> None:
+        def read(rtws: Rtws) -> tuple[McpConfig, list[Problem]]:
+            config = load_mcp_config(rtws, known)
+            return config, config.problems
+
+        config, problems, _ = self._load(self.rtws.minds_dir / "mcp.yaml", read)
+        self.mcp.reload(config)
+        self._mcp_problems = self.mcp.config_problems = problems
 
     def rendered_taskdoc(self, path: str, fingerprint: str) -> str | None:
         cached = self._taskdocs.get(path)
@@ -75,14 +109,17 @@ class ConfigCache:
         signature = (_signature(self.rtws.team_yaml), _signature(self.rtws.llm_yaml), mcp_signature)
         if self._config is None or signature != self._signature:
             if mcp_signature != self._mcp_signature or self._config is None:
-                self.mcp.reload()  # servers whose settings changed are stopped; toolsets follow the file
+                # servers whose settings changed are stopped; toolsets follow the file (or its last good copy)
+                self._reload_mcp(frozenset(toolset_names()))
                 self._mcp_signature = mcp_signature
-            catalog, catalog_problems = load_catalog(self.rtws)
+            catalog, catalog_problems, _ = self._load(self.rtws.llm_yaml, load_catalog)
             known = [*toolset_names(), *self.mcp.toolset_names()]
-            team, team_problems = load_team(self.rtws, known, catalog=catalog)
+            team, team_problems, team_unusable = self._load(
+                self.rtws.team_yaml, lambda rtws: load_team(rtws, known, catalog=catalog)
+            )
             generation = self._config.generation + 1 if self._config else 1
-            problems = [*catalog_problems, *team_problems, *self.mcp.config_problems]
-            self._config = Config(team, catalog, problems, generation, self.mcp)
+            problems = [*catalog_problems, *team_problems, *self._mcp_problems]
+            self._config = Config(team, catalog, problems, generation, self.mcp, team_unusable)
             self._signature = signature
         return self._config
 

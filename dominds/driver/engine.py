@@ -22,7 +22,13 @@ from dominds.driver.conductor import ConductorRun, ConductorWaiters
 from dominds.driver.config import ConfigCache
 from dominds.driver.errors import EngineBadRequest, EngineError, WorkspaceLocked
 from dominds.driver.health import ContextHealth
-from dominds.driver.intake import queue_durably, refuse_duplicate, require_storable
+from dominds.driver.intake import (
+    announce_queued,
+    cancel_queued,
+    queue_durably,
+    refuse_duplicate,
+    require_storable,
+)
 from dominds.driver.providers import Providers
 from dominds.driver.scheduler import Scheduler
 from dominds.driver.secrets import SecretRedactor
@@ -64,6 +70,8 @@ class Engine:
         self.scheduler = Scheduler(self)
         self.transcript_cache_size = 64
         """How many dialogs keep their current course in memory after a drive (LRU)."""
+        self.usage_book = usage.UsageBook()
+        """Token counts per course file (see usage.py: the one owner of cost)."""
         self.secrets = SecretRedactor()
         """Secrets redacted from tool output (provider keys from the catalog, plus registered ones)."""
         self.transcript_cache_chars = 32 * 1024 * 1024
@@ -250,7 +258,14 @@ class Engine:
             taskdoc = normalize_taskdoc_path(taskdoc_path)
         except TaskdocError as exc:
             raise EngineBadRequest(str(exc)) from exc
-        team = self.config.get().team
+        config = self.config.get()
+        team = config.team
+        if agent_id is None and config.team_unusable:
+            # never route silently to whoever a broken team.yaml left over (a hidden member, typically)
+            raise EngineBadRequest(
+                "team.yaml has errors and no earlier good version, so there is no default agent; fix it "
+                "(see the problems) or name the agent"
+            )
         agent = agent_id or team.default_responder
         member = team.member(agent)
         if member is None:
@@ -299,7 +314,12 @@ class Engine:
         refuse_duplicate(dialog, msg_id)
         prompt = QueuedPrompt(msg_id=msg_id, content=content, grammar=grammar, origin="user", queued_at=now_iso())  # type: ignore[arg-type]
         queue_durably(self, dialog, prompt)
+        announce_queued(dialog, prompt)
         return prompt
+
+    def cancel_queued_message(self, dialog: Dialog, msg_id: str) -> QueuedPrompt:
+        """Take back a queued user message that no generation has consumed yet."""
+        return cancel_queued(dialog, msg_id)
 
     def check_drivable_target(self, dialog: Dialog) -> None:
         if dialog.load_error:

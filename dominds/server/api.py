@@ -139,6 +139,13 @@ async def post_message(request: web.Request) -> web.Response:
     )
 
 
+async def cancel_queued(request: web.Request) -> web.Response:
+    engine = _engine(request)
+    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    prompt = engine.cancel_queued_message(dialog, request.match_info["msg_id"])
+    return web.json_response({"selfId": dialog.self_id, "rootId": dialog.root_id, "msgId": prompt.msg_id, "cancelled": True})
+
+
 async def answer_question(request: web.Request) -> web.Response:
     body = await _body(request, MessageBody)
     question_id = request.match_info["question_id"]
@@ -239,6 +246,7 @@ def add_api_routes(app: web.Application) -> None:
     app.router.add_get("/api/dialogs/{root}/usage", usage)
     app.router.add_get("/api/dialogs/{self_id}", show_dialog)
     app.router.add_post("/api/dialogs/{self_id}/messages", post_message)
+    app.router.add_delete("/api/dialogs/{self_id}/messages/{msg_id}", cancel_queued)
     app.router.add_post("/api/dialogs/{self_id}/{action:stop|resume|dead}", run_control)
     app.router.add_get("/api/q4h", list_questions)
     app.router.add_post("/api/q4h/{question_id}/answer", answer_question)

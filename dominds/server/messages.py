@@ -112,6 +112,14 @@ class DriveByUserAnswer(_Message):
     userLanguageCode: str | None = None
 
 
+class CancelQueuedMessage(_Message):
+    """Take back a queued user message before the agent reads it **(ours)**."""
+
+    type: Literal["cancel_queued_msg"]
+    dialog: DialogRef
+    msgId: Annotated[str, Field(min_length=1, max_length=200)]
+
+
 class InterruptDialog(_Message):
     type: Literal["interrupt_dialog"]
     dialog: DialogRef
@@ -156,6 +164,7 @@ ClientMessage = (
     | GetTaskdoc
     | DriveByUserMessage
     | DriveByUserAnswer
+    | CancelQueuedMessage
     | InterruptDialog
     | EmergencyStop
     | ResumeDialog
@@ -176,6 +185,7 @@ MESSAGE_MODELS: dict[str, type[_Message]] = {
     "get_taskdoc": GetTaskdoc,
     "drive_dlg_by_user_msg": DriveByUserMessage,
     "drive_dialog_by_user_answer": DriveByUserAnswer,
+    "cancel_queued_msg": CancelQueuedMessage,
     "interrupt_dialog": InterruptDialog,
     "emergency_stop": EmergencyStop,
     "resume_dialog": ResumeDialog,

@@ -7,6 +7,7 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.engine import Engine
+from dominds.driver.intake import visible_queue
 from dominds.ids import is_dialog_id
 from dominds.server.render import render_markdown
 from dominds.store.errors import DialogNotFoundError
@@ -40,6 +41,7 @@ def dialog_summary(engine: Engine, dialog: Dialog) -> dict[str, Any]:
         "runState": latest.run_state.to_disk(),
         "generating": latest.generating,
         "q4h": [engine.question_payload(dialog, q) for q in dialog.q4h],
+        "queuedPrompts": visible_queue(dialog),
         "reminders": reminders_payload(dialog),
     }
     if not dialog.is_root:

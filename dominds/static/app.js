@@ -6,6 +6,7 @@ import { Connection, signIn, takeAuthFailure } from "./connection.js";
 import { DialogLists } from "./dialog_lists.js";
 import { DialogView } from "./dialog_view.js";
 import { $, askInPage, debounce, h, randomId, toast } from "./dom.js";
+import { renderProblems, refreshBannerLanguage, wireBanner } from "./banner.js";
 import { applyStatic, language, onLanguageChange, setLanguage, t } from "./i18n.js";
 import { QuestionsPanel, renderReminders, renderTaskdoc } from "./side_panels.js";
 import { Transcript } from "./transcript.js";
@@ -19,7 +20,7 @@ const questions = new QuestionsPanel($("#q4h-list"), $("#q4h-empty"), [$("#q4h-c
   jump: jumpToQuestion,
 });
 const transcript = new Transcript($("#transcript"), { openDialog: (ref) => view.open(ref), answer: answerQuestion });
-const view = new DialogView(conn, transcript, { onReady: onDialogReady, questionsFor: (id) => questions.forDialog(id) });
+const view = new DialogView(conn, transcript, { onReady: onDialogReady, questionsFor: (id) => questions.forDialog(id), answer: answerQuestion });
 const lists = new DialogLists($("#dialog-lists"), [...document.querySelectorAll(".tab")], { open: (ref) => view.open(ref) });
 const refreshLists = debounce(() => lists.refresh(), 200);
 const listRunStateSeq = new Map(); // selfId -> seq of the run state shown in the lists
@@ -47,17 +48,24 @@ function route(msg) {
     case "problems_snapshot":
       renderProblems(msg.problems || []);
       break;
+    case "team_config_updated":
+      if (!msg.replay) loadCatalog();
+      break;
     case "full_reminders_update":
       if (msg.dialog?.selfId === view.ref?.selfId) renderReminders($("#reminders-list"), $("#reminders-empty"), msg.reminders);
       break;
     case "new_q4h_asked":
       if (msg.replay) break;
       questions.add(msg.question);
-      if (msg.dialog.selfId === view.ref?.selfId) transcript.markQuestion(msg.question);
+      if (msg.dialog.selfId === view.ref?.selfId) {
+        transcript.markQuestion(msg.question);
+        view.composer.addQuestion(msg.question);
+      }
       break;
     case "q4h_answered":
       questions.remove(msg.questionId);
       transcript.unmarkQuestion(msg.questionId);
+      view.composer.removeQuestion(msg.questionId);
       break;
     case "dlg_run_state_evt":
       if ((listRunStateSeq.get(msg.dialog.selfId) || 0) < msg.seq) {
@@ -104,19 +112,15 @@ function onDialogReady(ready) {
   if (ready.mode === "replay") conn.send({ type: "get_taskdoc", dialog: ready.dialog });
 }
 
+/** Answer a question; a refusal is thrown for the caller to show. */
 async function answerQuestion(question, content) {
-  try {
-    await conn.request({
-      type: "drive_dialog_by_user_answer",
-      dialog: { selfId: question.selfId, rootId: question.rootId },
-      questionId: question.id,
-      content,
-      msgId: randomId("ans-"),
-    });
-  } catch (error) {
-    toast(error.message, "error");
-    throw error;
-  }
+  await conn.request({
+    type: "drive_dialog_by_user_answer",
+    dialog: { selfId: question.selfId, rootId: question.rootId },
+    questionId: question.id,
+    content,
+    msgId: randomId("ans-"),
+  });
 }
 
 function jumpToQuestion(question) {
@@ -159,12 +163,7 @@ async function askForToken() {
   }
 }
 
-function renderProblems(problems) {
-  const el = $("#problems");
-  el.hidden = problems.length === 0;
-  el.textContent = `⚠ ${t("problems", { n: problems.length })}`;
-  el.title = problems.map((p) => `${p.severity}: ${p.message}`).join("\n");
-}
+wireBanner();
 
 $("#conn-retry").addEventListener("click", () => (conn.state === "unauthorized" ? askForToken() : conn.reconnectNow()));
 $("#q4h-toggle").addEventListener("click", () => $("#q4h-panel").scrollIntoView({ block: "start" }));
@@ -187,6 +186,7 @@ onLanguageChange((lang) => {
   conn.send({ type: "set_ui_language", uiLanguage: lang });
   lists.render();
   questions.render();
+  refreshBannerLanguage();
   // the transcript's labels were rendered in the old language: show it again (a replay)
   if (view.ref) view.open(view.ref);
 });
@@ -203,8 +203,13 @@ async function loadCatalog() {
     toast(error.message, "error");
     return;
   }
+  const chosen = $("#nd-agent").value;
   $("#nd-agent").replaceChildren(...catalog.team.members.map((m) =>
-    h("option", { value: m.id, selected: m.id === catalog.team.defaultResponder }, `${m.icon ? `${m.icon} ` : ""}@${m.id} — ${m.name}`)));
+    h("option", { value: m.id, selected: chosen ? m.id === chosen : m.id === catalog.team.defaultResponder }, `${m.icon ? `${m.icon} ` : ""}@${m.id} — ${m.name}`)));
+  // a team.yaml that leaves nobody visible must not route new dialogs to a hidden member
+  const nobody = catalog.team.members.length === 0;
+  $("#nd-no-members").hidden = !nobody;
+  $("#new-dialog-form button[type=submit]").disabled = nobody;
   $("#nd-taskdocs").replaceChildren(...catalog.taskdocs.map((path) => h("option", { value: path })));
   $("#nd-taskdoc").value = catalog.taskdocs[0] || "";
   renderSuggestions();
@@ -220,8 +225,14 @@ function renderSuggestions() {
 async function useSuggestion(text) {
   const alive = view.info && view.info.status === "run" && view.info.runState?.kind !== "dead";
   if (!alive) {
+    const members = catalog.team?.members || [];
+    const agent = members.find((m) => m.id === catalog.team.defaultResponder) || members[0];
+    if (!agent) {
+      toast(t("noVisibleMembers"), "error");
+      return;
+    }
     try {
-      await view.create(catalog.team?.defaultResponder, catalog.taskdocs[0] || "tasks/demo.tsk");
+      await view.create(agent.id, catalog.taskdocs[0] || "tasks/demo.tsk");
     } catch (error) {
       toast(error.message, "error");
       return;
@@ -235,7 +246,17 @@ $("#new-dialog-btn").addEventListener("click", () => {
   $("#nd-error").textContent = "";
   $("#nd-taskdoc").focus();
 });
-$("#nd-cancel").addEventListener("click", () => { $("#new-dialog-form").hidden = true; });
+function closeNewDialogForm() {
+  $("#new-dialog-form").hidden = true;
+  $("#new-dialog-btn").focus();
+}
+$("#nd-cancel").addEventListener("click", closeNewDialogForm);
+$("#new-dialog-form").addEventListener("keydown", (event) => {
+  if (event.key === "Escape") {
+    event.preventDefault();
+    closeNewDialogForm();
+  }
+});
 $("#new-dialog-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   try {

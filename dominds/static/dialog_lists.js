@@ -6,11 +6,10 @@ import { apiGet } from "./api.js";
 import { h } from "./dom.js";
 import { runStateLabel, t } from "./i18n.js";
 
+/** A tree's cost as the daemon wrote it (driver/usage.py formats it once for the panel and the CLI). */
 export function formatCost(cost) {
   if (!cost) return "";
-  const tokens = (cost.inputTokens || 0) + (cost.outputTokens || 0);
-  const usd = cost.costUsd ? `$${cost.costUsd.toFixed(cost.costUsd < 0.01 ? 4 : 2)}` : "$0";
-  return `${usd} · ${tokens.toLocaleString()} tok`;
+  return `${cost.costText} · ${cost.tokensText} tok`;
 }
 
 export function badge(runState) {

@@ -3,7 +3,8 @@
 // remembers the last seq it saw so a reconnect resumes without gaps or repeats.
 
 import { apiGet, apiPost } from "./api.js";
-import { $, debounce, h, randomId, toast } from "./dom.js";
+import { Composer } from "./composer.js";
+import { $, askInPage, debounce, h, toast } from "./dom.js";
 import { badge, formatCost } from "./dialog_lists.js";
 import { t } from "./i18n.js";
 
@@ -11,7 +12,7 @@ export class DialogView {
   constructor(conn, transcript, hooks) {
     this.conn = conn;
     this.transcript = transcript;
-    this.hooks = hooks; // { onReady(ready), questionsFor(selfId) }
+    this.hooks = hooks; // { onReady(ready), questionsFor(selfId), answer(question, text) }
     this.ref = null;
     this.info = null;
     this.epoch = null;
@@ -22,21 +23,23 @@ export class DialogView {
     this.pendingJump = null;
     this.awaitingCreate = false;
     this.refreshCost = debounce(() => this.loadCost(), 150);
+    this.composer = new Composer(conn, { ref: () => this.ref, answer: (q, text) => hooks.answer(q, text) });
     this.wire();
   }
 
   wire() {
-    $("#send").addEventListener("click", () => this.send());
-    $("#input").addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-        e.preventDefault();
-        this.send();
-      }
-    });
     $("#stop").addEventListener("click", () => this.command({ type: "interrupt_dialog" }));
     $("#ctl-resume").addEventListener("click", () => this.command({ type: "resume_dialog" }));
-    $("#ctl-dead").addEventListener("click", () => {
-      const note = prompt(t("declareDeadNote"), "");
+    $("#ctl-dead").addEventListener("click", async () => {
+      const note = await askInPage({
+        id: "declare-dead-dialog",
+        title: t("declareDeadTitle"),
+        text: t("declareDeadNote"),
+        field: { multiline: true, placeholder: t("declareDeadPlaceholder"), label: t("declareDeadTitle") },
+        confirm: t("declareDead"),
+        cancel: t("cancel"),
+        danger: true,
+      });
       if (note !== null) this.command({ type: "declare_subdialog_dead", note });
     });
     $("#ctl-done").addEventListener("click", () => this.move("done"));
@@ -95,8 +98,9 @@ export class DialogView {
     $("#dialog-pane").hidden = false;
     this.renderHeader();
     this.loadCost();
-    for (const question of this.hooks.questionsFor(ready.dialog.selfId)) this.transcript.markQuestion(question);
-    for (const question of ready.q4h || []) this.transcript.markQuestion(question);
+    const pending = new Map([...this.hooks.questionsFor(ready.dialog.selfId), ...(ready.q4h || [])].map((q) => [q.id, q]));
+    for (const question of pending.values()) this.transcript.markQuestion(question);
+    this.composer.reset([...pending.values()], ready.queuedPrompts);
     this.snapshotRemaining = ready.eventCount || 0;
     if (!this.snapshotRemaining) this.snapshotDone();
     this.hooks.onReady(ready);
@@ -116,6 +120,7 @@ export class DialogView {
   onEvent(event) {
     if (!this.ref || event.dialog?.selfId !== this.ref.selfId) return;
     if (!event.replay) this.lastSeq = Math.max(this.lastSeq, event.seq);
+    this.composer.onEvent(event);
     if (event.type === "course_update" && event.requestId !== undefined) {
       // the reply to display_course: eventCount events of that course follow
       this.onCourse(event);
@@ -211,16 +216,9 @@ export class DialogView {
     }
   }
 
+  /** Send a message (a suggestion chip) or, without `text`, whatever the composer says it will do. */
   async send(text) {
-    const input = $("#input");
-    const content = (text ?? input.value).trim();
-    if (!content || !this.ref) return;
-    try {
-      await this.conn.request({ type: "drive_dlg_by_user_msg", dialog: this.ref, content, msgId: randomId("ui-") });
-      if (text === undefined) input.value = "";
-    } catch (error) {
-      toast(error.message, "error");
-    }
+    await this.composer.send(text);
   }
 
   async command(message) {

@@ -4,7 +4,7 @@
 // to the subdialog they created, and — for a pending question — an inline answer form.
 
 import { artifactImages } from "./artifacts.js";
-import { h, setTrustedHtml } from "./dom.js";
+import { h, setTrustedHtml, toast } from "./dom.js";
 import { t } from "./i18n.js";
 
 const USER_ORIGIN_LABEL = {
@@ -89,6 +89,12 @@ export class Transcript {
     const input = h("textarea", { rows: "2", placeholder: t("answerPlaceholder"), class: "answer-input" });
     const form = h("form", { class: "answer", dataset: { questionId: question.id } },
       input, h("button", { type: "submit", class: "primary", text: t("answer") }));
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        form.requestSubmit();
+      }
+    });
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const text = input.value.trim();
@@ -96,7 +102,8 @@ export class Transcript {
       form.querySelector("button").disabled = true;
       try {
         await this.actions.answer(question, text);
-      } catch {
+      } catch (error) {
+        toast(error.message, "error");
         form.querySelector("button").disabled = false;
       }
     });
