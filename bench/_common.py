@@ -1,14 +1,28 @@
-"""Shared helpers for the benches: a temp workspace on the scripted provider, stats, RSS."""
+"""Shared helpers for the benches: a workspace on the scripted provider, the real ``dominds serve``,
+figures (median and p90 of samples, against a goal) and the one table every bench prints.
+
+A *figure* is one row of the table: a workload, its unit, the samples measured, and an optional goal
+``(op, value)`` the median is held to. Every bench script writes its figures as JSON (``--json``) so
+``bench/run_all.py`` can print them all in one table.
+"""
 
 from __future__ import annotations
 
 import os
 import platform
+import re
 import resource
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import yaml
 
@@ -44,30 +58,119 @@ def make_workspace(responses: list[dict[str, Any]], root: Path | None = None) ->
     return rtws
 
 
+# ---------------------------------------------------------------- figures
+
+
+@dataclass
+class Figure:
+    """One table row: ``samples`` of a workload in ``unit``; ``goal`` is ``("<=", value)`` on the median."""
+
+    workload: str
+    unit: str
+    samples: list[float]
+    goal: tuple[str, float] | None = None
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples) if self.samples else float("nan")
+
+    @property
+    def p90(self) -> float:
+        return percentile(self.samples, 90)
+
+    @property
+    def met(self) -> bool | None:
+        if self.goal is None or not self.samples:
+            return None
+        op, value = self.goal
+        return self.median <= value if op == "<=" else self.median >= value
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(median=_round(self.median), p90=_round(self.p90), met=self.met)
+        return data
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Figure:
+        goal = tuple(data["goal"]) if data.get("goal") else None
+        return Figure(data["workload"], data["unit"], data["samples"], goal, data.get("note", ""), data.get("extra", {}))
+
+
 def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile (the value below which ``pct`` % of the samples lie)."""
     if not values:
         return float("nan")
     ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
-    return ordered[index]
+    rank = max(1, -(-len(ordered) * pct // 100))
+    return ordered[min(len(ordered), int(rank)) - 1]
 
 
-def summary(values_ms: list[float]) -> dict[str, float]:
-    return {
-        "median_ms": round(statistics.median(values_ms), 3) if values_ms else float("nan"),
-        "p99_ms": round(percentile(values_ms, 99), 3),
-        "n": len(values_ms),
-    }
+def _round(value: float) -> float:
+    if value != value:
+        return value
+    return round(value, 3 if abs(value) < 100 else 1)
+
+
+def _show(value: float) -> str:
+    if value != value:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def print_figures(title: str, figures: list[Figure]) -> None:
+    """The one table: workload, unit, median, p90, goal, met?"""
+    rows = [
+        (
+            f.workload,
+            f.unit,
+            _show(f.median),
+            _show(f.p90) if len(f.samples) > 1 else "-",
+            f"{f.goal[0]} {_show(f.goal[1])}" if f.goal else "",
+            {None: "", True: "yes", False: "NO"}[f.met],
+            str(len(f.samples)),
+        )
+        for f in figures
+    ]
+    head = ("workload", "unit", "median", "p90", "goal", "met?", "n")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    align = "<<>><<>"
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(c.ljust(w) if a == "<" else c.rjust(w) for c, w, a in zip(cells, widths, align, strict=True))
+
+    print(f"\n{title}\n")
+    print(line(head))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print(line(row))
+    notes = [f"  {f.workload}: {f.note}" for f in figures if f.note]
+    if notes:
+        print("\nnotes:")
+        print("\n".join(notes))
+
+
+# ---------------------------------------------------------------- processes
 
 
 def rss_mib(pid: int | None = None) -> float:
     """Current resident set size of a process (this one by default), in MiB."""
-    path = f"/proc/{pid or os.getpid()}/status"
-    with open(path) as fh:
+    with open(f"/proc/{pid or os.getpid()}/status") as fh:
         for line in fh:
             if line.startswith("VmRSS:"):
                 return round(int(line.split()[1]) / 1024, 1)
     return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mib() -> float:
@@ -75,11 +178,80 @@ def peak_rss_mib() -> float:
 
 
 def machine() -> str:
-    return f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}"
+    return f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, load {os.getloadavg()[0]:.1f}"
 
 
-def print_table(title: str, rows: list[tuple[str, str]]) -> None:
-    width = max(len(k) for k, _ in rows)
-    print(f"\n{title}")
-    for key, value in rows:
-        print(f"  {key.ljust(width)}  {value}")
+@dataclass
+class Daemon:
+    """A real ``dominds serve`` process (fsync on) and how to reach it."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    """The panel URL printed by serve (with ``?auth=`` when a token is used)."""
+    spawned_at: float
+    ready_at: float
+
+    @property
+    def base(self) -> str:
+        parsed = urlparse(self.url)
+        return f"http://{parsed.netloc}"
+
+    @property
+    def token(self) -> str:
+        return parse_qs(urlparse(self.url).query).get("auth", [""])[0]
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def cache_dir() -> Path:
+    """Where the benches keep what they write outside the source tree (results, byte-code)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dominds" / "bench"
+
+
+def child_env() -> dict[str, str]:
+    """The environment of every process a bench starts: as a user runs ``dominds``.
+
+    Every fsync on; byte-code cached as Python does by default (a session that sets
+    ``PYTHONDONTWRITEBYTECODE`` would otherwise compile every module at each start), under the
+    bench's cache directory rather than in the source tree."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPYCACHEPREFIX": str(cache_dir() / "pycache")}
+    env.pop("DOMINDS_FSYNC", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def serve(workspace: Path, *extra: str, timeout: float = 300.0) -> Daemon:
+    """Spawn ``dominds serve --port 0`` in ``workspace`` exactly as a user runs it; return once it printed its URL."""
+    env = child_env()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dominds", "-C", str(workspace), "serve", "--port", "0", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    for line in proc.stdout:
+        found = re.search(r"panel: (http://\S+)", line)
+        if found:
+            ready = time.perf_counter()
+            # keep reading what it prints so a chatty daemon never blocks on a full pipe
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            return Daemon(proc, found.group(1), started, ready)
+        if time.monotonic() > deadline:
+            break
+    proc.kill()
+    raise RuntimeError(f"dominds serve did not start in {workspace}")

@@ -1,14 +1,16 @@
-"""End-to-end websocket bench against a daemon process on the scripted provider (zero latency).
+"""Websocket workloads against the real ``dominds serve`` (fsync on), scripted provider at zero latency.
 
-Workloads (issue 5):
-1. 20 dialogs created and driven one turn each, sequentially, on one connection;
-2. the same 20 concurrently, on 20 connections;
-3. publish-to-receive latency of a streaming dialog followed by 50 clients.
-A turn is timed from sending ``drive_dlg_by_user_msg`` to receiving the dialog's next non-proceeding
-``dlg_run_state_evt`` (the reply is persisted and published by then). Goals: per-turn median ≤ 5 ms,
-20 concurrent ≤ 100 ms wall, daemon RSS ≤ 60 MiB.
+1. per turn: 20 dialogs created and driven one turn each, sequentially, on one connection; a turn is
+   timed from sending ``drive_dlg_by_user_msg`` to receiving the dialog's next settled
+   ``dlg_run_state_evt`` (reply persisted and published by then);
+2. 20 turns at once on 20 connections: the wall time of each round;
+3. 100-way TYPE C fan-out: one message whose reply holds 100 ``!?@worker`` tellasks, until the root
+   settles with the collected answer (100 subdialogs created, driven, supplied, the root revived);
+4. one streaming reply followed by 50 clients: per event, how long after the first client the last one
+   received it;
+5. the daemon's RSS after all of that.
 
-    .venv/bin/python bench/bench_ws.py [--rounds 3]
+    .venv/bin/python bench/bench_ws.py [--rounds 5] [--json out.json]
 """
 
 from __future__ import annotations
@@ -16,31 +18,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import statistics
-import subprocess
+import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, percentile
+from _common import Figure, cpu_seconds, machine, make_workspace, print_figures, rss_mib, serve
 
-HERE = Path(__file__).resolve().parent
-
-
-def rss_mib(pid: int) -> tuple[float, float]:
-    """(current RSS, peak RSS) of a process in MiB, from /proc."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        fields[key] = value.strip()
-    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+RESPONSES: list[dict[str, Any]] = [
+    {"agent": "lead", "message": "fanout", "response": "".join(f"!?@worker task {i}\n\n" for i in range(100))},
+    {"agent": "worker", "contains": "task", "response": "ok"},
+    {"agent": "lead", "contains": "provided response", "response": "all collected"},
+    {"message": "stream", "response": "0123456789" * 200, "chunk_chars": 10, "delay_ms": 2},
+    {"response": "Hello! This is a **scripted** reply.", "usage": {"input_tokens": 10, "output_tokens": 5}},
+]
+SETTLED = ("idle", "blocked", "interrupted", "error", "dead")
 
 
 class Client:
@@ -70,10 +67,10 @@ class Client:
         self.waiters.append((predicate, future))
         return future
 
-    async def request(self, message: dict[str, Any], request_id: str) -> dict[str, Any]:
+    async def request(self, message: dict[str, Any], request_id: str, timeout: float = 30) -> dict[str, Any]:
         reply = self.expect(lambda m: m.get("requestId") == request_id)
         await self.ws.send_str(json.dumps({**message, "requestId": request_id}))
-        result = await asyncio.wait_for(reply, 10)
+        result = await asyncio.wait_for(reply, timeout)
         if result["type"] == "error":
             raise RuntimeError(result["message"])
         return result
@@ -84,206 +81,132 @@ class Client:
 
 
 async def connect(session: aiohttp.ClientSession, base: str, token: str) -> Client:
-    ws = await session.ws_connect(
-        f"{base}/ws", protocols=("dominds", f"dominds-auth.{token}"), max_msg_size=0
-    )
-    client = Client(ws)
-    await asyncio.sleep(0)
-    return client
+    protocols = ("dominds", f"dominds-auth.{token}") if token else ("dominds",)
+    ws = await session.ws_connect(f"{base}/ws", protocols=protocols, max_msg_size=0)
+    return Client(ws)
 
 
 async def create(client: Client, tag: str) -> dict[str, str]:
-    ready = await client.request(
-        {"type": "create_dialog", "taskDocPath": "tasks/b.tsk", "follow": "add"}, f"c-{tag}"
-    )
-    return ready["dialog"]
+    ready = await client.request({"type": "create_dialog", "taskDocPath": "tasks/b.tsk", "follow": "add"}, f"c-{tag}")
+    dialog: dict[str, str] = ready["dialog"]
+    return dialog
 
 
-async def turn(client: Client, dialog: dict[str, str], tag: str) -> float:
-    """One user turn; seconds from send to the settled run state."""
+async def turn(client: Client, dialog: dict[str, str], text: str = "hello", timeout: float = 30) -> float:
+    """One user turn; seconds from send to the dialog's settled run state."""
     settled = client.expect(
-        lambda m: (
-            m.get("type") == "dlg_run_state_evt"
-            and m["dialog"]["selfId"] == dialog["selfId"]
-            and m["runState"]["kind"] not in ("proceeding", "stop_requested")
-        )
+        lambda m: m.get("type") == "dlg_run_state_evt"
+        and m["dialog"]["selfId"] == dialog["selfId"]
+        and m["runState"]["kind"] in SETTLED
+        and not (m["runState"]["kind"] == "blocked" and text == "fanout")
     )
     started = time.perf_counter()
-    await client.ws.send_str(
-        json.dumps({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": "hello", "requestId": tag})
-    )
-    await asyncio.wait_for(settled, 10)
+    await client.ws.send_str(json.dumps({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": text}))
+    await asyncio.wait_for(settled, timeout)
     return time.perf_counter() - started
 
 
-async def sequential(session: aiohttp.ClientSession, base: str, token: str, n: int) -> dict[str, Any]:
+async def sequential(session: aiohttp.ClientSession, base: str, token: str, n: int) -> list[float]:
     client = await connect(session, base, token)
-    creates, turns = [], []
-    wall = time.perf_counter()
+    turns = []
     for i in range(n):
-        t0 = time.perf_counter()
-        dialog = await create(client, f"s{i}")
-        creates.append(time.perf_counter() - t0)
-        turns.append(await turn(client, dialog, f"st{i}"))
-    wall = time.perf_counter() - wall
+        dialog = await create(client, f"s{i}-{time.monotonic_ns()}")
+        turns.append(await turn(client, dialog))
     await client.close()
-    return {"creates": creates, "turns": turns, "wall": wall}
+    return turns
 
 
-async def concurrent(session: aiohttp.ClientSession, base: str, token: str, n: int) -> dict[str, Any]:
+async def concurrent(session: aiohttp.ClientSession, base: str, token: str, n: int) -> float:
     clients = [await connect(session, base, token) for _ in range(n)]
-    dialogs = await asyncio.gather(*(create(c, f"k{i}") for i, c in enumerate(clients)))
-    wall = time.perf_counter()
-    turns = await asyncio.gather(
-        *(turn(c, d, f"kt{i}") for i, (c, d) in enumerate(zip(clients, dialogs, strict=True)))
-    )
-    wall = time.perf_counter() - wall
+    dialogs = await asyncio.gather(*(create(c, f"k{i}-{time.monotonic_ns()}") for i, c in enumerate(clients)))
+    started = time.perf_counter()
+    await asyncio.gather(*(turn(c, d) for c, d in zip(clients, dialogs, strict=True)))
+    wall = time.perf_counter() - started
     for client in clients:
         await client.close()
-    return {"turns": list(turns), "wall": wall}
+    return wall
 
 
-async def fan_out(session: aiohttp.ClientSession, base: str, token: str, n: int) -> dict[str, Any]:
+async def fan_out_tellasks(session: aiohttp.ClientSession, base: str, token: str) -> float:
+    client = await connect(session, base, token)
+    dialog = await create(client, f"fan-{time.monotonic_ns()}")
+    wall = await turn(client, dialog, "fanout", timeout=120)
+    await client.close()
+    return wall
+
+
+async def stream_to_clients(session: aiohttp.ClientSession, base: str, token: str, n: int) -> list[float]:
     clients = [await connect(session, base, token) for _ in range(n)]
-    dialog = await create(clients[0], "fan")
+    dialog = await create(clients[0], f"st-{time.monotonic_ns()}")
     for i, client in enumerate(clients[1:]):
         await client.request({"type": "display_dialog", "dialog": dialog}, f"f{i}")
-    latencies: list[float] = []
+    received: dict[int, list[float]] = {}
 
     def record(message: dict[str, Any]) -> None:
-        published = message.get("benchPublishedNs")
-        if published and message.get("type") in ("markdown_chunk_evt", "saying_finish_evt"):
-            latencies.append((time.time_ns() - published) / 1e6)
+        if message.get("type") == "markdown_chunk_evt" and message.get("dialog") == dialog:
+            received.setdefault(int(message["seq"]), []).append(time.perf_counter())
 
     for client in clients:
         client.on_event = record
-    done = [
-        c.expect(lambda m: m.get("type") == "saying_finish_evt" and m["dialog"] == dialog) for c in clients
-    ]
-    wall = time.perf_counter()
-    await clients[0].ws.send_str(
-        json.dumps({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": "stream"})
-    )
-    await asyncio.wait_for(asyncio.gather(*done), 30)
-    wall = time.perf_counter() - wall
+    done = [c.expect(lambda m: m.get("type") == "saying_finish_evt" and m.get("dialog") == dialog) for c in clients]
+    await clients[0].ws.send_str(json.dumps({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": "stream"}))
+    await asyncio.wait_for(asyncio.gather(*done), 60)
     for client in clients:
         await client.close()
-    return {"latencies": latencies, "wall": wall}
+    return [(max(times) - min(times)) * 1000 for times in received.values() if len(times) == n]
 
 
-def row(name: str, values_ms: list[float], wall_s: float, goal: str) -> str:
-    return (
-        f"| {name:<44} | {len(values_ms):>6} | {statistics.median(values_ms):>8.2f} | {percentile(values_ms, 99):>8.2f} "
-        f"| {wall_s * 1000:>9.1f} | {goal:<22} |"
-    )
-
-
-def figures(values_ms: list[float], wall_s: float) -> dict[str, float]:
-    return {
-        "median_ms": round(statistics.median(values_ms), 3),
-        "p99_ms": round(percentile(values_ms, 99), 3),
-        "wall_ms": round(wall_s * 1000, 1),
-        "n": len(values_ms),
-    }
-
-
-async def run(base: str, token: str, rounds: int, pid: int | None) -> dict[str, Any]:
+async def run(base: str, token: str, rounds: int, pid: int | None) -> list[Figure]:
     async with aiohttp.ClientSession() as session:
-        # a warm-up round: imports, first-use caches and the scripted database load are not the subject
-        await sequential(session, base, token, 3)
-        lines = [
-            "| workload                                     |  count | median ms |   p99 ms |   wall ms | goal                   |",
-            "|----------------------------------------------|-------:|----------:|---------:|----------:|------------------------|",
-        ]
-        all_seq: list[float] = []
-        all_con: list[float] = []
-        con_walls: list[float] = []
-        seq_walls: list[float] = []
-        for r in range(rounds):
-            seq = await sequential(session, base, token, 20)
-            con = await concurrent(session, base, token, 20)
-            all_seq += [v * 1000 for v in seq["turns"]]
-            all_con += [v * 1000 for v in con["turns"]]
-            con_walls.append(con["wall"])
-            seq_walls.append(seq["wall"])
-            lines.append(
-                row(
-                    f"[{r + 1}] sequential: create_dialog (1 conn)",
-                    [v * 1000 for v in seq["creates"]],
-                    seq["wall"],
-                    "",
-                )
-            )
-            lines.append(
-                row(
-                    f"[{r + 1}] sequential: one turn each (1 conn)",
-                    [v * 1000 for v in seq["turns"]],
-                    seq["wall"],
-                    "per-turn median ≤ 5 ms",
-                )
-            )
-            lines.append(
-                row(
-                    f"[{r + 1}] concurrent: 20 turns on 20 conns",
-                    [v * 1000 for v in con["turns"]],
-                    con["wall"],
-                    "wall ≤ 100 ms",
-                )
-            )
-        fan = await fan_out(session, base, token, 50)
-        lines.append(
-            row("fan-out: 50 clients, publish→receive", fan["latencies"], fan["wall"], "(stream: 200 chunks)")
-        )
-        print("\n".join(lines))
-        result: dict[str, Any] = {
-            "ws_seq20_turn": figures(all_seq, statistics.median(seq_walls)),
-            "ws_conc20_wall": {**figures(all_con, statistics.median(con_walls))},
-            "ws_fanout50": figures(fan["latencies"], fan["wall"]),
-        }
-        if pid is not None:
-            current, peak = rss_mib(pid)
-            print(f"\ndaemon RSS: {current:.1f} MiB now, {peak:.1f} MiB peak (goal ≤ 60 MiB)")
-            result["daemon_rss_mib"] = {"now": current, "peak": peak}
-        return result
+        await sequential(session, base, token, 3)  # warm-up: first-use caches are not the subject
+        seq: list[float] = []
+        walls: list[float] = []
+        fans: list[float] = []
+        cpu: dict[str, list[float]] = {"seq": [], "conc": [], "fan": []}
+        for _ in range(rounds):
+            before = _cpu(pid)
+            seq += await sequential(session, base, token, 20)
+            cpu["seq"].append((_cpu(pid) - before) / 20 * 1000)
+            before = _cpu(pid)
+            walls.append(await concurrent(session, base, token, 20))
+            cpu["conc"].append((_cpu(pid) - before) * 1000)
+            before = _cpu(pid)
+            fans.append(await fan_out_tellasks(session, base, token))
+            cpu["fan"].append(_cpu(pid) - before)
+        spread = await stream_to_clients(session, base, token, 50)
+    figures = [
+        Figure("ws: one turn, 20 dialogs in turn on one connection", "ms", [v * 1000 for v in seq], ("<=", 4)),
+        Figure("ws: 20 turns at once on 20 connections, wall", "ms", [v * 1000 for v in walls], ("<=", 70)),
+        Figure("ws: 100-way TYPE C fan-out until the root settles", "s", fans, ("<=", 0.3)),
+        Figure("ws: one stream to 50 clients, last receipt after the first, per event", "ms", spread),
+    ]
+    if pid is not None:
+        figures[1:1] = [Figure("ws: daemon CPU per turn (create + turn), in turn", "ms", cpu["seq"])]
+        figures[3:3] = [Figure("ws: daemon CPU for the 20 turns at once (creates excluded)", "ms", cpu["conc"])]
+        figures[5:5] = [Figure("ws: daemon CPU for the 100-way fan-out", "s", cpu["fan"])]
+        figures.append(Figure("ws: daemon RSS after these workloads", "MiB", [rss_mib(pid)], ("<=", 60)))
+    return figures
+
+
+def _cpu(pid: int | None) -> float:
+    return cpu_seconds(pid) if pid is not None else float("nan")
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--url", help="bench an already running daemon (its panel URL with ?auth=) instead")
     args = parser.parse_args()
-    if args.url:
-        parsed = urlparse(args.url)
-        token = parse_qs(parsed.query).get("auth", [""])[0]
-        result = asyncio.run(run(f"ws://{parsed.netloc}", token, args.rounds, None))
-        if args.json:
-            args.json.write_text(json.dumps(result, indent=1))
-        return 0
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    daemon = subprocess.Popen(
-        [sys.executable, str(HERE / "_daemon.py")],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=HERE.parent,
-    )
+    rtws = make_workspace(RESPONSES)
+    daemon = serve(rtws.root)
     try:
-        assert daemon.stdout is not None
-        url = daemon.stdout.readline().strip()
-        if not url:
-            print("the bench daemon did not start", file=sys.stderr)
-            return 1
-        parsed = urlparse(url)
-        token = parse_qs(parsed.query)["auth"][0]
-        base = f"ws://{parsed.netloc}"
-        print(f"daemon pid {daemon.pid} at {parsed.netloc}; {machine()}\n")
-        result = asyncio.run(run(base, token, args.rounds, daemon.pid))
-        if args.json:
-            args.json.write_text(json.dumps(result, indent=1))
+        figures = asyncio.run(run(f"ws://{daemon.base.removeprefix('http://')}", daemon.token, args.rounds, daemon.pid))
     finally:
-        daemon.terminate()
-        daemon.wait(10)
+        daemon.stop()
+        shutil.rmtree(rtws.root, ignore_errors=True)
+    print_figures(f"Websocket, real `dominds serve`, fsync on — {machine()}", figures)
+    if args.json:
+        args.json.write_text(json.dumps([f.to_json() for f in figures], indent=1))
     return 0
 
 

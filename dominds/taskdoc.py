@@ -27,9 +27,6 @@ from pathlib import Path
 from dominds.store.atomic import write_atomic
 from dominds.store.errors import WriteFailedError
 
-# Re-exported so callers have one entry point; the renderer lives apart to keep this module small.
-from dominds.taskdoc_render import render_effective_taskdoc as render_effective_taskdoc
-
 TOP_SECTIONS = ("goals", "constraints", "progress")
 BEARINMIND_CATEGORY = "bearinmind"
 BEARINMIND_SECTIONS = ("contracts", "acceptance", "grants", "runbook", "decisions", "risks")

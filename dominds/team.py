@@ -28,7 +28,7 @@ from dominds.problems import (
     try_node_value,
 )
 from dominds.rtws import Rtws
-from dominds.tools.base import get_toolset, toolset_names
+from dominds.tools.base import Toolsets
 
 TEAM_YAML = ".minds/team.yaml"
 SHADOW_MEMBER_IDS = ("fuxi", "pangu")
@@ -167,6 +167,7 @@ class _Loader:
     collector: ProblemCollector
     catalog: Catalog
     known_toolsets: list[str]
+    toolsets: Toolsets
 
     def member_spec(self, node: Any, who: str) -> _Spec:
         spec = _Spec()
@@ -248,29 +249,37 @@ _SHADOW_BASE = {
 }  # fmt: skip
 
 
-_WORKFLOW_BASE: dict[str, _Spec] = {}
-_BUILTIN_PERSONAS: dict[str, str] = {}
+@dataclass(frozen=True)
+class WorkflowMembers:
+    """Members a workflow brings (its LLM roles): present in every team of an engine that has them.
 
-
-def register_workflow_members(members: Mapping[str, Mapping[str, Any]], personas: Mapping[str, str]) -> None:
-    """Members a workflow needs (its LLM roles), always present and hidden unless team.yaml says otherwise.
-
-    team.yaml may define the same id to tune it (provider, model, model_params, persona file); its
-    settings are merged over the workflow's. ``personas`` are used when ``.minds/team/<id>/persona.md``
-    does not exist.
+    A value owned by the engine (never a process-wide registry filled at import time). They are
+    hidden unless team.yaml says otherwise; team.yaml may define the same id to tune it (provider,
+    model, model_params, persona file), and its settings are merged over the workflow's.
     """
-    for member_id, values in members.items():
-        _WORKFLOW_BASE[member_id] = _Spec({"hidden": True, "diligence_push_max": 0, "fbr_effort": 0, **values})
-    _BUILTIN_PERSONAS.update(personas)
+
+    specs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Member id → its settings, as team.yaml would write them."""
+    personas: Mapping[str, str] = field(default_factory=dict)
+    """Member id → persona used when ``.minds/team/<id>/persona.md`` does not exist."""
+
+    def ids(self) -> frozenset[str]:
+        return frozenset(self.specs)
+
+    def persona(self, member_id: str) -> str | None:
+        return self.personas.get(member_id)
+
+    def plus(self, other: WorkflowMembers) -> WorkflowMembers:
+        return WorkflowMembers({**self.specs, **other.specs}, {**self.personas, **other.personas})
+
+    def base_specs(self) -> dict[str, _Spec]:
+        return {
+            member_id: _Spec({"hidden": True, "diligence_push_max": 0, "fbr_effort": 0, **values})
+            for member_id, values in self.specs.items()
+        }
 
 
-def workflow_member_ids() -> frozenset[str]:
-    """Ids registered by workflows (present in every team, hidden unless team.yaml says otherwise)."""
-    return frozenset(_WORKFLOW_BASE)
-
-
-def builtin_persona(member_id: str) -> str | None:
-    return _BUILTIN_PERSONAS.get(member_id)
+NO_WORKFLOW_MEMBERS = WorkflowMembers()
 
 
 def _impose_shadow_constraints(member_id: str, values: dict[str, Any]) -> None:
@@ -291,14 +300,14 @@ def _member(member_id: str, spec: _Spec, line: int | None) -> Member:
     return Member(id=member_id, line=line, key_lines=dict(spec.lines), **values)
 
 
-def bootstrap_team() -> Team:
-    """The team of a workspace without team.yaml: only the shadow members."""
+def bootstrap_team(workflow_members: WorkflowMembers = NO_WORKFLOW_MEMBERS) -> Team:
+    """The team of a workspace without team.yaml: the shadow members and the workflows' members."""
     members = {}
     for member_id in SHADOW_MEMBER_IDS:
         values = dict(_SHADOW_BASE[member_id].values)
         _impose_shadow_constraints(member_id, values)
         members[member_id] = _member(member_id, _Spec(values), None)
-    for member_id, base in _WORKFLOW_BASE.items():
+    for member_id, base in workflow_members.base_specs().items():
         members[member_id] = _member(member_id, _merge(_Spec({"fbr_effort": 1}), base), None)
     return Team(members=members, default_responder="fuxi")
 
@@ -307,37 +316,46 @@ def bootstrap_team() -> Team:
 
 
 def load_team(
-    rtws: Rtws, known_toolsets: Iterable[str] | None = None, *, catalog: Catalog | None = None
+    rtws: Rtws,
+    toolsets: Toolsets | None = None,
+    *,
+    more_toolset_names: Iterable[str] = (),
+    catalog: Catalog | None = None,
+    workflow_members: WorkflowMembers = NO_WORKFLOW_MEMBERS,
 ) -> tuple[Team, list[Problem]]:
     """Load ``.minds/team.yaml`` into the effective team and the problems found on the way.
 
-    ``known_toolsets`` (default: the registered ones) validates ``toolsets:`` entries; when it is
-    empty, toolset names are not checked. ``catalog`` (default: ``load_catalog(rtws)``, whose own
-    problems are not repeated here) validates ``provider``/``model``.
+    ``toolsets`` (the engine's) and ``more_toolset_names`` (e.g. MCP servers) validate ``toolsets:``
+    entries; with neither, toolset names are not checked. ``catalog`` (default:
+    ``load_catalog(rtws)``, whose own problems are not repeated here) validates ``provider``/``model``.
+    ``workflow_members`` are added to the team (see ``WorkflowMembers``).
     """
     collector = ProblemCollector(TEAM_CONFIG_ERROR, TEAM_YAML)
     if catalog is None:
         catalog = load_catalog(rtws)[0]
-    known = list(toolset_names() if known_toolsets is None else known_toolsets)
+    toolsets = toolsets or Toolsets()
+    known = [*toolsets.names(), *more_toolset_names]
     try:
         text = rtws.team_yaml.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return bootstrap_team(), []
+        return bootstrap_team(workflow_members), []
     except (OSError, UnicodeDecodeError) as exc:
         collector.error(None, f"cannot read the file: {exc}; using the bootstrap team (fuxi, pangu)")
-        return bootstrap_team(), collector.problems
+        return bootstrap_team(workflow_members), collector.problems
     root = compose_yaml(text, collector)
     if root is None or is_null(root):
-        return bootstrap_team(), collector.problems
+        return bootstrap_team(workflow_members), collector.problems
     if not is_mapping(root):
         collector.wrong_type(root, node_line(root), "team.yaml", "a mapping", "using the bootstrap team")
-        return bootstrap_team(), collector.problems
-    return _TeamBuilder(_Loader(collector, catalog, known)).build(root), collector.problems
+        return bootstrap_team(workflow_members), collector.problems
+    builder = _TeamBuilder(_Loader(collector, catalog, known, toolsets), workflow_members.base_specs())
+    return builder.build(root), collector.problems
 
 
 @dataclass
 class _TeamBuilder:
     loader: _Loader
+    workflow_base: dict[str, _Spec]
     defaults: _Spec = field(default_factory=_Spec)
     member_specs: dict[str, tuple[_Spec, int]] = field(default_factory=dict)
     default_responder: tuple[str, int] | None = None
@@ -351,7 +369,7 @@ class _TeamBuilder:
         members: dict[str, Member] = {}
         baseline = _Spec({"fbr_effort": 1, "diligence_push_max": 3})
         for member_id, (spec, line) in self.member_specs.items():
-            base = _SHADOW_BASE.get(member_id) or _WORKFLOW_BASE.get(member_id) or _Spec()
+            base = _SHADOW_BASE.get(member_id) or self.workflow_base.get(member_id) or _Spec()
             merged = _merge(baseline, self.defaults, base, spec)
             self.loader.check_llm_choice(merged.values, spec, f"member {member_id!r}")
             if member_id in SHADOW_MEMBER_IDS:
@@ -362,7 +380,7 @@ class _TeamBuilder:
                 merged = _merge(baseline, self.defaults, _SHADOW_BASE[member_id])
                 _impose_shadow_constraints(member_id, merged.values)
                 members[member_id] = _member(member_id, merged, None)
-        for member_id, base in _WORKFLOW_BASE.items():
+        for member_id, base in self.workflow_base.items():
             if member_id not in members:
                 members[member_id] = _member(member_id, _merge(baseline, self.defaults, base), None)
         team = Team(members, self.pick_default_responder(members), self.shell_specialists[0])
@@ -439,7 +457,7 @@ class _TeamBuilder:
         for member in team.members.values():
             if member.hidden:  # shadow members are exempt
                 continue
-            shell_tools = _shell_tools_of(member, self.loader.known_toolsets)
+            shell_tools = _shell_tools_of(member, self.loader.known_toolsets, self.loader.toolsets)
             where = member.key_lines.get("toolsets", member.key_lines.get("tools", member.line))
             if shell_tools and member.id not in specialists:
                 collector.warning(
@@ -449,8 +467,8 @@ class _TeamBuilder:
                 )
 
 
-def _shell_tools_of(member: Member, known_toolsets: Sequence[str]) -> set[str]:
+def _shell_tools_of(member: Member, known_toolsets: Sequence[str], toolsets: Toolsets) -> set[str]:
     names = set(member.tools) & SHELL_TOOL_NAMES
     for toolset in expand_toolsets(member.toolsets, known_toolsets):
-        names.update(t.name for t in get_toolset(toolset) or [] if t.name in SHELL_TOOL_NAMES)
+        names.update(t.name for t in toolsets.get(toolset) or [] if t.name in SHELL_TOOL_NAMES)
     return names

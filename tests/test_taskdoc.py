@@ -20,12 +20,11 @@ from dominds.taskdoc import (
     load_taskdoc,
     normalize_taskdoc_path,
     read_section,
-    render_effective_taskdoc,
     section_file,
     taskdoc_fingerprint,
     write_section,
 )
-from dominds.taskdoc_render import describe_note
+from dominds.taskdoc_render import describe_note, render_effective_taskdoc
 
 PKG = "tasks/auth.tsk"
 

@@ -11,15 +11,17 @@ from hypothesis import strategies as st
 from dominds.llm.catalog import builtin_catalog
 from dominds.problems import TEAM_CONFIG_ERROR, Problem
 from dominds.rtws import Rtws
-from dominds.team import Team, expand_toolsets, load_team, workflow_member_ids
+from dominds.team import Team, expand_toolsets, load_team
+from dominds.tools.builtin import builtin_toolsets
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-TOOLSETS = ["ws_read", "ws_mod", "os", "memory", "team-mgmt"]
+TOOLSETS = builtin_toolsets()
+MORE_TOOLSET_NAMES = ["team-mgmt"]
 
 
 def own_members(team: Team) -> list[str]:
-    """Members of the team under test; workflows register theirs process-wide (order-dependent)."""
-    return [m for m in team.members if m not in workflow_member_ids()]
+    """Members of the team under test (no engine, so no workflow members)."""
+    return list(team.members)
 
 
 def write_team(rtws: Rtws, text: str) -> str:
@@ -35,7 +37,7 @@ def line_of(text: str, needle: str) -> int:
 
 def load(rtws: Rtws, text: str) -> tuple[Team, list[Problem], str]:
     written = write_team(rtws, text)
-    team, problems = load_team(rtws, TOOLSETS, catalog=builtin_catalog())
+    team, problems = load_team(rtws, TOOLSETS, more_toolset_names=MORE_TOOLSET_NAMES, catalog=builtin_catalog())
     return team, problems, written
 
 
@@ -48,7 +50,7 @@ def by_line(problems: list[Problem]) -> dict[int | None, list[Problem]]:
 
 def test_template_team_loads_without_problems() -> None:
     rtws = Rtws(REPO_ROOT / "rtws-template")
-    team, problems = load_team(rtws, TOOLSETS)
+    team, problems = load_team(rtws, TOOLSETS, more_toolset_names=MORE_TOOLSET_NAMES)
     assert problems == []
     assert own_members(team) == ["lead", "researcher", "coder", "fuxi", "pangu"]
     assert team.default_responder == "lead"
@@ -61,7 +63,7 @@ def test_template_team_loads_without_problems() -> None:
 
 
 def test_missing_team_yaml_gives_bootstrap_team(tmp_rtws: Rtws) -> None:
-    team, problems = load_team(tmp_rtws, TOOLSETS)
+    team, problems = load_team(tmp_rtws, TOOLSETS, more_toolset_names=MORE_TOOLSET_NAMES)
     assert problems == []
     assert own_members(team) == ["fuxi", "pangu"]
     assert team.default_responder == "fuxi"
@@ -234,7 +236,8 @@ def test_toolset_names_are_validated_against_known_ones(tmp_rtws: Rtws) -> None:
     assert {p.line for p in problems} == {line_of(text, "ws_raed")}
     assert sorted("'ws_raed'" in p.message or "'nope'" in p.message for p in problems) == [True, True]
     a = team.member("a")
-    assert a is not None and expand_toolsets(a.toolsets, TOOLSETS) == [
+    available = ["ws_read", "ws_mod", "os", "memory", "team-mgmt"]
+    assert a is not None and expand_toolsets(a.toolsets, available) == [
         "ws_read",
         "ws_mod",
         "memory",
@@ -244,7 +247,7 @@ def test_toolset_names_are_validated_against_known_ones(tmp_rtws: Rtws) -> None:
 
 def test_empty_toolset_registry_skips_name_checks(tmp_rtws: Rtws) -> None:
     write_team(tmp_rtws, "members:\n  a: {toolsets: [anything]}\n")
-    _, problems = load_team(tmp_rtws, [], catalog=builtin_catalog())
+    _, problems = load_team(tmp_rtws, catalog=builtin_catalog())
     assert problems == []
 
 
@@ -373,6 +376,6 @@ def test_load_team_never_raises(text: str) -> None:
         rtws = Rtws(Path(tmp))
         rtws.minds_dir.mkdir()
         rtws.team_yaml.write_text(text, encoding="utf-8")
-        team, problems = load_team(rtws, TOOLSETS, catalog=builtin_catalog())
+        team, problems = load_team(rtws, TOOLSETS, more_toolset_names=MORE_TOOLSET_NAMES, catalog=builtin_catalog())
         assert team.default_responder in team.members
         assert all(p.line is None or p.line >= 1 for p in problems)

@@ -17,8 +17,13 @@ from typing import TYPE_CHECKING, Any
 from dominds.cli.common import workspace
 
 if TYPE_CHECKING:
+    from dominds.llm.catalog import Catalog
     from dominds.problems import Problem
+    from dominds.rtws import Rtws
     from dominds.team import Team
+
+KEY_MISSING = "llm_provider_key_missing"
+REJECTED = "llm_provider_rejected_request"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,20 +39,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _check(args: argparse.Namespace) -> int:
     # Imported here: every `dominds` command imports every command module to build its parser.
+    from dominds.driver.extensions import with_builtins
     from dominds.llm.catalog import LlmResolutionError, load_catalog, resolve_member_llm
-    from dominds.problems import make_problem
-    from dominds.store import provider_problems
     from dominds.team import load_team
-    from dominds.tools.base import toolset_names
+    from dominds.workflows.mount import workflow_extensions
 
     rtws = workspace()
     catalog, problems = load_catalog(rtws)
     from dominds.mcp.manager import McpManager
-    from dominds.tools import builtin as _builtin  # noqa: F401  (registers the built-in toolsets, as the daemon does)
 
-    mcp = McpManager(rtws)
+    extensions = with_builtins(workflow_extensions())  # what `dominds serve` offers
+    mcp = McpManager(rtws, extensions.toolsets)
     problems += mcp.reload()
-    team, team_problems = load_team(rtws, [*toolset_names(), *mcp.toolset_names()], catalog=catalog)
+    team, team_problems = load_team(
+        rtws,
+        extensions.toolsets,
+        more_toolset_names=mcp.toolset_names(),
+        catalog=catalog,
+        workflow_members=extensions.members,
+    )
     problems += team_problems
     if mcp.servers and not args.no_connect:
         problems += _mcp_runtime_problems(mcp)
@@ -59,15 +69,66 @@ def _check(args: argparse.Namespace) -> int:
             problems += _resolution_problem(team, member.id, str(exc), problems)
         else:
             resolutions[member.id] = f"{resolved.provider_key}/{resolved.model_key}"
-    # Rejections the daemon met at run time (bad key, unknown model), until that provider works again.
-    for seen in provider_problems.load(rtws):
-        problems.append(make_problem("llm_provider_rejected_request", f"provider {seen.provider}", None, seen.message))
+    problems += _key_problems(team, catalog)
+    problems += _runtime_problems(rtws, catalog)
     problems.sort(key=lambda p: (p.source, p.line or 0))
     if args.json:
         print(json.dumps([p.to_json() for p in problems], ensure_ascii=False, indent=2))
     else:
         _print_report(team, resolutions, problems)
     return 1 if problems else 0
+
+
+def _key_problems(team: Team, catalog: Catalog) -> list[Problem]:
+    """A provider some member uses whose API key is not set here, checked now (never a remembered verdict)."""
+    from dominds.cli.common import command_name
+    from dominds.cli.keys import missing_keys
+    from dominds.problems import make_problem
+
+    return [
+        make_problem(
+            KEY_MISSING,
+            f"provider {m.provider}",
+            None,
+            f"{m.env_var} is not set in this environment, and {m.who()} use{'s' if len(m.members) + m.roles == 1 else ''} "
+            f"provider {m.provider!r}: export {m.env_var}=<your key> before `{command_name()} serve` or `run` "
+            "(or choose another provider in .minds/team.yaml)",
+        )
+        for m in missing_keys(team, catalog)
+    ]
+
+
+def _runtime_problems(rtws: Rtws, catalog: Catalog) -> list[Problem]:
+    """Rejections met at run time (bad key, unknown model) that still hold.
+
+    With a daemon running, its own view (its environment holds the keys its requests use). Without one,
+    the recorded ones whose key is still the one set here: a rejection recorded before the key was
+    exported or changed is stale. A missing key is left to ``_key_problems``, which checks it live.
+    """
+    from dominds.cli.client import DaemonClient, find_daemon
+    from dominds.problems import make_problem
+    from dominds.store import provider_problems
+
+    daemon = find_daemon(rtws)
+    if daemon is not None:
+        import asyncio
+
+        async def fetch() -> list[dict[str, Any]]:
+            async with DaemonClient(daemon) as client:
+                return list((await client.get("/api/problems"))["problems"])
+
+        return [
+            make_problem(str(p["kind"]), f"{p['source']} (daemon pid {daemon.pid})", p.get("line"), str(p["message"]))
+            for p in asyncio.run(fetch())
+            if p.get("kind") == REJECTED
+        ]
+    out = []
+    for seen in provider_problems.load(rtws):
+        provider = catalog.provider(seen.provider)
+        env_var = provider.api_key_env_var if provider is not None else None
+        if seen.key != "unset" and provider_problems.is_current(seen, env_var, os.environ):
+            out.append(make_problem(REJECTED, f"provider {seen.provider}", None, seen.message))
+    return out
 
 
 def _mcp_runtime_problems(mcp: Any) -> list[Problem]:
@@ -101,11 +162,7 @@ def _print_report(team: Team, resolutions: dict[str, str], problems: list[Proble
     for problem in problems:
         print(problem.format())
     visible = [m.id for m in team.visible_members()]
-    print(
-        f"team: {len(visible)} member(s) ({', '.join(visible) or 'none'}) + hidden "
-        f"{', '.join(m.id for m in team.members.values() if m.hidden)}; "
-        f"default responder: {team.default_responder}"
-    )
+    print(f"team: {len(visible)} member(s) ({', '.join(visible) or 'none'}); default responder: {team.default_responder}")
     for member_id in visible:
         print(f"  {member_id} -> {resolutions.get(member_id, 'unresolved')}")
     errors = sum(p.severity == "error" for p in problems)

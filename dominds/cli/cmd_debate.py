@@ -56,8 +56,9 @@ async def _debate(rtws: Rtws, args: argparse.Namespace) -> int:
     from dominds.workflows.debate.launch import DebateRequestError, open_debate
     from dominds.workflows.debate.report import final_markdown
     from dominds.workflows.debate.settings import load_settings
+    from dominds.workflows.mount import workflow_extensions
 
-    engine = Engine(rtws)
+    engine = Engine(rtws, extensions=workflow_extensions())
     try:
         await engine.start()
     except WorkspaceLocked as exc:

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             epilog=f"example:\n  dominds {command} 0mi7x2k3a-9f3c",
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        p.add_argument("root", metavar="ROOT", help="root dialog id (see `dominds status --all`)")
+        p.add_argument("root", metavar="ROOT", help="root dialog id or a unique prefix of one (see `dominds status --all`)")
         p.add_argument("--json", action="store_true", help="print {rootId, fromStatus, toStatus} as JSON")
         p.set_defaults(func=_move, to_status=to_status)
 
@@ -38,11 +38,13 @@ def _move(args: argparse.Namespace) -> int:
     from dominds.cli.client import DaemonClient
     from dominds.cli.common import CliError
     from dominds.cli.offline import locate_dialog, move_root, reach_state
+    from dominds.cli.resolve import resolve_dialog_id
 
     rtws = workspace()
-    _status, root_id = locate_dialog(rtws, args.root)
-    if root_id != args.root:
-        raise CliError(f"{args.root} is a subdialog of {root_id}; only root dialogs move between lists")
+    wanted = resolve_dialog_id(rtws, args.root)
+    _status, root_id = locate_dialog(rtws, wanted)
+    if root_id != wanted:
+        raise CliError(f"{wanted} is a subdialog of {root_id}; only root dialogs move between lists")
     with reach_state(rtws) as access:
         if access.daemon is None:
             from_status = move_root(rtws, root_id, args.to_status)

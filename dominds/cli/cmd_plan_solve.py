@@ -1,6 +1,6 @@
 """`dominds plan-solve`: the Plan & Solve websocket service (seed 001), its client and the data-to-slides example.
 
-- ``serve``: the service on its own port (``ws://HOST:PORT/plan-solve/ws``) with its own engine on the
+- ``serve``: the service on its own port (``ws://HOST:PORT``, also ``/plan-solve/ws``) with its own engine on the
   workspace at or above the current directory, or on an offline copy of the example when there is none.
   ``dominds serve`` mounts the same service at ``/plan-solve/ws``.
 - ``client``: prints every event of one run as JSON lines (the origin's ``ws_print_messages.py``).
@@ -117,6 +117,11 @@ def _add_service_options(p: argparse.ArgumentParser, *, confirm_timeout: float) 
     p.add_argument(
         "--heartbeat", type=float, default=60.0, metavar="SECONDS", help="system.heartbeat interval"
     )
+    p.add_argument(
+        "--no-broadcast-tasks",
+        action="store_true",
+        help="leave the task list out of plan.completed (seed §3.3 broadcast_tasks=False)",
+    )
     p.add_argument("--token", help="require this token (needed to listen on a non-loopback address)")
     p.add_argument(
         "--scripted",
@@ -155,6 +160,7 @@ def _settings(args: argparse.Namespace, workspace: Rtws, *, confirm_plan: bool) 
         csv_path = SAMPLE_CSV
     return PlanSolveSettings(
         concurrency=args.concurrency,
+        broadcast_tasks=not args.no_broadcast_tasks,
         require_plan_confirmation=confirm_plan,
         confirm_timeout=args.confirm_timeout,
         confirm_tools=frozenset(args.confirm_tool),
@@ -168,13 +174,16 @@ def _settings(args: argparse.Namespace, workspace: Rtws, *, confirm_plan: bool) 
 
 def _run_service(args: argparse.Namespace, *, confirm_plan: bool) -> int:
     from dominds.driver.engine import WorkspaceLocked
-    from dominds.workflows.plan_solve.web import StandaloneError, serve_standalone
+    from dominds.workflows.plan_solve.web import WS_PATH, StandaloneError, serve_standalone
 
     workspace = _workspace(args.scripted)
     settings = _settings(args, workspace, confirm_plan=confirm_plan)
 
     def ready(url: str) -> None:
-        print(f"Plan & Solve listening on {url} (workspace {workspace.root}); Ctrl-C stops it", flush=True)
+        print(
+            f"Plan & Solve listening on {url} (also {url}{WS_PATH}; workspace {workspace.root}); Ctrl-C stops it",
+            flush=True,
+        )
 
     try:
         asyncio.run(serve_standalone(workspace, args.host, args.port, settings, ready))

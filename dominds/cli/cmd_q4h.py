@@ -8,10 +8,18 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from dominds.cli.cmd_run import Plan, drive_in_process, follow_via_daemon, message_text, new_msg_id
-from dominds.cli.common import CliError, workspace
+from dominds.cli.cmd_run import (
+    Plan,
+    drive_in_process,
+    follow_via_daemon,
+    message_text,
+    new_msg_id,
+    require_key_here,
+)
+from dominds.cli.common import command_name, workspace
 
 if TYPE_CHECKING:
+    from dominds.cli.client import DaemonInfo
     from dominds.driver.engine import Engine
 
 Q4H_EPILOG = """\
@@ -21,7 +29,9 @@ examples:
 """
 ANSWER_EPILOG = """\
 examples:
+  dominds answer "Blue, please"                            the only pending question
   dominds answer q4h-0mi7x2k3a-9f3c-1a2b3c4d "Blue, please"
+  dominds answer 0mi7x2k3a "Blue, please"                  a unique prefix (`q4h-` may be left out)
   dominds answer q4h-0mi7x2k3a-9f3c-1a2b3c4d "Blue" --follow    stream the dialog until it rests again
 exit status with --follow: 0 idle, 3 waiting for another answer, 1 stopped or failed.
 """
@@ -41,12 +51,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     answer = subparsers.add_parser(
         "answer",
         help="answer a pending question; the dialog goes on",
-        description="Answer the question QUESTION_ID (see `dominds q4h`). With a daemon the dialog resumes at "
+        description="Answer the question QUESTION_ID (see `dominds q4h`), or the only pending one when it is left out. With a daemon the dialog resumes at "
         "once; without one the answer is queued and the next `dominds serve` resumes it (or here, with --follow).",
         epilog=ANSWER_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    answer.add_argument("question_id", metavar="QUESTION_ID")
+    answer.add_argument(
+        "question_id",
+        metavar="QUESTION_ID",
+        nargs="?",
+        help="the question's id or a unique prefix of it (`q4h-` may be left out); "
+        "leave it out when only one question is pending",
+    )
     answer.add_argument("text", metavar="TEXT", help="the answer; `-` reads it from stdin")
     answer.add_argument("--follow", action="store_true", help="stream the dialog until it is idle or asks again")
     answer.add_argument("--json", action="store_true", help="print JSON (with --follow: one event per line)")
@@ -54,21 +70,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _q4h(args: argparse.Namespace) -> int:
-    from dominds.cli.client import DaemonClient
     from dominds.cli.offline import pending_questions, reach_state
 
     rtws = workspace()
     with reach_state(rtws, read_only=True) as access:
-        if access.daemon is None:
-            questions = pending_questions(rtws)
-        else:
-            daemon = access.daemon
-
-            async def fetch() -> list[dict[str, Any]]:
-                async with DaemonClient(daemon) as client:
-                    return list((await client.get("/api/q4h"))["questions"])
-
-            questions = asyncio.run(fetch())
+        questions = pending_questions(rtws) if access.daemon is None else asyncio.run(_fetch_questions(access.daemon))
     if args.json:
         print(json.dumps({"questions": questions}, ensure_ascii=False, indent=1))
         return 0
@@ -90,39 +96,45 @@ def _print_questions(questions: list[dict[str, Any]]) -> None:
         print("  " + style(str(question.get("tellaskHead", "")).strip(), "yellow"))
         for line in str(question.get("bodyContent") or "").strip().splitlines():
             print(f"    {line}")
-    print(style(f'\nanswer with: dominds answer {questions[0]["id"]} "your answer"', "dim"))
+    target = "" if len(questions) == 1 else f"{questions[0]['id']} "
+    print(style(f'\nanswer with: {command_name()} answer {target}"your answer"', "dim"))
 
 
 def _answer(args: argparse.Namespace) -> int:
     from dominds.cli.client import DaemonClient, find_daemon
-    from dominds.cli.offline import queue_answer, reach_state
+    from dominds.cli.offline import pending_questions, queue_answer, reach_state
+    from dominds.cli.resolve import resolve_question_id
 
     rtws = workspace()
     text = message_text(args.text)
     msg_id = new_msg_id()
-    if args.follow and find_daemon(rtws) is None:
+    daemon = find_daemon(rtws)
+    if daemon is None:
+        pending = pending_questions(rtws)
+    else:
+        pending = asyncio.run(_fetch_questions(daemon))
+    question = resolve_question_id(pending, args.question_id)
+    question_id = str(question["id"])
+    if args.follow and daemon is None:
 
         def start(engine: Engine) -> Plan:
-            dialog = engine.answer_question(args.question_id, text, msg_id)
+            require_key_here(engine, str(question["agentId"]))
+            dialog = engine.answer_question(question_id, text, msg_id)
             followed = {dialog.self_id, dialog.root_id}
             return Plan(dialog.root_id, followed, {d.self_id: d.agent_id for d in dialog.root.local.values()})
 
         return asyncio.run(drive_in_process(rtws, start, json_mode=args.json))
     with reach_state(rtws) as access:
         if access.daemon is None:
-            result = queue_answer(rtws, args.question_id, text, msg_id)
+            result = queue_answer(rtws, question_id, text, msg_id)
             return _report(result, args.json, queued=True)
         daemon = access.daemon
 
     async def via_daemon() -> int:
         async with DaemonClient(daemon) as client:
-            path = f"/api/q4h/{args.question_id}/answer"
+            path = f"/api/q4h/{question_id}/answer"
             if not args.follow:
                 return _report(await client.post(path, {"content": text, "msgId": msg_id}), args.json, queued=False)
-            pending = {q["id"]: q for q in (await client.get("/api/q4h"))["questions"]}
-            question = pending.get(args.question_id)
-            if question is None:
-                raise CliError(f"question {args.question_id!r} is not pending (already answered, or unknown); see `dominds q4h`")
 
             async def send() -> str:
                 await client.post(path, {"content": text, "msgId": msg_id})
@@ -132,6 +144,13 @@ def _answer(args: argparse.Namespace) -> int:
             return await follow_via_daemon(client, followed, question["rootId"], send=send, json_mode=args.json)
 
     return asyncio.run(via_daemon())
+
+
+async def _fetch_questions(daemon: DaemonInfo) -> list[dict[str, Any]]:
+    from dominds.cli.client import DaemonClient
+
+    async with DaemonClient(daemon) as client:
+        return list((await client.get("/api/q4h"))["questions"])
 
 
 def _report(result: dict[str, Any], as_json: bool, *, queued: bool) -> int:

@@ -22,10 +22,11 @@ import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dominds.cli.common import CliError, workspace
+from dominds.cli.outcome import EXIT_QUESTION, Outcome, Where, finish
 from dominds.rtws import Rtws
 
 if TYPE_CHECKING:
@@ -33,14 +34,21 @@ if TYPE_CHECKING:
     from dominds.cli.render import EventRenderer, JsonLinesSink
     from dominds.driver.engine import Engine
 
-EXIT_QUESTION = 3
-"""Exit status when the dialog waits for an answer (`dominds answer`)."""
+__all__ = ["EXIT_QUESTION", "Plan", "drive_in_process", "drive_marker", "follow_via_daemon", "message_text", "new_msg_id", "require_key_here",
+           "chosen_taskdoc", "TASKDOC_HELP"]
 STALL_SECONDS = 3.0
 """With a daemon: nothing in the tree running and no event for this long means it rests."""
+TAKE_UP_SECONDS = 60.0
+"""With a daemon: how long a message sent to a tree where nothing stands in its way may wait to be taken up."""
 Event = dict[str, Any]
+TASKDOC_HELP = (
+    "the Taskdoc package, e.g. tasks/demo.tsk (default: the workspace's only one, else the newest dialog's, "
+    "else a new tasks/main.tsk)"
+)
 
 EPILOG = """\
 examples:
+  dominds run "Research the demo task"
   dominds run --taskdoc tasks/demo.tsk "Research the demo task"
   dominds run --agent coder --taskdoc tasks/x.tsk "Fix the failing test" --json > events.jsonl
   echo "long prompt" | dominds run --taskdoc tasks/x.tsk -
@@ -59,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("message", metavar="MESSAGE", help="the message; `-` reads it from stdin")
-    p.add_argument("--taskdoc", required=True, metavar="PATH", help="the Taskdoc package, e.g. tasks/demo.tsk")
+    p.add_argument("--taskdoc", metavar="PATH", help=TASKDOC_HELP)
     p.add_argument("--agent", metavar="ID", help="the agent (default: the team's default_responder)")
     p.add_argument("--json", action="store_true", help="print every event as a JSON line, then the outcome")
     p.set_defaults(func=_run)
@@ -83,11 +91,13 @@ def _run(args: argparse.Namespace) -> int:
 
     rtws = workspace()
     text = message_text(args.message)
+    taskdoc = chosen_taskdoc(rtws, args.taskdoc, quiet=args.json)
     daemon = find_daemon(rtws)
     if daemon is None:
 
         def start(engine: Engine) -> Plan:
-            root = engine.create_dialog(args.agent, args.taskdoc)
+            require_key_here(engine, args.agent)
+            root = engine.create_dialog(args.agent, taskdoc)
             engine.submit_user_message(root, text, new_msg_id())
             return Plan(root.root_id, {root.self_id}, {root.self_id: root.agent_id})
 
@@ -95,14 +105,36 @@ def _run(args: argparse.Namespace) -> int:
 
     async def via_daemon() -> int:
         async with DaemonClient(daemon) as client:
-            body = {"taskDocPath": args.taskdoc, **({"agentId": args.agent} if args.agent else {})}
+            body = {"taskDocPath": taskdoc, **({"agentId": args.agent} if args.agent else {})}
             root = await client.post("/api/dialogs", body)
             root_id = root["rootId"]
+            if not args.json:
+                print(f"(dialog {root_id}, @{root.get('agentId')}, on the daemon {daemon.describe()})", flush=True)
             return await follow_via_daemon(
                 client, [root_id], root_id, send=message_sender(client, root_id, text), json_mode=args.json
             )
 
     return asyncio.run(via_daemon())
+
+
+def chosen_taskdoc(rtws: Rtws, named: str | None, *, quiet: bool) -> str:
+    """``--taskdoc`` or the default one; a default is announced, so nobody wonders where progress went."""
+    from dominds.cli.resolve import default_taskdoc
+
+    if named:
+        return named
+    path, why = default_taskdoc(rtws)
+    if not quiet:
+        print(f"(Taskdoc {path}: {why}; --taskdoc chooses another)", flush=True)
+    return path
+
+
+def require_key_here(engine: Engine, agent_id: str | None) -> None:
+    """Driven in this process: refuse before anything is written when the agent's API key is not set here."""
+    from dominds.cli.keys import require_key
+
+    config = engine.config.get()
+    require_key(config.team, config.catalog, agent_id)
 
 
 def message_sender(client: DaemonClient, self_id: str, text: str) -> Callable[[], Awaitable[str]]:
@@ -114,14 +146,6 @@ def message_sender(client: DaemonClient, self_id: str, text: str) -> Callable[[]
 
 
 # ---------------------------------------------------------------- outcome
-
-
-@dataclass
-class Outcome:
-    kind: str
-    """idle, question, interrupted, dead, error, waiting or closed."""
-    detail: str = ""
-    questions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -142,31 +166,6 @@ def _sink(json_mode: bool, plan: Plan) -> EventRenderer | JsonLinesSink:
     return EventRenderer(writer, followed=plan.followed, root_id=plan.root_id, agents=plan.agents)
 
 
-def finish(outcome: Outcome, json_mode: bool) -> int:
-    """Print how the followed tree came to rest; the exit status."""
-    from dominds.cli.render import Style
-
-    code = {"idle": 0, "waiting": 0, "question": EXIT_QUESTION}.get(outcome.kind, 1)
-    if json_mode:
-        print(json.dumps({"type": "outcome", "outcome": outcome.kind, "detail": outcome.detail, "questions": outcome.questions}))
-        return code
-    style = Style.for_stream(sys.stdout)
-    if outcome.kind == "idle":
-        print(style("✓ idle: the dialog has answered", "green"))
-    elif outcome.kind == "question":
-        print(style("? waiting for your answer:", "yellow", "bold"))
-        for question in outcome.questions:
-            print(f"  {question.get('tellaskHead', '').strip()}  (@{question.get('agentId')}, dialog {question.get('selfId')})")
-            print(style(f'  dominds answer {question["id"]} "your answer"', "bold"))
-    elif outcome.kind == "waiting":
-        print(style(f"… {outcome.detail}", "yellow"))
-    else:
-        print(style(f"✗ {outcome.kind}: {outcome.detail}", "red"))
-        if outcome.kind == "interrupted":
-            print("  resume it in the panel, or `dominds serve` (which resumes interrupted dialogs)")
-    return code
-
-
 # ---------------------------------------------------------------- with a daemon
 
 
@@ -180,7 +179,7 @@ class TreeSettle:
         """The message sent has been taken up by a generation (nothing to wait for in `show --follow`)."""
         self.states = states
         self.questions: dict[str, dict[str, Any]] = {}
-        self.last_event = time.monotonic()
+        self.last_event = self.sent_at = time.monotonic()
 
     def feed(self, event: Event) -> Outcome | None:
         dialog = event.get("dialog") or {}
@@ -197,7 +196,10 @@ class TreeSettle:
         elif kind == "end_of_user_saying_evt" and event.get("msgId") == self.awaited:
             self.consumed = True
         elif kind == "dlg_run_state_evt":
-            self.states[str(dialog.get("selfId"))] = event.get("runState") or {}
+            state = event.get("runState") or {}
+            self.states[str(dialog.get("selfId"))] = state
+            if self.awaited == drive_marker(str(dialog.get("selfId"))) and state.get("kind") == "proceeding":
+                self.consumed = True  # a resume has no message: its drive starting is the sign
         return self.settled()
 
     def _active(self) -> bool:
@@ -213,7 +215,7 @@ class TreeSettle:
         if kind == "idle":
             return Outcome("idle")
         if kind in ("interrupted", "dead", "error", "terminal"):
-            return Outcome(str(kind), run_state_label(root))
+            return Outcome(str(kind), run_state_label(root), state=root)
         if kind == "blocked" and "human" in str(root.get("reason")):
             return Outcome("question")
         return None  # blocked on subdialogs: the root is revived when they answer
@@ -227,8 +229,16 @@ class TreeSettle:
             return Outcome("question")
         waiting = ", ".join(f"{sid}: {run_state_label(s)}" for sid, s in self.states.items() if s.get("kind") != "idle")
         if not self.consumed:
+            blocked = any(state.get("kind") == "blocked" for state in self.states.values())
+            if not blocked and time.monotonic() - self.sent_at < TAKE_UP_SECONDS:
+                return None  # nothing stands in the way: the daemon takes it up (its first request may load an SDK)
             return Outcome("waiting", f"the message is queued; the dialog cannot take it yet ({waiting or 'idle'})")
         return self.settled() or Outcome("waiting", f"nothing is running; the tree waits ({waiting})")
+
+
+def drive_marker(self_id: str) -> str:
+    """What a ``send`` that resumes (rather than sends a message) returns: wait for this dialog's drive."""
+    return f"drive:{self_id}"
 
 
 def _tree_states(node: dict[str, Any], out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -278,7 +288,7 @@ async def follow_via_daemon(
         hierarchy = await client.get(f"/api/dialogs/{root_id}/hierarchy")
         settle = TreeSettle(root_id, None, _tree_states(hierarchy["hierarchy"], {}))
         if send is not None:
-            settle.awaited, settle.consumed = await send(), False
+            settle.awaited, settle.consumed, settle.sent_at = await send(), False, time.monotonic()
         outcome = settle.settled() if send is None else None
         while outcome is None:
             try:
@@ -292,10 +302,11 @@ async def follow_via_daemon(
             if "dialog" in event and not event.get("replay"):  # not acks, global snapshots or old history
                 sink.feed(event)
             outcome = settle.feed(event)
-    if outcome.kind == "question" and not outcome.questions:
-        questions = (await client.get("/api/q4h"))["questions"]
-        outcome.questions = [q for q in questions if q.get("rootId") == root_id]
-    return finish(outcome, json_mode)
+    if outcome.kind == "question":
+        pending = (await client.get("/api/q4h"))["questions"]
+        outcome.questions = outcome.questions or [q for q in pending if q.get("rootId") == root_id]
+        outcome.only_question = len(pending) == 1
+    return finish(outcome, json_mode, Where(root_id, in_process=False))
 
 
 async def _receive(ws: Any, timeout: float | None = None) -> Event:
@@ -362,12 +373,16 @@ async def drive_in_process(rtws: Rtws, start: Callable[[Engine], Plan], *, json_
                     sink.feed(event)
             quiet_checks = quiet_checks + 1 if _tree_quiet(engine, plan.root_id) else 0
         outcome = _classify(engine, plan.root_id)
+        if outcome.kind == "question":
+            from dominds.cli.offline import pending_questions
+
+            outcome.only_question = len(pending_questions(rtws)) == 1
     finally:
         engine.pubchan.unsubscribe(subscriber)
         if isinstance(sink, EventRenderer):
             sink.w.end_line()  # Ctrl-C mid-line: the shell prompt starts on a line of its own
         await engine.close()
-    return finish(outcome, json_mode)
+    return finish(outcome, json_mode, Where(plan.root_id, in_process=True))
 
 
 def _tree_quiet(engine: Engine, root_id: str) -> bool:
@@ -388,6 +403,6 @@ def _classify(engine: Engine, root_id: str) -> Outcome:
     if state.get("kind") == "idle":
         return Outcome("idle")
     if state.get("kind") in ("interrupted", "dead", "error", "terminal"):
-        return Outcome(str(state["kind"]), run_state_label(state))
+        return Outcome(str(state["kind"]), run_state_label(state), state=state)
     stuck = [f"{d.self_id}: {d.latest.run_state.kind}" for d in root.local.values() if d.latest.run_state.kind != "idle"]
     return Outcome("waiting", f"nothing can run in this tree now ({', '.join(stuck)})")

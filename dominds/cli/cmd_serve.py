@@ -134,10 +134,10 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
     from dominds.server.auth import AccessToken, load_or_create_token
     from dominds.server.run import ServerError, run_server
     from dominds.watch import WorkspaceWatcher
-    from dominds.workflows.mount import register_all_members, route_adders
+    from dominds.workflows.mount import route_adders, workflow_extensions
 
-    register_all_members()  # before the engine loads the team: recovery may drive workflow steps
-    engine = Engine(rtws, resume=not args.no_resume)
+    # the workflows' members from the start: recovery may drive workflow steps
+    engine = Engine(rtws, resume=not args.no_resume, extensions=workflow_extensions())
     token = None if args.no_auth else AccessToken(load_or_create_token(rtws.token_path), rtws.token_path)
     watcher = WorkspaceWatcher(
         rtws.root,

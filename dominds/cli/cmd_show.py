@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from dominds.cli.common import CliError, workspace
+from dominds.cli.common import CliError, command_name, workspace
 from dominds.rtws import Rtws
 
 EPILOG = """\
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("dialog", metavar="DIALOG", help="dialog id (see `dominds status`)")
+    p.add_argument("dialog", metavar="DIALOG", help="dialog id or a unique prefix of one (see `dominds status`)")
     p.add_argument("--course", type=int, metavar="N", help="show course N (default: the current course)")
     p.add_argument("--follow", action="store_true", help="then stream live events from the daemon until idle or a question")
     p.add_argument("--json", action="store_true", help="print the dialog and its events as JSON")
@@ -46,9 +46,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _show(args: argparse.Namespace) -> int:
     from dominds.cli.client import DaemonClient, find_daemon
     from dominds.cli.offline import locate_dialog
+    from dominds.cli.resolve import resolve_dialog_id
 
     rtws = workspace()
-    _status, root_id = locate_dialog(rtws, args.dialog)
+    self_id = resolve_dialog_id(rtws, args.dialog)
+    _status, root_id = locate_dialog(rtws, self_id)
     daemon = find_daemon(rtws)
     if args.follow:
         if daemon is None:
@@ -59,11 +61,11 @@ def _show(args: argparse.Namespace) -> int:
 
         async def follow() -> int:
             async with DaemonClient(daemon) as client:
-                view = await client.get(f"/api/dialogs/{args.dialog}", rootId=root_id)
+                view = await client.get(f"/api/dialogs/{self_id}", rootId=root_id)
                 if not args.json:
                     _print_header(view)
                 return await follow_via_daemon(
-                    client, [args.dialog], root_id, send=None, json_mode=args.json, show_history=True
+                    client, [self_id], root_id, send=None, json_mode=args.json, show_history=True
                 )
 
         return asyncio.run(follow())
@@ -72,7 +74,7 @@ def _show(args: argparse.Namespace) -> int:
         async def fetch() -> dict[str, Any]:
             async with DaemonClient(daemon) as client:
                 params = {"rootId": root_id, **({"course": str(args.course)} if args.course is not None else {})}
-                view: dict[str, Any] = await client.get(f"/api/dialogs/{args.dialog}", **params)
+                view: dict[str, Any] = await client.get(f"/api/dialogs/{self_id}", **params)
                 return view
 
         view = asyncio.run(fetch())
@@ -80,7 +82,7 @@ def _show(args: argparse.Namespace) -> int:
         from dominds.cli.client import lock_is_held
         from dominds.cli.offline import as_seen_now
 
-        view = view_from_files(rtws, args.dialog, args.course)
+        view = view_from_files(rtws, self_id, args.course)
         view["runState"] = as_seen_now(view["runState"], nobody_drives=not lock_is_held(rtws.lock_path))
     if args.json:
         json.dump(view, sys.stdout, ensure_ascii=False, indent=1)
@@ -175,4 +177,4 @@ def _print_view(view: dict[str, Any]) -> None:
     writer.end_line()
     for question in view.get("q4h", ()):
         renderer.question(question)
-        writer.line(f'  answer with: dominds answer {question["id"]} "your answer"', "dim")
+        writer.line(f'  answer with: {command_name()} answer {question["id"]} "your answer"', "dim")

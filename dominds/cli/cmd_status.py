@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--json", action="store_true", help="print one JSON document (for scripts)")
     p.add_argument("--all", action="store_true", help="include done/ and archive/ dialogs")
-    p.add_argument("--root", metavar="ID", help="only the tree of this root (or of the subdialog with this id)")
+    p.add_argument("--root", metavar="ID", help="only the tree of this root (or of the subdialog with this id; a unique prefix is enough)")
     p.add_argument("--no-cache", action="store_true", help="read every file; neither use nor update the cache")
     p.set_defaults(func=_status)
 
@@ -99,11 +99,12 @@ def _show_gone_drivers(nodes: list[Node]) -> None:
 def collect(rtws: Rtws, cache: StatusCache, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
     """Trees of the given statuses (or the one tree holding ``root_filter``), most recent activity first."""
     from dominds.cli.offline import locate_dialog
+    from dominds.cli.resolve import resolve_dialog_id
     from dominds.ids import is_dialog_id
 
     pricing = _Pricing(rtws)
     trees: list[Node] = []
-    wanted = locate_dialog(rtws, root_filter) if root_filter else None
+    wanted = locate_dialog(rtws, resolve_dialog_id(rtws, root_filter)) if root_filter else None
     for status in statuses:
         directory = rtws.status_dir(status)
         try:

@@ -13,12 +13,15 @@ import json
 from typing import TYPE_CHECKING
 
 from dominds.cli.cmd_run import (
+    TASKDOC_HELP,
     Plan,
+    chosen_taskdoc,
     drive_in_process,
     follow_via_daemon,
     message_sender,
     message_text,
     new_msg_id,
+    require_key_here,
 )
 from dominds.cli.common import workspace
 
@@ -33,6 +36,7 @@ exit status with --follow: 0 idle, 3 waiting for your answer, 1 stopped or faile
 """
 NEW_EPILOG = """\
 examples:
+  dominds new "Research the demo task"                the Taskdoc: see --taskdoc
   dominds new --taskdoc tasks/demo.tsk "Research the demo task"
   dominds new --agent coder --taskdoc tasks/x.tsk "Fix the build" --follow
 """
@@ -48,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         epilog=TELL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    tell.add_argument("dialog", metavar="DIALOG", help="dialog id (see `dominds status`)")
+    tell.add_argument("dialog", metavar="DIALOG", help="dialog id or a unique prefix of one (see `dominds status`)")
     tell.add_argument("message", metavar="MESSAGE", help="the message; `-` reads it from stdin")
     _output_flags(tell)
     tell.set_defaults(func=_tell)
@@ -61,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     new.add_argument("message", metavar="MESSAGE", help="the first message; `-` reads it from stdin")
-    new.add_argument("--taskdoc", required=True, metavar="PATH", help="the Taskdoc package, e.g. tasks/demo.tsk")
+    new.add_argument("--taskdoc", metavar="PATH", help=TASKDOC_HELP)
     new.add_argument("--agent", metavar="ID", help="the agent (default: the team's default_responder)")
     _output_flags(new)
     new.set_defaults(func=_new)
@@ -75,30 +79,33 @@ def _output_flags(parser: argparse.ArgumentParser) -> None:
 def _tell(args: argparse.Namespace) -> int:
     from dominds.cli.client import DaemonClient, find_daemon
     from dominds.cli.offline import locate_dialog, queue_message, reach_state
+    from dominds.cli.resolve import resolve_dialog_id
 
     rtws = workspace()
+    self_id = resolve_dialog_id(rtws, args.dialog)
     text = message_text(args.message)
-    _status, root_id = locate_dialog(rtws, args.dialog)
+    _status, root_id = locate_dialog(rtws, self_id)
     if args.follow and find_daemon(rtws) is None:
 
         def start(engine: Engine) -> Plan:
-            dialog = engine.find_dialog(args.dialog)
+            dialog = engine.find_dialog(self_id)
+            require_key_here(engine, dialog.agent_id)
             engine.submit_user_message(dialog, text, new_msg_id())
             return Plan(dialog.root_id, {dialog.self_id}, {dialog.self_id: dialog.agent_id})
 
         return asyncio.run(drive_in_process(rtws, start, json_mode=args.json))
     with reach_state(rtws) as access:
         if access.daemon is None:
-            result = queue_message(rtws, args.dialog, text, new_msg_id())
+            result = queue_message(rtws, self_id, text, new_msg_id())
             return _report(result, args.json, queued=True)
         daemon = access.daemon
 
     async def via_daemon() -> int:
         async with DaemonClient(daemon) as client:
             if args.follow:
-                send = message_sender(client, args.dialog, text)
-                return await follow_via_daemon(client, [args.dialog], root_id, send=send, json_mode=args.json)
-            reply = await client.post(f"/api/dialogs/{args.dialog}/messages", {"content": text, "msgId": new_msg_id()})
+                send = message_sender(client, self_id, text)
+                return await follow_via_daemon(client, [self_id], root_id, send=send, json_mode=args.json)
+            reply = await client.post(f"/api/dialogs/{self_id}/messages", {"content": text, "msgId": new_msg_id()})
             return _report(reply, args.json, queued=False)
 
     return asyncio.run(via_daemon())
@@ -110,23 +117,25 @@ def _new(args: argparse.Namespace) -> int:
 
     rtws = workspace()
     text = message_text(args.message)
+    taskdoc = chosen_taskdoc(rtws, args.taskdoc, quiet=args.json)
     if args.follow and find_daemon(rtws) is None:
 
         def start(engine: Engine) -> Plan:
-            root = engine.create_dialog(args.agent, args.taskdoc)
+            require_key_here(engine, args.agent)
+            root = engine.create_dialog(args.agent, taskdoc)
             engine.submit_user_message(root, text, new_msg_id())
             return Plan(root.root_id, {root.self_id}, {root.self_id: root.agent_id})
 
         return asyncio.run(drive_in_process(rtws, start, json_mode=args.json))
     with reach_state(rtws) as access:
         if access.daemon is None:
-            root = create_root(rtws, args.agent, args.taskdoc, text, new_msg_id())
+            root = create_root(rtws, args.agent, taskdoc, text, new_msg_id())
             return _report(root, args.json, queued=True, created=True)
         daemon = access.daemon
 
     async def via_daemon() -> int:
         async with DaemonClient(daemon) as client:
-            body = {"taskDocPath": args.taskdoc, **({"agentId": args.agent} if args.agent else {})}
+            body = {"taskDocPath": taskdoc, **({"agentId": args.agent} if args.agent else {})}
             root = await client.post("/api/dialogs", body)
             if args.follow:
                 send = message_sender(client, root["rootId"], text)

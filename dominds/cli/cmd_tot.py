@@ -75,10 +75,11 @@ async def _symbolic(request: Any, printer: _ProgressPrinter) -> dict[str, Any]:
 
 async def _with_teammates(request: Any, printer: _ProgressPrinter, step_timeout: float) -> dict[str, Any]:
     from dominds.driver.engine import Engine, WorkspaceLocked
+    from dominds.workflows.mount import workflow_extensions
     from dominds.workflows.tot.runner import start_tot_run
     from dominds.workflows.tot.settings import SettingsError
 
-    engine = Engine(workspace())
+    engine = Engine(workspace(), extensions=workflow_extensions())
     try:
         await engine.start()
     except WorkspaceLocked as exc:

@@ -10,63 +10,25 @@ teammate response and returned to the waiting code; the root itself never calls 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
-from dominds.dialog.model import Dialog, RootDialog
+from dominds.dialog.model import RootDialog
 from dominds.driver.errors import EngineError
+from dominds.driver.services import EngineServices
 from dominds.driver.tellask_exec import CallToRun, dispatch
+from dominds.driver.waiters import TeammateAnswer
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import HumanTextRecord
 from dominds.store.records import DialogMeta, LatestState
 from dominds.tellask import TellaskCall
 from dominds.tellask_headline import parse_headline
 
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
-
-
-@dataclass(frozen=True)
-class TeammateAnswer:
-    """What a teammate answered one ``ask``."""
-
-    text: str
-    status: Literal["completed", "failed"]
-    subdialog_id: str
-    call_id: str
-    failure_reason: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "completed"
-
-
-class ConductorWaiters:
-    """Futures of in-flight ``ask`` calls, keyed by (subdialogId, callId)."""
-
-    def __init__(self) -> None:
-        self._waiting: dict[tuple[str, str], asyncio.Future[TeammateAnswer]] = {}
-
-    def expect(self, sub_id: str, call_id: str) -> asyncio.Future[TeammateAnswer]:
-        future: asyncio.Future[TeammateAnswer] = asyncio.get_running_loop().create_future()
-        self._waiting[(sub_id, call_id)] = future
-        return future
-
-    def resolve(self, sub: Dialog, call_id: str, text: str, status: str, reason: str) -> None:
-        future = self._waiting.pop((sub.self_id, call_id), None)
-        if future is not None and not future.done():
-            future.set_result(
-                TeammateAnswer(text, "failed" if status == "failed" else "completed", sub.self_id, call_id, reason)
-            )
-
-    def forget(self, sub_id: str, call_id: str) -> None:
-        self._waiting.pop((sub_id, call_id), None)
+__all__ = ["ConductorRun", "TeammateAnswer", "start_run"]
 
 
 class ConductorRun:
     """One workflow run: a root dialog plus the means to ask teammates from it."""
 
-    def __init__(self, engine: Engine, root: RootDialog) -> None:
+    def __init__(self, engine: EngineServices, root: RootDialog) -> None:
         self.engine = engine
         self.root = root
 
@@ -121,7 +83,7 @@ class ConductorRun:
             raise
 
 
-def start_run(engine: Engine, workflow: str, agent_id: str, taskdoc_path: str, title: str) -> ConductorRun:
+def start_run(engine: EngineServices, workflow: str, agent_id: str, taskdoc_path: str, title: str) -> ConductorRun:
     """Create the root dialog of a workflow run."""
     root_id = new_dialog_id()
     meta = DialogMeta(

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from dominds.driver.extensions import Extensions, with_builtins
 from dominds.driver.last_good import LastGood, has_errors
 from dominds.llm.catalog import Catalog, load_catalog
 from dominds.mcp.config import McpConfig, load_mcp_config
 from dominds.mcp.manager import McpManager
 from dominds.problems import Problem
 from dominds.rtws import Rtws
-from dominds.team import Team, builtin_persona, load_team
-from dominds.tools import builtin as _builtin  # noqa: F401  (registers the built-in toolsets)
-from dominds.tools.base import toolset_names
+from dominds.team import Team, load_team
+from dominds.tools.base import Toolsets
 
 
 def _signature(path: Path) -> tuple[int, int]:
@@ -42,6 +42,8 @@ class Config:
     """Increases at each reload (lets listeners announce ``team_config_updated``)."""
     mcp: McpManager | None = None
     """The MCP servers of ``.minds/mcp.yaml``, each a toolset (see docs/mcp.md)."""
+    toolsets: Toolsets = field(default_factory=Toolsets)
+    """The engine's own toolsets: the built-in ones and its workflows'."""
     team_unusable: bool = False
     """team.yaml has errors and no earlier good version exists: the team in use is a best-effort
     reading, so nothing may be routed to a member the user did not name."""
@@ -57,6 +59,8 @@ MAX_CACHED_TASKDOCS = 128
 @dataclass
 class ConfigCache:
     rtws: Rtws
+    extensions: Extensions = field(default_factory=with_builtins)
+    """Toolsets and workflow members of this engine (see driver/extensions.py)."""
     _signature: tuple[tuple[int, int], ...] | None = None
     _config: Config | None = None
     _texts: dict[Path, tuple[tuple[int, int], str | None]] = field(default_factory=dict)
@@ -68,7 +72,7 @@ class ConfigCache:
     _mcp_problems: list[Problem] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.mcp = McpManager(self.rtws)
+        self.mcp = McpManager(self.rtws, self.extensions.toolsets)
         self.last_good = LastGood(self.rtws)
 
     def _load(self, live: Path, load: Callable[[Rtws], tuple[T, list[Problem]]]) -> tuple[T, list[Problem], bool]:
@@ -82,9 +86,11 @@ class ConfigCache:
             value = load(self.last_good.shadow)[0]
         return value, [self.last_good.fallback_problem(live, saved_at), *problems], saved_at is None
 
-    def _reload_mcp(self, known: frozenset[str]) -> None:
+    def _reload_mcp(self) -> None:
+        """Servers whose settings changed are stopped; toolsets follow the file (or its last good copy)."""
+
         def read(rtws: Rtws) -> tuple[McpConfig, list[Problem]]:
-            config = load_mcp_config(rtws, known)
+            config = load_mcp_config(rtws, frozenset(self.extensions.toolsets.names()))
             return config, config.problems
 
         config, problems, _ = self._load(self.rtws.minds_dir / "mcp.yaml", read)
@@ -109,23 +115,38 @@ class ConfigCache:
         signature = (_signature(self.rtws.team_yaml), _signature(self.rtws.llm_yaml), mcp_signature)
         if self._config is None or signature != self._signature:
             if mcp_signature != self._mcp_signature or self._config is None:
-                # servers whose settings changed are stopped; toolsets follow the file (or its last good copy)
-                self._reload_mcp(frozenset(toolset_names()))
+                self._reload_mcp()
                 self._mcp_signature = mcp_signature
             catalog, catalog_problems, _ = self._load(self.rtws.llm_yaml, load_catalog)
-            known = [*toolset_names(), *self.mcp.toolset_names()]
             team, team_problems, team_unusable = self._load(
-                self.rtws.team_yaml, lambda rtws: load_team(rtws, known, catalog=catalog)
+                self.rtws.team_yaml,
+                lambda rtws: load_team(
+                    rtws,
+                    self.extensions.toolsets,
+                    more_toolset_names=self.mcp.toolset_names(),
+                    catalog=catalog,
+                    workflow_members=self.extensions.members,
+                ),
             )
             generation = self._config.generation + 1 if self._config else 1
             problems = [*catalog_problems, *team_problems, *self._mcp_problems]
-            self._config = Config(team, catalog, problems, generation, self.mcp, team_unusable)
+            self._config = Config(
+                team, catalog, problems, generation, self.mcp, self.extensions.toolsets, team_unusable
+            )
             self._signature = signature
         return self._config
 
     def invalidate(self) -> None:
-        """Reload on the next ``get()`` (e.g. after workflows registered their members)."""
+        """Reload on the next ``get()``."""
         self._signature = None
+
+    def extend(self, extensions: Extensions) -> None:
+        """Add a workflow's toolsets and members to this engine (idempotent); the team reloads."""
+        if self.extensions.covers(extensions):
+            return
+        self.extensions = self.extensions.plus(extensions)
+        self.mcp.builtin_toolsets = self.extensions.toolsets
+        self.invalidate()
 
     def text(self, path: Path) -> str | None:
         """A small text file (persona, env, memory), cached by mtime; None when missing."""
@@ -142,4 +163,4 @@ class ConfigCache:
 
     def persona(self, member_id: str, lang: str = "en") -> str | None:
         base = self.rtws.minds_dir / "team" / member_id
-        return self.text(base / f"persona.{lang}.md") or self.text(base / "persona.md") or builtin_persona(member_id)
+        return self.text(base / f"persona.{lang}.md") or self.text(base / "persona.md") or self.extensions.members.persona(member_id)

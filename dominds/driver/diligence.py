@@ -6,15 +6,11 @@ When the budget is spent, the runtime asks the human whether to continue (a syst
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dominds.dialog.model import Dialog
 from dominds.driver import questions
+from dominds.driver.services import EngineServices
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.records import CallSiteRef, HumanQuestion, QueuedPrompt
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 BUILTIN_TEXT = (
     "Diligence push: before you stop, check the Taskdoc goals and progress. If anything is left that you can "
@@ -22,7 +18,7 @@ BUILTIN_TEXT = (
 )
 
 
-def diligence_text(engine: Engine) -> str | None:
+def diligence_text(engine: EngineServices) -> str | None:
     for name in ("diligence.en.md", "diligence.md"):
         text = engine.config.text(engine.rtws.minds_dir / name)
         if text is not None:
@@ -30,7 +26,7 @@ def diligence_text(engine: Engine) -> str | None:
     return BUILTIN_TEXT
 
 
-def diligence_push(engine: Engine, dialog: Dialog) -> bool:
+def diligence_push(engine: EngineServices, dialog: Dialog) -> bool:
     """True when a push prompt was queued and the drive should continue."""
     member = engine.config.get().team.member(dialog.agent_id)
     if member is None or member.diligence_push_max < 1 or dialog.latest.disable_diligence_push:

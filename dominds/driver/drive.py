@@ -6,24 +6,20 @@ state, answers inbound ask-backs, and — for a subdialog that can drive — sup
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dominds.dialog.model import Dialog
 from dominds.driver import questions, texts
 from dominds.driver.generation import GenOutcome, run_generation
+from dominds.driver.services import EngineServices
 from dominds.driver.supply import answer_tellask_back, supply_response
 from dominds.ids import now_iso, short_token
 from dominds.store.course_records import RunMarkerRecord
 from dominds.store.records import InboundTellaskBack, QueuedPrompt, RunState
 
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
-
 MAX_GENERATIONS_PER_DRIVE = 200
 """A runaway guard: a model that calls tools forever is interrupted with a clear reason."""
 
 
-async def drive_dialog(engine: Engine, dialog: Dialog) -> None:
+async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
     if dialog.is_dead or dialog.load_error or dialog.latest.run_state.kind == "terminal" or dialog.meta.conductor:
         dialog.latest.needs_drive = False
         return
@@ -58,7 +54,7 @@ async def drive_dialog(engine: Engine, dialog: Dialog) -> None:
     await _after_drive(engine, dialog, outcome)
 
 
-def _settle(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
+def _settle(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> None:
     dialog.latest.needs_drive = bool(dialog.latest.queued_prompts) and not outcome.stopped and not outcome.error
     if dialog.is_dead:
         dialog.save_latest()
@@ -78,7 +74,7 @@ def _settle(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
     dialog.stop_reason = None
 
 
-async def _after_drive(engine: Engine, dialog: Dialog, outcome: GenOutcome) -> None:
+async def _after_drive(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> None:
     assignment = dialog.meta.assignment_from_sup
     if assignment is None or outcome.stopped or dialog.q4h or dialog.is_dead:
         return
@@ -128,7 +124,7 @@ def settled_obligation(dialog: Dialog) -> InboundTellaskBack | None:
     return serving
 
 
-async def answer_settled_obligation(engine: Engine, dialog: Dialog) -> bool:
+async def answer_settled_obligation(engine: EngineServices, dialog: Dialog) -> bool:
     """Reply to the ask-back being served once its own work has settled; True when it was answered."""
     serving = settled_obligation(dialog)
     if serving is None:
@@ -141,7 +137,7 @@ def answer_of(dialog: Dialog) -> str:
     return dialog.last_saying() or "(no answer was given)"
 
 
-def start_new_course(engine: Engine, dialog: Dialog, *, reason: str) -> None:
+def start_new_course(engine: EngineServices, dialog: Dialog, *, reason: str) -> None:
     """clear_mind: new course file, Q4H cleared, reminders and registry kept, new-course prompt queued first."""
     dialog.pending_new_course = False
     questions.clear_all(engine, dialog)

@@ -18,9 +18,10 @@ import filelock
 from dominds.dialog.loader import error_dialog, load_root, load_sub
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
 from dominds.driver import conductor, diligence, questions, recovery, run_control, usage
-from dominds.driver.conductor import ConductorRun, ConductorWaiters
+from dominds.driver.conductor import ConductorRun
 from dominds.driver.config import ConfigCache
 from dominds.driver.errors import EngineBadRequest, EngineError, WorkspaceLocked
+from dominds.driver.extensions import Extensions, with_builtins
 from dominds.driver.health import ContextHealth
 from dominds.driver.intake import (
     announce_queued,
@@ -32,6 +33,7 @@ from dominds.driver.intake import (
 from dominds.driver.providers import Providers
 from dominds.driver.scheduler import Scheduler
 from dominds.driver.secrets import SecretRedactor
+from dominds.driver.waiters import ConductorWaiters
 from dominds.ids import new_dialog_id, now_iso
 from dominds.llm.base import Generator
 from dominds.llm.catalog import ProviderConfig
@@ -45,14 +47,18 @@ from dominds.taskdoc import TaskdocError, normalize_taskdoc_path
 
 log = logging.getLogger("dominds.engine")
 
-__all__ = ["Engine", "EngineBadRequest", "EngineError", "WorkspaceLocked"]
+__all__ = ["Engine", "EngineBadRequest", "EngineError", "Extensions", "WorkspaceLocked"]
 
 
 class Engine:
-    def __init__(self, rtws: Rtws, *, resume: bool = True, take_lock: bool = True) -> None:
+    def __init__(
+        self, rtws: Rtws, *, resume: bool = True, take_lock: bool = True, extensions: Extensions | None = None
+    ) -> None:
+        """``extensions``: toolsets and members added to the built-in toolsets (``dominds serve``
+        passes every workflow's; see driver/extensions.py)."""
         self.rtws = rtws
         self.store = DialogStore(rtws)
-        self.config = ConfigCache(rtws)
+        self.config = ConfigCache(rtws, with_builtins(extensions))
         self.pubchan = PubChan()
         self.providers = Providers(self)
         self.config.mcp.on_change = self.providers.publish_problems
@@ -358,4 +364,4 @@ class Engine:
         return run_control.move_root(self, root_id, to_status)
 
     def usage_totals(self, root_id: str) -> dict[str, Any]:
-        return usage.usage_totals(self, root_id)
+        return usage.usage_totals(self.store, self.config.get().catalog, self.usage_book, root_id)

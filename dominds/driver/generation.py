@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.receiver import DialogReceiver
+from dominds.driver.services import EngineServices
 from dominds.driver.tellask_exec import CallToRun, execute_tellasks, runtime_call_id
 from dominds.driver.tool_exec import execute_func_calls, tools_for
 from dominds.ids import now_iso
@@ -22,9 +22,6 @@ from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
 from dominds.store.course_records import GenFinishRecord, GenStartRecord, HumanTextRecord, Usage
 from dominds.store.records import QueuedPrompt
 from dominds.tellask import TellaskCall, parse_segments
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 
 @dataclass
@@ -44,7 +41,7 @@ class GenerationAborted(Exception):
     """The provider stream was cancelled by a stop request."""
 
 
-async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | None) -> GenOutcome:
+async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt | None) -> GenOutcome:
     outcome = GenOutcome()
     genseq = dialog.next_genseq()
     dialog.genseq = genseq
@@ -63,6 +60,7 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
     if prompt is not None:
         _publish_prompt(dialog, prompt, genseq)
     finish = GenFinishRecord(ts="", genseq=genseq)
+    receiver: DialogReceiver | None = None
     started = time.perf_counter()
     try:
         if prompt is not None and prompt.grammar == "tellask":
@@ -93,6 +91,8 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
             rtws_root=str(engine.rtws.root),
             streaming=member.streaming,
         )
+        finish.streaming = request.streaming
+        finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)
         generator = engine.generator_for(resolved.provider.api_type)
         receiver = DialogReceiver(dialog, genseq)
         provider_started = time.perf_counter()
@@ -135,6 +135,8 @@ async def run_generation(engine: Engine, dialog: Dialog, prompt: QueuedPrompt | 
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
         return outcome
     finally:
+        if receiver is not None:
+            finish.response_chars = receiver.response_chars
         dialog.streaming_text.clear()  # nothing is streaming any more, also after a stop mid-segment
         finish.ts = now_iso()
         if finish.duration_ms is None:
@@ -182,7 +184,7 @@ def _publish_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:
     )
 
 
-async def _run_human_tellasks(engine: Engine, dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> bool:
+async def _run_human_tellasks(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> bool:
     """Run the tellasks a human wrote. True when that suspended the dialog."""
     course = dialog.latest.current_course
     calls = [

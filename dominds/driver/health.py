@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dominds.dialog.model import Dialog
+from dominds.driver.services import EngineServices
 from dominds.store.course_records import GenFinishRecord
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 DEFAULT_OPTIMAL_MAX_TOKENS = 100_000
 CRITICAL_COUNTDOWN = 5
 
 
 class ContextHealth:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineServices) -> None:
         self.engine = engine
         self._critical_streak: dict[str, int] = {}
 

@@ -9,19 +9,15 @@ it (``end_of_user_saying_evt`` with the same ``msgId``); a queued user message c
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dominds.dialog.model import Dialog
 from dominds.driver.errors import EngineBadRequest, EngineError
+from dominds.driver.services import EngineServices
 from dominds.store.errors import StoreError
 from dominds.store.records import QueuedPrompt
 from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
 
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
-
-def queue_durably(engine: Engine, dialog: Dialog, prompt: QueuedPrompt) -> None:
+def queue_durably(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt) -> None:
     """Queue a prompt and persist it; if the disk refuses, the in-memory queue is rolled back too."""
     dialog.latest.queued_prompts.append(prompt)
     was_needed = dialog.latest.needs_drive

@@ -6,9 +6,10 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dominds.dialog.model import Dialog
+from dominds.driver.services import EngineServices
 from dominds.ids import now_iso
 from dominds.llm.base import Generator, LlmError
 from dominds.llm.catalog import ProviderConfig
@@ -16,9 +17,6 @@ from dominds.llm.scripted import ScriptedGenerator
 from dominds.problems import make_problem
 from dominds.store import provider_problems
 from dominds.store.errors import StoreError
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 _GENERATOR_CLASSES = {
     "anthropic": ("dominds.llm.anthropic_provider", "AnthropicGenerator"),
@@ -28,7 +26,7 @@ _GENERATOR_CLASSES = {
 
 
 class Providers:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineServices) -> None:
         self.engine = engine
         self._generators: dict[str, Generator] = {"scripted": ScriptedGenerator()}
         self._problems_cache: tuple[int, set[str]] | None = None
@@ -53,9 +51,11 @@ class Providers:
     def report_problem(self, dialog: Dialog, provider: str, model: str | None, message: str) -> None:
         """A provider rejected a request: persisted (for `dominds check`) and published (for panels)."""
         rtws = self.engine.rtws
+        key = provider_problems.key_fingerprint(self._key_env_var(provider), os.environ)
         with contextlib.suppress(StoreError):  # reporting must not fail the dialog a second time
             provider_problems.record(
-                rtws, provider_problems.ProviderProblem(provider=provider, model=model, message=message, at=now_iso())
+                rtws,
+                provider_problems.ProviderProblem(provider=provider, model=model, message=message, at=now_iso(), key=key),
             )
         self.publish_problems()
 
@@ -72,6 +72,18 @@ class Providers:
             self._problems_cache = (_mtime(path), {p.provider for p in provider_problems.load(self.engine.rtws)})
         return self._problems_cache[1]
 
+    def _key_env_var(self, provider: str) -> str | None:
+        config = self.engine.config.get().catalog.provider(provider)
+        return config.api_key_env_var if config is not None else None
+
+    def current_rejections(self) -> list[provider_problems.ProviderProblem]:
+        """Recorded rejections that still hold: one recorded with another key than this process has is stale."""
+        return [
+            p
+            for p in provider_problems.load(self.engine.rtws)
+            if provider_problems.is_current(p, self._key_env_var(p.provider), os.environ)
+        ]
+
     def publish_problems(self) -> None:
         self.engine.pubchan.publish(None, {"type": "problems_snapshot", "problems": self.problems_payload()})
 
@@ -79,7 +91,7 @@ class Providers:
         engine = self.engine
         runtime = [
             make_problem("llm_provider_rejected_request", f"provider {p.provider}", None, p.message)
-            for p in provider_problems.load(engine.rtws)
+            for p in self.current_rejections()
         ]
         problems = [*engine.config.get().problems, *runtime, *engine.config.mcp.runtime_problems()]
         return [

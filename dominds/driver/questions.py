@@ -8,19 +8,17 @@ answer whose question recovery removes, never a removed question without its ans
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.errors import EngineBadRequest, EngineError
 from dominds.driver.intake import announce_queued, queue_durably, refuse_duplicate, require_storable
+from dominds.driver.services import EngineServices
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.records import HumanQuestion, QueuedPrompt
 
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
-
-def ask(engine: Engine, dialog: Dialog, question: HumanQuestion) -> None:
+def ask(engine: EngineServices, dialog: Dialog, question: HumanQuestion) -> None:
     """Record a new question (idempotent by id), index it and announce it."""
     if any(q.id == question.id for q in dialog.q4h):
         return
@@ -32,7 +30,7 @@ def ask(engine: Engine, dialog: Dialog, question: HumanQuestion) -> None:
     _publish_count(dialog, previous)
 
 
-def answer(engine: Engine, question_id: str, content: str, msg_id: str | None = None) -> Dialog:
+def answer(engine: EngineServices, question_id: str, content: str, msg_id: str | None = None) -> Dialog:
     where = engine.q4h_index.get(question_id)
     if where is None:
         raise EngineError(f"question {question_id!r} is not pending (already answered, cleared, or unknown)")
@@ -59,7 +57,7 @@ def answer(engine: Engine, question_id: str, content: str, msg_id: str | None = 
     return dialog
 
 
-def withdraw(engine: Engine, dialog: Dialog, question_id: str) -> None:
+def withdraw(engine: EngineServices, dialog: Dialog, question_id: str) -> None:
     """Drop a question (answered, or its dialog was declared dead) from the file, the index and the panels."""
     previous = len(dialog.q4h)
     dialog.q4h = [q for q in dialog.q4h if q.id != question_id]
@@ -69,7 +67,7 @@ def withdraw(engine: Engine, dialog: Dialog, question_id: str) -> None:
     _publish_count(dialog, previous)
 
 
-def clear_all(engine: Engine, dialog: Dialog) -> None:
+def clear_all(engine: EngineServices, dialog: Dialog) -> None:
     """A new course drops the dialog's open questions (seed: clear_mind clears Q4H)."""
     for question in list(dialog.q4h):
         engine.q4h_index.pop(question.id, None)
@@ -78,12 +76,12 @@ def clear_all(engine: Engine, dialog: Dialog) -> None:
     dialog.save_q4h()
 
 
-def index_all(engine: Engine, dialog: Dialog) -> None:
+def index_all(engine: EngineServices, dialog: Dialog) -> None:
     for question in dialog.q4h:
         engine.q4h_index[question.id] = (dialog.root_id, dialog.self_id)
 
 
-def unindex_all(engine: Engine, dialog: Dialog) -> None:
+def unindex_all(engine: EngineServices, dialog: Dialog) -> None:
     for question in dialog.q4h:
         engine.q4h_index.pop(question.id, None)
 
@@ -103,7 +101,7 @@ def payload(dialog: Dialog, question: HumanQuestion) -> dict[str, Any]:
     }
 
 
-def pending(engine: Engine) -> list[dict[str, Any]]:
+def pending(engine: EngineServices) -> list[dict[str, Any]]:
     """Every pending question, in id order, as the panel and the CLI show it."""
     out = []
     for question_id, (root_id, self_id) in sorted(engine.q4h_index.items()):

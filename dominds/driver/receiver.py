@@ -47,6 +47,8 @@ class DialogReceiver:
     calls: list[CallToRun] = field(default_factory=list)
     func_calls: list[FuncCallRequest] = field(default_factory=list)
     streamed_anything: bool = False
+    response_chars: int = 0
+    """Characters produced so far (thinking, saying, function-call arguments)."""
     _active: str | None = None
     _text: list[str] = field(default_factory=list)
     _parser: TellaskParser | None = None
@@ -81,6 +83,7 @@ class DialogReceiver:
             raise StreamProtocolError(f"{kind} chunk outside a {kind} segment")
         text, self._carry = join_surrogates(self._carry + text)
         self._text.append(text)
+        self.response_chars += len(text)
         self.dialog.streaming_text[kind] = self.dialog.streaming_text.get(kind, "") + text  # late joiners
         return text
 
@@ -123,6 +126,7 @@ class DialogReceiver:
         if self._active is not None:
             raise StreamProtocolError(f"function call {name!r} inside an open {self._active} segment")
         self.streamed_anything = True
+        self.response_chars += len(arguments_json)
         self.func_calls.append(FuncCallRequest(scrub(call_id), scrub(name), scrub(arguments_json)))
 
     def check_closed(self) -> None:

@@ -14,11 +14,11 @@ already persisted but not supplied is supplied, and a supplied one is not suppli
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
+from dominds.driver.services import EngineServices
 from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
 from dominds.driver.tellask_exec import (
     assignment_msg_id,
@@ -47,9 +47,6 @@ from dominds.store.errors import StoreError
 from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
 from dominds.tellask import TellaskCall, parse_segments
 
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
-
 log = logging.getLogger("dominds.recovery")
 
 RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown"})
@@ -57,7 +54,7 @@ RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown"})
 Dialogs a user stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
-def recover(engine: Engine) -> None:
+def recover(engine: EngineServices) -> None:
     remove_creation_leftovers(engine.rtws.run_dir)
     stale = remove_stale_temp_files(engine.rtws.run_dir)
     if stale:
@@ -80,7 +77,7 @@ def recover(engine: Engine) -> None:
             root.load_error = str(exc)
 
 
-def _needs_attention(engine: Engine, root_id: str) -> bool:
+def _needs_attention(engine: EngineServices, root_id: str) -> bool:
     """Cheap check (latest.yaml and index files only) so a big idle workspace starts fast."""
     for files in engine.store.iter_tree("run", root_id):
         if files.q4h_yaml.exists() or files.subdlg_yaml.exists():
@@ -104,7 +101,7 @@ def _needs_attention(engine: Engine, root_id: str) -> bool:
     return False
 
 
-def _recover_tree(engine: Engine, root: RootDialog) -> None:
+def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
     registry_before = dict(root.type_b)
     for entry_key, entry in list(root.type_b.items()):
         if entry.locked:
@@ -152,7 +149,7 @@ def _recover_tree(engine: Engine, root: RootDialog) -> None:
             engine.want(dialog)
 
 
-def _drop_answered_questions(engine: Engine, dialog: Dialog) -> None:
+def _drop_answered_questions(engine: EngineServices, dialog: Dialog) -> None:
     """A queued answer whose question is still indexed: the daemon died between the two writes."""
     answered = {p.question_id for p in dialog.latest.queued_prompts if p.question_id}
     answered |= {r.question_id for r in dialog.records if isinstance(r, HumanTextRecord) and r.question_id}
@@ -231,7 +228,7 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
             )
 
 
-def _complete_dispatches(engine: Engine, root: RootDialog, caller: Dialog) -> None:
+def _complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog) -> None:
     supplied = caller.supplied_response_keys()
     for entry in list(caller.pending):
         if (entry.subdialog_id, entry.call_id) in supplied:
@@ -329,7 +326,7 @@ def _ever_recorded(dialog: Dialog, msg_id: str) -> bool:
     return False
 
 
-def _answer_finished_ask_back(engine: Engine, dialog: Dialog) -> None:
+def _answer_finished_ask_back(engine: EngineServices, dialog: Dialog) -> None:
     """The dialog had finished its answer to an ask-back when the daemon died, before it was delivered.
 
     Deliver that answer now instead of generating a second one (which would also not be *the* answer).
@@ -361,7 +358,7 @@ def _last_generation_finished_quietly(dialog: Dialog) -> bool:
     return not any(isinstance(r, unread) for r in records[start:])
 
 
-def _restore_lost_meta(engine: Engine, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> Dialog | None:
+def _restore_lost_meta(engine: EngineServices, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> Dialog | None:
     """A subdialog lost its ``dialog.yaml`` (a hand edit, a bad disk): rebuild it from the caller's entry.
 
     If its request never reached its course, it is queued again; the tree keeps working either way."""

@@ -5,20 +5,16 @@ Every run-state change is persisted and then published (``Dialog.set_run_state``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from dominds.dialog.model import Dialog
 from dominds.driver import questions
 from dominds.driver.errors import EngineError
+from dominds.driver.services import EngineServices
 from dominds.driver.supply import supply_response
 from dominds.rtws import DIALOG_STATUSES
 from dominds.store.records import Assignment, RunState
 
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
-
-def stop(engine: Engine, dialog: Dialog, reason: str = "user_stop") -> bool:
+def stop(engine: EngineServices, dialog: Dialog, reason: str = "user_stop") -> bool:
     """Stop a drive (idempotent). A dialog only queued for driving is interrupted before it starts."""
     if dialog.is_driving:
         if dialog.stop_reason is None:
@@ -33,7 +29,7 @@ def stop(engine: Engine, dialog: Dialog, reason: str = "user_stop") -> bool:
     return False
 
 
-def emergency_stop(engine: Engine) -> int:
+def emergency_stop(engine: EngineServices) -> int:
     count = 0
     for root in list(engine.roots.values()):
         for dialog in list(root.local.values()):
@@ -42,14 +38,14 @@ def emergency_stop(engine: Engine) -> int:
     return count
 
 
-def resume(engine: Engine, dialog: Dialog) -> None:
+def resume(engine: EngineServices, dialog: Dialog) -> None:
     if dialog.latest.run_state.kind != "interrupted":
         raise EngineError(f"dialog {dialog.self_id} is {dialog.latest.run_state.kind}, not interrupted; nothing to resume")
     engine.check_drivable_target(dialog)
     engine.request_drive(dialog)
 
 
-def resume_all(engine: Engine) -> int:
+def resume_all(engine: EngineServices) -> int:
     count = 0
     for root_id in engine.store.root_ids("run"):
         root = engine.load_root(root_id)
@@ -62,7 +58,7 @@ def resume_all(engine: Engine) -> int:
     return count
 
 
-async def declare_dead(engine: Engine, dialog: Dialog, note: str = "") -> None:
+async def declare_dead(engine: EngineServices, dialog: Dialog, note: str = "") -> None:
     """Subdialogs only, irreversible: its caller is unblocked with a failed response."""
     if dialog.is_root:
         raise EngineError("only subdialogs can be declared dead; stop or archive a root dialog instead")
@@ -90,13 +86,13 @@ async def declare_dead(engine: Engine, dialog: Dialog, note: str = "") -> None:
         await supply_response(engine, dialog, assignment, note, "failed", failure_reason=reason)
 
 
-async def supersede(engine: Engine, sub: Dialog, previous: Assignment) -> None:
+async def supersede(engine: EngineServices, sub: Dialog, previous: Assignment) -> None:
     """A TYPE B session was re-assigned to another caller: the earlier caller stops waiting for it."""
     reason = "the session was re-assigned by a newer tellask; its next answer goes to the newer caller"
     await supply_response(engine, sub, previous, "", "failed", failure_reason=reason)
 
 
-def move_root(engine: Engine, root_id: str, to_status: str) -> str:
+def move_root(engine: EngineServices, root_id: str, to_status: str) -> str:
     """Mark done (``done``), archive (``archive``) or revive (``run``) a root tree; returns the old status."""
     if to_status not in DIALOG_STATUSES:
         raise EngineError(f"unknown status {to_status!r}; expected one of {', '.join(DIALOG_STATUSES)}")

@@ -1,7 +1,7 @@
 """The one scheduler that owns all driving, and the cache of recent transcripts.
 
 A dialog is driven when its persisted ``needsDrive`` is set and it can drive; one drive per dialog at a
-time (its FIFO mutex), at most ``Engine.max_concurrent_drives`` at once. A drive that hits a storage
+time (its FIFO mutex), at most ``EngineServices.max_concurrent_drives`` at once. A drive that hits a storage
 error pauses its dialog until the disk takes writes again; any other failure interrupts it without a
 retry (the same input would fail the same way, in a hot loop).
 """
@@ -12,22 +12,19 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog
 from dominds.driver.drive import drive_dialog
+from dominds.driver.services import EngineServices
 from dominds.driver.storage_watch import resume_when_writable
 from dominds.store.errors import StoreError
 from dominds.store.records import RunState
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 log = logging.getLogger("dominds.engine")
 
 
 class Scheduler:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: EngineServices) -> None:
         self.engine = engine
         self.wanted: set[tuple[str, str]] = set()
         self.wake = asyncio.Event()

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog
+from dominds.driver.services import EngineServices
 from dominds.store.errors import StoreError
 from dominds.store.records import RunState
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 log = logging.getLogger("dominds.storage")
 
 
-async def resume_when_writable(engine: Engine, dialog: Dialog, problem: str) -> None:
+async def resume_when_writable(engine: EngineServices, dialog: Dialog, problem: str) -> None:
     from dominds.driver.recovery import close_interrupted_generation
 
     while not engine.closed:

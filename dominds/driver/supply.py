@@ -7,20 +7,18 @@ so it is revived once however many answers arrive.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from dominds.dialog.model import Dialog
 from dominds.driver import texts
+from dominds.driver.services import EngineServices
 from dominds.ids import now_iso
 from dominds.store.course_records import TeammateResponseRecord
 from dominds.store.records import Assignment, InboundTellaskBack, SubdialogResponse
 
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
-
 
 async def supply_response(
-    engine: Engine,
+    engine: EngineServices,
     sub: Dialog,
     assignment: Assignment,
     response: str,
@@ -107,7 +105,7 @@ def record_response(
     )
 
 
-async def answer_tellask_back(engine: Engine, sup: Dialog, inbound: InboundTellaskBack, answer: str) -> None:
+async def answer_tellask_back(engine: EngineServices, sup: Dialog, inbound: InboundTellaskBack, answer: str) -> None:
     """Give the asking subdialog ``sup``'s answer to its TYPE A question and unblock it."""
     asker = engine.try_get_dialog(sup.root_id, inbound.from_dialog_id)
     if asker is not None:

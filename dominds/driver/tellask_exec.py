@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
 from dominds.driver import questions, texts
+from dominds.driver.services import EngineServices
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import SubdialogCreatedRecord, TeammateCallResultRecord
 from dominds.store.records import (
@@ -31,9 +31,6 @@ from dominds.store.records import (
     RegistryEntry,
 )
 from dominds.tellask import TellaskCall
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 SPECIAL_MENTIONS = frozenset({"human", "self", "tellasker", "dominds"})
 
@@ -64,7 +61,7 @@ class TellaskOutcome:
 
 
 async def execute_tellasks(
-    engine: Engine, dialog: Dialog, calls: list[CallToRun], genseq: int, *, from_human: bool
+    engine: EngineServices, dialog: Dialog, calls: list[CallToRun], genseq: int, *, from_human: bool
 ) -> TellaskOutcome:
     outcome = TellaskOutcome()
     jobs = []
@@ -80,7 +77,7 @@ async def execute_tellasks(
     return outcome
 
 
-def _refusal(engine: Engine, dialog: Dialog, call: TellaskCall) -> str | None:
+def _refusal(engine: EngineServices, dialog: Dialog, call: TellaskCall) -> str | None:
     """Why this call cannot run, or None."""
     if call.error:
         return f"malformed tellask ({call.error}): {ERROR_EXPLANATIONS.get(call.error, call.error)}."
@@ -144,7 +141,7 @@ def _record_note(dialog: Dialog, item: CallToRun, genseq: int, note: str) -> Non
     )
 
 
-async def _run_call(engine: Engine, dialog: Dialog, item: CallToRun, genseq: int, outcome: TellaskOutcome) -> None:
+async def _run_call(engine: EngineServices, dialog: Dialog, item: CallToRun, genseq: int, outcome: TellaskOutcome) -> None:
     call = item.call
     first = call.first_mention or ""
     if first == "human":
@@ -186,7 +183,7 @@ async def _run_call(engine: Engine, dialog: Dialog, item: CallToRun, genseq: int
     )
 
 
-def waits_on(engine: Engine, start: Dialog, target: Dialog) -> bool:
+def waits_on(engine: EngineServices, start: Dialog, target: Dialog) -> bool:
     """Whether ``start`` waits, directly or through other subdialogs, for ``target`` (a delegation cycle)."""
     seen: set[str] = set()
     stack = [start]
@@ -210,7 +207,7 @@ MAX_SELF_DEPTH = 3
 """How many `!?@self` subdialogs may nest; a deeper call gets a note instead of a subdialog."""
 
 
-def _self_depth(engine: Engine, dialog: Dialog) -> int:
+def _self_depth(engine: EngineServices, dialog: Dialog) -> int:
     """How many `!?@self` subdialogs ``dialog`` is nested in (itself included)."""
     depth = 0
     current: Dialog | None = dialog
@@ -221,7 +218,7 @@ def _self_depth(engine: Engine, dialog: Dialog) -> int:
     return depth
 
 
-def _caller_agent(engine: Engine, dialog: Dialog) -> str | None:
+def _caller_agent(engine: EngineServices, dialog: Dialog) -> str | None:
     assignment = dialog.meta.assignment_from_sup
     if assignment is None:
         return None
@@ -229,7 +226,7 @@ def _caller_agent(engine: Engine, dialog: Dialog) -> str | None:
     return caller.agent_id if caller is not None else assignment.origin_member_id
 
 
-def _ask_human(engine: Engine, dialog: Dialog, item: CallToRun) -> None:
+def _ask_human(engine: EngineServices, dialog: Dialog, item: CallToRun) -> None:
     question = HumanQuestion(
         id=f"q4h-{dialog.self_id}-{item.call_id}",
         tellask_head=item.call.headline.strip(),
@@ -241,7 +238,7 @@ def _ask_human(engine: Engine, dialog: Dialog, item: CallToRun) -> None:
     questions.ask(engine, dialog, question)
 
 
-async def _tellask_back(engine: Engine, dialog: Dialog, item: CallToRun) -> None:
+async def _tellask_back(engine: EngineServices, dialog: Dialog, item: CallToRun) -> None:
     assert dialog.meta.assignment_from_sup is not None
     assignment = dialog.meta.assignment_from_sup
     sup = engine.get_dialog(dialog.root_id, assignment.caller_dialog_id)
@@ -261,7 +258,7 @@ async def _tellask_back(engine: Engine, dialog: Dialog, item: CallToRun) -> None
     queue_tellask_back(engine, sup, dialog, item.call.headline, item.call.body, item.call_id)
 
 
-def queue_tellask_back(engine: Engine, sup: Dialog, asker: Dialog, headline: str, body: str, call_id: str) -> None:
+def queue_tellask_back(engine: EngineServices, sup: Dialog, asker: Dialog, headline: str, body: str, call_id: str) -> None:
     """Ask ``sup`` the ask-back question; also used by recovery when the daemon died after the commit point."""
     assignment_head = asker.meta.assignment_from_sup.tellask_head if asker.meta.assignment_from_sup else ""
     inbound = InboundTellaskBack(from_dialog_id=asker.self_id, call_id=call_id, tellask_head=headline)
@@ -284,7 +281,7 @@ def queue_tellask_back(engine: Engine, sup: Dialog, asker: Dialog, headline: str
 
 
 async def dispatch(
-    engine: Engine,
+    engine: EngineServices,
     caller: Dialog,
     item: CallToRun,
     target: str,
@@ -344,7 +341,7 @@ def _pending_entry(
 
 
 async def _create(
-    engine: Engine,
+    engine: EngineServices,
     caller: Dialog,
     item: CallToRun,
     target: str,
@@ -364,7 +361,7 @@ async def _create(
     return sub
 
 
-def materialize_subdialog(engine: Engine, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> SubDialog:
+def materialize_subdialog(engine: EngineServices, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> SubDialog:
     """Create a subdialog's files from its caller's pending entry (also used by recovery)."""
     meta = subdialog_meta(root, caller, entry)
     latest = LatestState(last_modified=now_iso(), queued_prompts=[assignment_prompt(caller, entry)], needs_drive=True)
@@ -422,7 +419,7 @@ def assignment_prompt(caller: Dialog, entry: PendingSubdialog) -> QueuedPrompt:
 
 
 async def _reassign(
-    engine: Engine, caller: Dialog, sub: Dialog, item: CallToRun, genseq: int, collective: list[str] | None
+    engine: EngineServices, caller: Dialog, sub: Dialog, item: CallToRun, genseq: int, collective: list[str] | None
 ) -> None:
     """TYPE B hit: route the session's next answer to this (latest) caller and give it the new request."""
     entry = _pending_entry(

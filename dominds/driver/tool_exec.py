@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.config import Config
 from dominds.driver.receiver import FuncCallRequest
+from dominds.driver.services import EngineServices
 from dominds.ids import now_iso
 from dominds.store.course_records import FuncCallRecord, FuncResultRecord
 from dominds.team import Member, expand_toolsets
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, get_toolset, toolset_names
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError
 from dominds.tools.control import CONTROL_TOOLS
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 SHELL_TOOLS = frozenset({"shell_cmd", "stop_daemon", "get_daemon_output"})
 
@@ -34,10 +32,10 @@ def tools_for(member: Member, dialog: Dialog, config: Config) -> dict[str, FuncT
             continue
         selected[tool.name] = tool
     mcp = config.mcp
-    available = [*toolset_names(), *(mcp.toolset_names() if mcp is not None else [])]
+    available = [*config.toolsets.names(), *(mcp.toolset_names() if mcp is not None else [])]
 
     def toolset(name: str) -> list[FuncTool]:
-        return get_toolset(name) or (mcp.tools(name) if mcp is not None else None) or []
+        return config.toolsets.get(name) or (mcp.tools(name) if mcp is not None else None) or []
 
     for name in expand_toolsets(member.toolsets, available):
         for tool in toolset(name):
@@ -56,13 +54,13 @@ def tools_for(member: Member, dialog: Dialog, config: Config) -> dict[str, FuncT
 
 
 async def execute_func_calls(
-    engine: Engine, dialog: Dialog, calls: list[FuncCallRequest], tools: dict[str, FuncTool], genseq: int
+    engine: EngineServices, dialog: Dialog, calls: list[FuncCallRequest], tools: dict[str, FuncTool], genseq: int
 ) -> None:
     await asyncio.gather(*(_execute_one(engine, dialog, call, tools, genseq) for call in calls))
 
 
 async def _execute_one(
-    engine: Engine, dialog: Dialog, call: FuncCallRequest, tools: dict[str, FuncTool], genseq: int
+    engine: EngineServices, dialog: Dialog, call: FuncCallRequest, tools: dict[str, FuncTool], genseq: int
 ) -> None:
     arguments: dict[str, Any] | str
     error: str | None = None

@@ -18,15 +18,13 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dominds.driver.last_good import LastGood, has_errors
 from dominds.llm.catalog import Catalog, load_catalog
 from dominds.rtws import Rtws
+from dominds.store.dialog_store import DialogStore
 from dominds.store.errors import StoreError
-
-if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
 
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 TOTAL_KEYS = (*USAGE_FIELDS, "generations", "costUsd")
@@ -144,17 +142,16 @@ class UsageBook:
         return total
 
 
-def usage_totals(engine: Engine, root_id: str) -> dict[str, Any]:
+def usage_totals(store: DialogStore, catalog: Catalog, book: UsageBook, root_id: str) -> dict[str, Any]:
     """The tree total of one root and each of its dialogs' own figures (``GET /api/dialogs/{root}/usage``)."""
-    status = engine.store.locate_root(root_id)
-    catalog = engine.config.get().catalog
+    status = store.locate_root(root_id)
     dialogs = []
     tree: ModelCounts = {}
-    for files in engine.store.iter_tree(status, root_id):
+    for files in store.iter_tree(status, root_id):
         error = None
         own: ModelCounts = {}
         try:
-            own = engine.usage_book.counts(files.course(n) for n in sorted(files.course_numbers()))
+            own = book.counts(files.course(n) for n in sorted(files.course_numbers()))
         except (StoreError, OSError) as exc:
             error = str(exc)
         add_counts(tree, own)

@@ -36,7 +36,7 @@ from dominds.mcp.connection import CallTimeout, Connection, ServerGone, ServerUn
 from dominds.mcp.results import render_result
 from dominds.problems import Problem, make_problem
 from dominds.rtws import Rtws
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, get_toolset, object_schema, toolset_names
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError, Toolsets, object_schema
 
 LEASE_IDLE_S = 1800.0
 BACKOFF_FIRST_S = 0.5
@@ -76,8 +76,10 @@ class ServerState:
 class McpManager:
     """Every configured server of one workspace, and the toolsets made of them."""
 
-    def __init__(self, rtws: Rtws, environ: Any = None) -> None:
+    def __init__(self, rtws: Rtws, builtin_toolsets: Toolsets | None = None, environ: Any = None) -> None:
         self.rtws = rtws
+        self.builtin_toolsets = builtin_toolsets or Toolsets()
+        """The engine's own toolsets: their names and tool names are taken (a clash is a problem)."""
         self.environ = environ
         self.servers: dict[str, ServerState] = {}
         self.config_problems: list[Problem] = []
@@ -91,7 +93,7 @@ class McpManager:
         """Read mcp.yaml again (or apply ``config``, e.g. its last good version); servers whose settings
         changed are stopped and start afresh on next use."""
         if config is None:
-            config = load_mcp_config(self.rtws, frozenset(toolset_names()))
+            config = load_mcp_config(self.rtws, frozenset(self.builtin_toolsets.names()))
         self.config_problems = config.problems
         for server_id in list(self.servers):
             old = self.servers[server_id]
@@ -165,7 +167,7 @@ class McpManager:
         """Tools of every listed server, in mcp.yaml order: on a name clash the earlier server keeps the name."""
         from dominds.tools.control import CONTROL_TOOLS
 
-        taken = {t.name for ts in toolset_names() for t in get_toolset(ts) or []}
+        taken = {t.name for tools in self.builtin_toolsets.by_name.values() for t in tools}
         taken.update(t.name for t in CONTROL_TOOLS)
         for state in self.servers.values():
             state.tool_problems = []

@@ -18,7 +18,6 @@ from dominds.driver.engine import Engine
 from dominds.mcp.results import ARTIFACT_NAME_RE, ARTIFACTS_DIR
 from dominds.server import keys
 from dominds.team import expand_toolsets
-from dominds.tools.base import get_toolset, toolset_names
 from dominds.tools.control import CONTROL_TOOLS
 
 
@@ -30,7 +29,7 @@ def _engine(request: web.Request) -> Engine:
 def tools_payload(engine: Engine) -> dict[str, Any]:
     config = engine.config.get()
     mcp = engine.config.mcp
-    available = [*toolset_names(), *mcp.toolset_names()]
+    available = [*config.toolsets.names(), *mcp.toolset_names()]
     users: dict[str, list[str]] = {name: [] for name in available}
     for member in config.team.members.values():
         for name in expand_toolsets(member.toolsets, available):
@@ -42,9 +41,9 @@ def tools_payload(engine: Engine) -> dict[str, Any]:
     toolsets: list[dict[str, Any]] = [
         {"name": "(intrinsic)", "source": "built-in", "state": "ready", "members": ["*"], "tools": tool_list(CONTROL_TOOLS)}
     ]
-    for name in toolset_names():
+    for name in config.toolsets.names():
         toolsets.append(
-            {"name": name, "source": "built-in", "state": "ready", "members": users[name], "tools": tool_list(get_toolset(name) or [])}
+            {"name": name, "source": "built-in", "state": "ready", "members": users[name], "tools": tool_list(config.toolsets.get(name) or [])}
         )
     for server in mcp.describe():
         toolsets.append({**server, "members": users.get(server["name"], [])})

@@ -246,6 +246,12 @@ class GenFinishRecord(Record):
     """Tokens reported for this generation."""
     duration_ms: int | None = None
     """Wall time of the provider call."""
+    streaming: bool | None = None
+    """Whether the request asked for a stream (the member's ``streaming``); absent before one was made."""
+    messages_count: int | None = None
+    """Messages sent to the provider, the system prompt included."""
+    response_chars: int | None = None
+    """Characters the model produced: thinking, saying and function-call arguments."""
     context_health: dict[str, Any] | None = None
     """Context-health snapshot after this generation."""
 

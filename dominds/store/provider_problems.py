@@ -6,6 +6,8 @@ The daemon records them here so `dominds check` shows them too, not only the pan
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import Field
@@ -26,6 +28,10 @@ class ProviderProblem(Record):
     """The actionable message (never contains the key)."""
     at: str
     """ISO time."""
+    key: str | None = None
+    """Which API key the rejected request had: ``unset``, ``keyless`` (the provider needs none), or the
+    first 12 hex digits of the key's SHA-256. A problem recorded with another key than the one set now
+    is stale (the key was exported or changed since). ``None`` in files written before this field."""
 
 
 class ProviderProblemsFile(Record):
@@ -59,3 +65,16 @@ def clear(rtws: Rtws, provider: str) -> bool:
         return False
     save_model(path(rtws), ProviderProblemsFile(problems=remaining))
     return True
+
+
+def key_fingerprint(env_var: str | None, env: Mapping[str, str]) -> str:
+    """What ``ProviderProblem.key`` records for a provider whose key is read from ``env_var``."""
+    if not env_var:
+        return "keyless"
+    value = env.get(env_var, "").strip()
+    return hashlib.sha256(value.encode()).hexdigest()[:12] if value else "unset"
+
+
+def is_current(problem: ProviderProblem, env_var: str | None, env: Mapping[str, str]) -> bool:
+    """Whether ``problem`` still describes the provider as ``env`` configures it now."""
+    return problem.key is None or problem.key == key_fingerprint(env_var, env)

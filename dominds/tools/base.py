@@ -1,4 +1,4 @@
-"""The function-tool seam: what a tool is, what it receives, and the toolset registry.
+"""The function-tool seam: what a tool is, what it receives, and the named toolsets an engine offers.
 
 A tool is a name, a description, a JSON schema for its arguments, and an async handler. The
 driver validates arguments against the schema before calling the handler, records the call
@@ -8,7 +8,7 @@ user-visible failure by raising ``ToolError``; its message becomes the result th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,20 +60,31 @@ class FuncTool:
     """Offered only to root dialogs (e.g. ``change_mind``)."""
 
 
-_TOOLSETS: dict[str, list[FuncTool]] = {}
+@dataclass(frozen=True)
+class Toolsets:
+    """Named toolsets one engine offers: the built-in ones plus those its workflows bring.
 
+    A value, owned by the engine that uses it (never a process-wide registry filled at import time),
+    so two engines in one process, or a test and the daemon, never see each other's toolsets.
+    """
 
-def register_toolset(name: str, tools: list[FuncTool]) -> None:
-    """Register (or replace) a toolset by name."""
-    _TOOLSETS[name] = list(tools)
+    by_name: Mapping[str, tuple[FuncTool, ...]] = field(default_factory=dict)
+    """Toolset name (as written in team.yaml ``toolsets:``) → its tools, in the order offered."""
 
+    @classmethod
+    def of(cls, toolsets: Mapping[str, Sequence[FuncTool]]) -> Toolsets:
+        return cls({name: tuple(tools) for name, tools in toolsets.items()})
 
-def toolset_names() -> list[str]:
-    return sorted(_TOOLSETS)
+    def names(self) -> list[str]:
+        return sorted(self.by_name)
 
+    def get(self, name: str) -> list[FuncTool] | None:
+        tools = self.by_name.get(name)
+        return list(tools) if tools is not None else None
 
-def get_toolset(name: str) -> list[FuncTool] | None:
-    return _TOOLSETS.get(name)
+    def plus(self, other: Toolsets) -> Toolsets:
+        """These toolsets and ``other``'s; a name in both takes ``other``'s tools."""
+        return Toolsets({**self.by_name, **other.by_name})
 
 
 def object_schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:

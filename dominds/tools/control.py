@@ -14,7 +14,7 @@ from dominds.dialog.model import Dialog
 from dominds.ids import now_iso
 from dominds.store.records import Reminder
 from dominds.taskdoc import TaskdocError, read_section, write_section
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema, register_toolset
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema
 
 
 def _dialog(ctx: ToolCallContext) -> Dialog:
@@ -141,4 +141,3 @@ CONTROL_TOOLS = [
     ),
 ]
 
-register_toolset("control", CONTROL_TOOLS)

@@ -25,7 +25,7 @@ from typing import Any
 
 from dominds.access import AccessDenied, check_access
 from dominds.team import Member
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema, register_toolset
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema
 
 MAX_LIST_ENTRIES = 500
 DEFAULT_MAX_LINES = 500
@@ -450,4 +450,3 @@ WS_READ_TOOLS = [
     ),
 ]
 
-register_toolset("ws_read", WS_READ_TOOLS)

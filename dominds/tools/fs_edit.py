@@ -25,7 +25,7 @@ import yaml
 
 from dominds.store.atomic import write_atomic
 from dominds.store.errors import WriteFailedError
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema, register_toolset
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema
 from dominds.tools.fs import WS_READ_TOOLS, PathPolicy, count_lines, os_error
 
 
@@ -345,4 +345,3 @@ WS_MOD_TOOLS = [
     ),
 ]
 
-register_toolset("ws_mod", WS_MOD_TOOLS)

@@ -20,7 +20,7 @@ from typing import Any
 from dominds.access import AccessDenied, check_access
 from dominds.store.atomic import remove_file, write_atomic
 from dominds.store.errors import WriteFailedError
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema, register_toolset
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema
 
 MEMORY_DIR = ".minds/memory"
 TEAM_MEMORY_DIR = f"{MEMORY_DIR}/team_shared"
@@ -191,5 +191,3 @@ TEAM_MEMORY_TOOLS = [
     FuncTool("drop_team_memory", "Delete a team memory note.", _PATH_SCHEMA, drop_team_memory),
 ]
 
-register_toolset("memory", MEMORY_TOOLS)
-register_toolset("team_memory", TEAM_MEMORY_TOOLS)

@@ -24,7 +24,7 @@ import signal
 import time
 from typing import Any
 
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema, register_toolset
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema
 
 DEFAULT_TIMEOUT_SECONDS = 30
 MAX_TIMEOUT_SECONDS = 600
@@ -206,4 +206,3 @@ OS_TOOLS = [
     ),
 ]
 
-register_toolset("os", OS_TOOLS)

@@ -1,8 +1,8 @@
-"""Put every workflow into the daemon: their role members and their routes.
+"""Put every workflow into the daemon: their role members, their toolsets and their routes.
 
-``dominds serve`` registers the members before the engine starts (so recovery and the first drives
-already know them) and passes the route adders to the server. The workflows' CLI commands register
-their own members when they run.
+``dominds serve`` gives its engine every workflow's extensions when it creates it (so recovery and the
+first drives already know the members) and passes the route adders to the server. The workflows' CLI
+commands do the same for their own engines.
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from collections.abc import Callable
 
 from aiohttp import web
 
-from dominds.workflows.debate.members import register_debate_members
-from dominds.workflows.plan_solve.members import register_members as register_plan_solve_members
-from dominds.workflows.tot.roles import register_role_members as register_tot_members
+from dominds.driver.extensions import Extensions
+from dominds.workflows.debate.members import debate_extensions
+from dominds.workflows.plan_solve.members import plan_solve_extensions
+from dominds.workflows.tot.roles import tot_extensions
 
 
-def register_all_members() -> None:
-    register_debate_members()
-    register_plan_solve_members()
-    register_tot_members()
+def workflow_extensions() -> Extensions:
+    """Every workflow's members and toolsets."""
+    return debate_extensions().plus(plan_solve_extensions()).plus(tot_extensions())
 
 
 def route_adders() -> list[Callable[[web.Application], None]]:

@@ -108,7 +108,9 @@ def test_tell_and_show_follow_stream_from_the_daemon(served: tuple[Path, Daemon]
     streamed = dominds_json(ws, "new", "--taskdoc", "tasks/t.tsk", "stream")
     followed = dominds(ws, "show", streamed["rootId"], "--follow")
     assert followed.returncode == 0 and "y" * 200 in followed.stdout
-    assert followed.stdout.rstrip().endswith("✓ idle: the dialog has answered")
+    assert followed.stdout.rstrip().endswith(
+        f'✓ idle: the dialog has answered (dialog {streamed["rootId"]})\n  go on: dominds tell {streamed["rootId"]} "…" --follow'
+    )
 
 
 def test_show_renders_the_transcript_with_colour_only_when_asked(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ RESPONSES: list[dict[str, Any]] = [
     {"agent": "lead", "message": "stream", "response": "y" * 200, "delay_ms": 5, "chunk_chars": 10},
 ]
 
-ANSWER_HINT = re.compile(r"dominds answer (q4h-\S+) ")
+ANSWER_HINT = re.compile(r"asks \((q4h-[^)\s]+)\)")
 
 
 def write_workspace(root: Path) -> Path:

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli_kit import ANSWER_HINT, Daemon, dominds, dominds_json, write_workspace
+from test_cli_kit import Daemon, dominds, dominds_json, write_workspace
 
 from dominds.cli.offline import load_state_yaml
 from dominds.store import fastyaml
@@ -91,9 +91,8 @@ def test_the_cache_follows_changes_and_no_cache_leaves_none(tmp_path: Path) -> N
     before = _by_id(dominds_json(ws, "status"))
     assert cache.exists() and len(json.loads(cache.read_text())["dialogs"]) == 5
 
-    question = ANSWER_HINT.search(dominds(ws, "q4h").stdout)
-    assert question is not None
-    answered = dominds(ws, "answer", question.group(1), "blue", "--follow")
+    [question] = dominds_json(ws, "q4h")["questions"]
+    answered = dominds(ws, "answer", question["id"], "blue", "--follow")
     assert answered.returncode == 0, answered.stdout + answered.stderr
     after = _by_id(dominds_json(ws, "status"))
     paint = after[ids["paint"]]

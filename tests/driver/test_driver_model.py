@@ -4,7 +4,11 @@ A hypothesis ``RuleBasedStateMachine`` drives a real engine on a scripted team. 
 unique token ``tN``; the scripted agents echo it, so each reply says which request it answers. Rules:
 
 - ``delegate``: the user asks the lead something that makes it tellask (TYPE C, TYPE B on a shared
-  session, ``@self``, or a collective call), optionally with an ask-back from the callee;
+  session, ``@self``, or a collective call), optionally with an ask-back from the callee, which the lead
+  answers directly or only after tellasking the researcher first (the shape of issue 14 item 1);
+- ``delegate_deep``: a callee that calls a tool (also an ``@self`` one), or that tellasks the researcher,
+  who asks *it* back while it waits (nested ask-back);
+- ``clear_mind``: the lead calls ``clear_mind`` (a new course) while other work may be running;
 - ``ask_human``: the lead asks the human a question; ``answer``: the human answers one;
 - ``interject``: a user message arrives while other work may be running;
 - ``settle``: run until nothing can move;
@@ -12,7 +16,8 @@ unique token ``tN``; the scripted agents echo it, so each reply says which reque
   write is atomic or an append), drop the engine, recover a new one from the copy.
 
 Invariants, checked at rest after every step:
-1. every call site has exactly one reply, and a completed reply answers *that* call (same token);
+1. every call site has exactly one reply, and a completed reply answers *that* call (same token) and is
+   a final saying, never an intermediate tellask line;
 2. an ask-back's answer is the answer to that ask-back (same token);
 3. no dialog is stuck: each is idle or waits on an open question (directly or through its callees);
 4. one live subdialog per registry key;
@@ -29,6 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fuzzing import examples
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -47,12 +53,24 @@ from dominds.store.dialog_store import DialogStore
 
 TOKEN = re.compile(r"\bt\d+\b")
 KINDS = ["fresh", "session", "self", "collective"]
+ASK_BACKS = ["", "-ask", "-via"]
+"""No ask-back; an ask-back the lead answers at once; one it answers after tellasking the researcher."""
+DEEP_KINDS = ["tool", "selftool", "nested"]
 
 
 def _responses() -> list[dict[str, Any]]:
     """Agents that echo the token of what they were asked (regex entries echo ``{1}``), first match wins."""
     t = r"(t\d+)"
     lead = [
+        (rf"^do fresh-via {t}$", "!?@coder askvia-task {1}\n"),
+        (rf"^do session-via {t}$", "!?@coder !tellaskSession shared askvia-task {1}\n"),
+        (rf"^do self-via {t}$", "!?@self task {1}\n"),
+        (rf"^do collective-via {t}$", "!?@coder @researcher askvia-task {1}\n"),
+        (rf"^do tool {t}$", "!?@coder tool-task {1}\n"),
+        (rf"^do selftool {t}$", "!?@self selftool-task {1}\n"),
+        (rf"^do nested {t}$", "!?@coder nest-task {1}\n"),
+        (rf"askvia {t}\?", "Checking first.\n!?@researcher lookup {1}\n"),
+        (rf"found {t}", "reply {1}"),
         (rf"^do fresh {t}$", "!?@coder task {1}\n"),
         (rf"^do fresh-ask {t}$", "!?@coder askback-task {1}\n"),
         (rf"^do session {t}$", "!?@coder !tellaskSession shared task {1}\n"),
@@ -69,13 +87,32 @@ def _responses() -> list[dict[str, Any]]:
         (rf"task {t}", "answer {1}"),
     ]
     coder = [
+        (rf"why {t}\?", "because {1}"),
         (rf"reply {t}", "answer {1}"),
         (rf"askback-task {t}", "!?@tellasker ask {1}?\n"),
+        (rf"askvia-task {t}", "!?@tellasker askvia {1}?\n"),
+        (rf"nest-task {t}", "!?@researcher deep-task {1}\n"),
         (rf"task {t}", "answer {1}"),
     ]
-    entries: list[dict[str, Any]] = [{"agent": "lead", "regex": r, "response": a} for r, a in lead]
+    researcher = [
+        (rf"because {t}", "answer {1}"),
+        (rf"lookup {t}", "found {1}"),
+        (rf"deep-task {t}", "!?@tellasker why {1}?\n"),
+        *coder[1:],
+    ]
+    tool_call = [{"saying": "Working on it."}, {"func_call": {"name": "add_reminder", "arguments": {"content": "step"}}}]
+    entries: list[dict[str, Any]] = [
+        {"agent": "coder", "regex": r"tool-task (t\d+)", "stream": tool_call},
+        {"agent": "lead", "regex": r"selftool-task (t\d+)", "stream": tool_call},  # the lead's @self subdialog
+    ]
+    entries.append({"agent": "lead", "regex": r"^do clear (t\d+)$", "stream": [
+        {"saying": "Starting afresh."},
+        {"func_call": {"name": "clear_mind", "arguments": {"reminder_content": "carry on"}}},
+    ]})  # fmt: skip
+    entries += [{"agent": "lead", "regex": r, "response": a} for r, a in lead]
     entries += [{"agent": "coder", "regex": r, "response": a} for r, a in coder]
-    entries += [{"agent": "researcher", "regex": r, "response": a} for r, a in coder]
+    entries += [{"agent": "researcher", "regex": r, "response": a} for r, a in researcher]
+    entries.append({"role": "tool", "regex": r".", "response": "noted"})  # after a tool's result
     # Whatever else (a note that a call was not delivered, an interrupted tool, a re-assignment): go on.
     entries += [{"role": "assistant", "regex": r".", "response": "noted"}, {"regex": r".", "response": "noted"}]
     return entries
@@ -127,11 +164,21 @@ class DriverModel(RuleBasedStateMachine):
 
     # -- rules ---------------------------------------------------------------------------------
 
-    @rule(kind=st.sampled_from(KINDS), ask_back=st.booleans(), wait=st.booleans())
-    def delegate(self, kind: str, ask_back: bool, wait: bool) -> None:
-        self._submit(f"do {kind}{'-ask' if ask_back else ''} {self._token()}")
+    @rule(kind=st.sampled_from(KINDS), ask_back=st.sampled_from(ASK_BACKS), wait=st.booleans())
+    def delegate(self, kind: str, ask_back: str, wait: bool) -> None:
+        self._submit(f"do {kind}{ask_back} {self._token()}")
         if wait:
             self._settle()
+
+    @rule(kind=st.sampled_from(DEEP_KINDS), wait=st.booleans())
+    def delegate_deep(self, kind: str, wait: bool) -> None:
+        self._submit(f"do {kind} {self._token()}")
+        if wait:
+            self._settle()
+
+    @rule()
+    def clear_mind(self) -> None:
+        self._submit(f"do clear {self._token()}")
 
     @rule()
     def ask_human(self) -> None:
@@ -187,6 +234,8 @@ class DriverModel(RuleBasedStateMachine):
             notes = {r.call_id for r in course if isinstance(r, TeammateCallResultRecord)}
             assert len(keys) == len(set(keys)), f"{meta.id}: a reply recorded twice"
             for reply in replies:  # invariant 1 and 2: a completed reply answers its own request
+                if reply.status == "completed":
+                    assert "!?@" not in reply.response, f"{meta.id}: an intermediate tellask was taken as the reply {reply.response!r}"
                 asked = TOKEN.findall(reply.tellask_head)
                 if reply.status == "completed" and asked and reply.response != "noted":
                     assert asked[0] in reply.response, f"{meta.id}: {reply.tellask_head!r} answered {reply.response!r}"
@@ -237,3 +286,36 @@ DriverModel.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_driver_model = DriverModel.TestCase
+# A few hundred random programs, each its own engine: the suite-wide 120 s budget is for one test's work,
+# not for a property run (CI on 2 idle cores takes well under a minute).
+test_driver_model.pytestmark = [pytest.mark.timeout(900)]
+
+
+async def test_the_model_agents_do_what_the_rules_say(tmp_path: Path) -> None:
+    """Guards the model itself: each rule's script really reaches its shape (not the "noted" fallback)."""
+    rtws = write_workspace(tmp_path / "ws", [])
+    (rtws.minds_dir / "scripted" / "test.yaml").write_text(_yaml(_responses()))
+    rtws.team_yaml.write_text(rtws.team_yaml.read_text().replace("fbr_effort: 2", "fbr_effort: 1"))
+    engine = Engine(rtws)
+    await engine.start()
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        for text in ("do fresh-via t1", "do nested t2", "do tool t3", "do selftool t4", "do clear t5"):
+            engine.submit_user_message(engine.get_dialog(root.root_id), text, msg_id=f"m-{text}")
+            await engine.wait_idle(timeout=30)
+        store = DialogStore(rtws)
+        replies: dict[str, list[str]] = {}
+        tools: list[str] = []
+        for files in store.iter_tree("run", root.root_id):
+            course = [r for n in files.course_numbers() for r in files.read_course(n)]
+            replies[files.read_meta().agent_id + ":" + files.read_meta().id] = [
+                r.response for r in course if isinstance(r, TeammateResponseRecord)
+            ]
+            tools += [r.name for r in course if type(r).__name__ == "FuncCallRecord"]
+        said = sorted(x for v in replies.values() for x in v)
+        assert "reply t1" in said, "the ask-back answered after a tellask to the researcher"
+        assert "found t1" in said and "because t2" in said and "answer t2" in said
+        assert tools.count("add_reminder") == 2 and tools.count("clear_mind") == 1
+        assert engine.get_dialog(root.root_id).latest.current_course == 2
+    finally:
+        await engine.close()

@@ -210,3 +210,81 @@ def test_item4_sigkill_while_the_root_answers_an_ask_back_then_the_tree_complete
         assert [e["response"] for e in coder["events"] if e["type"] == "teammate_response_evt"] == ["Use Rust."]
     finally:
         daemon.terminate()
+
+
+def _wait_said(daemon: Daemon, root_id: str, text: str, times: int = 1) -> dict[str, Any]:
+    """Wait until the root's last saying is ``text`` and it has said it ``times`` times in all."""
+    deadline = time.monotonic() + 30
+    while True:
+        status, shown = daemon.call("GET", f"/api/dialogs/{root_id}")
+        assert status == 200, shown
+        said = [e["content"] for e in shown["events"] if e["type"] == "saying_finish_evt"]
+        idle = shown["runState"]["kind"] == "idle"
+        if said and said[-1] == text and said.count(text) == times and idle:
+            return dict(shown)
+        assert time.monotonic() < deadline, f"the root never said {text!r}: {said[-3:]} {shown['runState']}"
+        time.sleep(0.05)
+
+
+def _coder_sessions(daemon: Daemon, root_id: str) -> list[str]:
+    status, listing = daemon.call("GET", f"/api/dialogs/{root_id}/hierarchy")
+    assert status == 200, listing
+    return [s["selfId"] for s in listing["hierarchy"]["subdialogs"] if s["agentId"] == "coder"]
+
+
+def test_item7_a_lost_or_corrupt_registry_is_rebuilt_and_locked_shows_the_drive(tmp_path: Path) -> None:
+    """Item 7: after `registry.yaml` was deleted the next `!?@coder !tellaskSession fin` created a second
+    subdialog for `coder!fin`; a corrupt one made the whole root refused (409); `locked` was never true."""
+    call = {"agent": "lead", "contains": "", "response": "!?@coder !tellaskSession fin do the books\n"}
+    responses: list[dict[str, Any]] = [
+        {"agent": "coder", "contains": "do the books", "response": "Books done.", "chunk_chars": 2, "delay_ms": 40},
+        *({**call, "message": m} for m in ("first", "second", "third", "fourth")),
+        {"agent": "lead", "contains": "Books done", "response": "Noted."},
+    ]
+    rtws = write_workspace(tmp_path / "ws", responses)
+    registry = lambda root_id: rtws.dialogs_dir / "run" / root_id / "registry.yaml"  # noqa: E731
+    daemon = Daemon(rtws)
+    try:
+        _, created = daemon.call("POST", "/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+        root_id = created["rootId"]
+        assert daemon.call("POST", f"/api/dialogs/{root_id}/messages", {"content": "first"})[0] == 202
+        seen_locked = False
+        deadline = time.monotonic() + 30
+        while not seen_locked:  # the coder answers slowly: its entry says locked while it is driven
+            if registry(root_id).exists():
+                entry = (yaml.safe_load(registry(root_id).read_text()) or {}).get("coder!fin") or {}
+                seen_locked = entry.get("locked") is True
+            assert time.monotonic() < deadline, "registry entry never showed locked: true while driven"
+            time.sleep(0.01)
+        _wait_said(daemon, root_id, "Noted.")
+        [coder_id] = _coder_sessions(daemon, root_id)
+        assert yaml.safe_load(registry(root_id).read_text())["coder!fin"]["locked"] is False
+        registry(root_id).unlink()  # deleted under a running daemon
+        assert daemon.call("POST", f"/api/dialogs/{root_id}/messages", {"content": "second"})[0] == 202
+        _wait_said(daemon, root_id, "Noted.", 2)
+        assert _coder_sessions(daemon, root_id) == [coder_id]
+    finally:
+        daemon.terminate()
+    registry(root_id).unlink()  # deleted while no daemon runs
+    daemon = Daemon(rtws)
+    try:
+        status, shown = daemon.call("GET", f"/api/dialogs/{root_id}")
+        assert status == 200 and any("rebuilt" in n for n in shown.get("notices", [])), shown.get("notices")
+        assert daemon.call("POST", f"/api/dialogs/{root_id}/messages", {"content": "third"})[0] == 202
+        _wait_said(daemon, root_id, "Noted.", 3)
+        assert _coder_sessions(daemon, root_id) == [coder_id]
+        assert yaml.safe_load(registry(root_id).read_text())["coder!fin"]["subdialogId"] == coder_id
+    finally:
+        daemon.terminate()
+    registry(root_id).write_text("coder!fin: [unclosed\n\x00garbage")  # corrupt
+    daemon = Daemon(rtws)
+    try:
+        status, shown = daemon.call("GET", f"/api/dialogs/{root_id}")
+        assert status == 200 and any("unreadable" in n for n in shown.get("notices", [])), shown.get("notices")
+        status, _ = daemon.call("POST", f"/api/dialogs/{root_id}/messages", {"content": "fourth"})
+        assert status == 202, "a corrupt registry must not refuse the root"
+        _wait_said(daemon, root_id, "Noted.", 4)
+        assert _coder_sessions(daemon, root_id) == [coder_id]
+        assert yaml.safe_load(registry(root_id).read_text())["coder!fin"]["subdialogId"] == coder_id
+    finally:
+        daemon.terminate()

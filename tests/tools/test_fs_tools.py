@@ -16,7 +16,8 @@ import pytest
 from dominds.access import ACCESS_DENIED
 from dominds.rtws import Rtws
 from dominds.team import Member, Team, load_team
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, get_toolset
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError
+from dominds.tools.builtin import builtin_toolsets
 from dominds.tools.fs import MAX_LINE_CHARS, parse_line_range
 from dominds.tools.fs_edit import WS_MOD_TOOLS
 
@@ -420,12 +421,9 @@ async def test_append_mk_dir_move_and_remove(ws: Rtws) -> None:
 # --------------------------------------------------------------------------------------- registration
 
 
-def test_toolsets_are_registered_and_the_template_team_loads_cleanly(tmp_path: Path) -> None:
-    import dominds.tools.memory
-    import dominds.tools.shell  # noqa: F401  (registration is what is under test)
-
-    read_tools = get_toolset("ws_read")
-    mod_tools = get_toolset("ws_mod")
+def test_builtin_toolsets_exist_and_the_template_team_loads_cleanly(tmp_path: Path) -> None:
+    read_tools = builtin_toolsets().get("ws_read")
+    mod_tools = builtin_toolsets().get("ws_mod")
     assert read_tools is not None and mod_tools is not None
     assert [t.name for t in read_tools] == ["list_dir", "read_file", "search_files"]
     assert {t.name for t in read_tools} < {t.name for t in mod_tools}
@@ -434,7 +432,7 @@ def test_toolsets_are_registered_and_the_template_team_loads_cleanly(tmp_path: P
         assert tool.parameters["additionalProperties"] is False
     template = Path(__file__).resolve().parents[2] / "rtws-template"
     shutil.copytree(template / ".minds", tmp_path / "ws" / ".minds")
-    _, problems = load_team(Rtws(tmp_path / "ws"))
+    _, problems = load_team(Rtws(tmp_path / "ws"), builtin_toolsets())
     assert not [p for p in problems if "toolset" in p.message]
 
 

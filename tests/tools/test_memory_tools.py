@@ -11,7 +11,8 @@ import pytest
 from dominds.driver.config import ConfigCache
 from dominds.driver.context import memory_messages
 from dominds.rtws import Rtws
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, get_toolset
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError
+from dominds.tools.builtin import builtin_toolsets
 from dominds.tools.memory import MAX_MEMORY_BYTES, MEMORY_TOOLS, TEAM_MEMORY_TOOLS
 
 TOOLS: dict[str, FuncTool] = {t.name: t for t in [*MEMORY_TOOLS, *TEAM_MEMORY_TOOLS]}
@@ -36,8 +37,8 @@ def personal(rtws: Rtws, agent: str = "lead") -> Path:
     return rtws.minds_dir / "memory" / "individual" / agent
 
 
-def test_toolsets_are_registered() -> None:
-    memory, team = get_toolset("memory"), get_toolset("team_memory")
+def test_memory_toolsets_are_built_in() -> None:
+    memory, team = builtin_toolsets().get("memory"), builtin_toolsets().get("team_memory")
     assert memory is not None and team is not None
     assert [t.name for t in memory] == ["add_memory", "replace_memory", "drop_memory", "list_memory"]
     assert [t.name for t in team] == ["add_team_memory", "replace_team_memory", "drop_team_memory"]

@@ -12,7 +12,8 @@ import pytest
 
 from dominds.driver.tool_exec import SHELL_TOOLS
 from dominds.rtws import Rtws
-from dominds.tools.base import ToolCallContext, ToolError, get_toolset
+from dominds.tools.base import ToolCallContext, ToolError
+from dominds.tools.builtin import builtin_toolsets
 from dominds.tools.shell import OS_TOOLS, OUTPUT_SIDE_BYTES, BoundedCapture
 
 SHELL = OS_TOOLS[0]
@@ -51,7 +52,7 @@ async def wait_for_pid_file(path: Path) -> int:
 
 
 def test_shell_tools_are_exactly_what_the_driver_filters() -> None:
-    assert get_toolset("os") == OS_TOOLS
+    assert builtin_toolsets().get("os") == OS_TOOLS
     assert {t.name for t in OS_TOOLS} <= SHELL_TOOLS  # so non-specialists never get them
     assert SHELL.parameters["properties"]["timeout_seconds"]["maximum"] == 600
     with pytest.raises(jsonschema.ValidationError):

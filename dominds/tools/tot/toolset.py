@@ -26,7 +26,6 @@ from dominds.tools.base import (
     ToolError,
     ToolHandler,
     object_schema,
-    register_toolset,
 )
 from dominds.tools.tot import machine
 from dominds.tools.tot.machine import CommitResult, NodeState, ProposedNode, TotError
@@ -314,4 +313,3 @@ TOT_TOOLS = [
     for name, spec in TOOL_SPECS.items()
 ]
 
-register_toolset("tot", TOT_TOOLS)

@@ -5,9 +5,6 @@ The host is Python (``host.py``); planner, critic and reporter are teammates ask
 ``POST /api/multi-agent`` and the ``/debate`` page (``web.py``), and ``dominds debate`` (CLI).
 See docs/debate.md.
 
-Importing this package registers the debate members and the ``debate-time`` toolset.
+Its members and the ``debate-time`` toolset are extensions of the engine that runs debates
+(``members.debate_extensions``); importing the package changes no team.
 """
-
-from dominds.workflows.debate.members import register_debate_members
-
-register_debate_members()

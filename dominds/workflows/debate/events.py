@@ -4,8 +4,9 @@ Seed: ``agent_output`` {agent, round, content}, ``host_decision`` {action, reaso
 {agent, content, plan}, then ``[DONE]`` (the transport's, see web.py). Each carries more fields than
 the seed shows (position, consensus, …); a client that reads only the seed's fields still works.
 
-Added: ``session_start`` (the session id a client needs to resume), ``agent_error`` (§7.1's
-``agent_timeout`` / ``skip_agent`` record), ``tool_error`` (§7.3), ``session_interrupted`` and ``error``.
+Added: ``session_start`` (the session id a client needs to resume), ``agent_status`` (a §4 status
+change, already saved), ``agent_error`` (§7.1's ``agent_timeout`` / ``skip_agent`` record),
+``tool_error`` (§7.3), ``session_interrupted`` and ``error``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,11 @@ def session_start(session: DebateSession) -> dict[str, Any]:
         "history": [host_decision(r.host) for r in state.history],
         "consensus_trend": list(state.consensus_trend),
     }
+
+
+def agent_status(agent: str, status: str, round_no: int) -> dict[str, Any]:
+    """A §4 ``agents.<role>.status`` change (``running``, ``waiting``, ``completed``, ``skipped``, ``failed``)."""
+    return {"type": "agent_status", "agent": agent, "status": status, "round": round_no}
 
 
 def agent_output(output: AgentOutput) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from dominds.driver.engine import Engine, EngineError
 from dominds.store.errors import DialogNotFoundError
 from dominds.workflows.debate.agents import clip
 from dominds.workflows.debate.embedders import EmbedderUnavailable, make_embedder
-from dominds.workflows.debate.members import require_members
+from dominds.workflows.debate.members import ensure_members
 from dominds.workflows.debate.protocol import HOST_MEMBER_ID, WORKFLOW
 from dominds.workflows.debate.session import ACTIVE_SESSIONS, DebateSession, Emit
 from dominds.workflows.debate.settings import MAX_ROUNDS_CAP, DebateSettings, load_settings
@@ -51,10 +51,7 @@ async def open_debate(
 
     ``comparer`` replaces the configured embedder (tests; a caller that holds a loaded model).
     """
-    try:
-        require_members(engine)
-    except EngineError as exc:
-        raise DebateRequestError(str(exc), 500) from exc
+    ensure_members(engine)
     settings = settings or load_settings(engine.rtws)
     if max_rounds is not None:
         if not 1 <= max_rounds <= MAX_ROUNDS_CAP:

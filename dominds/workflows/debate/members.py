@@ -1,21 +1,20 @@
-"""The debate's team members and toolset, registered when ``dominds.workflows.debate`` is imported.
+"""The debate's team members and toolset, as extensions of the engine that runs debates.
 
-Members are hidden and exist in every workspace; ``.minds/team.yaml`` may define the same ids to pick
-another provider or model, or a ``.minds/team/<id>/persona.md`` to change a persona.
-
-The engine caches the team until team.yaml changes, so this must be imported before an engine loads
-its configuration (the CLI and the server import it at start); ``require_members`` says so clearly
-instead of failing deep inside a run.
+Members are hidden and exist in every team of an engine that has the debate's extensions
+(``dominds serve`` adds every workflow's; ``ensure_members`` adds them to any other engine);
+``.minds/team.yaml`` may define the same ids to pick another provider or model, or a
+``.minds/team/<id>/persona.md`` to change a persona. Importing this module changes nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dominds.team import register_workflow_members
+from dominds.driver.extensions import Extensions
+from dominds.team import WorkflowMembers
 from dominds.workflows.debate.prompts import PERSONAS
 from dominds.workflows.debate.protocol import HOST_MEMBER_ID, MEMBER_IDS
-from dominds.workflows.debate.timetools import TOOLSET, register_time_toolset
+from dominds.workflows.debate.timetools import TOOLSET, time_toolsets
 
 if TYPE_CHECKING:
     from dominds.driver.engine import Engine
@@ -24,11 +23,10 @@ DEFAULT_AGENT_MAX_TOKENS = 2000
 """Seed §10.2: one agent output stays under 2000 tokens (the providers enforce ``max_tokens``)."""
 
 
-def register_debate_members() -> None:
-    register_time_toolset()
+def debate_extensions() -> Extensions:
     params = {"max_tokens": DEFAULT_AGENT_MAX_TOKENS}
-    register_workflow_members(
-        members={
+    members = WorkflowMembers(
+        specs={
             MEMBER_IDS["planner"]: {
                 "name": "Debate Planner",
                 "gofor": ("turns a goal into a dated plan in the debate workflow",),
@@ -56,15 +54,9 @@ def register_debate_members() -> None:
             HOST_MEMBER_ID: PERSONAS["host"],
         },
     )
+    return Extensions(toolsets=time_toolsets(), members=members)
 
 
-def require_members(engine: Engine) -> None:
-    from dominds.driver.engine import EngineError
-
-    team = engine.config.get().team
-    missing = [m for m in MEMBER_IDS.values() if team.member(m) is None]
-    if missing:
-        raise EngineError(
-            f"the debate members ({', '.join(missing)}) are not in this engine's team: import "
-            "dominds.workflows.debate before the engine loads its configuration, or touch .minds/team.yaml"
-        )
+def ensure_members(engine: Engine) -> None:
+    """Give ``engine`` the debate's members and toolset (idempotent; the team reloads if they were new)."""
+    engine.config.extend(debate_extensions())

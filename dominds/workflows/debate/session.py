@@ -6,6 +6,12 @@ round the host compares the two positions, decides (host.py), and the state is s
 decision is published, so a run resumes from its last completed round. The run's events go to
 ``emit`` as plain dicts in the §6.1 vocabulary (events.py); SSE and the CLI only format them.
 
+Agent statuses (§4 ``agents.<role>.status``) are saved as they change, not only at round boundaries:
+a debater is ``running`` while its step runs and ``completed``/``skipped``/``failed`` when it is back,
+the host is ``waiting`` while the debaters speak and ``running`` while it compares; each change is
+written to the state file, then published as an ``agent_status`` event. ``last_output`` still changes
+only when a round completes, so resuming re-runs an unfinished round from the same starting point.
+
 One agent's failure does not end a debate (§7): a timed-out or failed agent is skipped and its last
 output reused (a minimal fallback output in round 1), an unreadable answer becomes a fallback output,
 a failed embedder becomes Jaccard, a failed Reporter becomes a report assembled from the debate. But
@@ -79,6 +85,8 @@ class DebateSession:
         self.resumed_from_round = resumed_from_round
         self.warnings = warnings
         self.stop_reason: str | None = None
+        self.live_outputs: list[AgentOutput] = []
+        """Outputs of the round in progress, in speaking order (the §6.2 object shows them before the round ends)."""
         self._task: asyncio.Task[Any] | None = None
 
     @property
@@ -102,6 +110,8 @@ class DebateSession:
         self._task = asyncio.current_task()
         state = self.state
         state.status, state.stop_reason = "in_progress", None
+        self._settle_statuses()  # a crash may have left a step "running"
+        save_state(self.run.root.files.dir, state)
         self.emit(events.session_start(self))
         try:
             while not state.finished:
@@ -126,9 +136,28 @@ class DebateSession:
 
     def _interrupt(self, reason: str) -> None:
         self.state.status, self.state.stop_reason = "interrupted", reason
+        self._settle_statuses()
         save_state(self.run.root.files.dir, self.state)
         self.run.note(f"Debate interrupted ({reason}); resume it from round {self.state.current_round + 1}.")
         self.emit(events.session_interrupted(self.state))
+
+    def _settle_statuses(self) -> None:
+        """Steps that are not running any more are no longer ``running`` or ``waiting``."""
+        for slot in self.state.agents.values():
+            if slot.status in ("running", "waiting"):
+                slot.status = "idle"
+        self.live_outputs = []
+
+    def _set_status(self, round_no: int, **statuses: str) -> None:
+        """Save new agent statuses, then publish each change (persist before publish)."""
+        changed = {role: status for role, status in statuses.items() if self.state.agents[role].status != status}
+        if not changed:
+            return
+        for role, status in changed.items():
+            self.state.agents[role].status = status
+        save_state(self.run.root.files.dir, self.state)
+        for role, status in changed.items():
+            self.emit(events.agent_status(role, status, round_no))
 
     # ---------------------------------------------------------------- rounds
 
@@ -147,6 +176,8 @@ class DebateSession:
         state = self.state
         decision = state.last_round.decision if state.last_round else None
         self.run.note(f"Round {round_no} of at most {state.max_rounds}.")
+        self.live_outputs = []
+        self._set_status(round_no, host="waiting")
         today = self._today()
         if decision is None:
             planner, critic = await asyncio.gather(
@@ -163,8 +194,10 @@ class DebateSession:
             spoken = [planner, critic]
         if all(output.fallback is not None for output in spoken):
             raise DebateFailed(_no_usable_answer(round_no, spoken))
+        self._set_status(round_no, host="running")
         host_output, consensus, self_similarity = await self._host(round_no, planner, critic)
         state.complete_round(RoundRecord(round_no, spoken, host_output), consensus)
+        self.live_outputs = []
         for role, value in self_similarity.items():
             state.self_similarity.setdefault(role, []).append(value)
         save_state(self.run.root.files.dir, state)
@@ -189,21 +222,26 @@ class DebateSession:
         )
         request = planner_request(brief) if role == "planner" else critic_request(brief, devils_advocate=devils_advocate)
         output = await self._ask(role, round_no, request, previous)
+        self.live_outputs.append(output)
         self.emit(events.agent_output(output))
         return output
 
     async def _ask(self, role: Role, round_no: int, request: str, previous: AgentOutput | None) -> AgentOutput:
         max_chars = self._max_tokens(role) * 4  # ~4 characters a token: a cap for providers that ignore max_tokens
-        self.state.agents[role].status = "running"
+        self._set_status(round_no, **{role: "running"})
         try:
             answer = await self.run.ask(
                 MEMBER_IDS[role], request, headline=f"debate round {round_no}: {role}", timeout=self.settings.agent_timeout_s
             )
         except TimeoutError:
-            return self._skip(role, round_no, previous, "agent_timeout", max_chars)
-        if not answer.ok:
-            return self._skip(role, round_no, previous, "agent_failed", max_chars, answer.failure_reason)
-        return parse_agent_output(role, round_no, answer.text, previous, max_chars=max_chars)
+            output = self._skip(role, round_no, previous, "agent_timeout", max_chars)
+        else:
+            if not answer.ok:
+                output = self._skip(role, round_no, previous, "agent_failed", max_chars, answer.failure_reason)
+            else:
+                output = parse_agent_output(role, round_no, answer.text, previous, max_chars=max_chars)
+        self._set_status(round_no, **{role: slot_status(output)})
+        return output
 
     def _skip(
         self, role: Role, round_no: int, previous: AgentOutput | None, error: str, max_chars: int, detail: str = ""

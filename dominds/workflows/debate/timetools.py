@@ -18,7 +18,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema, register_toolset
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError, Toolsets, object_schema
 
 DEFAULT_TIMEZONE = "Asia/Shanghai"
 OFFSET_UNITS = ("years", "months", "weeks", "days")
@@ -134,5 +134,6 @@ TIME_TOOLS = [
 ]
 
 
-def register_time_toolset() -> None:
-    register_toolset(TOOLSET, TIME_TOOLS)
+def time_toolsets() -> Toolsets:
+    """The ``debate-time`` toolset, added to an engine by the debate's extensions."""
+    return Toolsets.of({TOOLSET: TIME_TOOLS})

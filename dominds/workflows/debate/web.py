@@ -6,6 +6,9 @@ run; ``{"sessionId": "<id>"}`` resumes one from its last completed round. The an
 when nothing was sent for ``keepalive_s``, and ``data: [DONE]`` at the end. Errors found before the
 stream starts are JSON (400 bad body, 404 unknown session, 409 not resumable).
 
+``GET /api/multi-agent/{sessionId}`` is the saved §4 state (agent statuses as they are now);
+``GET /api/multi-agent/{sessionId}/session`` is the §6.2 ``multi_agent_session`` object (view.py).
+
 A client that disconnects stops the run (it is saved as ``interrupted``; resume it with its
 ``sessionId``); so does ``POST /api/multi-agent/{sessionId}/stop``. Browsers cannot POST with
 ``EventSource``: the page uses ``fetch`` and reads the body as a stream.
@@ -33,6 +36,7 @@ from dominds.workflows.debate.session import ACTIVE_SESSIONS
 from dominds.workflows.debate.settings import MAX_ROUNDS_CAP
 from dominds.workflows.debate.similarity import PositionComparer
 from dominds.workflows.debate.state import DebateStateError, load_state
+from dominds.workflows.debate.view import session_object
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 DISCONNECT_POLL_S = 0.2
@@ -157,6 +161,22 @@ async def debate_state(request: web.Request) -> web.Response:
     return web.json_response({**state.to_json(), "running": session_id in ACTIVE_SESSIONS})
 
 
+async def debate_session_object(request: web.Request) -> web.Response:
+    """The seed's §6.2 ``multi_agent_session`` object, with the outputs of a round still in progress."""
+    engine = request.app[keys.ENGINE]
+    session_id = request.match_info["session_id"]
+    running = ACTIVE_SESSIONS.get(session_id)
+    if running is not None and running.run.engine is engine:
+        return web.json_response(session_object(running.state, running.live_outputs))
+    try:
+        state = load_state(engine.load_root(session_id).files.dir)
+    except DialogNotFoundError:
+        return _error(404, f"no debate {session_id!r}")
+    except DebateStateError as exc:
+        return _error(404, str(exc))
+    return web.json_response(session_object(state))
+
+
 async def debate_page(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC_DIR / "debate.html", headers={"Cache-Control": "no-cache"})
 
@@ -176,5 +196,6 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/api/multi-agent", multi_agent)
     app.router.add_post("/api/multi-agent/{session_id}/stop", stop_debate)
     app.router.add_get("/api/multi-agent/{session_id}", debate_state)
+    app.router.add_get("/api/multi-agent/{session_id}/session", debate_session_object)
     app.router.add_get("/debate", debate_page)
     app.router.add_static("/debate/static/", STATIC_DIR, append_version=False)

@@ -1,7 +1,8 @@
 """The Plan & Solve roles as teammates, and the requests the conductor sends them.
 
-The members are registered hidden and tool-less (the data travels in the request), so a run needs no
-team.yaml entry; team.yaml may define the same ids to choose a provider/model or a persona file.
+The members are hidden and tool-less (the data travels in the request), extensions of the engine that
+runs Plan & Solve, so a run needs no team.yaml entry; team.yaml may define the same ids to choose a
+provider/model or a persona file.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from dominds.team import register_workflow_members
+from dominds.driver.extensions import Extensions
+from dominds.team import WorkflowMembers
 from dominds.workflows.plan_solve.tasks import SlideTask
 
 CONDUCTOR_ID = "plan_solve"
@@ -44,17 +46,11 @@ Answer with ONE JSON object and nothing else:
 Use at most 2 charts; leave "charts" empty when a chart does not help.
 """
 
-_registered = False
-
-
-def register_members() -> None:
-    """Make the roles exist (hidden) in every workspace; idempotent."""
-    global _registered
-    if _registered:
-        return
+def plan_solve_extensions() -> Extensions:
+    """The roles as hidden members of the engine that runs Plan & Solve."""
     no_llm_tools = {"toolsets": (), "tools": ()}
-    register_workflow_members(
-        members={
+    members = WorkflowMembers(
+        specs={
             CONDUCTOR_ID: {
                 "name": "Plan & Solve",
                 "gofor": ("conducts Plan & Solve runs (code, never an LLM)",),
@@ -72,7 +68,7 @@ def register_members() -> None:
         },
         personas={PLANNER_ID: PLANNER_PERSONA, SOLVER_ID: SOLVER_PERSONA},
     )
-    _registered = True
+    return Extensions(members=members)
 
 
 def data_brief(csv_path: Path | None) -> str:

@@ -153,9 +153,10 @@ class PlanSolveRun:
                 raise PlanSolveError(str(exc)) from exc
             statistics = step_statistics(self.engine, self.conductor.root_id, answer.subdialog_id)
             tasks = [asdict(t) for t in plan.tasks]
-            self.emit(
-                "plan.completed", {"tasks": tasks, "plan_summary": plan.summary, "statistics": statistics}
-            )
+            completed: dict[str, Any] = {"tasks": tasks, "plan_summary": plan.summary, "statistics": statistics}
+            if not self.settings.broadcast_tasks:
+                del completed["tasks"]
+            self.emit("plan.completed", completed)
             self.conductor.note(f"Plan: {plan.summary} ({len(tasks)} tasks)")
             if not self.settings.require_plan_confirmation:
                 return plan, question, statistics
@@ -259,8 +260,12 @@ class PlanSolveRun:
             "dialog_id": self.conductor.root_id,
         }
         solver_results = [slot.result for slot in completed if slot.result is not None]
+        failed = [slot for slot in self.solving.slots.values() if slot.state == "failed"]
+        if not solver_results and failed:  # nothing to show: the run failed, it did not "answer"
+            reasons = "; ".join(f"slide {slot.task.id}: {slot.error}" for slot in failed)
+            raise PlanSolveError(f"every slide failed — {reasons}")
         aggregate_output: dict[str, Any] | None = None
-        final_text = "No slides were produced: every task was cancelled or failed."
+        final_text = "No slides were produced: every task was cancelled."
         if solver_results:
             self.emit("aggregate.start", {"context": context, "solver_results": solver_results})
             slides = [result["output"] for result in solver_results]

@@ -17,6 +17,8 @@ DEFAULT_CSV = Path("plan-solve/sample-sales.csv")
 class PlanSolveSettings:
     concurrency: int = 5
     """Solver subdialogs running at once (the origin example uses 5)."""
+    broadcast_tasks: bool = True
+    """Seed §3.3: with False, ``plan.completed`` carries only ``plan_summary`` and ``statistics``."""
     require_plan_confirmation: bool = False
     """Ask ``agent.user_confirm`` (scope=plan) after planning and wait for ``user.response``."""
     confirm_timeout: float = DEFAULT_CONFIRM_TIMEOUT

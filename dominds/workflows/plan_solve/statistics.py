@@ -14,12 +14,12 @@ from dominds.store.course_records import GenFinishRecord
 from dominds.workflows.plan_solve.members import PLANNER_ID, SOLVER_ID
 
 if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
+    from dominds.driver.services import EngineServices
 
 _ORIGIN_OF_AGENT = {PLANNER_ID: "plan", SOLVER_ID: "solver"}
 
 
-def generation_calls(engine: Engine, root_id: str, dialog_id: str) -> list[dict[str, Any]]:
+def generation_calls(engine: EngineServices, root_id: str, dialog_id: str) -> list[dict[str, Any]]:
     """One entry per generation of the dialog that reported usage, in course order."""
     dialog = engine.get_dialog(root_id, dialog_id)
     calls: list[dict[str, Any]] = []
@@ -38,13 +38,16 @@ def generation_calls(engine: Engine, root_id: str, dialog_id: str) -> list[dict[
                     "input_tokens": usage.input_tokens,
                     "output_tokens": usage.output_tokens,
                     "total_tokens": usage.input_tokens + usage.output_tokens,
+                    "stream": record.streaming,
+                    "response_length": record.response_chars,
+                    "messages_count": record.messages_count,
                     "duration_ms": record.duration_ms,
                 }
             )
     return calls
 
 
-def step_statistics(engine: Engine, root_id: str, dialog_id: str) -> dict[str, Any] | None:
+def step_statistics(engine: EngineServices, root_id: str, dialog_id: str) -> dict[str, Any] | None:
     """Seed §3.3: one agent's calls and running totals, or ``None`` when it reported no usage."""
     calls = generation_calls(engine, root_id, dialog_id)
     if not calls:
@@ -70,7 +73,7 @@ def step_statistics(engine: Engine, root_id: str, dialog_id: str) -> dict[str, A
 
 
 def pipeline_statistics(
-    engine: Engine,
+    engine: EngineServices,
     root_id: str,
     plan: dict[str, Any] | None,
     solved: list[tuple[dict[str, Any], dict[str, Any]]],

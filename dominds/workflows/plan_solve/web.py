@@ -3,7 +3,8 @@
 Mounting: ``add_routes(app)`` on an app that already holds ``keys.ENGINE`` and ``keys.SETTINGS``; the
 daemon's token and Origin rules apply (token as ``Authorization: Bearer`` or a ``dominds-auth.<token>``
 subprotocol; without a token only loopback Host names are answered). Standalone: ``serve_standalone``
-builds its own app and engine on a workspace (``dominds plan-solve serve``).
+builds its own app and engine on a workspace (``dominds plan-solve serve``); there the service also
+answers at the root path, because seed §1 tells clients to connect to ``ws://<host>:<port>`` with no path.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dominds.server.auth import (
     websocket_authorized,
 )
 from dominds.workflows.plan_solve.events import make_event
-from dominds.workflows.plan_solve.members import PLANNER_ID, register_members
+from dominds.workflows.plan_solve.members import plan_solve_extensions
 from dominds.workflows.plan_solve.protocol import handle_frame
 from dominds.workflows.plan_solve.session import Connection, PlanSolveService, close_connection
 from dominds.workflows.plan_solve.settings import PlanSolveSettings
@@ -49,11 +50,7 @@ class StandaloneError(Exception):
 def add_routes(app: web.Application, settings: PlanSolveSettings | None = None) -> None:
     """Serve Plan & Solve at ``/plan-solve/ws`` on the app's engine (``app[keys.ENGINE]``)."""
     engine = app[keys.ENGINE]
-    register_members()
-    if engine.config.get().team.member(PLANNER_ID) is None:
-        # The team was loaded before the members were registered; an outdated signature makes the next
-        # get() reload it (ConfigCache has no public invalidate yet).
-        engine.config.invalidate()
+    engine.config.extend(plan_solve_extensions())  # idempotent: serve's engine has them already
     app[PLAN_SOLVE] = PlanSolveService(engine, settings or PlanSolveSettings())
     app.router.add_get(WS_PATH, websocket_handler)
     app.on_shutdown.append(_close_all)
@@ -133,11 +130,25 @@ async def _close_all(app: web.Application) -> None:
         await asyncio.wait(set(service.cleanups), timeout=5.0)
 
 
+ROOT_HELP = (
+    "Plan & Solve websocket service (seed 001). Connect a websocket to this address "
+    "(ws://<host>:<port>, or ws://<host>:<port>/plan-solve/ws) and send {\"event\": \"user.create_session\"}.\n"
+)
+
+
+async def root_handler(request: web.Request) -> web.StreamResponse:
+    """The standalone root: the websocket for clients of the seed, a short explanation for a browser."""
+    if web.WebSocketResponse().can_prepare(request).ok:
+        return await websocket_handler(request)
+    return web.Response(text=ROOT_HELP, content_type="text/plain")
+
+
 def make_standalone_app(engine: Engine, settings: PlanSolveSettings) -> web.Application:
     app = web.Application(client_max_size=MAX_MESSAGE_BYTES)
     app[keys.ENGINE] = engine
     app[keys.SETTINGS] = keys.ServerSettings(token=settings.token, allowed_origins=settings.allowed_origins)
     add_routes(app, settings)
+    app.router.add_get("/", root_handler)
     return app
 
 
@@ -149,12 +160,13 @@ async def serve_standalone(
     on_ready: Callable[[str], None],
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Run the service on its own engine until ``stop`` is set or SIGINT/SIGTERM arrive."""
+    """Run the service on its own engine until ``stop`` is set or SIGINT/SIGTERM arrive.
+
+    ``on_ready`` gets the root address ``ws://<host>:<port>`` (``WS_PATH`` answers as well)."""
     if settings.token is None and not is_loopback_host(host):
         raise StandaloneError(f"without --token the service only listens on a loopback address, not {host!r}")
-    register_members()
     stop = stop or asyncio.Event()
-    engine = Engine(workspace)
+    engine = Engine(workspace, extensions=plan_solve_extensions())
     await engine.start()
     runner = web.AppRunner(make_standalone_app(engine, settings), shutdown_timeout=5.0)
     loop = asyncio.get_running_loop()
@@ -167,7 +179,7 @@ async def serve_standalone(
         except OSError as exc:
             raise StandaloneError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-        on_ready(f"ws://{shown}:{runner.addresses[0][1]}{WS_PATH}")
+        on_ready(f"ws://{shown}:{runner.addresses[0][1]}")
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
                 loop.add_signal_handler(sig, stop.set)

@@ -1,20 +1,22 @@
 """The four LLM roles of the ToT workflow as team members, with our own prompts.
 
-They exist (hidden) in every workspace once a ToT entry point ran ``ensure_role_members``;
+They exist (hidden) in every team of an engine that has the ToT extensions (``dominds serve`` adds
+every workflow's; a ToT entry point runs ``ensure_role_members`` on its engine);
 ``.minds/team.yaml`` may define the same ids to pick a provider/model or tune them, and
 ``.minds/team/<id>/persona.md`` replaces a prompt. The orchestrator and the explorer are Python
-code, so they are no members. Registration is not done at import: merely importing the workflow
-(a test collection, ``dominds --help``) must not change every workspace's team.
+code, so they are no members. Nothing is registered at import: merely importing the workflow
+(a test collection, ``dominds --help``) must not change any team.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dominds.team import register_workflow_members
+from dominds.driver.extensions import Extensions
+from dominds.team import WorkflowMembers
 
 if TYPE_CHECKING:
-    from dominds.driver.engine import Engine
+    from dominds.driver.services import EngineServices
 
 ROLE_MEMBERS = {
     "decomposer": "tot-decomposer",
@@ -89,18 +91,17 @@ _GOFOR = {
 }
 
 
-def register_role_members() -> None:
-    """Register the role members (idempotent)."""
-    register_workflow_members(
-        # no tools even when member_defaults grants some: a role answers one JSON message, nothing else
-        members={mid: {"name": mid.replace("-", " ").title(), "gofor": (_GOFOR[mid],), "toolsets": ()} for mid in PERSONAS},
-        personas=PERSONAS,
+def tot_extensions() -> Extensions:
+    """The role members (no toolsets: the ToT tools are built in)."""
+    return Extensions(
+        members=WorkflowMembers(
+            # no tools even when member_defaults grants some: a role answers one JSON message, nothing else
+            specs={mid: {"name": mid.replace("-", " ").title(), "gofor": (_GOFOR[mid],), "toolsets": ()} for mid in PERSONAS},
+            personas=PERSONAS,
+        )
     )
 
 
-def ensure_role_members(engine: Engine) -> None:
-    """Make the role members exist (idempotent), also in a team ``engine`` loaded before they did."""
-    register_role_members()
-    team = engine.config.get().team
-    if any(team.member(member_id) is None for member_id in ROLE_MEMBERS.values()):
-        engine.config.invalidate()
+def ensure_role_members(engine: EngineServices) -> None:
+    """Give ``engine`` the role members (idempotent; its team reloads if they were new)."""
+    engine.config.extend(tot_extensions())

@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 
 from dominds.rtws import Rtws
-from dominds.tools.base import FuncTool, ToolCallContext, ToolError, get_toolset
+from dominds.tools.base import FuncTool, ToolCallContext, ToolError
+from dominds.tools.builtin import builtin_toolsets
 from dominds.tools.tot import machine
 from dominds.tools.tot.machine import CommitResult, NodeState, ProposedNode
 from dominds.tools.tot.sessions import SessionStore, TotService
@@ -38,8 +39,8 @@ def roots(*suffixes: str) -> list[dict[str, Any]]:
     return [{"id": f"R1.{s}", "parent": None, "title": f"idea {s}", "plannedAction": "look"} for s in suffixes]
 
 
-def test_the_toolset_is_registered_with_six_closed_schemas() -> None:
-    registered = get_toolset("tot")
+def test_the_toolset_is_built_in_with_six_closed_schemas() -> None:
+    registered = builtin_toolsets().get("tot")
     assert registered is not None
     assert [t.name for t in registered] == TOOL_NAMES
     for t in registered:

@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-import dominds.workflows.debate  # noqa: F401  (registers the debate members before any engine loads its team)
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
+from dominds.workflows.debate.members import debate_extensions
 from dominds.workflows.debate.protocol import MEMBER_IDS
 
 TEAM_YAML = """\
@@ -83,7 +83,7 @@ def set_responses(rtws: Rtws, responses: list[dict[str, Any]]) -> None:
 
 @asynccontextmanager
 async def started_engine(rtws: Rtws) -> AsyncIterator[Engine]:
-    engine = Engine(rtws)
+    engine = Engine(rtws, extensions=debate_extensions())
     await engine.start()
     try:
         yield engine

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from dominds.rtws import Rtws
-from dominds.tools.base import ToolCallContext, ToolError, get_toolset
+from dominds.tools.base import ToolCallContext, ToolError
 from dominds.workflows.debate.timetools import TOOLSET, DateToolError, add_months, calculate_date, get_now
 
 
@@ -80,12 +80,12 @@ def test_bad_input_is_explained(base: str, offset: dict[str, object], message: s
 
 
 async def test_the_function_tools_use_the_seed_envelope(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import dominds.workflows.debate  # noqa: F401  (registers the toolset)
+    from dominds.workflows.debate.members import debate_extensions
 
     rtws = Rtws(tmp_path)
     (tmp_path / ".minds").mkdir()
     (tmp_path / ".minds" / "debate.yaml").write_text("timezone: UTC\n")
-    tools = {t.name: t for t in get_toolset(TOOLSET) or []}
+    tools = {t.name: t for t in debate_extensions().toolsets.get(TOOLSET) or []}
     ctx = ToolCallContext(rtws=rtws, root_id="r", self_id="s", agent_id="debate-planner")
     ok = json.loads(await tools["calculate_date"].handler(ctx, {"base_date": "2025-12-04", "offset": {"weeks": 2, "days": 3}}))
     assert ok == {"success": True, "data": {"result_date": "2025-12-21", "weekday": "Sunday"}}

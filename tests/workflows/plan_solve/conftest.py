@@ -11,9 +11,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 from ps_kit import PsClient, write_workspace
 
-from dominds import team
 from dominds.driver.engine import Engine
-from dominds.workflows.plan_solve import members
 from dominds.workflows.plan_solve.settings import PlanSolveSettings
 from dominds.workflows.plan_solve.web import WS_PATH, make_standalone_app
 
@@ -36,20 +34,12 @@ class Served:
 ServeFactory = Callable[..., Awaitable[Served]]
 
 
-@pytest.fixture(autouse=True)
-def _forget_registered_members(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Workflow members are process-global: keep ours from leaking into other tests' teams."""
-    monkeypatch.setattr(team, "_WORKFLOW_BASE", dict(team._WORKFLOW_BASE))
-    monkeypatch.setattr(team, "_BUILTIN_PERSONAS", dict(team._BUILTIN_PERSONAS))
-    monkeypatch.setattr(members, "_registered", False)
-
-
 @pytest.fixture
 async def serve(tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[ServeFactory]:
     started: list[Served] = []
 
     async def factory(responses: list[dict[str, Any]], **settings: Any) -> Served:
-        root = tmp_path / "ws"
+        root = tmp_path / ("ws" if not started else f"ws{len(started) + 1}")  # one workspace per service
         rtws = write_workspace(root, responses)
         engine = Engine(rtws)
         await engine.start()

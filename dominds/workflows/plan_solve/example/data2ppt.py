@@ -15,7 +15,7 @@ from typing import Any
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
 from dominds.workflows.plan_solve.events import make_event
-from dominds.workflows.plan_solve.members import register_members
+from dominds.workflows.plan_solve.members import plan_solve_extensions
 from dominds.workflows.plan_solve.pipeline import PlanSolveError, PlanSolveRun, StepTimeout
 from dominds.workflows.plan_solve.presentation import slides_aggregator
 from dominds.workflows.plan_solve.settings import PlanSolveSettings
@@ -32,8 +32,7 @@ async def run_data2ppt(
     json_events: bool = False,
 ) -> int:
     """Run once; returns a process exit code (0 = the presentation was written)."""
-    register_members()
-    engine = Engine(workspace)
+    engine = Engine(workspace, extensions=plan_solve_extensions())
     await engine.start()
     settings = PlanSolveSettings(concurrency=concurrency, csv_path=csv_path, workdir=workdir)
 
