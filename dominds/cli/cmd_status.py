@@ -28,7 +28,7 @@ from dominds.cli.common import workspace
 from dominds.cli.offline import load_state_yaml
 from dominds.rtws import DIALOG_STATUSES, Rtws
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: nodes carry the dialog title
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
 Node = dict[str, Any]
 
@@ -207,6 +207,7 @@ def read_node(directory: str, status: str, root_id: str, present: set[str]) -> N
         latest = load_state_yaml(join(directory, "latest.yaml")) or {}
         node.update(
             agentId=meta.get("agentId"),
+            title=latest.get("title") or meta.get("title"),
             taskDocPath=meta.get("taskDocPath"),
             createdAt=meta.get("createdAt"),
             lastModified=latest.get("lastModified"),
@@ -357,7 +358,8 @@ def _print_report(report: dict[str, Any]) -> None:
             lines.append(style(f"\n{current_status}/ — {_count(count, 'dialog tree')}", "bold"))
         usage = root["usage"]
         cost = usage["costText"]
-        lines.append(f"{describe(root)}  {style(str(root.get('taskDocPath')), 'cyan')}")
+        title = f"  “{root['title']}”" if root.get("title") else ""
+        lines.append(f"{describe(root)}  {style(str(root.get('taskDocPath')), 'cyan')}{title}")
         lines.append(
             style(f"   {tokens(usage['inputTokens'])} in / {tokens(usage['outputTokens'])} out tokens, {cost}, "
                   f"{_count(usage['generations'], 'generation')}, {_count(root['subdialogCount'], 'subdialog')}", "dim")

@@ -17,7 +17,7 @@ import filelock
 
 from dominds.dialog.loader import error_dialog, load_root, load_sub
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
-from dominds.driver import conductor, diligence, questions, recovery, run_control, usage
+from dominds.driver import conductor, diligence, questions, recovery, run_control, titles, usage
 from dominds.driver.conductor import ConductorRun
 from dominds.driver.config import ConfigCache
 from dominds.driver.errors import EngineBadRequest, EngineError, WorkspaceLocked
@@ -319,9 +319,23 @@ class Engine:
         msg_id = msg_id or f"msg-{new_dialog_id()}"
         refuse_duplicate(dialog, msg_id)
         prompt = QueuedPrompt(msg_id=msg_id, content=content, grammar=grammar, origin="user", queued_at=now_iso())  # type: ignore[arg-type]
-        queue_durably(self, dialog, prompt)
+        titled = titles.title_first_message(dialog, content)  # saved by the same write as the queue
+        try:
+            queue_durably(self, dialog, prompt)
+        except StoreError:
+            if titled:
+                dialog.latest.title = None
+            raise
         announce_queued(dialog, prompt)
+        if titled:
+            titles.announce(self.pubchan, dialog)
         return prompt
+
+    def rename_dialog(self, dialog: Dialog, title: str) -> str | None:
+        """Set a dialog's title (an empty one clears it); persisted, then announced."""
+        if dialog.load_error:
+            raise EngineError(f"dialog {dialog.self_id} cannot be used: {dialog.load_error}")
+        return titles.rename(self.pubchan, dialog, title)
 
     def cancel_queued_message(self, dialog: Dialog, msg_id: str) -> QueuedPrompt:
         """Take back a queued user message that no generation has consumed yet."""

@@ -43,6 +43,8 @@ def _node(engine: Engine, summary: DialogSummary, q4h_counts: Counter[str]) -> N
         "selfId": summary.self_id,
         "rootId": summary.root_id,
         "status": summary.status,
+        "title": (latest.title if latest else None) or (meta.title if meta else None),
+        "conductor": meta.conductor if meta else None,
         "agentId": meta.agent_id if meta else None,
         "taskDocPath": meta.task_doc_path if meta else None,
         "createdAt": meta.created_at if meta else None,

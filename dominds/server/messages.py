@@ -112,6 +112,14 @@ class DriveByUserAnswer(_Message):
     userLanguageCode: str | None = None
 
 
+class SetDialogTitle(_Message):
+    """Rename a dialog (an empty title clears it) **(ours)**."""
+
+    type: Literal["set_dialog_title"]
+    dialog: DialogRef
+    title: Annotated[str, Field(max_length=1000)]
+
+
 class CancelQueuedMessage(_Message):
     """Take back a queued user message before the agent reads it **(ours)**."""
 
@@ -165,6 +173,7 @@ ClientMessage = (
     | DriveByUserMessage
     | DriveByUserAnswer
     | CancelQueuedMessage
+    | SetDialogTitle
     | InterruptDialog
     | EmergencyStop
     | ResumeDialog
@@ -186,6 +195,7 @@ MESSAGE_MODELS: dict[str, type[_Message]] = {
     "drive_dlg_by_user_msg": DriveByUserMessage,
     "drive_dialog_by_user_answer": DriveByUserAnswer,
     "cancel_queued_msg": CancelQueuedMessage,
+    "set_dialog_title": SetDialogTitle,
     "interrupt_dialog": InterruptDialog,
     "emergency_stop": EmergencyStop,
     "resume_dialog": ResumeDialog,

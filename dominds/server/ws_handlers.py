@@ -174,6 +174,12 @@ async def on_cancel_queued_msg(conn: Connection, msg: m.CancelQueuedMessage) -> 
     conn.send(_ack(msg, dialog=dialog.ident, msgId=msg.msgId))
 
 
+async def on_set_dialog_title(conn: Connection, msg: m.SetDialogTitle) -> None:
+    dialog = _dialog(conn, msg.dialog)
+    title = conn.hub.engine.rename_dialog(dialog, msg.title)
+    conn.send(_ack(msg, dialog=dialog.ident, title=title))
+
+
 async def on_interrupt_dialog(conn: Connection, msg: m.InterruptDialog) -> None:
     dialog = _dialog(conn, msg.dialog)
     stopped = conn.hub.engine.stop(dialog)
@@ -235,6 +241,7 @@ HANDLERS: dict[type[Any], Handler] = {
     m.DriveByUserMessage: on_drive_by_user_msg,
     m.DriveByUserAnswer: on_drive_by_user_answer,
     m.CancelQueuedMessage: on_cancel_queued_msg,
+    m.SetDialogTitle: on_set_dialog_title,
     m.InterruptDialog: on_interrupt_dialog,
     m.EmergencyStop: on_emergency_stop,
     m.ResumeDialog: on_resume_dialog,
