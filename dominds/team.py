@@ -72,6 +72,9 @@ class Member:
     icon: str | None = None
     streaming: bool = True
     """``False`` = batch generation instead of streaming."""
+    continue_on_max_tokens: int = 0
+    """How many replies in a row that reach the output limit are continued at once; 0 = the model is
+    only told on its next turn that its reply was cut."""
     hidden: bool = False
     """Shadow members are hidden from listings but can still be called."""
     line: int | None = None
@@ -126,10 +129,11 @@ _MEMBER_TYPES = {
     "tools": "list", "model_params": "mapping", "fbr_effort": "effort", "fbr_model_params": "mapping",
     "diligence_push_max": "integer", "read_dirs": "list", "write_dirs": "list", "no_read_dirs": "list",
     "no_write_dirs": "list", "icon": "string", "streaming": "boolean", "hidden": "boolean",
+    "continue_on_max_tokens": "continuations",
 }  # fmt: skip
 _TYPE_NAMES = {
     "string": "a string", "boolean": "true or false", "integer": "an integer", "mapping": "a mapping",
-    "effort": "an integer from 0 to 100", "list": "a list of strings", "gofor": "a list of strings or a mapping",
+    "effort": "an integer from 0 to 100", "continuations": "an integer from 0 to 10", "list": "a list of strings", "gofor": "a list of strings or a mapping",
 }  # fmt: skip
 
 
@@ -146,6 +150,7 @@ def _has_type(kind: str, v: Any) -> bool:
         "boolean": isinstance(v, bool),
         "integer": is_int,
         "effort": is_int and 0 <= v <= 100,
+        "continuations": is_int and 0 <= v <= 10,
         "list": is_str_list,
         "mapping": isinstance(v, dict),
     }[kind]

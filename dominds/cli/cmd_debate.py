@@ -18,8 +18,7 @@ from typing import Any, TextIO
 
 from dominds.cli.common import CliError, workspace
 from dominds.rtws import Rtws
-
-EMBEDDER_KINDS = ("auto", "provider", "minilm", "jaccard")
+from dominds.workflows.debate.settings import EMBEDDER_KINDS
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "debate",
         help="debate a question with Planner, Critic, Host and Reporter; write the report as Markdown",
         description=(
-            "Run the seed-002 debate on QUESTION in this workspace: rounds of Planner and Critic judged by the "
+            "Debate QUESTION in this workspace: rounds of Planner and Critic judged by the "
             "host's consensus rules, then the Reporter's final report, written to --out. Settings: .minds/debate.yaml."
         ),
     )
@@ -35,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--out", type=Path, metavar="FILE", help="report file (default: ./debate-<session id>.md)")
     p.add_argument("--resume", metavar="RUN", help="continue the interrupted debate RUN (its session id)")
     p.add_argument("--max-rounds", type=int, choices=range(1, 6), metavar="N", help="1..5 (default 5)")
-    p.add_argument("--embedder", choices=EMBEDDER_KINDS, help="override embedder.kind of .minds/debate.yaml")
+    p.add_argument("--embedder", choices=EMBEDDER_KINDS, help="override embedder.kind of .minds/debate.yaml (default auto)")
     p.add_argument("--json", action="store_true", help="print the events as JSON lines instead of text")
     p.set_defaults(func=_run)
 

@@ -20,7 +20,7 @@ from dominds.cli.common import CliError, workspace
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "tot",
-        help="solve a problem with a Tree-of-Thoughts search (seed 000)",
+        help="solve a problem with a Tree-of-Thoughts search",
         description="Run the Tree-of-Thoughts workflow: decompose, BFS/DFS over generated and scored thoughts, synthesize.",
     )
     p.add_argument("problem", help='the problem, e.g. "4 9 10 13" (Game of 24)')
@@ -106,6 +106,7 @@ def _result(outcome: Any, root_id: str | None, usage: dict[str, Any] | None) -> 
         "solution": outcome.solution,
         "stats": search.stats() if search else None,
         "solved": outcome.solved,
+        "unsolved_code": outcome.unsolved_code,
         "unsolved_reason": outcome.unsolved_reason,
         "errors": outcome.errors,
         "llm_calls": outcome.llm_calls,

@@ -28,7 +28,7 @@ from dominds.llm.retry import (
     resolve_target,
     retry_after_seconds,
 )
-from dominds.store.course_records import Usage
+from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
@@ -42,6 +42,17 @@ CONTINUE_PROMPT = "(continue)"
 """The API treats a trailing assistant message as a prefill, which thinking models refuse."""
 BODY_ONLY_PARAMS = ("temperature", "top_p", "top_k")
 """Still accepted by the API but no longer keyword arguments of the SDK's ``messages.stream``."""
+
+FINISH_REASONS: dict[str, FinishReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+    "pause_turn": "pause",
+    "model_context_window_exceeded": "context_window",
+}
+"""The API's ``stop_reason`` in provider-neutral terms."""
 
 IN_STREAM_ERROR_STATUS = {
     "overloaded_error": 529,
@@ -89,10 +100,20 @@ async def _stream_once(
     async with client.messages.stream(**params) as stream:
         async for event in stream:
             await relay.handle(event)
+            if event.type in ("message_start", "message_delta"):
+                # Input tokens are known from the first event: a stream that breaks later still has them.
+                await receiver.usage_so_far(usage_of(stream.current_message_snapshot.usage, partial=True))
         message = await stream.get_final_message()
+    stop_reason = getattr(message, "stop_reason", None)
+    if stop_reason is None:
+        # The body ended (a proxy closed the connection cleanly) before the message said why it stopped.
+        raise StreamEndedEarly("the stream ended before the message was complete (no stop_reason)")
     await relay.close()
     return GenerationResult(
-        usage=usage_of(getattr(message, "usage", None)), model=getattr(message, "model", None)
+        usage=usage_of(getattr(message, "usage", None)),
+        model=getattr(message, "model", None),
+        finish_reason=FINISH_REASONS.get(str(stop_reason), "unknown"),
+        provider_finish_reason=stop_reason,
     )
 
 
@@ -101,18 +122,23 @@ class _BlockRelay:
 
     Blocks never overlap on the wire, so neither do segments. A text segment opens on its first
     non-empty delta (no empty sayings); a thinking segment opens with its block because a block may
-    carry only a signature that must still be recorded.
+    carry only a signature that must still be recorded. A tool call is emitted when its block ends, with
+    its arguments as streamed: when the output limit cut them, the invalid JSON reaches the tool
+    runner, which tells the model, instead of the SDK's lenient parse of half an object.
     """
 
     def __init__(self, receiver: GenerationReceiver) -> None:
         self.receiver = receiver
         self.open: str | None = None
+        self.tool_json: list[str] = []
 
     async def handle(self, event: Any) -> None:
         kind = event.type
         if kind == "content_block_start" and event.content_block.type == "thinking":
             await self.receiver.thinking_start()
             self.open = "thinking"
+        elif kind == "content_block_start" and event.content_block.type == "tool_use":
+            self.tool_json = []
         elif kind == "thinking" and event.thinking and self.open == "thinking":
             await self.receiver.thinking_chunk(event.thinking)
         elif kind == "text" and event.text:
@@ -120,6 +146,8 @@ class _BlockRelay:
                 await self.receiver.saying_start()
                 self.open = "saying"
             await self.receiver.saying_chunk(event.text)
+        elif kind == "input_json":
+            self.tool_json.append(event.partial_json)
         elif kind == "content_block_stop":
             await self._block_done(event.content_block)
 
@@ -136,8 +164,17 @@ class _BlockRelay:
             await self.receiver.saying_finish()
             self.open = None
         elif block.type == "tool_use":
-            arguments = block.input if isinstance(block.input, dict) else {}
-            await self.receiver.func_call(block.id, block.name, json.dumps(arguments, ensure_ascii=False))
+            await self.receiver.func_call(block.id, block.name, self._arguments_json(block.input))
+
+    def _arguments_json(self, parsed: Any) -> str:
+        raw = "".join(self.tool_json)
+        self.tool_json = []
+        if raw.strip():
+            try:
+                json.loads(raw)
+            except ValueError:
+                return raw  # cut short (max_tokens): the tool runner reports it to the model
+        return json.dumps(parsed if isinstance(parsed, dict) else {}, ensure_ascii=False)
 
     async def close(self) -> None:
         """A stream that ended without closing its last block still ends its segment."""
@@ -148,9 +185,9 @@ class _BlockRelay:
         self.open = None
 
 
-def usage_of(usage: Any) -> Usage:
+def usage_of(usage: Any, *, partial: bool = False) -> Usage:
     if usage is None:
-        return Usage(available=False)
+        return Usage(available=False, partial=partial)
     numbers = {
         "input_tokens": getattr(usage, "input_tokens", None),
         "output_tokens": getattr(usage, "output_tokens", None),
@@ -159,11 +196,19 @@ def usage_of(usage: Any) -> Usage:
     }
     # Anthropic's input_tokens already excludes cache reads and writes, as Usage wants.
     return Usage(
-        **{k: int(v or 0) for k, v in numbers.items()}, available=any(v is not None for v in numbers.values())
+        **{k: int(v or 0) for k, v in numbers.items()},
+        available=any(v is not None for v in numbers.values()),
+        partial=partial,
     )
 
 
+class StreamEndedEarly(Exception):
+    """The response body ended before the message did."""
+
+
 def classify_error(exc: Exception) -> AttemptFailure | None:
+    if isinstance(exc, StreamEndedEarly):
+        return AttemptFailure(None, str(exc))
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
         error_type = getattr(exc, "type", None) or _body_error_type(exc.body)

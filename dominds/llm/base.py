@@ -4,6 +4,13 @@ A provider streams one generation into a ``GenerationReceiver``: thinking and sa
 (``start → chunk* → finish``, never overlapping), function calls, and usage. The driver enforces the
 no-overlap rule (DESIGN §4.6) on what the provider emits, so a buggy provider cannot corrupt a
 transcript. Providers raise the typed errors below; the driver turns them into interruptions.
+
+The finish contract: a generation that completes returns a ``GenerationResult`` saying *why* the model
+stopped (``finish_reason``, provider-neutral) and whether the reply is cut (``partial``). One that
+breaks after output began raises ``StreamBroken``; one that is stopped is cancelled. In both cases the
+driver keeps what had streamed (the open segment is recorded as incomplete) and the usage the provider
+reported so far through ``GenerationReceiver.usage_so_far`` (Anthropic knows the input tokens from
+its first event).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from dominds.store.course_records import Usage
+from dominds.store.course_records import TRUNCATING_FINISH_REASONS, FinishReason, Usage
 
 
 @dataclass(frozen=True)
@@ -72,15 +79,26 @@ class GenerationReceiver(Protocol):
     async def saying_chunk(self, text: str) -> None: ...
     async def saying_finish(self) -> None: ...
     async def func_call(self, call_id: str, name: str, arguments_json: str) -> None: ...
+    async def usage_so_far(self, usage: Usage) -> None:
+        """The usage known at this point of the stream (the last call wins; ``usage.partial`` is set)."""
 
 
 @dataclass
 class GenerationResult:
-    """What a provider returns after streaming."""
+    """What a provider returns after a generation that ran to its end."""
 
     usage: Usage
     model: str | None = None
     """The model the provider says it used."""
+    finish_reason: FinishReason = "unknown"
+    """Why the model stopped, in provider-neutral terms."""
+    provider_finish_reason: str | None = None
+    """The provider's own word for it (``end_turn``, ``length``, ``max_output_tokens``…), for messages."""
+
+    @property
+    def partial(self) -> bool:
+        """The reply was cut at a size limit (the output limit or the context window)."""
+        return self.finish_reason in TRUNCATING_FINISH_REASONS
 
 
 class Generator(Protocol):

@@ -29,13 +29,22 @@ from dominds.llm.retry import (
     resolve_target,
     retry_after_seconds,
 )
-from dominds.store.course_records import Usage
+from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEYLESS_API_KEY = "sk-no-key-required"
 """Local servers ignore the key, but the SDK refuses to run without one."""
 REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 """Long reads (a slow model thinking), but a server that does not answer the connect fails fast."""
+
+
+FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "content_filter",
+}
 
 
 class OpenAiCompatibleGenerator:
@@ -76,6 +85,7 @@ async def _stream_once(
     relay = _DeltaRelay(receiver)
     usage = Usage(available=False)
     served_model: str | None = None
+    finish_reason: str | None = None
     stream = await client.chat.completions.create(
         model=model,
         messages=body["messages"],
@@ -90,8 +100,26 @@ async def _stream_once(
                 usage = usage_of(chunk.usage)
             for choice in chunk.choices or []:
                 await relay.delta(choice.delta)
+                finish_reason = getattr(choice, "finish_reason", None) or finish_reason
     await relay.finish()
-    return GenerationResult(usage=usage, model=served_model)
+    return GenerationResult(
+        usage=usage,
+        model=served_model,
+        finish_reason=neutral_finish_reason(finish_reason, bool(relay.tool_calls)),
+        provider_finish_reason=finish_reason,
+    )
+
+
+def neutral_finish_reason(reason: str | None, called_tools: bool) -> FinishReason:
+    """``finish_reason`` of chat completions in provider-neutral terms.
+
+    Some local servers say ``stop`` (or nothing) after tool calls; what counts is that tools were called.
+    """
+    if reason in (None, "stop") and called_tools:
+        return "tool_use"
+    if reason is None:
+        return "unknown"
+    return FINISH_REASONS.get(reason, "unknown")
 
 
 class _DeltaRelay:

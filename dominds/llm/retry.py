@@ -34,6 +34,7 @@ from dominds.llm.base import (
     StreamBroken,
     guard_real_llm,
 )
+from dominds.store.course_records import Usage
 
 log = logging.getLogger("dominds.llm")
 
@@ -146,6 +147,9 @@ class StreamTracker:
         self.started = True
         await self.inner.func_call(call_id, name, arguments_json)
 
+    async def usage_so_far(self, usage: Usage) -> None:
+        await self.inner.usage_so_far(usage)
+
 
 async def generate_with_retries(
     attempt: Callable[[GenerationReceiver], Awaitable[T]],
@@ -166,9 +170,11 @@ async def generate_with_retries(
         except Exception as exc:
             failure = classify(exc)
             if failure is None:  # a malformed response or an SDK surprise: retrying would not help
-                error_class = StreamBroken if tracker.started else LlmError
-                detail = f"{target.provider_key}: unexpected {type(exc).__name__}: {exc}"
-                raise error_class(redact(detail, target.secret)) from None
+                what = f"unexpected {type(exc).__name__}: {exc}"
+                if tracker.started:
+                    detail = f"{target.provider_key} stream broke after output began: {what}"
+                    raise StreamBroken(redact(detail, target.secret)) from None
+                raise LlmError(redact(f"{target.provider_key}: {what}", target.secret)) from None
             if tracker.started:
                 raise StreamBroken(
                     redact(

@@ -175,6 +175,7 @@ export class Transcript {
   }
 }
 
+<<<<<<< HEAD
 function ancestors(el, selector) {
   const found = [];
   for (let node = el; node; node = node.parentElement?.closest(selector)) if (node.matches?.(selector)) found.push(node);
@@ -217,6 +218,20 @@ function foldable(className, text, label) {
   return h("details", { class: `fold ${className}` },
     h("summary", {}, h("span", { class: "fold-preview", text: oneLine(text, 160) }), h("span", { class: "fold-more", text: label })),
     h("div", { class: "fold-body", text }));
+=======
+const INCOMPLETE_LABELS = { stopped: "incompleteStopped", broken: "incompleteBroken" };
+const FINISH_NOTES = {
+  max_tokens: "finishMaxTokens", context_window: "finishContextWindow",
+  refusal: "finishRefusal", content_filter: "finishContentFilter",
+};
+
+// A segment cut before its end (stop, broken stream) keeps its text and says so.
+function markIncomplete(el, reason) {
+  if (!reason) return;
+  el.classList.add("incomplete");
+  el.dataset.incomplete = reason;
+  el.append(h("div", { class: "incomplete-note", text: `⋯ ${t(INCOMPLETE_LABELS[reason] || "incompleteBroken")}` }));
+>>>>>>> main
 }
 
 const HANDLERS = {
@@ -240,6 +255,11 @@ const HANDLERS = {
     this.gen = { el, body, genseq: e.genseq };
   },
   generating_finish_evt(e) {
+<<<<<<< HEAD
+=======
+    const note = FINISH_NOTES[e.finishReason];
+    if (note && this.gen) this.gen.body.append(h("div", { class: "notice finish-note", dataset: { finishReason: e.finishReason }, text: t(note) }));
+>>>>>>> main
     this.gen?.el.classList.remove("streaming");
     if (this.gen && e.incomplete) this.gen.el.classList.add("incomplete");
     this.thinking = this.saying = this.md = this.call = null;
@@ -253,8 +273,11 @@ const HANDLERS = {
   thinking_chunk_evt(e) {
     this.thinking?.pre.append(e.chunk);
   },
-  thinking_finish_evt() {
-    if (this.thinking) this.thinking.el.open = false;
+  thinking_finish_evt(e) {
+    if (this.thinking) {
+      this.thinking.el.open = false;
+      markIncomplete(this.thinking.el, e.incomplete);
+    }
     this.thinking = null;
   },
   saying_start_evt() {
@@ -281,7 +304,11 @@ const HANDLERS = {
       setTrustedHtml(run, html);
       run.classList.remove("streaming");
     });
+<<<<<<< HEAD
     if (e.incomplete) this.saying.el.append(h("div", { class: "incomplete-note", text: t("incompleteReply") }));
+=======
+    markIncomplete(this.saying.el, e.incomplete);
+>>>>>>> main
     this.saying = null;
   },
   teammate_call_start_evt(e) {

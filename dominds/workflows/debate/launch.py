@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from dominds.driver.conductor import ConductorRun
 from dominds.driver.engine import Engine, EngineError
 from dominds.store.errors import DialogNotFoundError
 from dominds.workflows.debate.agents import clip
-from dominds.workflows.debate.embedders import EmbedderUnavailable, make_embedder
+from dominds.workflows.debate.embedders import make_embedder
 from dominds.workflows.debate.members import ensure_members
 from dominds.workflows.debate.protocol import HOST_MEMBER_ID, WORKFLOW
 from dominds.workflows.debate.session import ACTIVE_SESSIONS, DebateSession, Emit
@@ -31,10 +32,8 @@ class DebateRequestError(Exception):
 
 def build_comparer(engine: Engine, settings: DebateSettings) -> tuple[PositionComparer, str | None]:
     """The comparer over the configured embedder, and why that embedder is not used (``None`` when it is)."""
-    try:
-        return PositionComparer(make_embedder(settings.embedder, engine.config.get().catalog)), None
-    except EmbedderUnavailable as exc:
-        return PositionComparer(None), f"embedder unavailable, using the Jaccard fallback: {exc}"
+    embedder, note = make_embedder(settings.embedder, engine.config.get().catalog)
+    return PositionComparer(embedder), note
 
 
 async def open_debate(
@@ -58,8 +57,9 @@ async def open_debate(
             raise DebateRequestError(f"maxRounds must be 1..{MAX_ROUNDS_CAP} (seed §10.3)")
         settings = replace(settings, max_rounds=max_rounds)
     embedder_problem = None
-    if comparer is None:
-        comparer, embedder_problem = build_comparer(engine, settings)
+    if comparer is None:  # loading a model reads files for a moment: not on the event loop
+        built, embedder_problem = await asyncio.to_thread(build_comparer, engine, settings)
+        comparer = built
     warnings = (*settings.problems, *([embedder_problem] if embedder_problem else []))
     if resume_id:
         run, state = await _reopen(engine, resume_id)
@@ -80,6 +80,8 @@ async def open_debate(
         state = DebateState(session_id=run.root_id, user_query=text, max_rounds=settings.max_rounds)
         save_state(run.root.files.dir, state)
         resumed_from = None
+    state.similarity_method, state.similarity_note = comparer.method, embedder_problem
+    save_state(run.root.files.dir, state)
     return DebateSession(run, state, settings, comparer, emit=emit, resumed_from_round=resumed_from, warnings=warnings)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from dominds.ids import now_iso
+from dominds.workflows.debate.calibration import thresholds_of
 from dominds.workflows.debate.host import consensus_label
 from dominds.workflows.debate.protocol import AgentOutput, HostDecision
 from dominds.workflows.debate.state import DebateState
@@ -42,7 +43,7 @@ def fallback_report(state: DebateState, decision: HostDecision, reason: str) -> 
     plan = planner.metadata.get("plan") if planner else None
     critique = critic.metadata.get("critique") if critic else None
     title = plan.get("title") if isinstance(plan, dict) and plan.get("title") else state.user_query
-    level = consensus_label(state.consensus_trend[-1]) if state.consensus_trend else "low"
+    level = consensus_label(state.consensus_trend[-1], thresholds_of(state.last_round)) if state.consensus_trend else "low"
     parts = [f"# {title}", "", f"_The Reporter could not write this report ({reason}); it was assembled from the debate._"]
     if planner and planner.position:
         parts += ["", "## Conclusion", "", planner.position.conclusion]
@@ -96,9 +97,25 @@ def debate_record(state: DebateState) -> str:
             f"Session `{state.session_id}`, status **{state.status}** after {state.current_round} of at most "
             f"{state.max_rounds} rounds. Consensus trend: {trend}.",
             "",
+            similarity_line(state),
+            "",
             *rows,
         ]
     )
+
+
+def similarity_line(state: DebateState) -> str:
+    """How positions were compared, with the thresholds of the last decision and any fallback note."""
+    method = state.similarity_method or (state.last_round.analysis.get("similarity_method") if state.last_round else None)
+    words = "word overlap (Jaccard)" if (method or "").startswith("jaccard") else f"embeddings `{(method or '?').removeprefix('embedding:')}`"
+    line = f"Similarity: {words}"
+    saved = state.last_round.analysis.get("thresholds") if state.last_round else None
+    if isinstance(saved, dict):
+        line += f"; converge above {saved['converge_above']:.2f}, oppose at or below {saved['oppose_at_or_below']:.2f} ({saved['basis']})"
+    line += "."
+    if state.similarity_note:
+        line += f" Note: {state.similarity_note}."
+    return line
 
 
 def final_markdown(state: DebateState) -> str:

@@ -38,6 +38,7 @@ from dominds.workflows.debate.agents import (
     parse_agent_output,
     reused_output,
 )
+from dominds.workflows.debate.calibration import thresholds_for, thresholds_json, thresholds_of
 from dominds.workflows.debate.host import (
     HostInputs,
     consensus_label,
@@ -196,6 +197,7 @@ class DebateSession:
             raise DebateFailed(_no_usable_answer(round_no, spoken))
         self._set_status(round_no, host="running")
         host_output, consensus, self_similarity = await self._host(round_no, planner, critic)
+        self._set_status(round_no, host="completed")
         state.complete_round(RoundRecord(round_no, spoken, host_output), consensus)
         self.live_outputs = []
         for role, value in self_similarity.items():
@@ -258,10 +260,12 @@ class DebateSession:
     async def _host(
         self, round_no: int, planner: AgentOutput, critic: AgentOutput
     ) -> tuple[AgentOutput, float, dict[str, float | None]]:
-        state, thresholds = self.state, self.settings.thresholds
+        state = self.state
         outputs = {"planner": planner, "critic": critic}
         texts = [_position_text(outputs[role]) for role in DEBATERS]
         comparison = await self.comparer.compare(texts)
+        # each method has its own scale: the thresholds are calibrated per method and script (calibration.py)
+        thresholds, basis = thresholds_for(comparison.method, texts, self.settings.thresholds)
         if comparison.error:
             self.emit(events.tool_error("compare_positions", comparison.error, round_no))
         # §5.4 self-similarity from round 2; None when there is nothing fresh to compare (a reused output)
@@ -296,6 +300,7 @@ class DebateSession:
             "compared_agents": list(DEBATERS),
             **{k: v for k, v in comparison.to_tool_output()["data"].items() if k != "mean_similarity"},
             "similarity_method": comparison.method,
+            "thresholds": thresholds_json(thresholds, basis),
             "stubborn_agents": stubborn,
             "self_similarity": self_similarity,
             "consensus_trend": trend,
@@ -315,7 +320,7 @@ class DebateSession:
     async def _report(self, decision: HostDecision) -> None:
         state = self.state
         round_no = state.current_round
-        label = consensus_label(state.consensus_trend[-1], self.settings.thresholds)
+        label = consensus_label(state.consensus_trend[-1], thresholds_of(state.last_round, self.settings.thresholds))
         request = reporter_request(
             state.user_query, round_no, state.max_rounds, decision, label, state.consensus_trend,
             state.last_output("planner"), state.last_output("critic"), self._max_tokens("reporter"),

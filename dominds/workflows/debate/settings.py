@@ -7,7 +7,7 @@
     taskdoc: tasks/debate.tsk  # Taskdoc package of the run's dialogs (may not exist)
     keepalive_s: 15            # SSE keep-alive comment interval
     embedder:
-      kind: auto               # auto | provider | minilm | jaccard
+      kind: auto               # auto (wordllama if installed) | wordllama | provider | minilm | jaccard
       provider: openai         # kind provider: a provider key of .minds/llm.yaml or the built-ins
       model: text-embedding-3-small
       model_dir: null          # kind minilm: folder with model.onnx and tokenizer.json
@@ -30,13 +30,14 @@ from dominds.workflows.debate.host import Thresholds
 
 SETTINGS_FILE = "debate.yaml"
 MAX_ROUNDS_CAP = 5
-EmbedderKind = Literal["auto", "provider", "minilm", "jaccard"]
+EmbedderKind = Literal["auto", "wordllama", "provider", "minilm", "jaccard"]
+EMBEDDER_KINDS: tuple[EmbedderKind, ...] = ("auto", "wordllama", "provider", "minilm", "jaccard")
 
 
 @dataclass(frozen=True)
 class EmbedderSettings:
     kind: EmbedderKind = "auto"
-    """``auto``: MiniLM when the optional extra is installed, else Jaccard (flagged as a fallback)."""
+    """``auto``: WordLlama when the embeddings extra is installed, else word overlap (Jaccard), said so."""
     provider: str | None = None
     model: str | None = None
     model_dir: str | None = None
@@ -99,8 +100,8 @@ def _parse_embedder(raw: Any) -> tuple[EmbedderSettings, list[str]]:
     if not isinstance(raw, dict):
         return EmbedderSettings(), ["debate.yaml: embedder must be a mapping; default used"]
     kind = raw.get("kind", "auto")
-    if kind not in ("auto", "provider", "minilm", "jaccard"):
-        return EmbedderSettings(), [f"debate.yaml: embedder.kind {kind!r} is not auto/provider/minilm/jaccard"]
+    if kind not in EMBEDDER_KINDS:
+        return EmbedderSettings(), [f"debate.yaml: embedder.kind {kind!r} is not {'/'.join(EMBEDDER_KINDS)}"]
     texts = {key: raw.get(key) for key in ("provider", "model", "model_dir")}
     problems = [f"debate.yaml: embedder.{k} must be a string" for k, v in texts.items() if v is not None and not isinstance(v, str)]
     clean = {k: v for k, v in texts.items() if isinstance(v, str)}

@@ -138,6 +138,11 @@ class PositionComparer:
         self.embedded_texts = 0
         """How many texts were sent to the embedder (the cache's effect is visible in tests)."""
 
+    @property
+    def method(self) -> str:
+        """The method a comparison uses when nothing fails: ``embedding:<model>`` or ``jaccard_fallback``."""
+        return "jaccard_fallback" if self.embedder is None else f"embedding:{self.embedder.name}"
+
     async def compare(self, texts: Sequence[str]) -> Comparison:
         if len(texts) < 2:
             raise ValueError("compare_positions needs at least two texts")

@@ -79,6 +79,10 @@ class DebateState:
     final_report: AgentOutput | None = None
     stop_reason: str | None = None
     """Why an ``interrupted`` run stopped (``user_stop``, ``client_disconnected``, ``error: …``)."""
+    similarity_method: str | None = None
+    """How positions are compared in this run: ``embedding:<model>`` or ``jaccard_fallback`` (word overlap)."""
+    similarity_note: str | None = None
+    """Why the run compares by word overlap instead of an embedder (``None`` when it uses the one it was given)."""
 
     def __post_init__(self) -> None:
         for role in ("planner", "critic", "host", "reporter"):
@@ -127,6 +131,8 @@ class DebateState:
             "self_similarity": self.self_similarity,
             "final_report": self.final_report.to_json() if self.final_report else None,
             "stop_reason": self.stop_reason,
+            "similarity_method": self.similarity_method,
+            "similarity_note": self.similarity_note,
         }
 
     @classmethod
@@ -164,6 +170,8 @@ class DebateState:
                 self_similarity={k: list(v) for k, v in (raw.get("self_similarity") or {}).items()},
                 final_report=AgentOutput.from_json(final) if final else None,
                 stop_reason=raw.get("stop_reason"),
+                similarity_method=raw.get("similarity_method"),
+                similarity_note=raw.get("similarity_note"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DebateStateError(f"malformed debate state: {type(exc).__name__}: {exc}") from exc

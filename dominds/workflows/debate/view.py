@@ -2,8 +2,9 @@
 
 ``{type: "multi_agent_session", sessionId, rounds: [{round, outputs: [{agent, content, position?}],
 hostDecision?}], finalReport?: {content, plan}}`` as the seed's TypeScript interface gives it, plus
-what a page needs to show the run honestly: ``status``, ``currentRound``, ``maxRounds``, the
-``similarityMethod`` of each decision, ``stopReason``, and ``fallback`` on an output that is not the
+what a page needs to show the run honestly: ``status``, ``currentRound``, ``maxRounds``, how
+positions were compared (``similarityMethod``, ``similarityNote`` when it is word overlap for want of
+an embedder, and each decision's method and thresholds), ``stopReason``, and ``fallback`` on an output that is not the
 agent's own answer. A round still in progress is listed with the outputs given so far and no
 ``hostDecision``. Served at ``GET /api/multi-agent/{sessionId}/session``.
 """
@@ -31,6 +32,8 @@ def session_object(state: DebateState, live_outputs: Sequence[AgentOutput] = ())
         "maxRounds": state.max_rounds,
         "rounds": rounds,
         "consensusTrend": list(state.consensus_trend),
+        "similarityMethod": state.similarity_method,
+        "similarityNote": state.similarity_note,
     }
     if state.stop_reason:
         obj["stopReason"] = state.stop_reason
@@ -47,6 +50,7 @@ def _round(record: RoundRecord) -> dict[str, Any]:
         **record.decision.to_json(),
         "consensus_level": analysis.get("consensus_level"),
         "similarity_method": analysis.get("similarity_method"),
+        "thresholds": analysis.get("thresholds"),
     }
     return {"round": record.round, "outputs": [_output(o) for o in record.outputs], "hostDecision": decision}
 

@@ -72,6 +72,8 @@ class TotOutcome:
     duration_ms: int = 0
     llm_calls: int = 0
     solved: bool = False
+    unsolved_code: str | None = None
+    """One of ``UNSOLVED_CODES`` when a finished run is not solved."""
     unsolved_reason: str | None = None
     """Why a finished run is not solved (``None`` when it is, or when it did not finish)."""
 
@@ -157,7 +159,7 @@ async def run_tot(
             outcome.solution = await _synthesize(channel, task_id, request.problem, task_type, search.best_path, orchestrator_log.log)
         else:
             orchestrator_log.log("warning", "⚠️ 没有保留任何思维, 不调用 synthesizer")
-        outcome.solved, outcome.unsolved_reason = _judge(request.problem, search, outcome.solution)
+        outcome.solved, outcome.unsolved_code, outcome.unsolved_reason = _judge(request.problem, search, outcome.solution)
         if outcome.solution is not None:
             notify("solution", {"solution": outcome.solution, "solved": outcome.solved})
         outcome.status = "completed" if outcome.solved else "unsolved"
@@ -197,7 +199,7 @@ def _finish(outcome: TotOutcome, info: dict[str, Any], logs: RunLogs, channel: C
     if outcome.search is not None and outcome.search.error is not None:
         info["error"] = outcome.search.error.to_dict()
     if outcome.unsolved_reason:
-        info["unsolved_reason"] = outcome.unsolved_reason
+        info["unsolved_code"], info["unsolved_reason"] = outcome.unsolved_code, outcome.unsolved_reason
     logs.write_agent_logs()
     # an agent call = one role log file (decomposer, each generator/evaluator round, synthesizer), as in the origin
     agent_calls = sum(1 for log in logs.agent_logs if not log.name.endswith(("orchestrator", "explorer")))
@@ -241,23 +243,32 @@ async def _synthesize(
     return solution
 
 
-def _judge(problem: str, search: SearchOutcome, solution: dict[str, Any] | None) -> tuple[bool, str | None]:
-    """Whether the run is solved and, when not, why; an unsolved answer loses any claim of verification."""
-    if game24.parse_puzzle(problem) is not None and solution is not None:
-        if solution["verification"]["is_valid"]:  # the exact checker's verdict, whatever the search found
-            return True, None
-        return False, "the answer failed the exact check: " + "; ".join(solution["verification"].get("validation_errors") or [])
-    if not search.solved:
-        why = f"{search.error.code}: {search.error.message}" if search.error else f"no final step scored at least {EARLY_STOP_SCORE}"
-        if solution is not None:
-            errors = [f"no thought reached a solution: {why}", *(solution["verification"].get("validation_errors") or [])]
-            solution["verification"] = {"is_valid": False, "validation_errors": errors}
-            solution["confidence"] = min(float(solution["confidence"]), UNVERIFIED_CONFIDENCE_CAP)
-        return False, why
-    if solution is None or not solution["verification"]["is_valid"]:
+UNSOLVED_CODES = ("search_exhausted", "no_solution", "answer_rejected", "not_verified")
+"""Why a finished run is unsolved, as a stable code (pages translate it; ``unsolved_reason`` has the detail)."""
+
+
+def _judge(problem: str, search: SearchOutcome, solution: dict[str, Any] | None) -> tuple[bool, str | None, str | None]:
+    """(solved, code, reason): an unsolved answer loses any claim of verification."""
+    puzzle = game24.parse_puzzle(problem)
+    if puzzle is not None and solution is not None and solution["verification"]["is_valid"]:
+        return True, None, None  # the exact checker's verdict, whatever the search found
+    if search.error is not None:
+        code, why = "search_exhausted", f"{search.error.code}: {search.error.message}"
+    elif puzzle is not None and solution is not None:
+        code, why = "answer_rejected", "the answer failed the exact check: " + "; ".join(solution["verification"].get("validation_errors") or [])
+    elif not search.solved:
+        code, why = "no_solution", f"no final step scored at least {EARLY_STOP_SCORE}"
+    elif solution is None or not solution["verification"]["is_valid"]:
         errors = (solution or {}).get("verification", {}).get("validation_errors") or ["no answer"]
-        return False, "the synthesizer did not verify its answer: " + "; ".join(errors)
-    return True, None
+        code, why = "not_verified", "the synthesizer did not verify its answer: " + "; ".join(errors)
+    else:
+        return True, None, None
+    if solution is not None and solution["verification"]["is_valid"]:
+        errors = [f"no thought reached a solution: {why}", *(solution["verification"].get("validation_errors") or [])]
+        solution["verification"] = {"is_valid": False, "validation_errors": errors}
+    if solution is not None:
+        solution["confidence"] = min(float(solution["confidence"]), UNVERIFIED_CONFIDENCE_CAP)
+    return False, code, why
 
 
 def _fallback_solution(problem: str, best_path: list[ThoughtNode], why: str) -> dict[str, Any]:

@@ -63,6 +63,7 @@ class TotLiveRun:
             "tree": self.tree.to_dict() if self.tree is not None else None,
             "solution": outcome.solution if outcome else None,
             "solved": outcome.solved if outcome else False,
+            "unsolvedCode": outcome.unsolved_code if outcome else None,
             "unsolvedReason": outcome.unsolved_reason if outcome else None,
             "errors": outcome.errors if outcome else [],
             "stats": outcome.search.stats() if outcome and outcome.search else None,

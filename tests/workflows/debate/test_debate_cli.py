@@ -40,13 +40,15 @@ def test_a_debate_prints_its_rounds_and_writes_the_report(tmp_path: Path, capsys
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("debate ") and printed[0].endswith(": How do I prepare for IELTS?")
     assert printed[1] == "similarity: jaccard_fallback"
-    assert printed[2].startswith("warning: embedder unavailable, using the Jaccard fallback: embedder kind provider needs")
+    assert printed[2].startswith("warning: using word overlap (Jaccard) instead of embeddings: embedder kind provider needs")
     assert "[round 1] planner: Study vocabulary first, then writing (confidence 0.70)" in printed
-    assert "[round 1] host: converge, consensus 1.00 — consensus 1.00 > 0.90" in printed
+    assert "[round 1] host: converge, consensus 1.00 — consensus 1.00 > 0.28" in printed, "the calibrated threshold of word overlap"
     assert printed[-2:] == ["final report: converged after 1 round(s)", f"report: {out}"]
     report = out.read_text()
     assert report.startswith("# Vocabulary first\n") and "## Debate record" in report
     assert "| 1 | converge | 1.00 | jaccard_fallback | - |" in report
+    assert "Similarity: word overlap (Jaccard); converge above 0.28, oppose at or below 0.20 (calibrated:jaccard:latin)." in report
+    assert "Note: using word overlap (Jaccard) instead of embeddings: embedder kind provider needs" in report
 
 
 def test_a_killed_debate_resumes_from_its_last_completed_round(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

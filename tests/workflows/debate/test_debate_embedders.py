@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from dominds.rtws import Rtws
 from dominds.workflows.debate.embedders import (
     EmbedderUnavailable,
     ProviderEmbedder,
+    WordLlamaEmbedder,
+    _wordllama,
     locate_minilm,
     make_embedder,
 )
@@ -66,8 +69,8 @@ async def test_provider_embeddings_through_the_openai_sdk(tmp_path: Path, fake_e
     fake, base_url = fake_embeddings
     monkeypatch.setenv("LOCAL_EMBED_KEY", "sk-test")
     rtws = workspace_with_provider(tmp_path / "ws", base_url, "LOCAL_EMBED_KEY")
-    embedder = make_embedder(EmbedderSettings("provider", "local", "nomic-embed"), load_catalog(rtws)[0])
-    assert isinstance(embedder, ProviderEmbedder) and embedder.name == "local/nomic-embed"
+    embedder, note = make_embedder(EmbedderSettings("provider", "local", "nomic-embed"), load_catalog(rtws)[0])
+    assert isinstance(embedder, ProviderEmbedder) and note is None and embedder.name == "local/nomic-embed"
     comparer = PositionComparer(embedder)
     comparison = await comparer.compare(["aaaa", "aa"])
     assert comparison.method == "embedding:local/nomic-embed" and not comparison.fallback
@@ -85,12 +88,13 @@ async def test_provider_embeddings_through_the_openai_sdk(tmp_path: Path, fake_e
 def test_provider_embedder_needs_a_usable_provider(tmp_path: Path) -> None:
     rtws = workspace_with_provider(tmp_path / "ws", "http://127.0.0.1:9/v1", "MISSING_KEY_VAR")
     catalog = load_catalog(rtws)[0]
-    with pytest.raises(EmbedderUnavailable, match="MISSING_KEY_VAR"):
-        make_embedder(EmbedderSettings("provider", "local", "m"), catalog)
-    with pytest.raises(EmbedderUnavailable, match="not in"):
-        make_embedder(EmbedderSettings("provider", "nowhere", "m"), catalog)
-    with pytest.raises(EmbedderUnavailable, match="needs `provider` and `model`"):
-        make_embedder(EmbedderSettings("provider"), catalog)
+    for settings, why in [
+        (EmbedderSettings("provider", "local", "m"), "MISSING_KEY_VAR"),
+        (EmbedderSettings("provider", "nowhere", "m"), "not in"),
+        (EmbedderSettings("provider"), "needs `provider` and `model`"),
+    ]:
+        embedder, note = make_embedder(settings, catalog)
+        assert embedder is None and note is not None and why in note and note.startswith("using word overlap")
 
 
 async def test_a_real_endpoint_is_refused_in_tests_and_falls_back() -> None:
@@ -99,19 +103,48 @@ async def test_a_real_endpoint_is_refused_in_tests_and_falls_back() -> None:
     assert comparison.fallback and "RealLlmForbidden" in (comparison.error or "")
 
 
-def test_minilm_is_an_optional_extra(tmp_path: Path) -> None:
+def test_minilm_needs_a_model_folder_and_says_so(tmp_path: Path) -> None:
+    """The old extra searched an installed package that has no tokenizer, failed, and fell back silently."""
     catalog = load_catalog(Rtws(tmp_path))[0]
-    with pytest.raises(EmbedderUnavailable, match="no MiniLM ONNX model found"):
-        make_embedder(EmbedderSettings("minilm"), catalog)
-    assert make_embedder(EmbedderSettings("auto"), catalog) is None, "auto settles for Jaccard"
-    assert make_embedder(EmbedderSettings("jaccard"), catalog) is None
+    embedder, note = make_embedder(EmbedderSettings("minilm"), catalog)
+    assert embedder is None and note is not None and "model folder" in note
+    assert make_embedder(EmbedderSettings("jaccard"), catalog) == (None, None), "asked for word overlap: no note"
     (tmp_path / "model.onnx").write_bytes(b"not really a model")
     with pytest.raises(EmbedderUnavailable, match="no tokenizer.json"):
         locate_minilm(str(tmp_path))
     (tmp_path / "tokenizer.json").write_text("{}")
     assert locate_minilm(str(tmp_path)) == (tmp_path / "model.onnx", tmp_path / "tokenizer.json")
-    with pytest.raises(EmbedderUnavailable, match="MiniLM"):  # onnxruntime is not installed, or the file is junk
-        make_embedder(EmbedderSettings("minilm", model_dir=str(tmp_path)), catalog)
+    embedder, note = make_embedder(EmbedderSettings("minilm", model_dir=str(tmp_path)), catalog)
+    assert embedder is None and note is not None and "MiniLM" in note  # onnxruntime missing, or the file is junk
+
+
+def test_auto_is_wordllama_loaded_offline_from_its_wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default embedder when installed; loading it must not touch the network."""
+    import socket
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the embedder tried to use the network")
+
+    _wordllama.cache_clear()
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    embedder, note = make_embedder(EmbedderSettings("auto"), load_catalog(Rtws(tmp_path))[0])
+    assert isinstance(embedder, WordLlamaEmbedder) and note is None
+    assert embedder.name == "wordllama:l2_supercat-256"
+    vectors = embedder.embed_now(["A phased plan", "一个分阶段的计划"])
+    assert len(vectors) == 2 and len(vectors[0]) == 256
+    assert abs(sum(x * x for x in vectors[1]) - 1.0) < 1e-4, "unit vectors"
+
+
+def test_auto_without_the_extra_says_it_compares_word_overlap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "wordllama", None)  # as if the extra were not installed
+    _wordllama.cache_clear()
+    try:
+        embedder, note = make_embedder(EmbedderSettings("auto"), load_catalog(Rtws(tmp_path))[0])
+    finally:
+        _wordllama.cache_clear()
+    assert embedder is None and note is not None
+    assert "no embedding model is installed" in note and "dominds[embeddings]" in note
 
 
 def test_settings_file_values_and_problems(tmp_path: Path) -> None:
