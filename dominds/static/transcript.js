@@ -175,7 +175,6 @@ export class Transcript {
   }
 }
 
-<<<<<<< HEAD
 function ancestors(el, selector) {
   const found = [];
   for (let node = el; node; node = node.parentElement?.closest(selector)) if (node.matches?.(selector)) found.push(node);
@@ -218,7 +217,8 @@ function foldable(className, text, label) {
   return h("details", { class: `fold ${className}` },
     h("summary", {}, h("span", { class: "fold-preview", text: oneLine(text, 160) }), h("span", { class: "fold-more", text: label })),
     h("div", { class: "fold-body", text }));
-=======
+}
+
 const INCOMPLETE_LABELS = { stopped: "incompleteStopped", broken: "incompleteBroken" };
 const FINISH_NOTES = {
   max_tokens: "finishMaxTokens", context_window: "finishContextWindow",
@@ -231,7 +231,6 @@ function markIncomplete(el, reason) {
   el.classList.add("incomplete");
   el.dataset.incomplete = reason;
   el.append(h("div", { class: "incomplete-note", text: `⋯ ${t(INCOMPLETE_LABELS[reason] || "incompleteBroken")}` }));
->>>>>>> main
 }
 
 const HANDLERS = {
@@ -255,13 +254,9 @@ const HANDLERS = {
     this.gen = { el, body, genseq: e.genseq };
   },
   generating_finish_evt(e) {
-<<<<<<< HEAD
-=======
     const note = FINISH_NOTES[e.finishReason];
     if (note && this.gen) this.gen.body.append(h("div", { class: "notice finish-note", dataset: { finishReason: e.finishReason }, text: t(note) }));
->>>>>>> main
     this.gen?.el.classList.remove("streaming");
-    if (this.gen && e.incomplete) this.gen.el.classList.add("incomplete");
     this.thinking = this.saying = this.md = this.call = null;
   },
   thinking_start_evt() {
@@ -304,11 +299,7 @@ const HANDLERS = {
       setTrustedHtml(run, html);
       run.classList.remove("streaming");
     });
-<<<<<<< HEAD
-    if (e.incomplete) this.saying.el.append(h("div", { class: "incomplete-note", text: t("incompleteReply") }));
-=======
     markIncomplete(this.saying.el, e.incomplete);
->>>>>>> main
     this.saying = null;
   },
   teammate_call_start_evt(e) {
