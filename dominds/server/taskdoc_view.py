@@ -45,7 +45,7 @@ def _section(taskdoc: Taskdoc, key: str, text: str | None, lead_title: str | Non
         "selector": selector,
         "file": f"{taskdoc.rel_path}/{file_rel}",
         "exists": text is not None,
-        "markdown": body,
+        "markdown": body if not problems else "",  # the text to edit: only where an edit cannot lose any
         "html": render_markdown(_without_lead_heading(body, lead_title or selector)) if body.strip() else "",
         "hash": content_hash(body),
         "editable": not problems,

@@ -10,11 +10,9 @@ from dominds.driver.engine import Engine
 from dominds.driver.intake import visible_queue
 from dominds.driver.titles import display_title
 from dominds.ids import is_dialog_id
-from dominds.server.render import render_markdown
 from dominds.server.taskdoc_view import taskdoc_sections
 from dominds.store.errors import DialogNotFoundError
 from dominds.taskdoc import load_taskdoc, taskdoc_fingerprint
-from dominds.taskdoc_render import render_effective_taskdoc
 
 
 def resolve_dialog(engine: Engine, self_id: str, root_id: str | None = None) -> Dialog:
@@ -65,17 +63,17 @@ def reminders_payload(dialog: Dialog) -> list[dict[str, Any]]:
 
 
 def taskdoc_payload(engine: Engine, path: str, lang: str) -> dict[str, Any]:
-    """The Taskdoc for the panel: each section with its file (``sections``), and, for clients that want
-    it, the effective text the agents see (``markdown``/``html``)."""
+    """The Taskdoc as people read it: each section once, with its file (see ``taskdoc_view.py``).
+
+    ``lang`` is kept for the section notes a future version may translate; the text the agents see
+    (``render_effective_taskdoc``) is not sent: it is for the model, not for people.
+    """
     taskdoc = load_taskdoc(engine.rtws.root, path)
-    markdown = render_effective_taskdoc(taskdoc, "zh" if lang == "zh" else "en")
     return {
         "taskDocPath": taskdoc.rel_path,
         "exists": taskdoc.exists,
         "fingerprint": taskdoc_fingerprint(engine.rtws.root, path),
         **taskdoc_sections(engine.rtws.root, taskdoc),
-        "markdown": markdown,
-        "html": render_markdown(markdown),
     }
 
 

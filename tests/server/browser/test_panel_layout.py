@@ -4,22 +4,25 @@ Item 3, the bug: at 420 px the conversation column was 28 px wide and header but
 900 px the conversation was narrower than the Taskdoc panel; side panels could not be collapsed.
 Item 2, the bug: every root row read "@lead tasks/demo.tsk $0 · N tok" (no title), there was no search,
 the URL never changed (a reload lost the open dialog), and workflow runs flooded the Running list.
-The layout test also saves the README's screenshots in docs/images/.
+The layout test also takes the README's screenshots: into test-artifacts/, or into docs/images/ with
+DOMINDS_UPDATE_SCREENSHOTS=1 (so an ordinary test run leaves the tracked images alone).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_kit import Panel
+from browser_kit import ARTIFACTS, Panel
 from playwright.async_api import expect
 from showcase import SHOWCASE_RESPONSES, populate
 
 pytestmark = pytest.mark.browser
 
-IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
+DOCS_IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
+IMAGES = DOCS_IMAGES if os.environ.get("DOMINDS_UPDATE_SCREENSHOTS") == "1" else ARTIFACTS
 
 GEOMETRY = """() => {
   const box = (selector) => {
