@@ -38,8 +38,9 @@ async def test_the_taskdoc_panel_lists_sections_with_paths_and_edits_one(panel: 
     await expect(goals.locator(".td-content strong")).to_have_text("1.2")
     assert (package / "goals.md").read_text() == "# Goals\n\nShip **1.2** on Friday.\n"
 
-    (package / "goals.md").write_text("Changed by hand.\n")  # the panel still shows the older text
-    await goals.locator(".td-edit").click()
+    await goals.locator(".td-edit").click()  # the editor holds this text...
+    await expect(editor).to_have_value("# Goals\n\nShip **1.2** on Friday.\n")
+    (package / "goals.md").write_text("Changed by hand.\n")  # ...and meanwhile someone else writes the file
     await editor.fill("my stale edit")
     await editor.press("Control+Enter")
     await expect(page.locator("dialog#taskdoc-edit-dialog .form-error")).to_contain_text("changed since you opened it")
