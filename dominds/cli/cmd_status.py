@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from dominds.cli.common import workspace
 from dominds.cli.offline import load_state_yaml
 from dominds.rtws import DIALOG_STATUSES, Rtws
 
-CACHE_VERSION = 2  # 2: nodes carry the dialog title
+CACHE_VERSION = 3  # 2: nodes carry the dialog title; 3: usage is {byModel, costUsd}, priced per generation
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
 Node = dict[str, Any]
 
@@ -65,7 +64,7 @@ def _status(args: argparse.Namespace) -> int:
     rtws = workspace()
     with reach_state(rtws, wait=2.0, read_only=True) as access:
         daemon = find_daemon(rtws)
-        cache = StatusCache(None if args.no_cache else rtws.state_dir / "cache" / "status.json")
+        cache = StatusCache(None if args.no_cache else rtws.state_dir / "cache" / "status.json", _Pricing(rtws))
         roots = collect(rtws, cache, DIALOG_STATUSES if args.all or args.root else ("run",), args.root)
         cache.save()
     if access.locked:  # nothing can be driving: a `proceeding` left by a killed process is shown interrupted
@@ -102,7 +101,6 @@ def collect(rtws: Rtws, cache: StatusCache, statuses: tuple[str, ...], root_filt
     from dominds.cli.resolve import resolve_dialog_id
     from dominds.ids import is_dialog_id
 
-    pricing = _Pricing(rtws)
     trees: list[Node] = []
     wanted = locate_dialog(rtws, resolve_dialog_id(rtws, root_filter)) if root_filter else None
     for status in statuses:
@@ -115,13 +113,15 @@ def collect(rtws: Rtws, cache: StatusCache, statuses: tuple[str, ...], root_filt
             cache.scanned.add(status)
         for root_id in names:
             if wanted is None or wanted == (status, root_id):
-                trees.append(_tree(os.path.join(directory, root_id), status, root_id, cache, pricing))
+                trees.append(_tree(os.path.join(directory, root_id), status, root_id, cache))
     trees.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
     trees.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
     return trees
 
 
-def _tree(root_dir: str, status: str, root_id: str, cache: StatusCache, pricing: _Pricing) -> Node:
+def _tree(root_dir: str, status: str, root_id: str, cache: StatusCache) -> Node:
+    from dominds.driver.usage import Usage, totals
+
     root = cache.node(root_dir, status, root_id)
     nodes = {root["selfId"]: root}
     try:
@@ -133,22 +133,23 @@ def _tree(root_dir: str, status: str, root_id: str, cache: StatusCache, pricing:
         nodes[sub["selfId"]] = sub
     for sub in subs:  # stored flat; the tree comes from supdialogId
         nodes.get(sub.get("supdialogId") or "", root)["subdialogs"].append(sub)
-    by_model: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    tree_usage = Usage()
     for node in (root, *subs):
-        for model, counts in node.pop("_usage").items():
-            by_model[model] = [a + b for a, b in zip(by_model[model], counts, strict=True)]
+        tree_usage.add(Usage.from_json(node.pop("_usage")))
     root["subdialogCount"] = len(subs)
     root["q4hTotal"] = sum(len(n.get("q4h", ())) for n in (root, *subs))
-    root["usage"] = pricing.usage(by_model)
+    root["usage"] = totals(tree_usage)
     root["lastActivity"] = max((n.get("lastModified") or "" for n in (root, *subs)), default="")
     return root
 
 
 class StatusCache:
-    """What was read per dialog directory, keyed by the (inode, size, mtime) of the files it came from."""
+    """What was read per dialog directory, keyed by the (inode, size, mtime) of the files it came from
+    and by the prices it was costed with."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, pricing: _Pricing) -> None:
         self.path = path
+        self.pricing = pricing
         self.entries: dict[str, Any] = {}
         self.used: dict[str, Any] = {}
         self.scanned: set[str] = set()
@@ -172,10 +173,12 @@ class StatusCache:
                     files[entry.name] = f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
         except OSError:
             pass
-        signature = hashlib.blake2b(repr(sorted(files.items())).encode(), digest_size=8).hexdigest()
+        signature = hashlib.blake2b(
+            repr((sorted(files.items()), self.pricing.fingerprint)).encode(), digest_size=8
+        ).hexdigest()
         cached = self.entries.get(key)
         if cached is None or cached.get("sig") != signature:
-            cached = {"sig": signature, "node": read_node(directory, status, root_id, set(files))}
+            cached = {"sig": signature, "node": read_node(directory, status, root_id, set(files), self.pricing.catalog)}
             self.dirty = True
         self.used[key] = cached
         return {**cached["node"], "subdialogs": []}
@@ -198,7 +201,7 @@ class StatusCache:
                 temp.unlink(missing_ok=True)
 
 
-def read_node(directory: str, status: str, root_id: str, present: set[str]) -> Node:
+def read_node(directory: str, status: str, root_id: str, present: set[str], catalog: Any) -> Node:
     """One dialog's summary from its files; a corrupt file becomes ``error`` on the node, never an exception."""
     node: Node = {"selfId": os.path.basename(directory), "rootId": root_id, "status": status}
     join = os.path.join
@@ -240,19 +243,19 @@ def read_node(directory: str, status: str, root_id: str, present: set[str]) -> N
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         node["error"] = f"{type(exc).__name__}: {exc}"
         node.setdefault("runState", {"kind": "error", "detail": str(exc)})
-    node["_usage"] = _course_usage(directory, sorted(n for n in present if n.startswith("course-")), node)
+    node["_usage"] = _course_usage(directory, sorted(n for n in present if n.startswith("course-")), node, catalog)
     return node
 
 
-def _course_usage(directory: str, course_files: list[str], node: Node) -> dict[str, list[int]]:
-    """Per ``provider/model``: [input, output, cacheRead, cacheWrite, generations] over every course.
+def _course_usage(directory: str, course_files: list[str], node: Node, catalog: Any) -> dict[str, Any]:
+    """Tokens per ``provider/model`` and the cost over every course (``driver/usage.py``'s counting and
+    pricing, like the daemon's), as ``Usage.to_json``.
 
     A line in the middle of a course that is not a JSON record marks the node with an error (the daemon
-    refuses such a dialog); a torn last line does not (it is what a crash leaves). Counting is
-    ``driver/usage.py``'s, like the daemon's."""
-    from dominds.driver.usage import add_counts, count_finishes
+    refuses such a dialog); a torn last line does not (it is what a crash leaves)."""
+    from dominds.driver.usage import Usage, count_finishes
 
-    totals: dict[str, list[int]] = {}
+    usage = Usage()
     for name in course_files:
         try:
             with open(os.path.join(directory, name), "rb") as handle:
@@ -263,8 +266,8 @@ def _course_usage(directory: str, course_files: list[str], node: Node) -> dict[s
         if bad is not None and "error" not in node:
             node["error"] = f"{name}:{bad}: not a JSON record (the dialog refuses messages until it is repaired)"
             node["runState"] = {"kind": "error", "detail": node["error"]}
-        add_counts(totals, count_finishes(data))
-    return totals
+        usage.add(count_finishes(data, catalog))
+    return usage.to_json()
 
 
 def _bad_course_line(data: bytes) -> int | None:
@@ -278,18 +281,29 @@ def _bad_course_line(data: bytes) -> int | None:
 
 
 class _Pricing:
-    """Cost with the catalog the daemon would use (``driver/usage.py``, the one owner of cost)."""
+    """The catalog the daemon would use and a fingerprint of its prices (loaded once per run)."""
 
     def __init__(self, rtws: Rtws) -> None:
         self.rtws = rtws
         self._catalog: Any = None
+        self._fingerprint = ""
 
-    def usage(self, by_model: dict[str, list[int]]) -> dict[str, Any]:
-        from dominds.driver.usage import catalog_in_use, price
+    def _load(self) -> None:
+        from dominds.driver.usage import catalog_in_use, pricing_fingerprint
 
         if self._catalog is None:
             self._catalog = catalog_in_use(self.rtws)
-        return price(by_model, self._catalog)
+            self._fingerprint = pricing_fingerprint(self._catalog)
+
+    @property
+    def catalog(self) -> Any:
+        self._load()
+        return self._catalog
+
+    @property
+    def fingerprint(self) -> str:
+        self._load()
+        return self._fingerprint
 
 
 # ---------------------------------------------------------------- output

@@ -7,16 +7,20 @@ rows cached the cost by the mtime of ``latest.yaml`` (a coarse clock left a row 
 generation the header already counted) and ``dominds status`` had its own counting and pricing.
 
 Counting: only the ``gen_finish_record`` lines of a course file are decoded (found by a byte search);
-a torn last line is skipped until it is complete. ``UsageBook`` remembers each file's counts by its
-(inode, size, mtime), so a listing re-reads only the files that grew. Pricing uses the catalog in use
+a torn last line is skipped until it is complete. Each generation is priced on its own
+(``per_request``: a long request pays the model's long-context rates), with the catalog in use
 (``catalog_in_use``: the last good ``llm.yaml`` while the live one has errors, like the daemon).
+``UsageBook`` remembers each file's figures by its (inode, size, mtime) and the prices they were
+computed with, so a listing re-reads only the files that grew.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +32,41 @@ from dominds.store.errors import StoreError
 
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 TOTAL_KEYS = (*USAGE_FIELDS, "generations", "costUsd")
-ModelCounts = dict[str, list[int]]
-"""``provider/model`` → [input, output, cacheRead, cacheWrite, generations]."""
-
 _FINISH_MARK = b'"gen_finish_record"'
 
 
-def count_finishes(data: bytes) -> ModelCounts:
-    """Token counts per model of the ``gen_finish_record`` lines in one course file's bytes."""
-    totals: ModelCounts = {}
+@dataclass
+class Usage:
+    """Tokens per ``provider/model`` ([input, output, cacheRead, cacheWrite, generations]) and their cost."""
+
+    by_model: dict[str, list[int]] = field(default_factory=dict)
+    cost_usd: float = 0.0
+
+    def add(self, other: Usage) -> Usage:
+        for model, counts in other.by_model.items():
+            mine = self.by_model.setdefault(model, [0, 0, 0, 0, 0])
+            for index, value in enumerate(counts):
+                mine[index] += value
+        self.cost_usd += other.cost_usd
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {"byModel": self.by_model, "costUsd": self.cost_usd}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Usage:
+        if not isinstance(raw, dict):
+            return cls()
+        return cls({k: [int(x) for x in v] for k, v in (raw.get("byModel") or {}).items()}, float(raw.get("costUsd") or 0))
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def count_finishes(data: bytes, catalog: Catalog) -> Usage:
+    """The usage recorded in one course file's bytes, each generation priced on its own."""
+    usage = Usage()
     start = 0
     while (found := data.find(_FINISH_MARK, start)) != -1:  # decode only those lines
         line_start = data.rfind(b"\n", 0, found) + 1
@@ -46,36 +76,30 @@ def count_finishes(data: bytes) -> ModelCounts:
             record = json.loads(data[line_start:start])
         except ValueError:
             continue  # a torn last line: that generation is counted once it is complete
-        usage = record.get("usage") if isinstance(record, dict) else None
-        if not isinstance(usage, dict):
+        raw = record.get("usage") if isinstance(record, dict) else None
+        if not isinstance(raw, dict):
             continue
-        counts = totals.setdefault(f"{record.get('provider') or ''}/{record.get('model') or ''}", [0, 0, 0, 0, 0])
-        for index, field in enumerate(USAGE_FIELDS):
-            value = usage.get(field)
-            counts[index] += value if isinstance(value, int) and not isinstance(value, bool) else 0
-        counts[4] += 1
-    return totals
-
-
-def add_counts(into: ModelCounts, more: ModelCounts) -> ModelCounts:
-    for model, counts in more.items():
-        mine = into.setdefault(model, [0, 0, 0, 0, 0])
+        provider, model = str(record.get("provider") or ""), str(record.get("model") or "")
+        counts = [_count(raw.get(f)) for f in USAGE_FIELDS]
+        mine = usage.by_model.setdefault(f"{provider}/{model}", [0, 0, 0, 0, 0])
         for index, value in enumerate(counts):
             mine[index] += value
-    return into
-
-
-def price(by_model: ModelCounts, catalog: Catalog) -> dict[str, Any]:
-    """Totals of ``by_model`` with their cost (USD, rounded to 6 places) and the text every place shows."""
-    total: dict[str, Any] = dict.fromkeys(TOTAL_KEYS, 0) | {"costUsd": 0.0}
-    for model_key, counts in by_model.items():
-        for index, field in enumerate((*USAGE_FIELDS, "generations")):
-            total[field] += counts[index]
-        provider, _, model = model_key.partition("/")
+        mine[4] += 1
         info = catalog.model(provider, model)
         if info is not None and info.pricing is not None:
-            total["costUsd"] += info.pricing.cost_usd(*counts[:4])
-    total["costUsd"] = round(total["costUsd"], 6)
+            long_writes = _count(raw.get("cacheWriteLongTokens"))
+            inputs, outputs, reads, writes = counts
+            usage.cost_usd += info.pricing.cost_usd(inputs, outputs, reads, writes, long_writes, per_request=True)
+    return usage
+
+
+def totals(usage: Usage) -> dict[str, Any]:
+    """The figures every place shows: token counts, generations, cost (USD, 6 places) and their text."""
+    total: dict[str, Any] = dict.fromkeys(TOTAL_KEYS, 0)
+    for counts in usage.by_model.values():
+        for index, key in enumerate((*USAGE_FIELDS, "generations")):
+            total[key] += counts[index]
+    total["costUsd"] = round(usage.cost_usd, 6)
     total["costText"] = format_cost(total["costUsd"])
     total["tokensText"] = format_tokens(total["inputTokens"] + total["outputTokens"])
     return total
@@ -106,39 +130,55 @@ def catalog_in_use(rtws: Rtws) -> Catalog:
     return catalog
 
 
+def pricing_fingerprint(catalog: Catalog) -> str:
+    """Changes when any price changes (cached figures are then recomputed)."""
+    prices = sorted(
+        (provider_key, model_key, repr(info.pricing))
+        for provider_key, provider in catalog.providers.items()
+        for model_key, info in provider.models.items()
+    )
+    return hashlib.blake2b(repr(prices).encode(), digest_size=8).hexdigest()
+
+
 class UsageBook:
-    """Counts per course file, re-read only when the file's (inode, size, mtime) changed."""
+    """Figures per course file, recomputed only when the file (inode, size, mtime) or the prices changed."""
 
     def __init__(self) -> None:
-        self._files: dict[str, tuple[tuple[int, int, int], ModelCounts]] = {}
+        self._files: dict[str, tuple[tuple[int, int, int, str], Usage]] = {}
+        self._prices: tuple[Catalog, str] | None = None
 
-    def file_counts(self, path: Path) -> ModelCounts:
+    def _fingerprint(self, catalog: Catalog) -> str:
+        if self._prices is None or self._prices[0] is not catalog:
+            self._prices = (catalog, pricing_fingerprint(catalog))
+        return self._prices[1]
+
+    def file_usage(self, path: Path, catalog: Catalog) -> Usage:
         key = str(path)
         try:
             info = os.stat(path)
         except FileNotFoundError:
             self._files.pop(key, None)
-            return {}
+            return Usage()
         except OSError as exc:
             raise StoreError(f"{path}: {exc.strerror or exc}") from exc
-        signature = (info.st_ino, info.st_size, info.st_mtime_ns)
+        signature = (info.st_ino, info.st_size, info.st_mtime_ns, self._fingerprint(catalog))
         cached = self._files.get(key)
         if cached is not None and cached[0] == signature:
             return cached[1]
         try:
             data = path.read_bytes()
         except FileNotFoundError:
-            return {}
+            return Usage()
         except OSError as exc:
             raise StoreError(f"{path}: {exc.strerror or exc}") from exc
-        counts = count_finishes(data)
-        self._files[key] = (signature, counts)
-        return counts
+        usage = count_finishes(data, catalog)
+        self._files[key] = (signature, usage)
+        return usage
 
-    def counts(self, course_files: Iterable[Path]) -> ModelCounts:
-        total: ModelCounts = {}
+    def usage(self, course_files: Iterable[Path], catalog: Catalog) -> Usage:
+        total = Usage()
         for path in course_files:
-            add_counts(total, self.file_counts(path))
+            total.add(self.file_usage(path, catalog))
         return total
 
 
@@ -146,14 +186,14 @@ def usage_totals(store: DialogStore, catalog: Catalog, book: UsageBook, root_id:
     """The tree total of one root and each of its dialogs' own figures (``GET /api/dialogs/{root}/usage``)."""
     status = store.locate_root(root_id)
     dialogs = []
-    tree: ModelCounts = {}
+    tree = Usage()
     for files in store.iter_tree(status, root_id):
         error = None
-        own: ModelCounts = {}
+        own = Usage()
         try:
-            own = book.counts(files.course(n) for n in sorted(files.course_numbers()))
+            own = book.usage((files.course(n) for n in sorted(files.course_numbers())), catalog)
         except (StoreError, OSError) as exc:
             error = str(exc)
-        add_counts(tree, own)
-        dialogs.append({"selfId": files.dir.name, **price(own, catalog), **({"error": error} if error else {})})
-    return {"rootId": root_id, "status": status, "total": price(tree, catalog), "dialogs": dialogs}
+        tree.add(own)
+        dialogs.append({"selfId": files.dir.name, **totals(own), **({"error": error} if error else {})})
+    return {"rootId": root_id, "status": status, "total": totals(tree), "dialogs": dialogs}

@@ -29,7 +29,7 @@ class CostCache:
             for number in range(1, (summary.latest.current_course if summary.latest else 1) + 1)
         ]
         try:
-            return usage.price(engine.usage_book.counts(paths), engine.config.get().catalog)
+            return usage.totals(engine.usage_book.usage(paths, engine.config.get().catalog))
         except StoreError:
             return None
 
