@@ -363,8 +363,9 @@ class Engine:
     def emergency_stop(self) -> int:
         return run_control.emergency_stop(self)
 
-    def resume(self, dialog: Dialog) -> None:
-        run_control.resume(self, dialog)
+    def resume(self, dialog: Dialog) -> bool:
+        """True when a drive was requested; False when the dialog is already proceeding."""
+        return run_control.resume(self, dialog)
 
     def resume_all(self) -> int:
         return run_control.resume_all(self)
