@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import launched_chromium
 from pptx import Presentation
 from ps_kit import planner, world, write_workspace
 
@@ -23,10 +24,6 @@ from dominds.server import make_app
 from dominds.store.course_records import HumanTextRecord
 from dominds.workflows.mount import route_adders, workflow_extensions
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_PRESENT = CHROMIUM.exists()
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]  # fmt: skip
 TOKEN = "plan-solve-page-token"
 TEMPLATE = Path(__file__).resolve().parents[3] / "rtws-template"
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
@@ -35,14 +32,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
-    if not CHROMIUM_PRESENT:
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    async with launched_chromium() as launched:
         yield launched
-        await launched.close()
 
 
 async def open_page(browser: Any, aiohttp_server: Any, rtws: Rtws, *, auth: bool = True) -> tuple[Any, Engine, list[str]]:
