@@ -108,7 +108,7 @@ async def test_the_demo_plan_is_edited_confirmed_solved_and_downloaded(
 async def test_slides_are_cancelled_and_restarted_from_their_cards(
     browser: Any, aiohttp_server: Any, tmp_path: Path
 ) -> None:
-    rtws = write_workspace(tmp_path / "ws", world([1, 2, 3], slow_tasks={2: 6.0, 3: 1.5}))
+    rtws = write_workspace(tmp_path / "ws", world([1, 2, 3], slow_tasks={2: 6.0, 3: 4.0}))
     page, engine, errors = await open_page(browser, aiohttp_server, rtws)
     try:
         await page.wait_for_selector("#start:not([disabled])")
@@ -118,7 +118,8 @@ async def test_slides_are_cancelled_and_restarted_from_their_cards(
         await page.wait_for_selector('#slides .slide[data-task-id="2"] .badge.running', timeout=10_000)
         await page.click('#slides .slide[data-task-id="2"] .cancel-slide')
         await page.wait_for_selector('#slides .slide[data-task-id="2"] .badge.cancelled', timeout=10_000)
-        await page.click('#slides .slide[data-task-id="3"] .restart-slide')
+        await page.click('#slides .slide[data-task-id="3"] .restart-slide')  # still working: 4 s
+        await page.wait_for_selector('#notices li:has-text("Restart task request for 3 accepted")', timeout=10_000)
         await page.wait_for_selector("#result-section:not([hidden])", timeout=20_000)
         assert "Cancel task request for 2 accepted" in await page.inner_text("#notices")
         assert await page.locator('#slides .slide[data-task-id="3"] .badge.completed').count() == 1
