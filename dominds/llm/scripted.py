@@ -252,11 +252,12 @@ def answered_message(messages: list[ChatMessage]) -> ChatMessage | None:
     """The message a reply answers: the last one that is not the assistant's own.
 
     Normally that is simply the last message. After a generation was cut short (a crash, a stop, a
-    stream that broke) the context ends with what the model had already produced, e.g. its thinking;
-    the resumed generation answers the same message as the one it replaces.
+    stream that broke) the context ends with what the model had already produced, e.g. its thinking,
+    and the runtime's note that it was cut; the resumed generation answers the same message as the one
+    it replaces.
     """
     for message in reversed(messages):
-        if message.role != "assistant":
+        if message.role != "assistant" and not message.runtime_note:
             return message
     return messages[-1] if messages else None
 
