@@ -61,7 +61,8 @@ async def test_a_failed_debate_is_shown_as_a_failure_in_chinese(tmp_path: Path, 
         await page.fill("#question", "帮我制定IELTS备考计划")
         await page.click("#start")
         await page.wait_for_selector("#error:not([hidden])", timeout=10_000)
-        assert "辩论失败" in await page.inner_text("#status")
+        assert "辩论在第 1 轮失败" in await page.inner_text("#status")
+        assert await page.locator("#agents li.running, #agents li.waiting").count() == 0, "nothing is left working"
         assert "no debater gave a usable answer in round 1" in await page.inner_text("#error")
         assert await page.locator("#report-section").is_hidden()
         assert await page.locator(".host").count() == 0 and await page.locator("#chart circle").count() == 0
@@ -71,5 +72,5 @@ async def test_a_failed_debate_is_shown_as_a_failure_in_chinese(tmp_path: Path, 
         await debate.screenshot("debate-page-failed-zh")
         await page.select_option("#lang", "en")
         await page.wait_for_function("document.querySelector('header h1').textContent === 'Debate'")
-        assert "The debate failed" in await page.inner_text("#status")
+        assert "The debate failed in round 1" in await page.inner_text("#status")
     assert debate.errors == []
