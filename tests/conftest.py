@@ -14,10 +14,12 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Forbid real model requests and hide real API keys from every test."""
+    """Forbid real model requests, hide real API keys, and drop the scripted pace in every test."""
     for var in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "OPENROUTER_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("DOMINDS_FORBID_REAL_LLM", "1")
+    # Scripted databases (the demo's) stream at a watchable pace; tests take their replies at once.
+    monkeypatch.setenv("DOMINDS_SCRIPTED_PACE", "0")
     yield
 
 

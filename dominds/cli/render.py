@@ -41,6 +41,15 @@ RUN_STATE_COLOURS = {
     "dead": "gray",
     "terminal": "gray",
 }
+INCOMPLETE_LABELS = {"stopped": "stopped by the user", "broken": "the stream broke"}
+"""``incomplete`` of a thinking/saying finish event: why the segment ends early."""
+FINISH_NOTES = {
+    "max_tokens": "reply cut off: the output limit (max_tokens) was reached",
+    "context_window": "reply cut off: the context window is full",
+    "refusal": "the model refused to continue",
+    "content_filter": "reply stopped by the provider's content filter",
+}
+"""How ``generating_finish_evt``'s ``finishReason`` is shown when the reply did not end normally."""
 RESULT_PREVIEW_LINES = 6
 PROMPT_PREVIEW_LINES = 12
 
@@ -173,7 +182,9 @@ class EventRenderer:
             "end_of_user_saying_evt": self._prompt,
             "thinking_start_evt": lambda e: self._show_speaker(),
             "thinking_chunk_evt": lambda e: self.w.text(str(e.get("chunk", "")), "dim", "italic", prefix="  ┆ "),
-            "thinking_finish_evt": lambda e: self.w.end_line(),
+            "thinking_finish_evt": self._segment_finish,
+            "saying_finish_evt": self._segment_finish,
+            "generating_finish_evt": self._generation_finish,
             "markdown_start_evt": lambda e: self._show_speaker(),
             "markdown_chunk_evt": lambda e: self.w.text(str(e.get("chunk", "")), prefix="  "),
             "markdown_finish_evt": lambda e: self.w.end_line(),
@@ -250,6 +261,17 @@ class EventRenderer:
             self.w.line(f"[{origin.replace('_', ' ')}]", "dim")
             self.w.text(_preview(content, PROMPT_PREVIEW_LINES) + "\n", "dim", prefix="  ")
         self._speaker = None
+
+    def _segment_finish(self, event: Event) -> None:
+        self.w.end_line()
+        why = INCOMPLETE_LABELS.get(str(event.get("incomplete")))
+        if why:
+            self.w.line(f"  ⋯ [incomplete: {why}]", "yellow")
+
+    def _generation_finish(self, event: Event) -> None:
+        note = FINISH_NOTES.get(str(event.get("finishReason")))
+        if note:
+            self.w.line(f"  ✂ {note}", "yellow")
 
     def _call_start(self, event: Event) -> None:
         self._show_speaker()

@@ -103,6 +103,7 @@ class Engine:
             return
         self.closed = True
         await self.scheduler.stop(timeout)
+        await self.providers.close()
         await self.config.mcp.close()
         if self._lock is not None and self._lock.is_locked:
             self._lock.release()

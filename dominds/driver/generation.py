@@ -12,15 +12,30 @@ from dataclasses import dataclass
 
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
-from dominds.driver.receiver import DialogReceiver
+from dominds.driver.receiver import DialogReceiver, finish_event_fields
 from dominds.driver.services import EngineServices
-from dominds.driver.tellask_exec import CallToRun, execute_tellasks, runtime_call_id
+from dominds.driver.subdialogs import CallToRun, runtime_call_id
+from dominds.driver.tellask_exec import execute_tellasks
 from dominds.driver.tool_exec import execute_func_calls, tools_for
 from dominds.ids import now_iso
-from dominds.llm.base import GenerationRequest, LlmError, ProviderRejected, StreamProtocolError, ToolSpec
+from dominds.llm.base import (
+    GenerationRequest,
+    LlmError,
+    ProviderRejected,
+    StreamBroken,
+    StreamProtocolError,
+    ToolSpec,
+)
 from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
-from dominds.store.course_records import GenFinishRecord, GenStartRecord, HumanTextRecord, Usage
+from dominds.store.course_records import (
+    GenFinishRecord,
+    GenStartRecord,
+    HumanTextRecord,
+    IncompleteReason,
+    Usage,
+)
 from dominds.store.records import QueuedPrompt
+from dominds.team import Member
 from dominds.tellask import TellaskCall, parse_segments
 
 
@@ -34,6 +49,8 @@ class GenOutcome:
     """Why the generation failed (the dialog is interrupted with it)."""
     rejected: bool = False
     """The provider refused the request (4xx): a user must fix the configuration."""
+    truncated: bool = False
+    """The reply was cut at the output limit (or the context window)."""
     usage: Usage | None = None
 
 
@@ -90,6 +107,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
             agent_id=dialog.agent_id,
             rtws_root=str(engine.rtws.root),
             streaming=member.streaming,
+            model_info=resolved.model.request_info(),
         )
         finish.streaming = request.streaming
         finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)
@@ -104,6 +122,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
             if not dialog.stop_reason:
                 raise
             outcome.stopped = True
+            _keep_partial(receiver, finish, "stopped")
             return outcome
         finally:
             engine.active_streams.pop(dialog.self_id, None)
@@ -111,16 +130,21 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         engine.provider_worked(resolved.provider_key)
         finish.duration_ms = int((time.perf_counter() - provider_started) * 1000)
         finish.usage = outcome.usage = result.usage
+        finish.finish_reason, finish.partial = result.finish_reason, result.partial
+        if result.partial:
+            outcome.truncated = True
+            outcome.had_output = _continues_cut_reply(dialog, member)
         tellask_outcome = await execute_tellasks(engine, dialog, receiver.calls, genseq, from_human=False)
         if receiver.func_calls:
             await execute_func_calls(engine, dialog, receiver.func_calls, tools, genseq)
-        outcome.had_output = bool(receiver.func_calls) or tellask_outcome.had_notes or (
+        outcome.had_output = outcome.had_output or bool(receiver.func_calls) or tellask_outcome.had_notes or (
             tellask_outcome.dispatched and dialog.can_drive()
         )
         if dialog.stop_reason:
             outcome.stopped = True
         return outcome
     except StreamProtocolError as exc:
+        _keep_partial(receiver, finish, "broken")
         outcome.error = f"stream protocol violation: {exc}"
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
         return outcome
@@ -131,6 +155,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         engine.report_provider_problem(dialog, finish.provider or "?", finish.model, outcome.error)
         return outcome
     except (LlmError, LlmResolutionError) as exc:
+        _keep_partial(receiver, finish, "broken" if isinstance(exc, StreamBroken) else None)
         outcome.error = str(exc)
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
         return outcome
@@ -141,14 +166,40 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         finish.ts = now_iso()
         if finish.duration_ms is None:
             finish.duration_ms = int((time.perf_counter() - started) * 1000)
-        finish.status = "error" if outcome.error else "interrupted" if outcome.stopped else "ok"
+        finish.status = (
+            "error" if outcome.error else "interrupted" if outcome.stopped else "truncated" if outcome.truncated else "ok"
+        )
         finish.error = outcome.error
         finish.context_health = engine.context_health(dialog, finish)
         dialog.append(finish)
         dialog.latest.generating = False  # persisted by the next generation start or the drive's settle
-        dialog.publish({"type": "generating_finish_evt", "llmGenModel": finish.model, **gen})
+        dialog.publish({"type": "generating_finish_evt", **finish_event_fields(finish), **gen})
         if finish.context_health:
             dialog.publish({"type": "context_health_evt", "contextHealth": finish.context_health, **gen})
+
+
+def _keep_partial(receiver: DialogReceiver | None, finish: GenFinishRecord, why: IncompleteReason | None) -> None:
+    """A generation that broke or was stopped: keep the open segment and the usage known so far."""
+    if receiver is None:
+        return  # the provider was never called
+    if why is not None:
+        receiver.keep_incomplete(why)
+        finish.finish_reason = why
+        finish.partial = receiver.streamed_anything
+    if receiver.usage is not None:
+        finish.usage = receiver.usage.model_copy(update={"partial": True})
+
+
+def _continues_cut_reply(dialog: Dialog, member: Member) -> bool:
+    """Whether a reply cut at the output limit is continued at once (the member's
+    ``continue_on_max_tokens``: that many cut replies in a row are continued; 0 = only told)."""
+    cut_in_a_row = 0
+    for record in reversed(dialog.records):
+        if isinstance(record, GenFinishRecord):
+            if record.status != "truncated":
+                break
+            cut_in_a_row += 1
+    return cut_in_a_row < member.continue_on_max_tokens
 
 
 def _record_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:

@@ -1,7 +1,12 @@
-"""Turn course records into the provider-neutral context messages the model sees."""
+"""Turn course records into the provider-neutral context messages the model sees.
+
+A generation whose reply was cut (output limit, broken stream, stop) is followed by a note saying so,
+so the model knows on its next turn that what it wrote was incomplete.
+"""
 
 from __future__ import annotations
 
+from dominds.driver.texts import cut_reply_note
 from dominds.llm.base import ChatMessage
 from dominds.store.course_records import (
     AgentThoughtRecord,
@@ -9,6 +14,7 @@ from dominds.store.course_records import (
     CourseRecord,
     FuncCallRecord,
     FuncResultRecord,
+    GenFinishRecord,
     HumanTextRecord,
     TeammateCallResultRecord,
     TeammateResponseRecord,
@@ -67,4 +73,7 @@ def context_messages(records: list[CourseRecord]) -> list[ChatMessage]:
                 out.append(ChatMessage(role="user", content=record.result, genseq=record.genseq))
         elif isinstance(record, TeammateResponseRecord):
             out.append(ChatMessage(role="user", content=record.result, genseq=record.genseq))
+        elif isinstance(record, GenFinishRecord) and record.partial:
+            note = cut_reply_note(record.finish_reason)
+            out.append(ChatMessage(role="user", content=note, genseq=record.genseq, runtime_note=True))
     return out

@@ -2,7 +2,8 @@
 
 It enforces the thinking/saying contract (segments alternate, never overlap; DESIGN §4.6), feeds each
 saying segment live to a fresh Tellask parser (one per segment, as replay does), publishes stream events,
-and persists each finished segment as one record.
+and persists each finished segment as one record. A segment still open when the stream breaks or is
+stopped is persisted too, as far as it had streamed, marked ``incomplete`` (``keep_incomplete``).
 """
 
 from __future__ import annotations
@@ -12,10 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dominds.dialog.model import Dialog
-from dominds.driver.tellask_exec import CallToRun, runtime_call_id
+from dominds.driver.subdialogs import CallToRun, runtime_call_id
 from dominds.ids import now_iso
 from dominds.llm.base import StreamProtocolError
-from dominds.store.course_records import AgentThoughtRecord, AgentWordsRecord
+from dominds.store.course_records import (
+    AgentThoughtRecord,
+    AgentWordsRecord,
+    GenFinishRecord,
+    IncompleteReason,
+    Usage,
+)
 from dominds.tellask import (
     BodyChunk,
     BodyFinish,
@@ -55,6 +62,8 @@ class DialogReceiver:
     _segment: int = 0
     _carry: str = ""
     """A high surrogate that ended the last chunk: its low half may start the next one."""
+    usage: Usage | None = None
+    """The last usage the provider reported while streaming (kept when the stream breaks or is stopped)."""
 
     def _gen(self) -> dict[str, Any]:
         return {"course": self.dialog.latest.current_course, "genseq": self.genseq}
@@ -96,12 +105,17 @@ class DialogReceiver:
         self.dialog.publish({"type": "thinking_chunk_evt", "chunk": text, **self._gen()})
 
     async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None:
+        self._finish_thinking(provider_data, None)
+
+    def _finish_thinking(self, provider_data: dict[str, Any] | None, incomplete: IncompleteReason | None) -> None:
         content = self._end("thinking")
         self.dialog.append(
-            AgentThoughtRecord(ts=now_iso(), genseq=self.genseq, content=content, provider_data=provider_data),
+            AgentThoughtRecord(
+                ts=now_iso(), genseq=self.genseq, content=content, provider_data=provider_data, incomplete=incomplete
+            ),
             sync=False,
         )
-        self.dialog.publish({"type": "thinking_finish_evt", **self._gen()})
+        self.dialog.publish({"type": "thinking_finish_evt", **_incomplete(incomplete), **self._gen()})
 
     async def saying_start(self) -> None:
         self._begin("saying")
@@ -115,12 +129,31 @@ class DialogReceiver:
         self._publish_parser_events(self._parser.feed(text))
 
     async def saying_finish(self) -> None:
+        self._finish_saying(None)
+
+    def _finish_saying(self, incomplete: IncompleteReason | None) -> None:
         content = self._end("saying")
         assert self._parser is not None
         self._publish_parser_events(self._parser.finish())
         self._parser = None
-        self.dialog.append(AgentWordsRecord(ts=now_iso(), genseq=self.genseq, content=content), sync=False)
-        self.dialog.publish({"type": "saying_finish_evt", "content": content, **self._gen()})
+        self.dialog.append(
+            AgentWordsRecord(ts=now_iso(), genseq=self.genseq, content=content, incomplete=incomplete), sync=False
+        )
+        self.dialog.publish(
+            {"type": "saying_finish_evt", "content": content, **_incomplete(incomplete), **self._gen()}
+        )
+
+    async def usage_so_far(self, usage: Usage) -> None:
+        self.usage = usage
+
+    def keep_incomplete(self, reason: IncompleteReason) -> None:
+        """Persist the segment the stream was in when it broke or was stopped, marked ``incomplete``.
+
+        The driver runs neither the tellasks nor the function calls of such a generation."""
+        if self._active == "thinking":
+            self._finish_thinking(None, reason)
+        elif self._active == "saying":
+            self._finish_saying(reason)
 
     async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
         if self._active is not None:
@@ -141,6 +174,25 @@ class DialogReceiver:
                 self.calls.append(CallToRun(event.call, call_id))
         for payload in parser_event_payloads(events, course, self.genseq, self._segment):
             self.dialog.publish(payload)
+
+
+def _incomplete(reason: IncompleteReason | None) -> dict[str, Any]:
+    return {} if reason is None else {"incomplete": reason}
+
+
+def incomplete_fields(record: AgentThoughtRecord | AgentWordsRecord) -> dict[str, Any]:
+    """``incomplete`` of a thinking/saying finish event (live and in replay), when the segment was cut."""
+    return _incomplete(record.incomplete)
+
+
+def finish_event_fields(finish: GenFinishRecord) -> dict[str, Any]:
+    """What ``generating_finish_evt`` says about how a generation ended (live and in replay)."""
+    fields: dict[str, Any] = {"llmGenModel": finish.model, "status": finish.status}
+    if finish.finish_reason is not None:
+        fields["finishReason"] = finish.finish_reason
+    if finish.partial:
+        fields["partial"] = True
+    return fields
 
 
 def parser_event_payloads(

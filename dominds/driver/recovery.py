@@ -19,16 +19,16 @@ from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
 from dominds.driver.services import EngineServices
-from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
-from dominds.driver.tellask_exec import (
+from dominds.driver.subdialogs import (
     assignment_msg_id,
     assignment_of,
     assignment_prompt,
     materialize_subdialog,
-    queue_tellask_back,
     runtime_call_id,
     subdialog_meta,
 )
+from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
+from dominds.driver.tellask_exec import queue_tellask_back
 from dominds.ids import now_iso
 from dominds.store.course_records import (
     AgentWordsRecord,
@@ -352,7 +352,7 @@ def _last_generation_finished_quietly(dialog: Dialog) -> bool:
     if start is None:
         return False
     finishes = [r for r in records[start:] if isinstance(r, GenFinishRecord)]
-    if not finishes or finishes[0].status != "ok":
+    if not finishes or finishes[0].status not in ("ok", "truncated"):  # truncated: the model ended its turn
         return False
     unread = FuncResultRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
     return not any(isinstance(r, unread) for r in records[start:])
@@ -394,6 +394,6 @@ def _persisted_answer(sub: Dialog, call_id: str) -> str | None:
     if sub.latest.generating or sub.pending or sub.q4h or sub.latest.run_state.kind != "idle":
         return None
     last = sub.records[-1] if sub.records else None
-    if isinstance(last, GenFinishRecord) and last.status == "ok":
+    if isinstance(last, GenFinishRecord) and last.status in ("ok", "truncated"):
         return sub.last_saying()
     return None

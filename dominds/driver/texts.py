@@ -73,3 +73,20 @@ INTERRUPTED_TOOL_RESULT = (
 INTERRUPTED_TELLASK = (
     "The daemon stopped before this tellask was dispatched; it was NOT delivered. Repeat it if it is still needed."
 )
+
+
+def cut_reply_note(finish_reason: str | None) -> str:
+    """Told to the model after a reply of its that did not reach its end (its text is kept as streamed)."""
+    if finish_reason == "stopped":
+        why = "the user stopped it before it was finished"
+    elif finish_reason == "broken":
+        why = "the connection to the model broke before it was finished"
+    elif finish_reason == "context_window":
+        why = "the context window filled up"
+    else:
+        why = "it reached the output limit (max_tokens)"
+    return dominds_note(
+        f"Your previous reply was cut off: {why}. The user saw it up to that point. If the work is unfinished, "
+        "continue from where it stopped without repeating what is already written; write long results in "
+        "smaller parts."
+    )

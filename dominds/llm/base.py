@@ -4,6 +4,13 @@ A provider streams one generation into a ``GenerationReceiver``: thinking and sa
 (``start → chunk* → finish``, never overlapping), function calls, and usage. The driver enforces the
 no-overlap rule (DESIGN §4.6) on what the provider emits, so a buggy provider cannot corrupt a
 transcript. Providers raise the typed errors below; the driver turns them into interruptions.
+
+The finish contract: a generation that completes returns a ``GenerationResult`` saying *why* the model
+stopped (``finish_reason``, provider-neutral) and whether the reply is cut (``partial``). One that
+breaks after output began raises ``StreamBroken``; one that is stopped is cancelled. In both cases the
+driver keeps what had streamed (the open segment is recorded as incomplete) and the usage the provider
+reported so far through ``GenerationReceiver.usage_so_far`` (Anthropic knows the input tokens from
+its first event).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from dominds.store.course_records import Usage
+from dominds.store.course_records import TRUNCATING_FINISH_REASONS, FinishReason, Usage
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,10 @@ class ChatMessage:
     """tool_result: the call failed."""
     genseq: int | None = None
     """Generation that produced it (groups tool calls of one assistant turn)."""
+    volatile: bool = False
+    """Changes from one generation to the next (the reminders): providers never cache a prefix up to it."""
+    runtime_note: bool = False
+    """Written by the runtime, not by a person or a teammate (e.g. that the previous reply was cut)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,11 @@ class GenerationRequest:
     agent_id: str = ""
     rtws_root: str = ""
     streaming: bool = True
+    """False: one non-streamed request (the member's ``streaming: false``); the result is replayed to
+    the receiver as if it had streamed."""
+    model_info: dict[str, Any] = field(default_factory=dict)
+    """The catalog's entry of the model (``context_length``, ``output_length``, and what it accepts:
+    ``thinking``, ``effort``, ``sampling``); empty when unknown."""
 
 
 class GenerationReceiver(Protocol):
@@ -72,15 +88,26 @@ class GenerationReceiver(Protocol):
     async def saying_chunk(self, text: str) -> None: ...
     async def saying_finish(self) -> None: ...
     async def func_call(self, call_id: str, name: str, arguments_json: str) -> None: ...
+    async def usage_so_far(self, usage: Usage) -> None:
+        """The usage known at this point of the stream (the last call wins; ``usage.partial`` is set)."""
 
 
 @dataclass
 class GenerationResult:
-    """What a provider returns after streaming."""
+    """What a provider returns after a generation that ran to its end."""
 
     usage: Usage
     model: str | None = None
     """The model the provider says it used."""
+    finish_reason: FinishReason = "unknown"
+    """Why the model stopped, in provider-neutral terms."""
+    provider_finish_reason: str | None = None
+    """The provider's own word for it (``end_turn``, ``length``, ``max_output_tokens``…), for messages."""
+
+    @property
+    def partial(self) -> bool:
+        """The reply was cut at a size limit (the output limit or the context window)."""
+        return self.finish_reason in TRUNCATING_FINISH_REASONS
 
 
 class Generator(Protocol):

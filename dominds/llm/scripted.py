@@ -5,6 +5,8 @@ changes. Each entry matches the *last* context message on its role (``user`` or 
 (the assistant's own output of a generation cut short is skipped: a resumed reply answers the same message),
 optionally only for one agent; the first matching entry wins::
 
+    pace: {delay_ms: 25, chunk_chars: 4}   # optional: how fast replies stream (default 0 ms, 24 chars);
+                                           # DOMINDS_SCRIPTED_PACE=0 drops the delay (tests)
     responses:
       - message: "hello"            # exact match, case and surrounding space ignored
         # or contains: "part"  /  regex: "^Hi @(\\w+)" (the response may echo groups: "{1}")
@@ -16,9 +18,10 @@ optionally only for one agent; the first matching entry wins::
           - saying: "!?@researcher find X\n"
           - func_call: {name: add_reminder, arguments: {content: "remember X"}}
         usage: {input_tokens: 100, output_tokens: 20}   # default: estimated from characters
-        delay_ms: 0                  # pause before each chunk
-        chunk_chars: 16              # saying/thinking chunk size
+        delay_ms: 0                  # pause before each chunk (default: the database's pace)
+        chunk_chars: 16              # saying/thinking chunk size (default: the database's pace)
         error: {kind: rejected, status: 401, message: "bad key"}   # or unavailable; stream = after segments
+        finish_reason: max_tokens    # default end_turn (tool_use when it calls a function)
 
 An unmatched message yields a reply naming the file and the entry to add. This provider is the
 demo's engine and the test seam; it is product code, not a test hack.
@@ -28,11 +31,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 
@@ -45,7 +49,7 @@ from dominds.llm.base import (
     ProviderUnavailable,
     StreamBroken,
 )
-from dominds.store.course_records import Usage
+from dominds.store.course_records import FinishReason, Usage
 
 
 @dataclass
@@ -57,9 +61,12 @@ class ScriptedEntry:
     agent: str | None
     segments: list[dict[str, Any]]
     usage: dict[str, int] | None
-    delay_ms: int
-    chunk_chars: int
+    delay_ms: int | None
+    """Pause before each chunk; None: the database's ``pace``."""
+    chunk_chars: int | None
+    """Saying/thinking chunk size; None: the database's ``pace``."""
     error: dict[str, Any] | None
+    finish_reason: FinishReason | None = None
 
     def matches(self, last: ChatMessage | None, agent_id: str) -> bool:
         if self.agent is not None and self.agent != agent_id:
@@ -77,16 +84,42 @@ class ScriptedEntry:
         return True  # a catch-all entry
 
 
+@dataclass(frozen=True)
+class Pace:
+    """How fast replies stream: ``chunk_chars`` characters every ``delay_ms`` milliseconds."""
+
+    delay_ms: int = 0
+    chunk_chars: int = 24
+
+
 @dataclass
 class ScriptedDatabase:
     path: Path
     entries: list[ScriptedEntry] = field(default_factory=list)
+    pace: Pace = field(default_factory=Pace)
     mtime_ns: int = -1
     load_error: str | None = None
 
 
+PACE_ENV = "DOMINDS_SCRIPTED_PACE"
+"""Set to ``0``, the database's ``pace`` streams without delay (tests); an entry's own ``delay_ms`` still holds."""
+
+
 class ScriptedDatabaseError(ValueError):
     """The response database is malformed."""
+
+
+def parse_pace(raw: Any, path: Path) -> Pace:
+    """The database's ``pace: {delay_ms, chunk_chars}`` (default: no delay, 24 characters a chunk)."""
+    pace = raw.get("pace") if isinstance(raw, dict) else None
+    if pace is None:
+        return Pace()
+    if not isinstance(pace, dict) or not set(pace) <= {"delay_ms", "chunk_chars"}:
+        raise ScriptedDatabaseError(f"{path}: `pace:` must be a mapping with delay_ms and/or chunk_chars")
+    try:
+        return Pace(max(0, int(pace.get("delay_ms", 0))), max(1, int(pace.get("chunk_chars", 24))))
+    except (TypeError, ValueError) as exc:
+        raise ScriptedDatabaseError(f"{path}: `pace:` values must be whole numbers") from exc
 
 
 def parse_entries(raw: Any, path: Path) -> list[ScriptedEntry]:
@@ -110,6 +143,11 @@ def parse_entries(raw: Any, path: Path) -> list[ScriptedEntry]:
             ):
                 raise ScriptedDatabaseError(f"{where}: each stream item is one of thinking/saying/func_call")
             segments.append(seg)
+        finish_reason = item.get("finish_reason")
+        if finish_reason is not None and finish_reason not in get_args(FinishReason):
+            raise ScriptedDatabaseError(
+                f"{where}: finish_reason must be one of {', '.join(get_args(FinishReason))}"
+            )
         regex = item.get("regex")
         try:
             compiled = re.compile(str(regex)) if regex is not None else None
@@ -124,9 +162,10 @@ def parse_entries(raw: Any, path: Path) -> list[ScriptedEntry]:
                 agent=None if item.get("agent") is None else str(item["agent"]),
                 segments=segments,
                 usage=item.get("usage"),
-                delay_ms=int(item.get("delay_ms", 0)),
-                chunk_chars=max(1, int(item.get("chunk_chars", 24))),
+                delay_ms=None if item.get("delay_ms") is None else max(0, int(item["delay_ms"])),
+                chunk_chars=None if item.get("chunk_chars") is None else max(1, int(item["chunk_chars"])),
                 error=item.get("error"),
+                finish_reason=finish_reason,
             )
         )
     return entries
@@ -147,10 +186,11 @@ class ScriptedGenerator:
             return db
         if mtime != db.mtime_ns:
             try:
-                db.entries = parse_entries(yaml.safe_load(path.read_text(encoding="utf-8")), path)
+                raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+                db.entries, db.pace = parse_entries(raw, path), parse_pace(raw, path)
                 db.load_error = None
             except (yaml.YAMLError, ScriptedDatabaseError, ValueError, TypeError) as exc:
-                db.entries, db.load_error = [], " ".join(str(exc).split())
+                db.entries, db.pace, db.load_error = [], Pace(), " ".join(str(exc).split())
             db.mtime_ns = mtime
         return db
 
@@ -169,7 +209,11 @@ class ScriptedGenerator:
         if entry.error and entry.error.get("kind") != "stream":
             _raise_error(entry.error)
         completion_chars = 0
+        called = False
         groups = _regex_groups(entry, last)
+        pace = db.pace if os.environ.get(PACE_ENV) != "0" else Pace(0, db.pace.chunk_chars)
+        delay_ms = pace.delay_ms if entry.delay_ms is None else entry.delay_ms
+        chunk_chars = entry.chunk_chars or pace.chunk_chars
         for seg in entry.segments:
             kind, value = next(iter(seg.items()))
             if kind == "func_call":
@@ -180,6 +224,7 @@ class ScriptedGenerator:
                 call_id = str(call.get("id") or f"call-{secrets.token_hex(6)}")
                 await receiver.func_call(call_id, str(call.get("name", "")), args_json)
                 completion_chars += len(args_json)
+                called = True
                 continue
             text = _fill_groups(str(value), groups)
             completion_chars += len(text)
@@ -189,25 +234,30 @@ class ScriptedGenerator:
                 else (receiver.saying_start, receiver.saying_chunk, receiver.saying_finish)
             )
             await start()
-            for offset in range(0, len(text), entry.chunk_chars):
-                if entry.delay_ms:
-                    await asyncio.sleep(entry.delay_ms / 1000)
-                await chunk(text[offset : offset + entry.chunk_chars])
+            for offset in range(0, len(text), chunk_chars):
+                if delay_ms:
+                    await asyncio.sleep(delay_ms / 1000)
+                await chunk(text[offset : offset + chunk_chars])
             await finish()
         if entry.error:  # kind: stream — fails after its segments were streamed
             _raise_error(entry.error)
-        return GenerationResult(usage=_usage(entry, request, completion_chars), model=request.model_name)
+        return GenerationResult(
+            usage=_usage(entry, request, completion_chars),
+            model=request.model_name,
+            finish_reason=entry.finish_reason or ("tool_use" if called else "end_turn"),
+        )
 
 
 def answered_message(messages: list[ChatMessage]) -> ChatMessage | None:
     """The message a reply answers: the last one that is not the assistant's own.
 
     Normally that is simply the last message. After a generation was cut short (a crash, a stop, a
-    stream that broke) the context ends with what the model had already produced, e.g. its thinking;
-    the resumed generation answers the same message as the one it replaces.
+    stream that broke) the context ends with what the model had already produced, e.g. its thinking,
+    and the runtime's note that it was cut; the resumed generation answers the same message as the one
+    it replaces.
     """
     for message in reversed(messages):
-        if message.role != "assistant":
+        if message.role != "assistant" and not message.runtime_note:
             return message
     return messages[-1] if messages else None
 

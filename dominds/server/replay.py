@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from dominds.dialog.model import Dialog
-from dominds.driver.receiver import parser_event_payloads
+from dominds.driver.receiver import finish_event_fields, incomplete_fields, parser_event_payloads
 from dominds.server.render import render_markdown, render_saying
 from dominds.store.course_records import (
     AgentThoughtRecord,
@@ -74,7 +74,7 @@ class _CourseReplay:
             return [
                 {"type": "thinking_start_evt", **gen},
                 {"type": "thinking_chunk_evt", "chunk": record.content, **gen},
-                {"type": "thinking_finish_evt", **gen},
+                {"type": "thinking_finish_evt", **incomplete_fields(record), **gen},
             ]
         if isinstance(record, AgentWordsRecord):
             return self._saying(record)
@@ -155,6 +155,7 @@ class _CourseReplay:
                 "type": "saying_finish_evt",
                 "content": record.content,
                 "markdownHtml": render_saying(record.content),
+                **incomplete_fields(record),
                 **gen,
             },
         ]
@@ -181,7 +182,7 @@ class _CourseReplay:
         out: list[Event] = []
         if record.status == "error" and record.error:
             out.append({"type": "stream_error_evt", "error": record.error, **gen})
-        out.append({"type": "generating_finish_evt", "llmGenModel": record.model, **gen})
+        out.append({"type": "generating_finish_evt", **finish_event_fields(record), **gen})
         if record.context_health:
             out.append({"type": "context_health_evt", "contextHealth": record.context_health, **gen})
         return out

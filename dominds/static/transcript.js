@@ -132,6 +132,20 @@ export class Transcript {
   }
 }
 
+const INCOMPLETE_LABELS = { stopped: "incompleteStopped", broken: "incompleteBroken" };
+const FINISH_NOTES = {
+  max_tokens: "finishMaxTokens", context_window: "finishContextWindow",
+  refusal: "finishRefusal", content_filter: "finishContentFilter",
+};
+
+// A segment cut before its end (stop, broken stream) keeps its text and says so.
+function markIncomplete(el, reason) {
+  if (!reason) return;
+  el.classList.add("incomplete");
+  el.dataset.incomplete = reason;
+  el.append(h("div", { class: "incomplete-note", text: `⋯ ${t(INCOMPLETE_LABELS[reason] || "incompleteBroken")}` }));
+}
+
 const HANDLERS = {
   end_of_user_saying_evt(e) {
     const label = t(USER_ORIGIN_LABEL[e.origin] || "youWrote");
@@ -149,7 +163,9 @@ const HANDLERS = {
     this.root.append(el);
     this.gen = { el, body, genseq: e.genseq };
   },
-  generating_finish_evt() {
+  generating_finish_evt(e) {
+    const note = FINISH_NOTES[e.finishReason];
+    if (note && this.gen) this.gen.body.append(h("div", { class: "notice finish-note", dataset: { finishReason: e.finishReason }, text: t(note) }));
     this.gen?.el.classList.remove("streaming");
     this.thinking = this.saying = this.md = this.call = null;
   },
@@ -162,8 +178,11 @@ const HANDLERS = {
   thinking_chunk_evt(e) {
     this.thinking?.pre.append(e.chunk);
   },
-  thinking_finish_evt() {
-    if (this.thinking) this.thinking.el.open = false;
+  thinking_finish_evt(e) {
+    if (this.thinking) {
+      this.thinking.el.open = false;
+      markIncomplete(this.thinking.el, e.incomplete);
+    }
     this.thinking = null;
   },
   saying_start_evt() {
@@ -190,6 +209,7 @@ const HANDLERS = {
       setTrustedHtml(run, html);
       run.classList.remove("streaming");
     });
+    markIncomplete(this.saying.el, e.incomplete);
     this.saying = null;
   },
   teammate_call_start_evt(e) {

@@ -14,6 +14,29 @@ from dominds.store.records import Record
 
 COURSE_FORMAT_VERSION = 1
 
+IncompleteReason = Literal["stopped", "broken"]
+"""Why a thinking/saying segment ended early: the user stopped the generation, or the stream broke."""
+FinishReason = Literal[
+    "end_turn",
+    "tool_use",
+    "max_tokens",
+    "stop_sequence",
+    "refusal",
+    "content_filter",
+    "context_window",
+    "pause",
+    "broken",
+    "stopped",
+    "unknown",
+]
+"""Why a generation ended. ``end_turn``: the model finished; ``tool_use``: it called tools;
+``max_tokens``: it hit the output limit; ``stop_sequence``; ``refusal`` / ``content_filter``: the
+provider's safety systems ended it; ``context_window``: the context filled up mid-reply; ``pause``:
+the provider paused a long turn; ``broken``: the stream failed after output began; ``stopped``: a
+stop request; ``unknown``: the provider said nothing we recognise."""
+TRUNCATING_FINISH_REASONS = frozenset({"max_tokens", "context_window"})
+"""Finish reasons that cut the reply at a size limit (``status: truncated``)."""
+
 
 class Usage(Record):
     """Token usage of one generation as the provider reported it (zeros when unknown)."""
@@ -26,8 +49,13 @@ class Usage(Record):
     """Prompt tokens served from the provider's cache."""
     cache_write_tokens: int = 0
     """Prompt tokens written to the provider's cache."""
+    reasoning_tokens: int = 0
+    """Of ``output_tokens``, those spent on reasoning (reported by OpenAI; 0 when unknown). Since v1."""
     available: bool = True
     """False when the provider reported nothing."""
+    partial: bool = False
+    """The counts stop where the stream broke or was stopped (input known from the first event,
+    output as far as reported). Since v1."""
 
 
 class CourseStartRecord(Record):
@@ -90,6 +118,8 @@ class AgentThoughtRecord(Record):
     """Thinking text."""
     provider_data: dict[str, Any] | None = None
     """Opaque provider data to send back (e.g. an Anthropic thinking signature)."""
+    incomplete: IncompleteReason | None = None
+    """Set when the segment was cut off before its end (the text is what had streamed). Since v1."""
 
 
 class AgentWordsRecord(Record):
@@ -102,6 +132,8 @@ class AgentWordsRecord(Record):
     """Generation."""
     content: str
     """Saying text, verbatim."""
+    incomplete: IncompleteReason | None = None
+    """Set when the segment was cut off before its end (the text is what had streamed). Since v1."""
 
 
 class FuncCallRecord(Record):
@@ -234,8 +266,14 @@ class GenFinishRecord(Record):
     """ISO time."""
     genseq: int
     """Generation."""
-    status: Literal["ok", "interrupted", "error"] = "ok"
-    """How it ended."""
+    status: Literal["ok", "truncated", "interrupted", "error"] = "ok"
+    """How it ended: ``truncated`` = the reply reached the output limit (``max_tokens``) or the context
+    window and was cut there; ``interrupted`` = stopped (or the daemon died); ``error`` = failed."""
+    finish_reason: FinishReason | None = None
+    """Why the model stopped, in provider-neutral terms (``None`` in records older than the field and
+    when no provider was reached)."""
+    partial: bool = False
+    """The reply is incomplete: cut by the output limit, a broken stream or a stop after output began."""
     error: str | None = None
     """Error text when not ok."""
     provider: str | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shlex
+import time
 from pathlib import Path
 
 from test_cli_kit import Daemon, cli_env, dominds
@@ -114,3 +115,23 @@ def test_demo_dir_is_refreshed_from_the_template_and_foreign_folders_are_refused
     assert refused.returncode == 1 and "not the demo one" in refused.stderr
     assert f"dominds -C {other} serve" in refused.stderr
     assert not (other / ".minds" / "team.yaml").exists()
+
+
+def test_the_demo_streams_at_a_pace_a_person_can_watch(tmp_path: Path) -> None:
+    """Bug: the demo answered in under 250 ms, so nobody saw a reply stream in. Its database now sets
+    `pace:` (4 characters every 25 ms); only DOMINDS_SCRIPTED_PACE=0, which the other tests set, drops it."""
+    env = _env(tmp_path)
+    env.pop("DOMINDS_SCRIPTED_PACE", None)
+    demo = tmp_path / "data" / "dominds" / "demo"
+    with Daemon(_elsewhere(tmp_path), "--demo", env=env) as daemon:
+        started = time.monotonic()
+        run = dominds(demo, "run", "--json", "Ask me a question", env=env)
+        elapsed = time.monotonic() - started
+        daemon.stop()
+    assert run.returncode == 3, run.stdout + run.stderr
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    chunks = [e for e in events if e["type"].endswith("_chunk_evt")]
+    streamed = "".join(e["chunk"] for e in chunks)
+    assert "Which format should the final summary have?" in streamed
+    assert len(chunks) >= len(streamed) // 4 >= 30, len(chunks)
+    assert elapsed >= 0.025 * (len(chunks) - 1), "each chunk waits its turn: a person sees the reply arrive"

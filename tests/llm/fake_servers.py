@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
+import queue
+import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from dominds.llm.base import StreamProtocolError
+from dominds.store.course_records import Usage
 
 
 @dataclass
@@ -72,6 +76,7 @@ class FakeLlmServer:
         app = web.Application()
         app.router.add_post("/v1/messages", self._handle)
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/responses", self._handle)
         return app
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -93,11 +98,13 @@ class FakeLlmServer:
         )
         await response.prepare(request)
         try:
-            for index, frame in enumerate(reply.frames):
+            for index, frame in enumerate([*reply.frames, None]):
                 if reply.drop_after is not None and index == reply.drop_after:
                     assert request.transport is not None
                     request.transport.close()
                     return response
+                if frame is None:
+                    break
                 if reply.delay_s:
                     await asyncio.sleep(reply.delay_s)
                 await response.write(frame.encode())
@@ -108,6 +115,34 @@ class FakeLlmServer:
             self._note_hang_up()
             raise
         return response
+
+
+@contextlib.contextmanager
+def fake_server_in_thread() -> Iterator[FakeLlmServer]:
+    """The fake server on an event loop of its own thread, for tests that block (subprocesses, a daemon)."""
+    loop = asyncio.new_event_loop()
+    ready: queue.Queue[FakeLlmServer | BaseException] = queue.Queue()
+    done = asyncio.Event()
+
+    async def serve() -> None:
+        try:
+            async with running_fake_server() as server:
+                ready.put(server)
+                await done.wait()
+        except BaseException as exc:  # a failed start must not leave the test waiting forever
+            ready.put(exc)
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    started = ready.get(timeout=10)
+    if isinstance(started, BaseException):
+        raise started
+    try:
+        yield started
+    finally:
+        loop.call_soon_threadsafe(done.set)
+        thread.join(timeout=10)
+        loop.close()
 
 
 @contextlib.asynccontextmanager
@@ -123,6 +158,61 @@ async def running_fake_server() -> AsyncIterator[FakeLlmServer]:
         yield server
     finally:
         await runner.cleanup()
+
+
+# ---------------------------------------------------------------- Anthropic prompt cache
+
+
+class AnthropicPromptCache:
+    """The Messages API's prompt cache, simulated for the usage a fake reply reports.
+
+    A request's prompt is its tools, then its system blocks, then every message block, in order. A
+    ``cache_control`` breakpoint writes the prefix up to its block to the cache; a later request reads
+    the longest cached prefix that ends at one of its breakpoints or up to ``LOOKBACK`` blocks before
+    one (as the API checks). Tokens are estimated at four characters each. ``usage(body)`` returns
+    ``(input_tokens, cache_read, cache_write)`` as the API counts them (input excludes both).
+    """
+
+    LOOKBACK = 20
+
+    def __init__(self) -> None:
+        self.entries: set[str] = set()
+
+    def usage(self, body: dict[str, Any]) -> tuple[int, int, int]:
+        blocks: list[tuple[dict[str, Any], str]] = []
+        for tool in body.get("tools") or []:
+            blocks.append((tool, "tool"))
+        system = body.get("system") or []
+        for block in [{"type": "text", "text": system}] if isinstance(system, str) else system:
+            blocks.append((block, "system"))
+        for message in body.get("messages") or []:
+            content = message["content"]
+            for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+                blocks.append((block, message["role"]))
+        digest = hashlib.sha256()
+        prefixes: list[str] = []
+        tokens: list[int] = []
+        total = 0
+        for block, role in blocks:
+            plain = {k: v for k, v in block.items() if k != "cache_control"}
+            text = json.dumps([role, plain], sort_keys=True)
+            digest.update(text.encode())
+            prefixes.append(digest.hexdigest())
+            total += max(1, len(text) // 4)
+            tokens.append(total)
+        breakpoints = [i for i, (block, _) in enumerate(blocks) if "cache_control" in block]
+        read_at = -1
+        for point in breakpoints:
+            for i in range(point, max(point - self.LOOKBACK, 0) - 1, -1):
+                if prefixes[i] in self.entries and i > read_at:
+                    read_at = i
+                    break
+        read = tokens[read_at] if read_at >= 0 else 0
+        last = breakpoints[-1] if breakpoints else -1
+        written = max(tokens[last] - read, 0) if last > read_at else 0
+        for point in breakpoints:
+            self.entries.add(prefixes[point])
+        return total - read - written, read, written
 
 
 # ---------------------------------------------------------------- Anthropic wire format
@@ -141,6 +231,7 @@ def anthropic_frames(
     cache_write: int | None = None,
     error_after: int | None = None,
     error_type: str = "overloaded_error",
+    stop_reason: str | None = None,
 ) -> list[str]:
     """A message stream. Blocks: ``{"thinking": t, "signature": s}``, ``{"text": t}``,
     ``{"tool_use": {"id", "name", "input"}}``. ``error_after``: an ``event: error`` after that many blocks."""
@@ -157,14 +248,14 @@ def anthropic_frames(
             }
         )
     ]
-    stop_reason = "end_turn"
+    default_stop = "end_turn"
     for index, block in enumerate(blocks):
         if error_after == index:
             frames.append(anthropic_error_frame(error_type, "the fake server broke the stream"))
             return frames
         frames.extend(_anthropic_block(index, block))
         if "tool_use" in block:
-            stop_reason = "tool_use"
+            default_stop = "tool_use"
     if error_after == len(blocks):
         frames.append(anthropic_error_frame(error_type, "the fake server broke the stream"))
         return frames
@@ -172,7 +263,7 @@ def anthropic_frames(
         anthropic_event(
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": stop_reason},
+                "delta": {"stop_reason": stop_reason or default_stop},
                 "usage": {"output_tokens": output_tokens},
             }
         )
@@ -299,6 +390,8 @@ class RecordingReceiver:
 
     def __init__(self) -> None:
         self.events: list[tuple[Any, ...]] = []
+        self.usage: Usage | None = None
+        """The last usage the provider reported while streaming."""
         self.first_event = asyncio.Event()
         self._open: str | None = None
 
@@ -343,6 +436,9 @@ class RecordingReceiver:
     async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
         assert self._open is None
         self._record("func_call", call_id, name, json.loads(arguments_json))
+
+    async def usage_so_far(self, usage: Usage) -> None:
+        self.usage = usage
 
     def text(self, kind: str) -> str:
         return "".join(e[1] for e in self.events if e[0] == f"{kind}_chunk")
