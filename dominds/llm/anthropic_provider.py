@@ -220,9 +220,12 @@ def usage_of(usage: Any, *, partial: bool = False) -> Usage:
         "cache_read_tokens": getattr(usage, "cache_read_input_tokens", None),
         "cache_write_tokens": getattr(usage, "cache_creation_input_tokens", None),
     }
+    creation = getattr(usage, "cache_creation", None)
+    long_writes = int(getattr(creation, "ephemeral_1h_input_tokens", 0) or 0) if creation is not None else 0
     # Anthropic's input_tokens already excludes cache reads and writes, as Usage wants.
     return Usage(
         **{k: int(v or 0) for k, v in numbers.items()},
+        cache_write_long_tokens=long_writes,
         available=any(v is not None for v in numbers.values()),
         partial=partial,
     )

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dominds.llm.params import api_mistakes, model_problems, section_mistakes
+from dominds.llm.pricing import ModelPricing, parse_pricing
 from dominds.problems import (
     LLM_CONFIG_ERROR,
     Problem,
@@ -61,32 +62,6 @@ def provider_params_mistakes(
     if model is not None and model_key is not None:
         refused += model_problems(params, provider.api_type, model_key, model.request_info())
     return refused, ignored
-
-
-@dataclass(frozen=True)
-class ModelPricing:
-    """Prices in USD per million tokens."""
-
-    input: float
-    output: float
-    cache_read: float | None = None
-    """Prompt-cache reads; ``None`` = not billed separately (counted as input)."""
-    cache_write: float | None = None
-    """Prompt-cache writes; ``None`` = not billed separately (counted as input)."""
-
-    def cost_usd(
-        self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0
-    ) -> float:
-        """Cost of one generation; ``input_tokens`` excludes the cache tokens."""
-        cache_read = self.input if self.cache_read is None else self.cache_read
-        cache_write = self.input if self.cache_write is None else self.cache_write
-        total = (
-            input_tokens * self.input
-            + output_tokens * self.output
-            + cache_read_tokens * cache_read
-            + cache_write_tokens * cache_write
-        )
-        return total / 1_000_000
 
 
 @dataclass(frozen=True)
@@ -387,26 +362,11 @@ def _model_info(key: str, raw: dict[str, Any], line: int, who: str, collector: P
 def _pricing(raw: object, line: int, who: str, collector: ProblemCollector) -> ModelPricing | None:
     if raw is None:
         return None
-    names = ("input", "output", "cache_read", "cache_write")
-    valid = (
-        isinstance(raw, dict)
-        and set(raw) <= set(names)
-        and all(
-            v is None or (isinstance(v, int | float) and not isinstance(v, bool) and v >= 0)
-            for v in raw.values()
-        )
-        and raw.get("input") is not None
-        and raw.get("output") is not None
-    )
-    if not isinstance(raw, dict) or not valid:
-        collector.error(
-            line,
-            f"{who}: `pricing` must be {{input, output, cache_read?, cache_write?}}, each a non-negative "
-            "number (USD per million tokens); ignored",
-        )
+    pricing = parse_pricing(raw)
+    if isinstance(pricing, str):
+        collector.error(line, f"{who}: {pricing}; ignored")
         return None
-    cache_prices = [None if raw.get(name) is None else float(raw[name]) for name in names[2:]]
-    return ModelPricing(float(raw["input"]), float(raw["output"]), *cache_prices)
+    return pricing
 
 
 def _optional_str(

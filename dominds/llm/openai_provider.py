@@ -218,6 +218,8 @@ def usage_of(usage: Any) -> Usage:
     details = getattr(usage, "prompt_tokens_details", None)
     cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
     written = int(getattr(details, "cache_write_tokens", 0) or 0) if details is not None else 0
+    write_details = getattr(details, "cache_write_tokens_details", None) if details is not None else None
+    long_writes = int(getattr(write_details, "ttl_12h_tokens", 0) or 0) if write_details is not None else 0
     output_details = getattr(usage, "completion_tokens_details", None)
     reasoning = int(getattr(output_details, "reasoning_tokens", 0) or 0) if output_details is not None else 0
     # OpenAI counts cached and cache-written tokens inside prompt_tokens; Usage.input_tokens excludes them.
@@ -226,6 +228,7 @@ def usage_of(usage: Any) -> Usage:
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cache_read_tokens=cached,
         cache_write_tokens=written,
+        cache_write_long_tokens=long_writes,
         reasoning_tokens=reasoning,
     )
 

@@ -230,6 +230,8 @@ def usage_of(usage: Any, *, partial: bool = False) -> Usage:
     details = getattr(usage, "input_tokens_details", None)
     cached = int(getattr(details, "cached_tokens", 0) or 0)
     written = int(getattr(details, "cache_write_tokens", 0) or 0)
+    write_details = getattr(details, "cache_write_tokens_details", None)
+    long_writes = int(getattr(write_details, "ttl_12h_tokens", 0) or 0) if write_details is not None else 0
     output_details = getattr(usage, "output_tokens_details", None)
     # OpenAI counts cached and cache-written tokens inside input_tokens; Usage.input_tokens excludes them.
     return Usage(
@@ -237,6 +239,7 @@ def usage_of(usage: Any, *, partial: bool = False) -> Usage:
         output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
         cache_read_tokens=cached,
         cache_write_tokens=written,
+        cache_write_long_tokens=long_writes,
         reasoning_tokens=int(getattr(output_details, "reasoning_tokens", 0) or 0),
         partial=partial,
     )

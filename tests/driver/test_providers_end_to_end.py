@@ -274,6 +274,10 @@ async def test_tellask_and_function_call_through_a_real_sdk(
         ]:
             assert total[field] == sum(u[key] for u in player.reported), field
         assert total["costUsd"] > 0
+        if lead_provider == coder_provider == "fake-anthropic":
+            # cache reads and writes are priced at their own rates (llm.yaml: 3 / 15 / 0.3 / 3.75)
+            expected = sum(3 * u["input"] + 15 * u["output"] + 0.3 * u["cache_read"] + 3.75 * u["cache_write"] for u in player.reported)
+            assert total["costUsd"] == pytest.approx(expected / 1e6)
     finally:
         await engine.close()
 
