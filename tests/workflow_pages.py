@@ -5,15 +5,17 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from server.browser.browser_kit import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, CHROMIUM_PRESENT
+from chromium import CHROMIUM, CHROMIUM_PRESENT, launched_chromium
 
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
 from dominds.server import make_app
 
 TOKEN = "workflow-page-token"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 __all__ = ["CHROMIUM", "CHROMIUM_PRESENT", "TOKEN", "WorkflowPage", "workflow_page"]
 
 
@@ -40,8 +42,6 @@ async def workflow_page(
     configure: Callable[[Any], None] | None = None,
 ) -> AsyncIterator[WorkflowPage]:
     """``path`` of a daemon app on ``rtws`` with ``add_routes`` mounted, opened in Chromium with the token."""
-    from playwright.async_api import async_playwright
-
     engine = Engine(rtws)
     await engine.start()
     app = make_app(engine, token=TOKEN)
@@ -50,8 +50,7 @@ async def workflow_page(
     add_routes(app)
     server = await aiohttp_server(app)
     try:
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        async with launched_chromium() as browser:
             page = await browser.new_page(viewport={"width": 1280, "height": 900})
             handle = WorkflowPage(page, engine)
             page.on("pageerror", lambda error: handle.errors.append(str(error)))
@@ -59,6 +58,5 @@ async def workflow_page(
                 await page.add_init_script(f"localStorage.setItem('dominds.uiLanguage', '{language}')")
             await page.goto(f"http://127.0.0.1:{server.port}{path}?auth={TOKEN}")
             yield handle
-            await browser.close()
     finally:
         await engine.close()
