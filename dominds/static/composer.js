@@ -5,7 +5,7 @@
 // sent that the user cannot see. The daemon announces the queue (prompt_queued_evt,
 // queued_prompt_cancelled_evt) and the end_of_user_saying_evt with the same msgId takes an entry out.
 
-import { $, h, randomId, toast } from "./dom.js";
+import { $, h, onCtrlEnter, randomId, toast } from "./dom.js";
 import { t } from "./i18n.js";
 
 export class Composer {
@@ -20,12 +20,7 @@ export class Composer {
     this.busy = false;
     this.input = $("#input");
     $("#send").addEventListener("click", () => this.send());
-    this.input.addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-        e.preventDefault();
-        this.send();
-      }
-    });
+    onCtrlEnter(this.input, () => this.send());
     $("#answer-target").addEventListener("change", (e) => {
       this.target = e.target.value;
       this.render();

@@ -5,7 +5,7 @@
 // dlg_run_state_evt broadcasts, titles from dialog_retitled.
 
 import { apiGet } from "./api.js";
-import { $, h } from "./dom.js";
+import { $, h, plainClick } from "./dom.js";
 import { runStateLabel, t } from "./i18n.js";
 import { linkTo, patchRoute, readRoute } from "./router.js";
 
@@ -200,7 +200,7 @@ export class DialogLists {
   item(node, isRoot) {
     const ref = { selfId: node.selfId, rootId: node.rootId };
     const open = (event) => {
-      if (event.button > 0 || event.metaKey || event.ctrlKey || event.shiftKey) return; // a new tab: let the link work
+      if (!plainClick(event)) return; // a new tab: let the link work
       event.preventDefault();
       this.actions.open(ref);
     };

@@ -4,7 +4,7 @@
 // refused when the file changed since it was shown).
 
 import { apiPost } from "./api.js";
-import { askInPage, h, setTrustedHtml, toast } from "./dom.js";
+import { askInPage, h, plainClick, setTrustedHtml, toast } from "./dom.js";
 import { language, t } from "./i18n.js";
 import { linkTo } from "./router.js";
 
@@ -50,7 +50,7 @@ export class QuestionsPanel {
       class: "question-link",
       href: linkTo({ selfId: q.selfId, rootId: q.rootId, question: q.id }),
       onclick: (e) => {
-        if (e.button > 0 || e.metaKey || e.ctrlKey) return;
+        if (!plainClick(e)) return;
         e.preventDefault();
         this.actions.jump(q);
       },

@@ -7,7 +7,7 @@
 // question — an inline answer form (Ctrl+Enter answers).
 
 import { artifactImages } from "./artifacts.js";
-import { h, setTrustedHtml, toast } from "./dom.js";
+import { h, onCtrlEnter, plainClick, setTrustedHtml, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { linkTo } from "./router.js";
 
@@ -73,7 +73,7 @@ export class Transcript {
     return h("a", {
       class: "permalink", href: linkTo(target), title: t("linkTo"), "aria-label": t("linkTo"), text: "#",
       onclick: (e) => {
-        if (e.button > 0 || e.metaKey || e.ctrlKey) return;
+        if (!plainClick(e)) return;
         e.preventDefault();
         this.actions.followLink(target);
       },
@@ -108,12 +108,7 @@ export class Transcript {
     const input = h("textarea", { rows: "2", placeholder: t("answerPlaceholder"), class: "answer-input" });
     const form = h("form", { class: "answer", dataset: { questionId: question.id } },
       input, h("button", { type: "submit", class: "primary", text: t("answer") }));
-    input.addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-        event.preventDefault();
-        form.requestSubmit();
-      }
-    });
+    onCtrlEnter(input, () => form.requestSubmit());
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const text = input.value.trim();
@@ -166,7 +161,7 @@ export class Transcript {
     return h("a", {
       href: linkTo(ref), class: "subdialog-link", dataset: { selfId: ref.selfId },
       onclick: (e) => {
-        if (e.button > 0 || e.metaKey || e.ctrlKey) return;
+        if (!plainClick(e)) return;
         e.preventDefault();
         this.actions.openDialog(ref);
       },
