@@ -1,4 +1,4 @@
-"""`dominds plan-solve`: the Plan & Solve websocket service (seed 001), its client and the data-to-slides example.
+"""`dominds plan-solve`: the Plan & Solve websocket service, its client and the data-to-slides example.
 
 - ``serve``: the service on its own port (``ws://HOST:PORT``, also ``/plan-solve/ws``) with its own engine on the
   workspace at or above the current directory, or on an offline copy of the example when there is none.
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "plan-solve",
         help="Plan & Solve websocket service: serve, client, example data2ppt",
-        description="Plan & Solve (seed 001): plan slides, solve them in parallel, aggregate. See docs/plan-solve.md.",
+        description="Plan & Solve: plan slides, solve them in parallel, aggregate. See docs/plan-solve.md.",
     )
     sub = p.add_subparsers(dest="plan_solve_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda args: _help(p))
@@ -120,7 +120,7 @@ def _add_service_options(p: argparse.ArgumentParser, *, confirm_timeout: float) 
     p.add_argument(
         "--no-broadcast-tasks",
         action="store_true",
-        help="leave the task list out of plan.completed (seed §3.3 broadcast_tasks=False)",
+        help="leave the task list out of the plan.completed event (broadcast_tasks=False)",
     )
     p.add_argument("--token", help="require this token (needed to listen on a non-loopback address)")
     p.add_argument(

@@ -65,7 +65,7 @@ def test_status_without_and_with_a_daemon(tmp_path: Path) -> None:
     assert text.returncode == 0, text.stderr
     assert "no daemon running" in text.stdout and "\x1b[" not in text.stdout, "no colour when not a TTY"
     assert f"└─ {delegate['subdialogs'][0]['selfId']}  @coder  idle" in text.stdout
-    assert "blocked: needs human input  Q4H 1" in text.stdout and paint["q4h"][0]["id"] in text.stdout
+    assert "blocked: waiting for your answer  1 question" in text.stdout and paint["q4h"][0]["id"] in text.stdout
     assert f"TYPE B coder!s1 → {sub_id}" in text.stdout
     assert "3 trees, 5 dialogs, 1 pending question —" in text.stdout
 
