@@ -93,9 +93,20 @@ def _add_service_options(p: argparse.ArgumentParser, *, confirm_timeout: float) 
         "--csv",
         type=Path,
         metavar="FILE",
-        help="data file (default: <workspace>/plan-solve/sample-sales.csv)",
+        help="data file, CSV or .csv.gz (default: <workspace>/plan-solve/sales.csv.gz, else the sample data)",
     )
-    p.add_argument("--workdir", type=Path, default=Path("workdir"), help="output folder (default: ./workdir)")
+    p.add_argument(
+        "--workdir",
+        type=Path,
+        default=Path("workdir"),
+        help="output root; each run writes WORKDIR/ppt/<time>-<run id>/ (default: ./workdir)",
+    )
+    p.add_argument(
+        "--template",
+        default="dominds",
+        metavar="NAME|FILE",
+        help="deck template: dominds (16:9, default), plain, or a .pptx/.potx file",
+    )
     p.add_argument("--concurrency", type=int, default=5, help="solvers at once (default 5)")
     p.add_argument(
         "--confirm-timeout",
@@ -155,9 +166,9 @@ def _settings(args: argparse.Namespace, workspace: Rtws, *, confirm_plan: bool) 
     if csv_path is not None and not csv_path.is_file():
         raise CliError(f"--csv {args.csv}: no such file")
     if csv_path is None and not (workspace.root / DEFAULT_CSV).is_file():
-        from dominds.workflows.plan_solve.example.workspace import SAMPLE_CSV
+        from dominds.workflows.plan_solve.example.workspace import sample_csv
 
-        csv_path = SAMPLE_CSV
+        csv_path = sample_csv()
     return PlanSolveSettings(
         concurrency=args.concurrency,
         broadcast_tasks=not args.no_broadcast_tasks,
@@ -168,8 +179,21 @@ def _settings(args: argparse.Namespace, workspace: Rtws, *, confirm_plan: bool) 
         heartbeat_seconds=args.heartbeat,
         csv_path=csv_path,
         workdir=args.workdir.resolve(),
+        template=_template(args.template),
         token=args.token,
     )
+
+
+def _template(chosen: str) -> str:
+    from dominds.workflows.plan_solve.pptx_writer import TemplateError, check_template
+    from dominds.workflows.plan_solve.settings import BUILTIN_TEMPLATES
+
+    template = chosen if chosen in BUILTIN_TEMPLATES else str(Path(chosen).resolve())
+    try:
+        check_template(template)
+    except TemplateError as exc:
+        raise CliError(f"--template: {exc}") from exc
+    return template
 
 
 def _run_service(args: argparse.Namespace, *, confirm_plan: bool) -> int:
@@ -219,6 +243,7 @@ def _example_data2ppt(args: argparse.Namespace) -> int:
             concurrency=settings.concurrency,
             out=lambda line: print(line, flush=True),
             json_events=args.json,
+            template=settings.template,
         )
     )
 

@@ -10,6 +10,7 @@ teammate response and returned to the waiting code; the root itself never calls 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from dominds.dialog.model import RootDialog
 from dominds.driver.errors import EngineError
@@ -51,8 +52,12 @@ class ConductorRun:
         headline: str = "",
         session: str | None = None,
         timeout: float | None = None,
+        on_subdialog: Callable[[str], None] | None = None,
     ) -> TeammateAnswer:
-        """Give ``agent_id`` a task and wait for its answer (a failed answer when it is declared dead)."""
+        """Give ``agent_id`` a task and wait for its answer (a failed answer when it is declared dead).
+
+        ``on_subdialog`` is told the id of the subdialog doing the step as soon as it exists (workflows
+        follow its events, e.g. to report its tool calls)."""
         team = self.engine.config.get().team
         if team.member(agent_id) is None:
             raise EngineError(f"workflow step needs member {agent_id!r}, which is not in .minds/team.yaml")
@@ -72,6 +77,8 @@ class ConductorRun:
         entry = next((p for p in self.root.pending if p.call_id == call_id), None)
         if entry is None:  # the subdialog answered before we looked (cannot happen with a real provider)
             raise RuntimeError(f"workflow call {call_id} vanished before it could be awaited")
+        if on_subdialog is not None:
+            on_subdialog(entry.subdialog_id)
         future = self.engine.conductors.expect(entry.subdialog_id, call_id)
         try:
             return await asyncio.wait_for(future, timeout)

@@ -7,44 +7,37 @@ socket. Every run ends with what ``run`` returns (the final answer text) or rais
 
 A replan during plan confirmation starts planning again. The origin ended the run there with "Plan was
 declined by user." because it checked the declined answer before the replan flag; that is fixed here.
+
+Each run has its own output folder, ``<ppt root>/<YYYYmmdd-HHMMSS>-<root dialog id>/``, and its run
+record (``run_record.py``), written before the planner is asked and again when the run ends.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass
+import time
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from dominds.workflows.plan_solve import members
+from dominds.ids import now_iso
+from dominds.workflows.plan_solve import members, run_record
+from dominds.workflows.plan_solve.aggregation import AggregateJob, Aggregator
 from dominds.workflows.plan_solve.confirm import Confirmations, plan_step_id, tool_step_id
+from dominds.workflows.plan_solve.dataset import DataTable, QueryError, open_table
 from dominds.workflows.plan_solve.events import Emit
 from dominds.workflows.plan_solve.settings import PlanSolveSettings
 from dominds.workflows.plan_solve.solving import SolvingPhase, TaskSlot
 from dominds.workflows.plan_solve.statistics import pipeline_statistics, step_statistics
 from dominds.workflows.plan_solve.tasks import Plan, TaskError, coerce_tasks, parse_plan
+from dominds.workflows.plan_solve.tool_events import ToolEventRelay
 
 if TYPE_CHECKING:
     from dominds.driver.conductor import ConductorRun, TeammateAnswer
     from dominds.driver.engine import Engine
 
 Phase = Literal["starting", "planning", "confirming", "solving", "aggregating", "done"]
-ToolConfirm = Callable[[str, str, dict[str, Any]], Awaitable[bool]]
-"""``confirm(tool_name, description, args)``: True when the tool may run."""
-
-
-@dataclass(frozen=True)
-class AggregateResult:
-    output: dict[str, Any]
-    """``aggregate.completed.output`` (for slides: ``{slides, ppt_result, ...}``)."""
-    final_text: str
-
-
-Aggregator = Callable[[dict[str, Any], list[dict[str, Any]], ToolConfirm], Awaitable[AggregateResult]]
-"""``aggregate(context, slides, confirm)``."""
-
-
 class StepTimeout(Exception):
     """A planner step took longer than ``step_timeout`` (reported as ``agent.timeout``)."""
 
@@ -62,12 +55,25 @@ class PlanSolveRun:
         aggregate: Aggregator,
         *,
         csv_path: Path | None,
+        ppt_root: Path,
+        confirm_plan: bool | None = None,
+        on_start: Callable[[str], None] | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
         self.emit = emit
         self.aggregate = aggregate
         self.csv_path = csv_path
+        self.ppt_root = ppt_root
+        self.confirm_plan = settings.require_plan_confirmation if confirm_plan is None else confirm_plan
+        """Ask ``agent.user_confirm`` after planning (the service's setting unless the message chose)."""
+        self.on_start = on_start
+        """Told the run's root dialog id once its record is written."""
+        self.output_dir: Path | None = None
+        self.record: run_record.RunRecord | None = None
+        self.table: DataTable | None = None
+        self._relay: ToolEventRelay | None = None
+        self._ended: run_record.RunStatus = "completed"
         self.confirmations = Confirmations(emit)
         self.phase: Phase = "starting"
         self.conductor: ConductorRun | None = None
@@ -114,20 +120,52 @@ class PlanSolveRun:
 
     async def run(self, question: str) -> str:
         """Run to the end; returns the final answer text."""
-        await asyncio.to_thread(members.ensure_taskdoc, self.engine.rtws.root, self.settings.taskdoc_path)
-        brief = await asyncio.to_thread(members.data_brief, self.csv_path)
+        workspace = self.engine.rtws.root
+        await asyncio.to_thread(members.ensure_taskdoc, workspace, self.settings.taskdoc_path)
+        if self.csv_path is not None:
+            try:
+                self.table = await asyncio.to_thread(open_table, self.csv_path)
+            except QueryError as exc:
+                raise PlanSolveError(f"the data file cannot be used: {exc}") from exc
+        brief = await asyncio.to_thread(members.data_brief, self.table)
         self.conductor = self.engine.start_workflow_run(
             "plan_solve", members.CONDUCTOR_ID, self.settings.taskdoc_path, f"Plan & Solve: {question[:80]}"
         )
+        root_id = self.conductor.root_id
+        self.output_dir = self.ppt_root / f"{time.strftime('%Y%m%d-%H%M%S')}-{root_id}"
+        self.record = run_record.RunRecord(
+            question=question,
+            data=run_record.data_of(self.table, workspace),
+            output_dir=run_record.shown_path(self.output_dir, workspace),
+            started_at=now_iso(),
+            updated_at=now_iso(),
+        )
+        await asyncio.to_thread(run_record.save, self.conductor.root.files.dir, self.record)
+        if self.on_start is not None:
+            self.on_start(root_id)
+        self._relay = ToolEventRelay(self.engine.pubchan, root_id, self.emit)
+        final_text: str | None = None
         try:
             planned = await self._plan_until_accepted(question, brief)
             if isinstance(planned, str):
+                final_text = planned
                 return planned
             plan, question, plan_statistics = planned
-            return await self._solve_and_aggregate(plan, question, brief, plan_statistics)
+            final_text = await self._solve_and_aggregate(plan, question, brief, plan_statistics)
+            return final_text
+        except asyncio.CancelledError:
+            self._ended = "cancelled"
+            raise
+        except BaseException:
+            self._ended = "failed"
+            raise
         finally:
             self.phase = "done"
             self.confirmations.withdraw_all()
+            self._relay.close()
+            self.record.status, self.record.final_text = self._ended, final_text
+            # an end state the next start can trust; shielded so a cancelled run still writes it
+            await asyncio.shield(asyncio.to_thread(run_record.save, self.conductor.root.files.dir, self.record))
 
     async def _plan_until_accepted(
         self, question: str, brief: str
@@ -158,7 +196,7 @@ class PlanSolveRun:
                 del completed["tasks"]
             self.emit("plan.completed", completed)
             self.conductor.note(f"Plan: {plan.summary} ({len(tasks)} tasks)")
-            if not self.settings.require_plan_confirmation:
+            if not self.confirm_plan:
                 return plan, question, statistics
             self.phase, self._plan_step = "confirming", plan_step_id()
             reply = await self.confirmations.ask(
@@ -183,10 +221,11 @@ class PlanSolveRun:
                 return self._declined(reply.reason == "timeout")
             if reply.content.get("tasks") is not None:
                 try:
-                    plan = Plan(coerce_tasks(reply.content["tasks"]), plan.summary)
+                    plan = Plan(coerce_tasks(reply.content["tasks"]), plan.summary, plan.title)
                 except TaskError as exc:
                     message = "The edited tasks cannot be used, so the run ends."
                     self.emit("plan.coercion_error", {"message": message, "error": str(exc)})
+                    self._ended = "declined"
                     return f"The edited plan was rejected: {exc}"
                 self.conductor.note(f"Plan edited by the user ({len(plan.tasks)} tasks)")
             return plan, question, statistics
@@ -202,6 +241,7 @@ class PlanSolveRun:
                 members.planner_request(question, brief),
                 headline="plan",
                 timeout=self.settings.step_timeout,
+                on_subdialog=self._bind_planner,
             )
         )
         planning = self._planning
@@ -221,14 +261,20 @@ class PlanSolveRun:
             raise error
         return planning.result()
 
+    def _bind_planner(self, dialog_id: str) -> None:
+        if self._relay is not None:
+            self._relay.bind(dialog_id, {"scope": "plan"})
+
     def _plan_cancelled(self) -> str:
         assert self.conductor is not None
+        self._ended = "cancelled"
         self.emit("plan.cancelled", {"reason": "cancelled"})
         self.conductor.note("Plan cancelled by the user.")
         return "Plan was cancelled."
 
     def _declined(self, timed_out: bool) -> str:
         assert self.conductor is not None
+        self._ended = "declined"
         if timed_out:
             text = f"Plan was declined: no confirmation within {self.settings.confirm_timeout:g} s."
         else:
@@ -248,6 +294,8 @@ class PlanSolveRun:
             step_timeout=self.settings.step_timeout,
             request_for=lambda task: members.solver_request(question, plan.summary, task, brief),
             emit=self.emit,
+            table=self.table,
+            bind=self._relay.bind if self._relay is not None else None,
         )
         completed = await self.solving.run()
         self.phase = "aggregating"
@@ -258,6 +306,7 @@ class PlanSolveRun:
             "tasks": tasks,
             "plan_summary": plan.summary,
             "dialog_id": self.conductor.root_id,
+            "output_dir": self.record.output_dir if self.record else None,
         }
         solver_results = [slot.result for slot in completed if slot.result is not None]
         failed = [slot for slot in self.solving.slots.values() if slot.state == "failed"]
@@ -266,11 +315,17 @@ class PlanSolveRun:
             raise PlanSolveError(f"every slide failed — {reasons}")
         aggregate_output: dict[str, Any] | None = None
         final_text = "No slides were produced: every task was cancelled."
-        if solver_results:
+        if not solver_results:
+            self._ended = "cancelled"
+        else:
             self.emit("aggregate.start", {"context": context, "solver_results": solver_results})
             slides = [result["output"] for result in solver_results]
-            aggregated = await self.aggregate(context, slides, self._confirm_tool)
+            assert self.output_dir is not None
+            job = AggregateJob(context, slides, self._confirm_tool, self.output_dir, self._cover(plan, question))
+            aggregated = await self.aggregate(job)
             aggregate_output, final_text = aggregated.output, aggregated.final_text
+            if self.record is not None:
+                self.record.deck = aggregated.deck
             self.emit(
                 "aggregate.completed",
                 {"context": context, "solver_results": solver_results, "output": aggregate_output},
@@ -289,6 +344,11 @@ class PlanSolveRun:
         final_text += _left_out_note(list(self.solving.slots.values()))
         self.conductor.note(final_text)
         return final_text
+
+    def _cover(self, plan: Plan, question: str) -> dict[str, str]:
+        title = plan.title or question
+        source = f"Data: {self.table.path.name}, {self.table.row_count:,} rows" if self.table else "No data file"
+        return {"title": title, "subtitle": f"{plan.summary}\n{source} · {time.strftime('%Y-%m-%d')}"}
 
     async def _confirm_tool(self, tool_name: str, description: str, args: dict[str, Any]) -> bool:
         if tool_name not in self.settings.confirm_tools:
@@ -311,3 +371,4 @@ def _left_out_note(slots: list[TaskSlot]) -> str:
     if failed:
         parts.append(f"failed: {', '.join(failed)}")
     return f" (left out — {'; '.join(parts)})" if parts else ""
+

@@ -94,14 +94,22 @@ async def _user_message(service: PlanSolveService, session: Session, message: di
         )
         return
     metadata = message.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        session.emit("agent.error", "metadata must be an object", {"event": "user.message"})
+        return
+    metadata = metadata or {}
     csv_path = service.default_csv()
-    if isinstance(metadata, dict) and metadata.get("csv_path") is not None:
+    if metadata.get("csv_path") is not None:
         chosen = _workspace_file(service.workspace_root, metadata["csv_path"])
         if isinstance(chosen, str):
             session.emit("agent.error", f"metadata.csv_path {chosen}", {"event": "user.message"})
             return
         csv_path = chosen
-    session.start(content.strip(), csv_path)
+    confirm_plan = metadata.get("confirm_plan")
+    if confirm_plan is not None and not isinstance(confirm_plan, bool):
+        session.emit("agent.error", "metadata.confirm_plan must be true or false", {"event": "user.message"})
+        return
+    session.start(content.strip(), csv_path, confirm_plan)
 
 
 async def _user_response(service: PlanSolveService, session: Session, message: dict[str, Any]) -> None:

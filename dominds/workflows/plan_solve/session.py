@@ -20,10 +20,11 @@ from typing import Any, Literal
 from aiohttp import web
 
 from dominds.driver.engine import Engine
+from dominds.workflows.plan_solve.aggregation import Aggregator
 from dominds.workflows.plan_solve.events import make_event
-from dominds.workflows.plan_solve.pipeline import Aggregator, PlanSolveRun, StepTimeout
+from dominds.workflows.plan_solve.pipeline import PlanSolveRun, StepTimeout
 from dominds.workflows.plan_solve.presentation import slides_aggregator
-from dominds.workflows.plan_solve.settings import DEFAULT_CSV, PlanSolveSettings
+from dominds.workflows.plan_solve.settings import BUILTIN_TEMPLATES, DEFAULT_CSV, PlanSolveSettings
 
 log = logging.getLogger("dominds.plan_solve")
 
@@ -39,6 +40,8 @@ class PlanSolveService:
         self.cleanups: set[asyncio.Task[None]] = set()
         """Connection cleanups in flight (kept referenced until they finish)."""
         self.started_at = time.monotonic()
+        self.run_ids: list[str] = []
+        """Root dialog ids of the runs this service started, oldest first (the page lists them)."""
 
     @property
     def workspace_root(self) -> Path:
@@ -54,9 +57,17 @@ class PlanSolveService:
         sample = self.workspace_root / DEFAULT_CSV
         return sample if sample.is_file() else None
 
+    def ppt_root(self) -> Path:
+        """Where the runs' output folders go: ``<workdir>/ppt``."""
+        return self.settings.resolve(self.workspace_root, self.settings.workdir) / "ppt"
+
+    def template(self) -> str:
+        """The deck template: a built-in name, or the template file resolved against the workspace."""
+        chosen = self.settings.template
+        return chosen if chosen in BUILTIN_TEMPLATES else str(self.settings.resolve(self.workspace_root, Path(chosen)))
+
     def aggregator(self) -> Aggregator:
-        workdir = self.settings.resolve(self.workspace_root, self.settings.workdir)
-        return slides_aggregator(workdir / "ppt", self.workspace_root)
+        return slides_aggregator(self.workspace_root, self.template())
 
 
 class Connection:
@@ -105,10 +116,17 @@ class Session:
             make_event(event, session_id=self.id, content=content, metadata=metadata, step_id=step_id)
         )
 
-    def start(self, question: str, csv_path: Path | None) -> None:
+    def start(self, question: str, csv_path: Path | None, confirm_plan: bool | None = None) -> None:
         service = self.service
         self.pipeline = PlanSolveRun(
-            service.engine, service.settings, self.emit, service.aggregator(), csv_path=csv_path
+            service.engine,
+            service.settings,
+            self.emit,
+            service.aggregator(),
+            csv_path=csv_path,
+            ppt_root=service.ppt_root(),
+            confirm_plan=confirm_plan,
+            on_start=service.run_ids.append,
         )
         self.state = "running"
         self._run_task = asyncio.create_task(self._run(self.pipeline, question), name=f"plan-solve-{self.id}")

@@ -9,8 +9,10 @@ DEFAULT_CONFIRM_TIMEOUT = 300.0
 """Seed §2.1: the plan confirmation waits 300 s by default."""
 EXAMPLE_CONFIRM_TIMEOUT = 600.0
 """Seed §9: the data-to-slides example service waits 600 s."""
-DEFAULT_CSV = Path("plan-solve/sample-sales.csv")
+DEFAULT_CSV = Path("plan-solve/sales.csv.gz")
 """Where a workspace keeps its sample data (relative to the workspace root)."""
+BUILTIN_TEMPLATES = ("dominds", "plain")
+"""Deck templates that need no file (pptx_writer.py draws them)."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,10 @@ class PlanSolveSettings:
     csv_path: Path | None = None
     """Data the planner and solvers see; relative paths are resolved against the workspace."""
     workdir: Path = Path("workdir")
-    """Output folder: ``<workdir>/ppt/presentation.json`` and ``.pptx`` (relative = workspace)."""
+    """Output root: each run writes ``<workdir>/ppt/<YYYYmmdd-HHMMSS>-<run id>/presentation.{json,pptx}``
+    (relative = workspace)."""
+    template: str = "dominds"
+    """Deck template: ``dominds`` (16:9, styled), ``plain`` (python-pptx's default) or a .pptx/.potx path."""
     taskdoc_path: str = "tasks/plan-solve.tsk"
     """Taskdoc package of every run's dialog tree (created with a short goals.md when missing)."""
     agent_name: str = "plan_solve_data2ppt"

@@ -9,6 +9,9 @@ when no attempt is left; after that nothing can be restarted.
 ``solver.start`` is sent when an attempt gets its concurrency slot, not when it is queued (the origin
 sent all starts at once before the semaphore), so started-minus-completed never exceeds the limit.
 A solver that fails or answers an unusable slide gives ``solver.failed`` and the other tasks go on.
+
+A chart the solver gives as a SQL ``query`` is run here, over the run's table, and its rows become the
+chart's data: the deck shows what the data says, not numbers copied by the model.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ import asyncio
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from dominds.workflows.plan_solve.dataset import DataTable, QueryError
 from dominds.workflows.plan_solve.events import Emit
 from dominds.workflows.plan_solve.members import SOLVER_ID
 from dominds.workflows.plan_solve.statistics import step_statistics
-from dominds.workflows.plan_solve.tasks import SlideTask, TaskError, parse_slide
+from dominds.workflows.plan_solve.tasks import SlideTask, TaskError, chart_from_rows, parse_slide
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,6 +59,8 @@ class SolvingPhase:
         step_timeout: float,
         request_for: Callable[[SlideTask], str],
         emit: Emit,
+        table: DataTable | None = None,
+        bind: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self._conductor = conductor
         self.slots = {task.id: TaskSlot(task) for task in tasks}
@@ -62,6 +68,9 @@ class SolvingPhase:
         self._step_timeout = step_timeout
         self._request_for = request_for
         self._emit = emit
+        self._table = table
+        self._bind = bind
+        """Told each solver subdialog's id and task (the tool-event relay)."""
         self._attempts: set[asyncio.Task[None]] = set()
         self._stopping = False
         """Set when the whole run is cancelled: attempts then end silently."""
@@ -118,7 +127,7 @@ class SolvingPhase:
         if restarted:  # sent from the new attempt, so it follows the handler's system.notice
             self._emit("solver.restarted", {"task": task})
         try:
-            async with self._semaphore:
+            async with self._semaphore:  # held until the slide is ready: started minus ended stays ≤ the limit
                 slot.state = "running"
                 self._emit("solver.start", {"task": task})
                 answer = await self._conductor.ask(
@@ -126,10 +135,28 @@ class SolvingPhase:
                     self._request_for(slot.task),
                     headline=f"slide {slot.task.id}: {slot.task.title}",
                     timeout=self._step_timeout,
+                    on_subdialog=self._binder(slot.task.id),
                 )
+                if not answer.ok:
+                    self._fail(slot, f"the solver failed: {answer.failure_reason or answer.text}")
+                    return
+                slide = parse_slide(answer.text, slot.task)
+                slide = await asyncio.to_thread(self._run_chart_queries, slide)
+                result: dict[str, Any] = {
+                    "output": slide,
+                    "summary": f"Slide {slot.task.id}: {slot.task.title} draft ready.",
+                    "agent_name": SOLVER_ID,
+                    "dialog_id": answer.subdialog_id,
+                }
+                statistics = step_statistics(self._conductor.engine, self._conductor.root_id, answer.subdialog_id)
+                if statistics is not None:
+                    result["statistics"] = statistics
+                slot.state, slot.result = "completed", result
+                self._emit("solver.completed", {"task": task, "result": result})
         except TimeoutError:
             self._fail(slot, f"the solver timed out after {self._step_timeout:g} s")
-            return
+        except TaskError as exc:
+            self._fail(slot, str(exc))
         except asyncio.CancelledError:
             if self._stopping:
                 raise
@@ -139,26 +166,28 @@ class SolvingPhase:
             if slot.restart_requested:
                 slot.restart_requested = False
                 self._launch(slot, restarted=True)
-            return  # a cancelled task is an outcome of the phase, not an error of it
-        if not answer.ok:
-            self._fail(slot, f"the solver failed: {answer.failure_reason or answer.text}")
-            return
-        try:
-            slide = parse_slide(answer.text, slot.task)
-        except TaskError as exc:
-            self._fail(slot, str(exc))
-            return
-        result: dict[str, Any] = {
-            "output": slide,
-            "summary": f"Slide {slot.task.id}: {slot.task.title} draft ready.",
-            "agent_name": SOLVER_ID,
-            "dialog_id": answer.subdialog_id,
-        }
-        statistics = step_statistics(self._conductor.engine, self._conductor.root_id, answer.subdialog_id)
-        if statistics is not None:
-            result["statistics"] = statistics
-        slot.state, slot.result = "completed", result
-        self._emit("solver.completed", {"task": task, "result": result})
+            # a cancelled task is an outcome of the phase, not an error of it
+
+    def _binder(self, task_id: int) -> Callable[[str], None] | None:
+        bind = self._bind
+        if bind is None:
+            return None
+        return lambda dialog_id: bind(dialog_id, {"task_id": task_id})
+
+    def _run_chart_queries(self, slide: dict[str, Any]) -> dict[str, Any]:
+        """The slide with each query chart's data filled from the table (blocking)."""
+        charts = []
+        for chart in slide["charts"]:
+            if "query" in chart:
+                if self._table is None:
+                    raise TaskError(f"slide {slide['id']}: a chart has a query but this run has no data file")
+                try:
+                    result = self._table.query(chart["query"])
+                except QueryError as exc:
+                    raise TaskError(f"slide {slide['id']}: the query of chart {chart['title']!r} failed: {exc}") from exc
+                chart = chart_from_rows(chart, result.columns, result.rows, slide["id"])
+            charts.append(chart)
+        return {**slide, "charts": charts}
 
     def _fail(self, slot: TaskSlot, error: str) -> None:
         slot.state, slot.error = "failed", error

@@ -15,6 +15,10 @@ from typing import Any
 
 CHART_TYPES = ("bar", "line", "pie", "area")
 MAX_CHARTS_PER_SLIDE = 2
+MAX_TITLE_CHARS = 500
+"""A deck title longer than this is cut before the cover fits it."""
+MAX_CHART_POINTS = 24
+"""More categories than this do not read on a slide: the query must aggregate or LIMIT."""
 _FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
@@ -39,6 +43,8 @@ class SlideTask:
 class Plan:
     tasks: list[SlideTask]
     summary: str
+    title: str | None = None
+    """The deck's title for the cover slide (the planner's ``title``; the question when absent)."""
 
 
 def extract_json(text: str) -> Any:
@@ -64,16 +70,19 @@ def parse_plan(answer: str) -> Plan:
         value = extract_json(answer)
     except TaskError as exc:
         raise TaskError(f"the planner's answer is not a JSON plan ({exc}): {answer[:200]!r}") from exc
-    raw_tasks, summary = (value, "") if isinstance(value, list) else (None, "")
+    raw_tasks, summary, title = (value, "", "") if isinstance(value, list) else (None, "", "")
     if isinstance(value, dict):
         raw_tasks = value.get("tasks")
         summary = str(value.get("plan_summary") or value.get("summary") or "").strip()
+        title = _text(value.get("title"))
     if not isinstance(raw_tasks, list):
         raise TaskError('the planner\'s answer has no "tasks" list')
     if not raw_tasks:
         raise TaskError("the planner returned no tasks")
     tasks = coerce_tasks(raw_tasks)
-    return Plan(tasks, summary or f"{len(tasks)} slides planned")
+    if len(title) > MAX_TITLE_CHARS:
+        title = title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
+    return Plan(tasks, summary or f"{len(tasks)} slides planned", title or None)
 
 
 def coerce_tasks(raw: Any) -> list[SlideTask]:
@@ -142,15 +151,19 @@ def parse_slide(answer: str, task: SlideTask) -> dict[str, Any]:
 
 
 def _chart(raw: Any, slide_id: int) -> dict[str, Any]:
+    """One chart: ``data`` given by the model, or a ``query`` whose rows become the data (``chart_from_rows``)."""
     where = f"slide {slide_id}: chart"
     if not isinstance(raw, dict):
         raise TaskError(f"{where} must be an object")
     kind = _text(raw.get("type")).lower() or "bar"
     if kind not in CHART_TYPES:
         raise TaskError(f"{where} type must be one of {', '.join(CHART_TYPES)} (got {kind!r})")
+    query = _text(raw.get("query"))
+    if query:
+        return {"type": kind, "title": _text(raw.get("title")), "query": query, "data": []}
     data = raw.get("data")
     if not isinstance(data, list) or not data:
-        raise TaskError(f"{where} data must be a non-empty list of {{name, value}}")
+        raise TaskError(f"{where} needs a SQL \"query\" or a non-empty \"data\" list of {{name, value}}")
     points = []
     for point in data:
         value = point.get("value") if isinstance(point, dict) else None
@@ -158,7 +171,25 @@ def _chart(raw: Any, slide_id: int) -> dict[str, Any]:
         if not isinstance(point, dict) or not _text(point.get("name")) or number is None:
             raise TaskError(f"{where} point {point!r} needs a name and a numeric value")
         points.append({"name": _text(point["name"]), "value": number})
-    return {"type": kind, "title": _text(raw.get("title")), "data": points}
+    return {"type": kind, "title": _text(raw.get("title")), "data": points[:MAX_CHART_POINTS]}
+
+
+def chart_from_rows(chart: dict[str, Any], columns: list[str], rows: list[list[Any]], slide_id: int) -> dict[str, Any]:
+    """The chart with its ``data`` taken from its query's rows: first column the label, second the number."""
+    where = f"slide {slide_id}: chart {chart.get('title') or chart['type']!r}"
+    if len(columns) < 2:
+        raise TaskError(f"{where}: its query must return two columns, a label and a number (got {', '.join(columns)})")
+    if not rows:
+        raise TaskError(f"{where}: its query returned no rows")
+    if len(rows) > MAX_CHART_POINTS:
+        raise TaskError(f"{where}: its query returned {len(rows)} rows; a chart shows at most {MAX_CHART_POINTS} (aggregate or LIMIT)")
+    points = []
+    for row in rows:
+        number = _number(row[1])
+        if number is None:
+            raise TaskError(f"{where}: the second column must be a number, got {row[1]!r} for {row[0]!r}")
+        points.append({"name": "" if row[0] is None else str(row[0]), "value": number})
+    return {**chart, "data": points, "source": "query"}
 
 
 def _positive_int(value: Any) -> int | None:

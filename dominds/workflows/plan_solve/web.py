@@ -33,6 +33,7 @@ from dominds.workflows.plan_solve.members import plan_solve_extensions
 from dominds.workflows.plan_solve.protocol import handle_frame
 from dominds.workflows.plan_solve.session import Connection, PlanSolveService, close_connection
 from dominds.workflows.plan_solve.settings import PlanSolveSettings
+from dominds.workflows.plan_solve.web_page import add_page_routes
 
 WS_PATH = "/plan-solve/ws"
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -48,11 +49,13 @@ class StandaloneError(Exception):
 
 
 def add_routes(app: web.Application, settings: PlanSolveSettings | None = None) -> None:
-    """Serve Plan & Solve at ``/plan-solve/ws`` on the app's engine (``app[keys.ENGINE]``)."""
+    """Serve Plan & Solve at ``/plan-solve/ws``, its page at ``/plan-solve`` and the page's API
+    (web_page.py), on the app's engine (``app[keys.ENGINE]``)."""
     engine = app[keys.ENGINE]
     engine.config.extend(plan_solve_extensions())  # idempotent: serve's engine has them already
     app[PLAN_SOLVE] = PlanSolveService(engine, settings or PlanSolveSettings())
     app.router.add_get(WS_PATH, websocket_handler)
+    add_page_routes(app, PLAN_SOLVE)
     app.on_shutdown.append(_close_all)
 
 
@@ -132,7 +135,8 @@ async def _close_all(app: web.Application) -> None:
 
 ROOT_HELP = (
     "Plan & Solve websocket service (seed 001). Connect a websocket to this address "
-    "(ws://<host>:<port>, or ws://<host>:<port>/plan-solve/ws) and send {\"event\": \"user.create_session\"}.\n"
+    "(ws://<host>:<port>, or ws://<host>:<port>/plan-solve/ws) and send {\"event\": \"user.create_session\"}; "
+    "or open /plan-solve in a browser.\n"
 )
 
 

@@ -174,3 +174,35 @@ def task_id_of(event: dict[str, Any]) -> int | None:
 def per_task(events: list[dict[str, Any]], task_id: int) -> list[str]:
     """The solver.* events of one task, in order (solvers interleave across tasks)."""
     return [e["event"] for e in events if e["event"].startswith("solver.") and task_id_of(e) == task_id]
+
+
+def deck_of(events: list[dict[str, Any]], workspace: Path | None = None) -> Path:
+    """The .pptx a run wrote, from its ``aggregate.completed`` (shown relative to ``workspace`` when inside)."""
+    output = next(e for e in events if e["event"] == "aggregate.completed")["content"]["output"]
+    shown = Path(output["pptx_path"])
+    return shown if shown.is_absolute() else (workspace or Path.cwd()) / shown
+
+
+def tool_solver(task_id: int, sqls: list[str], then: str, *, contains: str | None = None) -> list[dict[str, Any]]:
+    """Solver ``task_id`` calls ``query_data`` once per SQL (all in one generation), then answers ``then``.
+
+    The follow-up entry matches the solver's next turn after the tool results (``contains`` narrows it
+    when several solvers query in one run)."""
+    calls = [{"func_call": {"name": "query_data", "arguments": {"sql": sql}}} for sql in sqls]
+    first = {"agent": SOLVER_ID, "contains": f"Slide task #{task_id}:", "stream": calls, "usage": SLIDE_USAGE}
+    follow: dict[str, Any] = {"agent": SOLVER_ID, "role": "tool", "response": then, "usage": SLIDE_USAGE}
+    if contains:
+        follow["contains"] = contains
+    return [first, follow]
+
+
+def write_small_sales(path: Path) -> Path:
+    """A small deterministic sales table: 4 regions × 12 months × 5 lines (240 rows)."""
+    lines = ["order_date,region,revenue"]
+    for month in range(1, 13):
+        for index, region in enumerate(("East", "South", "North", "West")):
+            for line in range(5):
+                lines.append(f"2025-{month:02d}-{line + 1:02d},{region},{100 * (index + 1) + month + line}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path

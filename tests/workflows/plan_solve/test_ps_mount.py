@@ -66,7 +66,7 @@ async def test_standalone_service_serves_a_run_until_stopped(tmp_path: Path) -> 
         assert (await sock.finish())[-1]["event"] == "agent.final_answer"
     stop.set()
     await asyncio.wait_for(server, 10)
-    assert (tmp_path / "out" / "ppt" / "presentation.pptx").is_file()
+    assert len(list((tmp_path / "out" / "ppt").glob("*/presentation.pptx"))) == 1
 
 
 def test_cli_serve_and_client_run_the_example_offline(tmp_path: Path) -> None:
@@ -94,4 +94,39 @@ def test_cli_serve_and_client_run_the_example_offline(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=10)
-    assert (tmp_path / "out" / "ppt" / "presentation.pptx").is_file()
+    assert len(list((tmp_path / "out" / "ppt").glob("*/presentation.pptx"))) == 1
+
+
+async def test_the_standalone_page_api_checks_the_token_itself_and_serves_only_decks(
+    tmp_path: Path, aiohttp_client: Any
+) -> None:
+    """The standalone app has no daemon guard: its /api/plan-solve routes must not be open with a token set."""
+    from dominds.workflows.plan_solve.web import make_standalone_app
+
+    engine = Engine(write_workspace(tmp_path / "ws", world([1])))
+    await engine.start()
+    try:
+        client = await aiohttp_client(make_standalone_app(engine, PlanSolveSettings(workdir=tmp_path / "out", token=TOKEN)))
+        assert (await client.get("/api/plan-solve/runs")).status == 401
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        assert (await client.get("/plan-solve")).status == 200, "the page itself is static"
+        sock = PsClient(await client.ws_connect(WS_PATH, headers=auth))
+        await sock.create_session()
+        await sock.ask("One slide")
+        events = await sock.finish()
+        run_id = events[0]["metadata"]["dialog_id"]
+        listed = await (await client.get("/api/plan-solve/runs", headers=auth)).json()
+        assert [r["run_id"] for r in listed["runs"]] == [run_id] and listed["runs"][0]["status"] == "completed"
+        deck = await client.get(f"/api/plan-solve/runs/{run_id}/deck.pptx", headers=auth)
+        assert deck.status == 200 and (await deck.read())[:2] == b"PK"
+        for bad in ("nope", "..%2F..%2Fetc", run_id + "x"):
+            assert (await client.get(f"/api/plan-solve/runs/{bad}/deck.pptx", headers=auth)).status == 404
+        assert (await client.get(f"/api/plan-solve/runs/{run_id}/deck.exe", headers=auth)).status == 404
+        # a run record edited to point elsewhere does not turn the endpoint into a file server
+        record_file = engine.get_dialog(run_id).files.dir / "plan-solve-run.json"
+        record = json.loads(record_file.read_text())
+        record["deck"]["pptx"] = str(tmp_path / "ws" / ".minds" / "llm.yaml")
+        record_file.write_text(json.dumps(record))
+        assert (await client.get(f"/api/plan-solve/runs/{run_id}/deck.pptx", headers=auth)).status == 404
+    finally:
+        await engine.close()

@@ -6,7 +6,18 @@ import asyncio
 from typing import Any
 
 from pptx import Presentation
-from ps_kit import PLAN_USAGE, SLIDE_USAGE, names, per_task, plan_json, planner, solver, task_id_of, world
+from ps_kit import (
+    PLAN_USAGE,
+    SLIDE_USAGE,
+    deck_of,
+    names,
+    per_task,
+    plan_json,
+    planner,
+    solver,
+    task_id_of,
+    world,
+)
 
 from dominds.store.course_records import GenFinishRecord
 from dominds.workflows.plan_solve.members import CONDUCTOR_ID, PLANNER_ID, SOLVER_ID
@@ -63,7 +74,7 @@ async def test_a_plain_run_plans_solves_aggregates_and_answers(serve: Any) -> No
     assert not any(isinstance(r, GenFinishRecord) for r in root.records), (
         "the conductor root never calls an LLM"
     )
-    assert len(Presentation(str(served.root.parent / "out" / "ppt" / "presentation.pptx")).slides) == 3
+    assert len(Presentation(str(deck_of(events))).slides) == 4, "the cover and the three slides"
 
 
 async def test_statistics_totals_are_the_sums_of_the_scripted_usage(serve: Any) -> None:
@@ -161,7 +172,7 @@ async def test_tool_confirmation_uses_user_confirm_and_a_denial_skips_the_files(
     events = await sock.finish()
     output = next(e for e in events if e["event"] == "aggregate.completed")["content"]["output"]
     assert output["ppt_result"]["system"] == "PPT generation skipped" and len(output["slides"]) == 1
-    assert not (served.root.parent / "out" / "ppt" / "presentation.pptx").exists()
+    assert not list((served.root.parent / "out").rglob("*.pptx"))
 
 
 async def test_heartbeat_counts_active_sessions_and_closing_ends_the_session(serve: Any) -> None:

@@ -30,11 +30,12 @@ async def run_data2ppt(
     concurrency: int,
     out: Callable[[str], None],
     json_events: bool = False,
+    template: str = "dominds",
 ) -> int:
     """Run once; returns a process exit code (0 = the presentation was written)."""
     engine = Engine(workspace, extensions=plan_solve_extensions())
     await engine.start()
-    settings = PlanSolveSettings(concurrency=concurrency, csv_path=csv_path, workdir=workdir)
+    settings = PlanSolveSettings(concurrency=concurrency, csv_path=csv_path, workdir=workdir, template=template)
 
     def emit(
         event: str, content: Any = None, metadata: dict[str, Any] | None = None, step_id: str | None = None
@@ -42,8 +43,8 @@ async def run_data2ppt(
         envelope = make_event(event, content=content, metadata=metadata, step_id=step_id)
         out(json.dumps(envelope, ensure_ascii=False) if json_events else describe_event(envelope))
 
-    aggregator = slides_aggregator(workdir / "ppt", Path.cwd())
-    pipeline = PlanSolveRun(engine, settings, emit, aggregator, csv_path=csv_path)
+    aggregator = slides_aggregator(Path.cwd(), template)
+    pipeline = PlanSolveRun(engine, settings, emit, aggregator, csv_path=csv_path, ppt_root=workdir / "ppt")
     try:
         final_text = await pipeline.run(question)
     except StepTimeout as exc:
@@ -55,13 +56,20 @@ async def run_data2ppt(
     finally:
         await engine.close()
     emit("agent.final_answer", final_text)
-    return 0 if (workdir / "ppt" / "presentation.pptx").is_file() else 1
+    written = pipeline.output_dir is not None and (pipeline.output_dir / "presentation.pptx").is_file()
+    return 0 if written else 1
 
 
 def describe_event(envelope: dict[str, Any]) -> str:
     """One human line per event."""
     event, content = envelope["event"], envelope.get("content")
     detail = content if isinstance(content, str) else ""
+    if event in ("agent.tool_call", "agent.tool_result"):
+        metadata = envelope.get("metadata") or {}
+        who = f"slide {metadata['task_id']}" if "task_id" in metadata else "planner"
+        args = metadata.get("args") or {}
+        shown = args.get("sql", detail) if event == "agent.tool_call" and isinstance(args, dict) else detail
+        return f"[{event}] {who}: {' '.join(str(shown).split())[:160]}"
     if isinstance(content, dict):
         task = content.get("task") or {}
         if event == "plan.start":

@@ -1,0 +1,114 @@
+"""``plan-solve-run.json``: what a Plan & Solve run is about, kept in its root dialog directory.
+
+Written when the run starts (before the planner is asked) and rewritten when it ends, atomically. It is
+what the ``query_data`` tool reads to find the run's data file, what the panel page lists, and where the
+deck of a finished run is. It lives with the root (``.dialogs/<status>/<root>/``), so archiving the run
+moves it too.
+
+Format (JSON, camelCase like every Dominds record): ``format`` = ``dominds.plan-solve-run``, ``version``
+= 1, ``question``, ``data`` (``{path, table, rows, columns}`` or null), ``outputDir`` (workspace-relative
+when inside the workspace), ``startedAt``, ``updatedAt``, ``status`` (``running`` | ``completed`` |
+``failed`` | ``cancelled`` | ``declined``), ``finalText``, ``deck`` (``{pptx, json, slides, template}``
+or null). Unknown keys are ignored when read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import ValidationError
+
+from dominds.ids import now_iso
+from dominds.store.atomic import write_atomic
+from dominds.store.records import Record
+
+if TYPE_CHECKING:
+    from dominds.workflows.plan_solve.dataset import DataTable
+
+RUN_FILE = "plan-solve-run.json"
+FORMAT = "dominds.plan-solve-run"
+VERSION = 1
+RunStatus = Literal["running", "completed", "failed", "cancelled", "declined"]
+
+
+class RunRecordError(Exception):
+    """The run record is missing, unreadable or of another format."""
+
+
+class RunData(Record):
+    path: str
+    """The data file: workspace-relative when inside the workspace, else absolute."""
+    table: str
+    """The SQL table name ``query_data`` knows it by."""
+    rows: int
+    columns: list[str]
+
+
+class RunDeck(Record):
+    pptx: str
+    """Workspace-relative (or absolute) path of the ``.pptx``."""
+    json_path: str
+    slides: int
+    """Slides in the deck, the cover included."""
+    template: str
+
+
+class RunRecord(Record):
+    format: str = FORMAT
+    version: int = VERSION
+    question: str
+    data: RunData | None = None
+    output_dir: str
+    started_at: str
+    updated_at: str
+    status: RunStatus = "running"
+    final_text: str | None = None
+    deck: RunDeck | None = None
+
+
+def shown_path(path: Path, workspace_root: Path) -> str:
+    """``path`` relative to the workspace when it is inside it (POSIX form), else absolute."""
+    try:
+        return path.resolve().relative_to(workspace_root.resolve()).as_posix()
+    except ValueError:
+        return str(path.resolve())
+
+
+def resolve_shown(shown: str, workspace_root: Path) -> Path:
+    path = Path(shown)
+    return path if path.is_absolute() else workspace_root / path
+
+
+def save(root_dir: Path, record: RunRecord) -> None:
+    record.updated_at = now_iso()
+    write_atomic(root_dir / RUN_FILE, record.model_dump_json(by_alias=True, exclude_none=True, indent=2) + "\n")
+
+
+def load(root_dir: Path) -> RunRecord:
+    path = root_dir / RUN_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise RunRecordError(f"{root_dir.name} is not a Plan & Solve run (no {RUN_FILE})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunRecordError(f"{path} cannot be read: {exc}") from exc
+    try:
+        record = RunRecord.model_validate_json(text)
+    except ValidationError as exc:
+        raise RunRecordError(f"{path} is not a valid run record: {exc.errors()[0]['msg']}") from exc
+    if record.format != FORMAT or record.version != VERSION:
+        raise RunRecordError(f"{path} has format {record.format} v{record.version}; expected {FORMAT} v{VERSION}")
+    return record
+
+
+def data_of(table: DataTable | None, workspace_root: Path) -> RunData | None:
+    """The record's ``data`` for a loaded table."""
+    if table is None:
+        return None
+    return RunData(
+        path=shown_path(table.path, workspace_root),
+        table=table.table,
+        rows=table.row_count,
+        columns=[c.name for c in table.columns],
+    )
