@@ -5,7 +5,9 @@
   ``dominds serve`` mounts the same service at ``/plan-solve/ws``.
 - ``client``: prints every event of one run as JSON lines (the origin's ``ws_print_messages.py``).
 - ``example data2ppt``: one run over a CSV that writes ``workdir/ppt/presentation.json`` and ``.pptx``;
-  with ``--serve`` it is the origin's example service instead (plan confirmation on, 600 s).
+  with ``--serve`` it is the origin's example service instead (plan confirmation on, 600 s). With a
+  daemon serving the workspace the run goes to the daemon's service (its settings apply), since the
+  daemon holds the workspace lock.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dominds.cli.common import CliError
 from dominds.rtws import Rtws, find_rtws, is_rtws
 
 if TYPE_CHECKING:
+    from dominds.cli.client import DaemonInfo
     from dominds.workflows.plan_solve.settings import PlanSolveSettings
 
 DEFAULT_PORT = 8086
@@ -81,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     data2ppt.add_argument(
         "--serve", action="store_true", help="serve the example over websocket instead (plan confirmation on)"
     )
-    data2ppt.set_defaults(func=_example_data2ppt)
+    data2ppt.set_defaults(func=_example_data2ppt, parser=data2ppt)
 
 
 def _add_service_options(p: argparse.ArgumentParser, *, confirm_timeout: float) -> None:
@@ -227,11 +230,15 @@ def _serve(args: argparse.Namespace) -> int:
 def _example_data2ppt(args: argparse.Namespace) -> int:
     if args.serve:
         return _run_service(args, confirm_plan=True)
+    from dominds.cli.client import find_daemon
     from dominds.workflows.plan_solve.example.data2ppt import run_data2ppt
     from dominds.workflows.plan_solve.example.workspace import DEFAULT_QUESTION
     from dominds.workflows.plan_solve.settings import DEFAULT_CSV
 
     workspace = _workspace(args.scripted)
+    daemon = None if args.scripted else find_daemon(workspace)
+    if daemon is not None:
+        return _data2ppt_on_daemon(args, daemon)
     settings = _settings(args, workspace, confirm_plan=False)
     csv_path = settings.csv_path or workspace.root / DEFAULT_CSV
     return asyncio.run(
@@ -246,6 +253,28 @@ def _example_data2ppt(args: argparse.Namespace) -> int:
             template=settings.template,
         )
     )
+
+
+def _data2ppt_on_daemon(args: argparse.Namespace, daemon: DaemonInfo) -> int:
+    """The run goes to the daemon's Plan & Solve service (its /plan-solve page shows it), with its settings."""
+    import aiohttp
+
+    from dominds.cli.workflow_daemon import data2ppt_on_daemon, refuse_local_options
+    from dominds.workflows.plan_solve.example.workspace import DEFAULT_QUESTION
+
+    parser: argparse.ArgumentParser = args.parser
+    local_only = ("csv", "workdir", "template", "concurrency", "confirm_tool", "step_timeout", "heartbeat", "confirm_timeout")
+    refuse_local_options(
+        {f"--{name.replace('_', '-')}": getattr(args, name) != parser.get_default(name) for name in local_only}, daemon
+    )
+    if not args.json:
+        print(f"(on the daemon {daemon.describe()}: its Plan & Solve settings apply)", flush=True)
+    try:
+        return asyncio.run(
+            data2ppt_on_daemon(daemon, args.question or DEFAULT_QUESTION, lambda line: print(line, flush=True), json_events=args.json)
+        )
+    except (OSError, aiohttp.ClientError) as exc:
+        raise CliError(f"cannot reach the daemon's Plan & Solve service ({daemon.describe()}): {exc}") from exc
 
 
 def _client(args: argparse.Namespace) -> int:
