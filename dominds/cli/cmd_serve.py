@@ -95,7 +95,8 @@ def _workspace(demo: str | None) -> Rtws:
             return find_rtws(Path.cwd())
         except RtwsNotFound as exc:
             raise CliError(f"{exc} (or `{command_name()} serve --demo` for the demo workspace)") from exc
-    from dominds.cli.demo import default_demo_dir, prepare_demo
+    from dominds.cli.demo import prepare_demo
+    from dominds.rtws import default_demo_dir
 
     prepared = prepare_demo(Path(demo) if demo else default_demo_dir())
     root = prepared.rtws.root
