@@ -82,6 +82,7 @@ async def _debate_on_daemon(rtws: Rtws, args: argparse.Namespace, daemon: Daemon
 
 
 async def _debate_here(rtws: Rtws, args: argparse.Namespace) -> int:
+    from dominds.cli.workflow_daemon import locked_now
     from dominds.driver.engine import Engine, WorkspaceLocked
     from dominds.workflows.debate.launch import DebateRequestError, open_debate
     from dominds.workflows.debate.report import final_markdown
@@ -91,8 +92,8 @@ async def _debate_here(rtws: Rtws, args: argparse.Namespace) -> int:
     engine = Engine(rtws, extensions=workflow_extensions())
     try:
         await engine.start()
-    except WorkspaceLocked as exc:
-        raise CliError(f"{exc}; a daemon started meanwhile: run the command again to run it there") from exc
+    except WorkspaceLocked:
+        raise CliError(locked_now(rtws)) from None
     try:
         settings = load_settings(rtws)
         if args.embedder:

@@ -102,6 +102,7 @@ async def _on_daemon_or_here(args: argparse.Namespace, request: Any, printer: _P
 
 
 async def _with_teammates(rtws: Rtws, request: Any, printer: _ProgressPrinter, step_timeout: float) -> dict[str, Any]:
+    from dominds.cli.workflow_daemon import locked_now
     from dominds.driver.engine import Engine, WorkspaceLocked
     from dominds.workflows.mount import workflow_extensions
     from dominds.workflows.tot.runner import start_tot_run
@@ -110,8 +111,8 @@ async def _with_teammates(rtws: Rtws, request: Any, printer: _ProgressPrinter, s
     engine = Engine(rtws, extensions=workflow_extensions())
     try:
         await engine.start()
-    except WorkspaceLocked as exc:
-        raise CliError(f"{exc}; a daemon started meanwhile: run the command again to run it there") from exc
+    except WorkspaceLocked:
+        raise CliError(locked_now(rtws)) from None
     try:
         live = start_tot_run(engine, request, observer=printer, step_timeout=step_timeout)
         assert live.task is not None

@@ -263,7 +263,8 @@ class EventRenderer:
     # -- the followed dialog -------------------------------------------------------------------------
 
     def _agent(self, self_id: str | None) -> str:
-        return at(self.agents.get(self_id or ""))
+        agent = self.agents.get(self_id or "")
+        return at(agent) if agent else "a teammate"
 
     def _show_speaker(self) -> None:
         if self._speaker != self._current:

@@ -25,6 +25,16 @@ POLL_SECONDS = 0.3
 """How often a ToT run's snapshot is fetched (the page polls it the same way)."""
 
 
+def locked_now(rtws: Rtws) -> str:
+    """Why a local run could not take the lock after all: a daemon that started meanwhile, or another process."""
+    from dominds.cli.client import find_daemon, locked_message
+
+    daemon = find_daemon(rtws)
+    if daemon is not None:
+        return f"a daemon started meanwhile ({daemon.describe()}); run the command again to run it there"
+    return locked_message(rtws)
+
+
 def refuse_local_options(given: dict[str, bool], daemon: DaemonInfo) -> None:
     """Options a daemon's run cannot take: named, with the way out."""
     names = [name for name, is_given in given.items() if is_given]
