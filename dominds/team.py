@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dominds.llm.catalog import Catalog, load_catalog, model_params_mistakes
+from dominds.llm.catalog import Catalog, load_catalog, model_params_mistakes, provider_params_mistakes
 from dominds.problems import (
     TEAM_CONFIG_ERROR,
     Problem,
@@ -173,6 +173,8 @@ class _Loader:
     catalog: Catalog
     known_toolsets: list[str]
     toolsets: Toolsets
+    reported: set[tuple[int, str]] = field(default_factory=set)
+    """(line, message) of parameter problems already reported (members inheriting member_defaults)."""
 
     def member_spec(self, node: Any, who: str) -> _Spec:
         spec = _Spec()
@@ -228,6 +230,27 @@ class _Loader:
         problem = self.catalog.choice_problem(merged.get("provider"), merged.get("model"))
         if problem is not None and problem[0] in spec.lines:
             self.collector.error(spec.lines[problem[0]], f"{who}: {problem[1]}")
+
+    def check_params(self, merged: _Spec, defaults: _Spec, who: str) -> None:
+        """``model_params`` the member's provider (when team.yaml names one) or its model would refuse
+        (an error) or ignore (a warning); one report per line, however many members inherit it."""
+        provider = self.catalog.provider(str(merged.values.get("provider") or ""))
+        if provider is None:
+            return  # chosen at run time: `dominds check` checks it against the provider it resolves to
+        model_key = merged.values.get("model") or next(iter(provider.models), None)
+        for key in ("model_params", "fbr_model_params"):
+            params, line = merged.values.get(key), merged.lines.get(key)
+            if not isinstance(params, Mapping) or line is None:
+                continue
+            refused, ignored = provider_params_mistakes(params, provider, model_key)
+            owner = "member_defaults" if defaults.lines.get(key) == line else who
+            for message, report in [(m, self.collector.error) for m in refused] + [
+                (m, self.collector.warning) for m in ignored
+            ]:
+                text = f"`{key}` for provider {provider.key!r} ({provider.api_type}): {message}"
+                if (line, text) not in self.reported:
+                    self.reported.add((line, text))
+                    report(line, f"{owner}: {text}")
 
 
 def _names_protected_dir(pattern: str) -> bool:
@@ -377,6 +400,7 @@ class _TeamBuilder:
             base = _SHADOW_BASE.get(member_id) or self.workflow_base.get(member_id) or _Spec()
             merged = _merge(baseline, self.defaults, base, spec)
             self.loader.check_llm_choice(merged.values, spec, f"member {member_id!r}")
+            self.loader.check_params(merged, self.defaults, f"member {member_id!r}")
             if member_id in SHADOW_MEMBER_IDS:
                 _impose_shadow_constraints(member_id, merged.values)
             members[member_id] = _member(member_id, merged, line)

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from dominds.cli.common import workspace
 
 if TYPE_CHECKING:
-    from dominds.llm.catalog import Catalog
-    from dominds.problems import Problem
+    from dominds.llm.catalog import Catalog, ResolvedLlm
+    from dominds.problems import Problem, Severity
     from dominds.rtws import Rtws
-    from dominds.team import Team
+    from dominds.team import Member, Team
 
 KEY_MISSING = "llm_provider_key_missing"
 REJECTED = "llm_provider_rejected_request"
@@ -69,6 +69,8 @@ def _check(args: argparse.Namespace) -> int:
             problems += _resolution_problem(team, member.id, str(exc), problems)
         else:
             resolutions[member.id] = f"{resolved.provider_key}/{resolved.model_key}"
+            if member.provider is None:  # chosen here by the keys set; team.yaml's loader could not check it
+                problems += _param_problems(member, resolved, problems)
     problems += _key_problems(team, catalog)
     problems += _runtime_problems(rtws, catalog)
     problems.sort(key=lambda p: (p.source, p.line or 0))
@@ -77,6 +79,27 @@ def _check(args: argparse.Namespace) -> int:
     else:
         _print_report(team, resolutions, problems)
     return 1 if problems else 0
+
+
+def _param_problems(member: Member, resolved: ResolvedLlm, seen: list[Problem]) -> list[Problem]:
+    """``model_params`` the provider a member resolves to (automatically) would refuse or ignore."""
+    from dominds.llm.catalog import provider_params_mistakes
+    from dominds.problems import TEAM_CONFIG_ERROR, make_problem
+
+    out: list[Problem] = []
+    for key in ("model_params", "fbr_model_params"):
+        params = getattr(member, key)
+        if not params:
+            continue
+        refused, ignored = provider_params_mistakes(params, resolved.provider, resolved.model_key)
+        line = member.key_lines.get(key)
+        graded: list[tuple[str, Severity]] = [(m, "error") for m in refused] + [(m, "warning") for m in ignored]
+        for message, severity in graded:
+            text = f"`{key}` for provider {resolved.provider_key!r} ({resolved.provider.api_type}, chosen by the keys set): {message}"
+            problem = make_problem(TEAM_CONFIG_ERROR, ".minds/team.yaml", line, text, severity)
+            if all(p.id != problem.id for p in [*seen, *out]):
+                out.append(problem)
+    return out
 
 
 def _key_problems(team: Team, catalog: Catalog) -> list[Problem]:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dominds.dialog.model import RootDialog
 from dominds.driver.errors import EngineError
 from dominds.driver.services import EngineServices
-from dominds.driver.tellask_exec import CallToRun, dispatch
+from dominds.driver.subdialogs import CallToRun, dispatch
 from dominds.driver.waiters import TeammateAnswer
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import HumanTextRecord

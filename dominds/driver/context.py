@@ -117,9 +117,10 @@ def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[C
     course = context_messages(dialog.records)
     reminder = reminders_text(dialog)
     if reminder:
-        # Just before the last user message, so the model reads them right before its turn.
+        # Just before the last user message, so the model reads them right before its turn. They move
+        # (and change) between generations: volatile, so no provider caches a prefix up to them.
         last_user = max((i for i, m in enumerate(course) if m.role == "user"), default=None)
         insert_at = last_user if last_user is not None else len(course)
-        course.insert(insert_at, ChatMessage(role="user", content=reminder))
+        course.insert(insert_at, ChatMessage(role="user", content=reminder, volatile=True))
     messages.extend(course)
     return messages

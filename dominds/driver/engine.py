@@ -103,6 +103,7 @@ class Engine:
             return
         self.closed = True
         await self.scheduler.stop(timeout)
+        await self.providers.close()
         await self.config.mcp.close()
         if self._lock is not None and self._lock.is_locked:
             self._lock.release()
@@ -328,8 +329,9 @@ class Engine:
     def emergency_stop(self) -> int:
         return run_control.emergency_stop(self)
 
-    def resume(self, dialog: Dialog) -> None:
-        run_control.resume(self, dialog)
+    def resume(self, dialog: Dialog) -> bool:
+        """True when a drive was requested; False when the dialog is already proceeding."""
+        return run_control.resume(self, dialog)
 
     def resume_all(self) -> int:
         return run_control.resume_all(self)

@@ -14,7 +14,8 @@ from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
 from dominds.driver.services import EngineServices
-from dominds.driver.tellask_exec import CallToRun, execute_tellasks, runtime_call_id
+from dominds.driver.subdialogs import CallToRun, runtime_call_id
+from dominds.driver.tellask_exec import execute_tellasks
 from dominds.driver.tool_exec import execute_func_calls, tools_for
 from dominds.ids import now_iso
 from dominds.llm.base import (
@@ -106,6 +107,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
             agent_id=dialog.agent_id,
             rtws_root=str(engine.rtws.root),
             streaming=member.streaming,
+            model_info=resolved.model.request_info(),
         )
         finish.streaming = request.streaming
         finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)

@@ -22,7 +22,10 @@ class ContextHealth:
         if usage is None or not finish.provider or not finish.model:
             return None
         model = self.engine.config.get().catalog.model(finish.provider, finish.model)
-        limit = (model.context_length or model.input_length) if model else None
+        # The prompt must fit the smaller of the context window and the input limit (OpenAI's 1.05M
+        # window takes 922K of input).
+        limits = [n for n in ((model.context_length, model.input_length) if model else ()) if n]
+        limit = min(limits) if limits else None
         prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
         if not limit or not usage.available:
             return {"kind": "unavailable", "reason": "no context limit or usage for this model"}

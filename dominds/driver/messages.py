@@ -74,5 +74,6 @@ def context_messages(records: list[CourseRecord]) -> list[ChatMessage]:
         elif isinstance(record, TeammateResponseRecord):
             out.append(ChatMessage(role="user", content=record.result, genseq=record.genseq))
         elif isinstance(record, GenFinishRecord) and record.partial:
-            out.append(ChatMessage(role="user", content=cut_reply_note(record.finish_reason), genseq=record.genseq))
+            note = cut_reply_note(record.finish_reason)
+            out.append(ChatMessage(role="user", content=note, genseq=record.genseq, runtime_note=True))
     return out

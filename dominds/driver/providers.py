@@ -1,5 +1,6 @@
-"""The engine's side of LLM providers: one generator per API type (loaded on first use), and provider
-rejections kept as problems until the provider works again."""
+"""The engine's side of LLM providers: one generator per API type (loaded on first use; each keeps one
+SDK client per endpoint and key, closed with the engine), and provider rejections kept as problems
+until the provider works again."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ _GENERATOR_CLASSES = {
     "anthropic": ("dominds.llm.anthropic_provider", "AnthropicGenerator"),
     "openai-compatible": ("dominds.llm.openai_provider", "OpenAiCompatibleGenerator"),
     "openai": ("dominds.llm.openai_provider", "OpenAiCompatibleGenerator"),
+    "openai-responses": ("dominds.llm.openai_responses", "OpenAiResponsesGenerator"),
 }
 
 
@@ -37,6 +39,14 @@ class Providers:
             generator = _load_generator(api_type)
             self._generators[api_type] = generator
         return generator
+
+    async def close(self) -> None:
+        """Close the SDK clients (their connection pools) of every generator loaded."""
+        for generator in self._generators.values():
+            close = getattr(generator, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):  # a shutdown must not fail on a connection
+                    await close()
 
     @staticmethod
     def config_dict(provider: ProviderConfig) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dominds.dialog.model import Dialog
-from dominds.driver.tellask_exec import CallToRun, runtime_call_id
+from dominds.driver.subdialogs import CallToRun, runtime_call_id
 from dominds.ids import now_iso
 from dominds.llm.base import StreamProtocolError
 from dominds.store.course_records import (

@@ -19,16 +19,16 @@ from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
 from dominds.driver.services import EngineServices
-from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
-from dominds.driver.tellask_exec import (
+from dominds.driver.subdialogs import (
     assignment_msg_id,
     assignment_of,
     assignment_prompt,
     materialize_subdialog,
-    queue_tellask_back,
     runtime_call_id,
     subdialog_meta,
 )
+from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
+from dominds.driver.tellask_exec import queue_tellask_back
 from dominds.ids import now_iso
 from dominds.store.course_records import (
     AgentWordsRecord,

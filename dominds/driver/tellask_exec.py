@@ -2,11 +2,10 @@
 
 ``@human`` → Q4H; ``@tellasker`` (or the caller's agent without a session, in a subdialog) → TYPE A
 ask-back; ``@member !tellaskSession s`` → TYPE B (registry ``member!s``); ``@member`` → TYPE C;
-``@self`` → tool-less FBR subdialogs; several known members in one headline → the same call to each.
-Every refused call becomes a ``[Dominds note]`` the model reads, plus a failed call result.
-
-Crash safety: the caller's pending entry (``subdlg.yaml``) is the commit point of a dispatch; it holds
-what recovery needs to finish creating the subdialog if the daemon dies half-way.
+``@self`` → one fresh, fully capable subdialog of the same agent (TYPE C, or TYPE B ``agent!session``;
+``fbr_effort > 1`` fans a sessionless one out), at most ``MAX_SELF_DEPTH`` deep; several known members
+in one headline → the same call to each. Every refused call becomes a ``[Dominds note]`` the model
+reads, plus a failed call result. Creating and reusing subdialogs is ``subdialogs.py``.
 """
 
 from __future__ import annotations
@@ -14,21 +13,17 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from dominds.dialog.model import Dialog, RootDialog, SubDialog
+from dominds.dialog.model import Dialog
 from dominds.driver import questions, texts
 from dominds.driver.services import EngineServices
-from dominds.ids import new_dialog_id, now_iso
-from dominds.store.course_records import SubdialogCreatedRecord, TeammateCallResultRecord
+from dominds.driver.subdialogs import CallToRun, dispatch, record_note
+from dominds.ids import now_iso
 from dominds.store.records import (
-    Assignment,
     CallSiteRef,
-    DialogMeta,
     HumanQuestion,
     InboundTellaskBack,
-    LatestState,
     PendingSubdialog,
     QueuedPrompt,
-    RegistryEntry,
 )
 from dominds.tellask import TellaskCall
 
@@ -40,18 +35,6 @@ ERROR_EXPLANATIONS = {
     "multiple_tellask_sessions": "the headline names several different `!tellaskSession` values; use one",
     "invalid_tellask_session": "the `!tellaskSession` value is not a valid slug (letters, digits, _ - .)",
 }
-
-
-@dataclass(frozen=True)
-class CallToRun:
-    call: TellaskCall
-    call_id: str
-    """Runtime call id: the parser's deterministic id qualified by course, generation and segment."""
-
-
-def runtime_call_id(parser_call_id: str, course: int, genseq: int, segment: int | str) -> str:
-    """The parser's id is deterministic per text; the same text in a later message must still be a new call."""
-    return f"{parser_call_id}.{course}.{genseq}.{segment}"
 
 
 @dataclass
@@ -68,7 +51,7 @@ async def execute_tellasks(
     for item in calls:
         note = _refusal(engine, dialog, item.call)
         if note is not None:
-            _record_note(dialog, item, genseq, note)
+            record_note(dialog, item, genseq, note)
             outcome.had_notes = True
             continue
         jobs.append(_run_call(engine, dialog, item, genseq, outcome))
@@ -114,33 +97,6 @@ def _refusal(engine: EngineServices, dialog: Dialog, call: TellaskCall) -> str |
     return None
 
 
-def _record_note(dialog: Dialog, item: CallToRun, genseq: int, note: str) -> None:
-    text = texts.dominds_note(note)
-    dialog.append(
-        TeammateCallResultRecord(
-            ts=now_iso(),
-            genseq=genseq,
-            call_id=item.call_id,
-            responder_id="dominds",
-            tellask_head=item.call.headline,
-            status="failed",
-            result=text,
-        )
-    )
-    dialog.publish(
-        {
-            "type": "teammate_call_response_evt",
-            "course": dialog.latest.current_course,
-            "calling_genseq": genseq,
-            "responderId": "dominds",
-            "tellaskHead": item.call.headline,
-            "status": "failed",
-            "result": text,
-            "callId": item.call_id,
-        }
-    )
-
-
 async def _run_call(engine: EngineServices, dialog: Dialog, item: CallToRun, genseq: int, outcome: TellaskOutcome) -> None:
     call = item.call
     first = call.first_mention or ""
@@ -168,7 +124,7 @@ async def _run_call(engine: EngineServices, dialog: Dialog, item: CallToRun, gen
     targets = [first, *(m for m in call.mentions[1:] if team.member(m) is not None and m != first)]
     collective = targets if len(targets) > 1 else None
     if dialog.agent_id in targets:
-        _record_note(
+        record_note(
             dialog,
             item,
             genseq,
@@ -181,26 +137,6 @@ async def _run_call(engine: EngineServices, dialog: Dialog, item: CallToRun, gen
             for target in targets
         )
     )
-
-
-def waits_on(engine: EngineServices, start: Dialog, target: Dialog) -> bool:
-    """Whether ``start`` waits, directly or through other subdialogs, for ``target`` (a delegation cycle)."""
-    seen: set[str] = set()
-    stack = [start]
-    while stack:
-        dialog = stack.pop()
-        if dialog.self_id == target.self_id:
-            return True
-        if dialog.self_id in seen:
-            continue
-        seen.add(dialog.self_id)
-        for entry in dialog.pending:
-            if entry.call_type == "A":
-                continue  # an ask-back is answered as an obligation, even while its asker waits
-            callee = engine.try_get_dialog(dialog.root_id, entry.subdialog_id)
-            if callee is not None:
-                stack.append(callee)
-    return False
 
 
 MAX_SELF_DEPTH = 3
@@ -280,192 +216,3 @@ def queue_tellask_back(engine: EngineServices, sup: Dialog, asker: Dialog, headl
     engine.request_drive(sup)
 
 
-async def dispatch(
-    engine: EngineServices,
-    caller: Dialog,
-    item: CallToRun,
-    target: str,
-    call_type: str,
-    session: str | None,
-    genseq: int,
-    *,
-    fbr: bool = False,
-    collective: list[str] | None = None,
-) -> None:
-    root = caller.root
-    if call_type == "B":
-        assert session is not None
-        key = f"{target}!{session}"
-        async with root.registry_lock:  # one lookup-or-create at a time: identical calls share one subdialog
-            entry = root.type_b.get(key)
-            existing = engine.try_load_sub(root, entry.subdialog_id) if entry else None
-            if existing is not None and not existing.is_dead and waits_on(engine, existing, caller):
-                _record_note(
-                    caller,
-                    item,
-                    genseq,
-                    f"`@{target}` (session `{session}`) is itself waiting, directly or through teammates, for your "
-                    "answer: asking it now would deadlock you both. Answer your own request first, or use a fresh "
-                    f"tellask (`!?@{target}` without a session).",
-                )
-                return
-            if existing is not None and not existing.is_dead:
-                await _reassign(engine, caller, existing, item, genseq, collective)
-                root.type_b[key] = root.type_b[key].model_copy(update={"last_accessed": now_iso()})
-                root.save_registry()
-                return
-            sub = await _create(engine, caller, item, target, "B", session, genseq, fbr, collective)
-            root.type_b[key] = RegistryEntry(
-                subdialog_id=sub.self_id, agent_id=target, tellask_session=session, created_at=now_iso(), last_accessed=now_iso()
-            )
-            root.save_registry()
-        return
-    await _create(engine, caller, item, target, "C", None, genseq, fbr, collective)
-
-
-def _pending_entry(
-    sub_id: str, target: str, call_type: str, session: str | None, item: CallToRun, fbr: bool, collective: list[str] | None
-) -> PendingSubdialog:
-    return PendingSubdialog(
-        subdialog_id=sub_id,
-        agent_id=target,
-        call_type=call_type,  # type: ignore[arg-type]
-        tellask_session=session,
-        tellask_head=item.call.headline,
-        tellask_body=item.call.body,
-        call_id=item.call_id,
-        created_at=now_iso(),
-        fbr=fbr,
-        collective_targets=collective,
-    )
-
-
-async def _create(
-    engine: EngineServices,
-    caller: Dialog,
-    item: CallToRun,
-    target: str,
-    call_type: str,
-    session: str | None,
-    genseq: int,
-    fbr: bool,
-    collective: list[str] | None,
-) -> SubDialog:
-    sub_id = new_dialog_id()
-    entry = _pending_entry(sub_id, target, call_type, session, item, fbr, collective)
-    async with caller.suspension_lock:
-        caller.pending.append(entry)
-    await caller.commit_pending()  # commit point (one write for all calls of this message)
-    sub = materialize_subdialog(engine, caller.root, caller, entry)
-    _announce(caller, sub, entry, genseq, reused=False)
-    return sub
-
-
-def materialize_subdialog(engine: EngineServices, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> SubDialog:
-    """Create a subdialog's files from its caller's pending entry (also used by recovery)."""
-    meta = subdialog_meta(root, caller, entry)
-    latest = LatestState(last_modified=now_iso(), queued_prompts=[assignment_prompt(caller, entry)], needs_drive=True)
-    sub = engine.create_subdialog(root, meta, latest)
-    engine.want(sub)  # needsDrive is already in the latest.yaml just written
-    return sub
-
-
-def subdialog_meta(root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> DialogMeta:
-    """The ``dialog.yaml`` of the subdialog a pending entry asked for (it holds everything needed)."""
-    return DialogMeta(
-        id=entry.subdialog_id,
-        root_id=root.self_id,
-        agent_id=entry.agent_id,
-        task_doc_path=root.meta.task_doc_path,
-        created_at=entry.created_at,
-        supdialog_id=caller.self_id,
-        tellask_session=entry.tellask_session,
-        assignment_from_sup=assignment_of(caller, entry),
-        fbr=entry.fbr,
-    )
-
-
-def assignment_of(caller: Dialog, entry: PendingSubdialog) -> Assignment:
-    return Assignment(
-        tellask_head=entry.tellask_head,
-        tellask_body=entry.tellask_body,
-        origin_member_id=caller.agent_id,
-        caller_dialog_id=caller.self_id,
-        call_id=entry.call_id,
-        call_type=entry.call_type,
-        collective_targets=entry.collective_targets,
-    )
-
-
-def assignment_msg_id(call_id: str, subdialog_id: str) -> str:
-    """The id of the prompt that gives a subdialog the request of call ``call_id`` (deterministic)."""
-    return f"asg-{call_id}-{subdialog_id}"
-
-
-def assignment_prompt(caller: Dialog, entry: PendingSubdialog) -> QueuedPrompt:
-    if entry.fbr:
-        content = texts.fbr_assignment_text(caller.agent_id, entry.tellask_head, entry.tellask_body)
-    else:
-        content = texts.assignment_text(
-            entry.agent_id, caller.agent_id, entry.tellask_head, entry.tellask_body, entry.collective_targets
-        )
-    return QueuedPrompt(
-        msg_id=assignment_msg_id(entry.call_id, entry.subdialog_id),
-        content=content,
-        grammar="markdown",
-        origin="assignment",
-        queued_at=now_iso(),
-    )
-
-
-async def _reassign(
-    engine: EngineServices, caller: Dialog, sub: Dialog, item: CallToRun, genseq: int, collective: list[str] | None
-) -> None:
-    """TYPE B hit: route the session's next answer to this (latest) caller and give it the new request."""
-    entry = _pending_entry(
-        sub.self_id, sub.agent_id, "B", sub.meta.tellask_session, item, sub.meta.fbr, collective
-    )
-    previous = sub.meta.assignment_from_sup
-    async with caller.suspension_lock:
-        # A repeat call by the same caller keeps the earlier entry: the session's answer goes to every call
-        # site of this caller that is still waiting for it (supply_response), so none is left without one.
-        caller.pending.append(entry)
-        caller.save_pending()  # commit point
-    sub.meta = sub.meta.model_copy(update={"assignment_from_sup": assignment_of(caller, entry)})
-    sub.files.write_meta(sub.meta)
-    sub.latest.queued_prompts.append(assignment_prompt(caller, entry))
-    engine.request_drive(sub)
-    if previous is not None and previous.caller_dialog_id != caller.self_id:
-        await engine.supersede(sub, previous)
-    _announce(caller, sub, entry, genseq, reused=True)
-
-
-def _announce(caller: Dialog, sub: Dialog, entry: PendingSubdialog, genseq: int, *, reused: bool) -> None:
-    caller.append(
-        SubdialogCreatedRecord(
-            ts=now_iso(),
-            genseq=genseq,
-            call_id=entry.call_id,
-            call_type="B" if entry.call_type == "B" else "C",
-            subdialog_id=sub.self_id,
-            target_agent_id=entry.agent_id,
-            tellask_head=entry.tellask_head,
-            tellask_body=entry.tellask_body,
-            reused=reused,
-        )
-    )
-    caller.publish(
-        {
-            "type": "subdialog_created_evt",
-            "course": caller.latest.current_course,
-            "genseq": genseq,
-            "parentDialog": caller.ident,
-            "subDialog": sub.ident,
-            "targetAgentId": entry.agent_id,
-            "tellaskHead": entry.tellask_head,
-            "tellaskBody": entry.tellask_body,
-            "callId": entry.call_id,
-            "callType": entry.call_type,
-            "reused": reused,
-        }
-    )

@@ -54,7 +54,11 @@ def usage_totals(engine: EngineServices, root_id: str) -> dict[str, Any]:
                     totals["generations"] += 1
                     model = catalog.model(str(finish.get("provider") or ""), str(finish.get("model") or ""))
                     if model is not None and model.pricing is not None:
-                        totals["costUsd"] += model.pricing.cost_usd(*counts)
+                        long_writes = int(usage.get("cacheWriteLongTokens") or 0)
+                        inputs, outputs, reads, writes = counts
+                        totals["costUsd"] += model.pricing.cost_usd(
+                            inputs, outputs, reads, writes, long_writes, per_request=True
+                        )
         except StoreError as exc:
             error = str(exc)
         dialogs.append({"selfId": files.dir.name, **totals, **({"error": error} if error else {})})

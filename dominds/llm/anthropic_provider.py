@@ -1,9 +1,10 @@
-"""The Anthropic provider: the official ``anthropic`` SDK, streaming, extended thinking, tool use.
+"""The Anthropic provider: the official ``anthropic`` SDK, streaming or not, thinking, tool use, caching.
 
-One ``AnthropicGenerator`` serves the whole daemon; each generation opens its own client inside
-``async with`` so a cancelled generation (Stop) closes its HTTP stream at once and nothing outlives the
-event loop that made it. The SDK's own retries are off (``max_retries=0``): ``retry.py`` is the only
-policy, because only it knows whether something was already streamed.
+One ``AnthropicGenerator`` per engine keeps one SDK client per endpoint and key (``sdk_clients.py``);
+Stop cancels the generation, which closes its HTTP stream at once. The SDK's own retries are off
+(``max_retries=0``): ``retry.py`` is the only policy, because only it knows whether something was
+already streamed. The request (parameters, thinking, effort, cache breakpoints, messages) is built
+in ``anthropic_request.py``.
 
 Thinking blocks come back with a ``signature``; it travels through the course record's
 ``provider_data`` and is sent back on the next turn, which the API requires for tool-use turns.
@@ -12,36 +13,26 @@ Thinking blocks come back with a ``signature``; it travels through the course re
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import anthropic
 import httpx2
 
-from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.anthropic_request import request_params
+from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.retry import (
     AttemptFailure,
     RetryPolicy,
     generate_with_retries,
-    group_tool_turns,
-    merged_params,
     resolve_target,
     retry_after_seconds,
 )
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, ClientPool, HttpClientFactory
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-DEFAULT_MAX_TOKENS = 8192
 KEYLESS_API_KEY = "dominds-keyless"
 """Sent when ``apiKeyEnvVar`` is null (an Anthropic-compatible local server): the SDK wants some key."""
-REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
-"""Long reads (a slow model thinking), but a server that does not answer the connect fails fast."""
-CONVERSATION_START = "(conversation start)"
-"""The API wants a user message first; memories (assistant messages) may open our context."""
-CONTINUE_PROMPT = "(continue)"
-"""The API treats a trailing assistant message as a prefill, which thinking models refuse."""
-BODY_ONLY_PARAMS = ("temperature", "top_p", "top_k")
-"""Still accepted by the API but no longer keyword arguments of the SDK's ``messages.stream``."""
 
 FINISH_REASONS: dict[str, FinishReason] = {
     "end_turn": "end_turn",
@@ -71,26 +62,32 @@ IN_STREAM_ERROR_STATUS = {
 class AnthropicGenerator:
     """Generator for ``apiType: anthropic`` providers."""
 
-    def __init__(self, retry_policy: RetryPolicy | None = None) -> None:
+    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
         self.retry_policy = retry_policy or RetryPolicy()
+        self.clients: ClientPool[anthropic.AsyncAnthropic] = ClientPool(_make_client, http_client)
 
     async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
         target = resolve_target(request, DEFAULT_BASE_URL)
         params = request_params(request)
-        client = anthropic.AsyncAnthropic(
-            api_key=target.secret or KEYLESS_API_KEY,
-            base_url=target.base_url,
-            max_retries=0,
-            timeout=REQUEST_TIMEOUT,
-        )
-        async with client:
+        client = self.clients.get(target.base_url, target.secret or KEYLESS_API_KEY)
 
-            async def attempt(tracked: GenerationReceiver) -> GenerationResult:
+        async def attempt(tracked: GenerationReceiver) -> GenerationResult:
+            if request.streaming:
                 return await _stream_once(client, params, tracked)
+            return await _create_once(client, params, tracked)
 
-            return await generate_with_retries(
-                attempt, receiver, classify=classify_error, target=target, policy=self.retry_policy
-            )
+        return await generate_with_retries(
+            attempt, receiver, classify=classify_error, target=target, policy=self.retry_policy
+        )
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+
+
+def _make_client(base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(
+        api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
+    )
 
 
 async def _stream_once(
@@ -104,11 +101,40 @@ async def _stream_once(
                 # Input tokens are known from the first event: a stream that breaks later still has them.
                 await receiver.usage_so_far(usage_of(stream.current_message_snapshot.usage, partial=True))
         message = await stream.get_final_message()
-    stop_reason = getattr(message, "stop_reason", None)
-    if stop_reason is None:
+    if getattr(message, "stop_reason", None) is None:
         # The body ended (a proxy closed the connection cleanly) before the message said why it stopped.
         raise StreamEndedEarly("the stream ended before the message was complete (no stop_reason)")
     await relay.close()
+    return result_of(message)
+
+
+async def _create_once(
+    client: anthropic.AsyncAnthropic, params: dict[str, Any], receiver: GenerationReceiver
+) -> GenerationResult:
+    """``streaming: false``: one request; the finished blocks are then replayed to the receiver."""
+    message = await client.messages.create(**params)
+    for block in message.content or []:
+        kind = getattr(block, "type", None)
+        if kind == "thinking":
+            await receiver.thinking_start()
+            if block.thinking:
+                await receiver.thinking_chunk(block.thinking)
+            await receiver.thinking_finish({"signature": block.signature} if block.signature else None)
+        elif kind == "redacted_thinking":
+            await receiver.thinking_start()
+            await receiver.thinking_finish({"redacted_data": block.data})
+        elif kind == "text" and block.text:
+            await receiver.saying_start()
+            await receiver.saying_chunk(block.text)
+            await receiver.saying_finish()
+        elif kind == "tool_use":
+            arguments = block.input if isinstance(block.input, dict) else {}
+            await receiver.func_call(block.id, block.name, json.dumps(arguments, ensure_ascii=False))
+    return result_of(message)
+
+
+def result_of(message: Any) -> GenerationResult:
+    stop_reason = getattr(message, "stop_reason", None)
     return GenerationResult(
         usage=usage_of(getattr(message, "usage", None)),
         model=getattr(message, "model", None),
@@ -194,9 +220,12 @@ def usage_of(usage: Any, *, partial: bool = False) -> Usage:
         "cache_read_tokens": getattr(usage, "cache_read_input_tokens", None),
         "cache_write_tokens": getattr(usage, "cache_creation_input_tokens", None),
     }
+    creation = getattr(usage, "cache_creation", None)
+    long_writes = int(getattr(creation, "ephemeral_1h_input_tokens", 0) or 0) if creation is not None else 0
     # Anthropic's input_tokens already excludes cache reads and writes, as Usage wants.
     return Usage(
         **{k: int(v or 0) for k, v in numbers.items()},
+        cache_write_long_tokens=long_writes,
         available=any(v is not None for v in numbers.values()),
         partial=partial,
     )
@@ -230,116 +259,3 @@ def _body_error_type(body: object) -> str | None:
         value = body["error"].get("type")
         return str(value) if value else None
     return None
-
-
-# ---------------------------------------------------------------- request
-
-
-def request_params(request: GenerationRequest) -> dict[str, Any]:
-    """Keyword arguments of ``messages.stream`` for one generation."""
-    params = merged_params(request.model_params, "anthropic")
-    thinking = thinking_config(request.model_params, params)
-    max_tokens = int(params.get("max_tokens") or DEFAULT_MAX_TOKENS)
-    budget = int(thinking.get("budget_tokens") or 0) if thinking else 0
-    if budget and max_tokens <= budget:
-        max_tokens = budget + DEFAULT_MAX_TOKENS  # the API requires room for the answer after thinking
-    kwargs: dict[str, Any] = {
-        "model": request.model_name,
-        "max_tokens": max_tokens,
-        "messages": to_anthropic_messages(request.messages),
-    }
-    if request.system_prompt.strip():
-        # The system prompt is the long stable prefix of every turn: cache it.
-        kwargs["system"] = [
-            {"type": "text", "text": request.system_prompt, "cache_control": {"type": "ephemeral"}}
-        ]
-    if request.tools:
-        kwargs["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in request.tools
-        ]
-    if params.get("stop_sequences"):
-        kwargs["stop_sequences"] = list(params["stop_sequences"])
-    body_only = {name: params[name] for name in BODY_ONLY_PARAMS if params.get(name) is not None}
-    if body_only:
-        kwargs["extra_body"] = body_only
-    if thinking:
-        kwargs["thinking"] = thinking
-    return kwargs
-
-
-def thinking_config(model_params: dict[str, Any], params: dict[str, Any]) -> dict[str, Any] | None:
-    """``anthropic.thinking`` (passed through; ``{budget_tokens}`` alone means enabled) or a ``thinking_budget``."""
-    explicit = params.get("thinking")
-    if isinstance(explicit, dict) and explicit:
-        config = dict(explicit)
-        if "type" not in config and config.get("budget_tokens"):
-            config["type"] = "enabled"
-        return config
-    budget = params.get("thinking_budget") or model_params.get("thinking_budget")
-    if budget:
-        return {"type": "enabled", "budget_tokens": int(budget)}
-    return None
-
-
-def to_anthropic_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    """Neutral messages as alternating user/assistant turns of content blocks."""
-    turns: list[dict[str, Any]] = []
-    for message in group_tool_turns(messages):
-        block = _content_block(message)
-        if block is None:
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].append(block)
-        else:
-            turns.append({"role": role, "content": [block]})
-    if not turns or turns[0]["role"] != "user":
-        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": CONVERSATION_START}]})
-    if turns[-1]["role"] != "user":
-        turns.append({"role": "user", "content": [{"type": "text", "text": CONTINUE_PROMPT}]})
-    return turns
-
-
-def _content_block(message: ChatMessage) -> dict[str, Any] | None:
-    if message.kind == "thinking":
-        data = message.provider_data or {}
-        if data.get("signature"):
-            return {"type": "thinking", "thinking": message.content, "signature": data["signature"]}
-        if data.get("redacted_data"):
-            return {"type": "redacted_thinking", "data": data["redacted_data"]}
-        return None  # unsigned thinking (another provider's) is refused by the API
-    if message.kind == "tool_call":
-        return {
-            "type": "tool_use",
-            "id": _tool_id(message.tool_call_id),
-            "name": message.tool_name or "",
-            "input": _arguments_object(message.arguments),
-        }
-    if message.kind == "tool_result":
-        return {
-            "type": "tool_result",
-            "tool_use_id": _tool_id(message.tool_call_id),
-            "content": message.content or "(no output)",
-            "is_error": message.is_error,
-        }
-    if not message.content.strip():
-        return None  # the API rejects empty text blocks
-    return {"type": "text", "text": message.content}
-
-
-def _tool_id(call_id: str | None) -> str:
-    # Ids from other providers may hold characters the API refuses (it wants [a-zA-Z0-9_-]).
-    return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id or "call")
-
-
-def _arguments_object(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
-    if isinstance(arguments, dict):
-        return arguments
-    if not arguments:
-        return {}
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        parsed = None
-    return parsed if isinstance(parsed, dict) else {"raw_arguments": arguments}

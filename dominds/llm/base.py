@@ -40,6 +40,10 @@ class ChatMessage:
     """tool_result: the call failed."""
     genseq: int | None = None
     """Generation that produced it (groups tool calls of one assistant turn)."""
+    volatile: bool = False
+    """Changes from one generation to the next (the reminders): providers never cache a prefix up to it."""
+    runtime_note: bool = False
+    """Written by the runtime, not by a person or a teammate (e.g. that the previous reply was cut)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,11 @@ class GenerationRequest:
     agent_id: str = ""
     rtws_root: str = ""
     streaming: bool = True
+    """False: one non-streamed request (the member's ``streaming: false``); the result is replayed to
+    the receiver as if it had streamed."""
+    model_info: dict[str, Any] = field(default_factory=dict)
+    """The catalog's entry of the model (``context_length``, ``output_length``, and what it accepts:
+    ``thinking``, ``effort``, ``sampling``); empty when unknown."""
 
 
 class GenerationReceiver(Protocol):

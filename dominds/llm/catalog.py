@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from dominds.llm.params import api_mistakes, model_problems, section_mistakes
+from dominds.llm.pricing import ModelPricing, parse_pricing
 from dominds.problems import (
     LLM_CONFIG_ERROR,
     Problem,
@@ -35,8 +37,9 @@ from dominds.problems import (
 )
 from dominds.rtws import Rtws
 
-API_TYPES = ("scripted", "anthropic", "openai-compatible", "openai")
-"""API types a generator exists for; ``openai`` is accepted as a synonym of ``openai-compatible``."""
+API_TYPES = ("scripted", "anthropic", "openai-compatible", "openai-responses", "openai")
+"""API types a generator exists for; ``openai`` is accepted as a synonym of ``openai-compatible``
+(Chat Completions); OpenAI's own API is best served by ``openai-responses``."""
 FALLBACK_PROVIDER = "scripted"
 """Chosen when a member pins no provider and no provider's API key is set."""
 BUILTIN_SOURCE = "<builtin>/llm/defaults.yaml"
@@ -44,64 +47,21 @@ BUILTIN_SOURCE = "<builtin>/llm/defaults.yaml"
 
 _DEFAULTS_PATH = Path(__file__).with_name("defaults.yaml")
 
-_OPENAI_PARAMS = frozenset(
-    "temperature max_tokens top_p frequency_penalty presence_penalty seed logprobs top_logprobs stop "
-    "logit_bias user reasoning_effort verbosity parallel_tool_calls".split()
-)
-MODEL_PARAM_SECTIONS: Mapping[str, frozenset[str]] = {
-    "general": frozenset({"max_tokens"}),
-    "anthropic": frozenset("temperature max_tokens top_p top_k stop_sequences reasoning_split".split()),
-    "openai": _OPENAI_PARAMS,
-    "codex": _OPENAI_PARAMS,
-}
-"""``model_params`` sections (a member's ``model_params.<section>.<name>``) and the names each reads."""
-
-
 def model_params_mistakes(params: Mapping[Any, Any]) -> list[str]:
-    """Why parts of a member's ``model_params`` would be ignored (misplaced or unknown keys)."""
-    mistakes = []
-    for key, value in params.items():
-        section = MODEL_PARAM_SECTIONS.get(str(key))
-        if key == "max_tokens":
-            continue
-        if section is None:
-            homes = [s for s, names in MODEL_PARAM_SECTIONS.items() if key in names]
-            mistakes.append(
-                f"{key!r} is not read here" + (f"; put it under {' or '.join(homes)}:" if homes else "")
-            )
-        elif not isinstance(value, dict):
-            mistakes.append(f"`{key}` must be a mapping of parameters")
-        else:
-            mistakes.extend(
-                f"`{key}.{n}` is not a known {key} parameter" for n in sorted(set(map(str, value)) - section)
-            )
-    return mistakes
+    """Names in a member's ``model_params`` that no API reads (see ``params.py``)."""
+    return section_mistakes(params)
 
 
-@dataclass(frozen=True)
-class ModelPricing:
-    """Prices in USD per million tokens."""
-
-    input: float
-    output: float
-    cache_read: float | None = None
-    """Prompt-cache reads; ``None`` = not billed separately (counted as input)."""
-    cache_write: float | None = None
-    """Prompt-cache writes; ``None`` = not billed separately (counted as input)."""
-
-    def cost_usd(
-        self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0
-    ) -> float:
-        """Cost of one generation; ``input_tokens`` excludes the cache tokens."""
-        cache_read = self.input if self.cache_read is None else self.cache_read
-        cache_write = self.input if self.cache_write is None else self.cache_write
-        total = (
-            input_tokens * self.input
-            + output_tokens * self.output
-            + cache_read_tokens * cache_read
-            + cache_write_tokens * cache_write
-        )
-        return total / 1_000_000
+def provider_params_mistakes(
+    params: Mapping[str, Any], provider: ProviderConfig, model_key: str | None
+) -> tuple[list[str], list[str]]:
+    """What ``provider`` (its API type) and its model ``model_key`` would refuse, and would ignore, in a
+    member's ``model_params`` (``params.py`` declares each API's parameters)."""
+    refused, ignored = api_mistakes(params, provider.api_type)
+    model = provider.models.get(model_key) if model_key else None
+    if model is not None and model_key is not None:
+        refused += model_problems(params, provider.api_type, model_key, model.request_info())
+    return refused, ignored
 
 
 @dataclass(frozen=True)
@@ -120,6 +80,11 @@ class ModelInfo:
     pricing: ModelPricing | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Keys this module does not interpret, kept for generators and the UI."""
+
+    def request_info(self) -> dict[str, Any]:
+        """What a generator may need to know about the model (``GenerationRequest.model_info``)."""
+        known = {"context_length": self.context_length, "output_length": self.output_length}
+        return {**self.extra, **{k: v for k, v in known.items() if v is not None}}
 
 
 @dataclass(frozen=True)
@@ -397,26 +362,11 @@ def _model_info(key: str, raw: dict[str, Any], line: int, who: str, collector: P
 def _pricing(raw: object, line: int, who: str, collector: ProblemCollector) -> ModelPricing | None:
     if raw is None:
         return None
-    names = ("input", "output", "cache_read", "cache_write")
-    valid = (
-        isinstance(raw, dict)
-        and set(raw) <= set(names)
-        and all(
-            v is None or (isinstance(v, int | float) and not isinstance(v, bool) and v >= 0)
-            for v in raw.values()
-        )
-        and raw.get("input") is not None
-        and raw.get("output") is not None
-    )
-    if not isinstance(raw, dict) or not valid:
-        collector.error(
-            line,
-            f"{who}: `pricing` must be {{input, output, cache_read?, cache_write?}}, each a non-negative "
-            "number (USD per million tokens); ignored",
-        )
+    pricing = parse_pricing(raw)
+    if isinstance(pricing, str):
+        collector.error(line, f"{who}: {pricing}; ignored")
         return None
-    cache_prices = [None if raw.get(name) is None else float(raw[name]) for name in names[2:]]
-    return ModelPricing(float(raw["input"]), float(raw["output"]), *cache_prices)
+    return pricing
 
 
 def _optional_str(

@@ -5,8 +5,10 @@ OpenAI, vLLM, Ollama and the llama.cpp server all speak this dialect. Reasoning 
 thinking segments; tool calls arrive as fragments keyed by ``index`` and are emitted whole after the
 stream, in index order. Usage comes from the final chunk (``stream_options.include_usage``).
 
-As in the Anthropic provider, each generation opens its own client inside ``async with`` (Stop closes
-the HTTP stream at once) and the SDK's own retries are off so ``retry.py`` is the only policy.
+As in the Anthropic provider, one SDK client per endpoint and key serves the engine (``sdk_clients.py``),
+Stop closes the generation's HTTP stream at once, and the SDK's own retries are off so ``retry.py`` is
+the only policy. With ``streaming: false`` the request is not streamed and the finished message is
+replayed to the receiver. OpenAI's own API is better served by ``openai_responses.py``.
 """
 
 from __future__ import annotations
@@ -20,22 +22,21 @@ import httpx2
 import openai
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.params import merged_params
 from dominds.llm.retry import (
     AttemptFailure,
     RetryPolicy,
     generate_with_retries,
     group_tool_turns,
-    merged_params,
     resolve_target,
     retry_after_seconds,
 )
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, ClientPool, HttpClientFactory
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEYLESS_API_KEY = "sk-no-key-required"
 """Local servers ignore the key, but the SDK refuses to run without one."""
-REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
-"""Long reads (a slow model thinking), but a server that does not answer the connect fails fast."""
 
 
 FINISH_REASONS: dict[str, FinishReason] = {
@@ -48,28 +49,34 @@ FINISH_REASONS: dict[str, FinishReason] = {
 
 
 class OpenAiCompatibleGenerator:
-    """Generator for ``apiType: openai-compatible`` (and ``openai``) providers."""
+    """Generator for ``apiType: openai-compatible`` (alias ``openai``) providers: Chat Completions."""
 
-    def __init__(self, retry_policy: RetryPolicy | None = None) -> None:
+    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
         self.retry_policy = retry_policy or RetryPolicy()
+        self.clients: ClientPool[openai.AsyncOpenAI] = ClientPool(_make_client, http_client)
 
     async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
         target = resolve_target(request, DEFAULT_BASE_URL)
         body = request_body(request, target.base_url)
-        client = openai.AsyncOpenAI(
-            api_key=target.secret or KEYLESS_API_KEY,
-            base_url=target.base_url,
-            max_retries=0,
-            timeout=REQUEST_TIMEOUT,
-        )
-        async with client:
+        client = self.clients.get(target.base_url, target.secret or KEYLESS_API_KEY)
 
-            async def attempt(tracked: GenerationReceiver) -> GenerationResult:
+        async def attempt(tracked: GenerationReceiver) -> GenerationResult:
+            if request.streaming:
                 return await _stream_once(client, request.model_name, body, tracked)
+            return await _create_once(client, request.model_name, body, tracked)
 
-            return await generate_with_retries(
-                attempt, receiver, classify=classify_error, target=target, policy=self.retry_policy
-            )
+        return await generate_with_retries(
+            attempt, receiver, classify=classify_error, target=target, policy=self.retry_policy
+        )
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+
+
+def _make_client(base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
+    )
 
 
 @dataclass
@@ -83,7 +90,7 @@ async def _stream_once(
     client: openai.AsyncOpenAI, model: str, body: dict[str, Any], receiver: GenerationReceiver
 ) -> GenerationResult:
     relay = _DeltaRelay(receiver)
-    usage = Usage(available=False)
+    usage: Usage | None = None
     served_model: str | None = None
     finish_reason: str | None = None
     stream = await client.chat.completions.create(
@@ -101,13 +108,40 @@ async def _stream_once(
             for choice in chunk.choices or []:
                 await relay.delta(choice.delta)
                 finish_reason = getattr(choice, "finish_reason", None) or finish_reason
+    if finish_reason is None and usage is None:
+        # Neither the last choice chunk nor the usage chunk came: the body ended early.
+        raise StreamEndedEarly("the stream ended before the completion did (no finish_reason)")
     await relay.finish()
     return GenerationResult(
-        usage=usage,
+        usage=usage or Usage(available=False),
         model=served_model,
         finish_reason=neutral_finish_reason(finish_reason, bool(relay.tool_calls)),
         provider_finish_reason=finish_reason,
     )
+
+
+async def _create_once(
+    client: openai.AsyncOpenAI, model: str, body: dict[str, Any], receiver: GenerationReceiver
+) -> GenerationResult:
+    """``streaming: false``: one request; the finished message is replayed as if it had streamed."""
+    completion = await client.chat.completions.create(model=model, messages=body["messages"], extra_body=body["extra"])
+    relay = _DeltaRelay(receiver)
+    choice = completion.choices[0] if completion.choices else None
+    if choice is not None:
+        await relay.delta(choice.message)
+    await relay.finish()
+    finish_reason = getattr(choice, "finish_reason", None)
+    usage = getattr(completion, "usage", None)
+    return GenerationResult(
+        usage=usage_of(usage) if usage is not None else Usage(available=False),
+        model=getattr(completion, "model", None),
+        finish_reason=neutral_finish_reason(finish_reason, bool(relay.tool_calls)),
+        provider_finish_reason=finish_reason,
+    )
+
+
+class StreamEndedEarly(Exception):
+    """The response body ended before the completion did."""
 
 
 def neutral_finish_reason(reason: str | None, called_tools: bool) -> FinishReason:
@@ -183,15 +217,25 @@ def usage_of(usage: Any) -> Usage:
     prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
     details = getattr(usage, "prompt_tokens_details", None)
     cached = int(getattr(details, "cached_tokens", 0) or 0) if details is not None else 0
-    # OpenAI counts cached tokens inside prompt_tokens; Usage.input_tokens excludes them.
+    written = int(getattr(details, "cache_write_tokens", 0) or 0) if details is not None else 0
+    write_details = getattr(details, "cache_write_tokens_details", None) if details is not None else None
+    long_writes = int(getattr(write_details, "ttl_12h_tokens", 0) or 0) if write_details is not None else 0
+    output_details = getattr(usage, "completion_tokens_details", None)
+    reasoning = int(getattr(output_details, "reasoning_tokens", 0) or 0) if output_details is not None else 0
+    # OpenAI counts cached and cache-written tokens inside prompt_tokens; Usage.input_tokens excludes them.
     return Usage(
-        input_tokens=max(prompt - cached, 0),
+        input_tokens=max(prompt - cached - written, 0),
         output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         cache_read_tokens=cached,
+        cache_write_tokens=written,
+        cache_write_long_tokens=long_writes,
+        reasoning_tokens=reasoning,
     )
 
 
 def classify_error(exc: Exception) -> AttemptFailure | None:
+    if isinstance(exc, StreamEndedEarly):
+        return AttemptFailure(None, str(exc))
     if isinstance(exc, openai.APIStatusError):
         detail = _error_message(exc.body) or exc.message
         return AttemptFailure(exc.status_code, detail, retry_after_seconds(exc.response.headers))
@@ -223,7 +267,10 @@ def request_body(request: GenerationRequest, base_url: str) -> dict[str, Any]:
 
     Parameters go in ``extra_body`` unchanged, so a server-specific knob (vLLM's ``top_k``) works too.
     """
-    extra = merged_params(request.model_params, "openai")
+    extra = merged_params(request.model_params, "openai-compatible")
+    server_specific = extra.pop("extra_body", None)
+    if isinstance(server_specific, dict):  # `dominds check` reports anything else
+        extra.update(server_specific)
     if "max_tokens" in extra and urlparse(base_url).hostname == "api.openai.com":
         # OpenAI's current models refuse `max_tokens`; local servers do not all know its successor.
         extra.setdefault("max_completion_tokens", extra.pop("max_tokens"))

@@ -34,6 +34,7 @@ from dominds.llm.base import (
     StreamBroken,
     guard_real_llm,
 )
+from dominds.llm.params import api_mistakes, model_problems
 from dominds.store.course_records import Usage
 
 log = logging.getLogger("dominds.llm")
@@ -265,7 +266,7 @@ def retry_after_seconds(headers: Any) -> float | None:
         return None if parsed is None else max(0.0, parsed.timestamp() - time.time())
 
 
-# ---------------------------------------------------------------- wire helpers both providers use
+# ---------------------------------------------------------------- wire helpers every provider uses
 
 
 def group_tool_turns(messages: list[ChatMessage]) -> list[ChatMessage]:
@@ -293,13 +294,14 @@ def group_tool_turns(messages: list[ChatMessage]) -> list[ChatMessage]:
     return out
 
 
-def merged_params(model_params: dict[str, Any], section: str) -> dict[str, Any]:
-    """A member's parameters for one API: top-level ``max_tokens`` < ``general`` < ``<section>``."""
-    merged: dict[str, Any] = {}
-    if model_params.get("max_tokens") is not None:
-        merged["max_tokens"] = model_params["max_tokens"]
-    for name in ("general", section):
-        value = model_params.get(name)
-        if isinstance(value, dict):
-            merged.update(value)
-    return merged
+def refuse_bad_params(request: GenerationRequest, api_type: str) -> None:
+    """Refuse, before any request, ``model_params`` the API (or the catalog's model entry) would refuse."""
+    refused, _ignored = api_mistakes(request.model_params, api_type)
+    refused += model_problems(request.model_params, api_type, request.model_key, request.model_info)
+    if refused:
+        raise ProviderRejected(
+            f"{request.provider_key}: the member's model_params would be refused: {'; '.join(refused)}",
+            status=None,
+            fix_hint="fix `model_params` of the member (or member_defaults) in .minds/team.yaml; "
+            "`dominds check` lists every such problem",
+        )

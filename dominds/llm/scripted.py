@@ -258,13 +258,9 @@ class ScriptedGenerator:
         )
 
 
-CUT_NOTE_PREFIX = "[Dominds note] Your previous reply was cut off"
-"""How the runtime's note after a cut reply begins (``driver.texts.cut_reply_note``; a test keeps them equal)."""
-
-
 def is_note(message: ChatMessage) -> bool:
-    """A cut-reply note. Other notes (a tellask not delivered, say) are answered like any message."""
-    return message.role == "user" and message.content.startswith(CUT_NOTE_PREFIX)
+    """A note of the runtime's (the previous reply was cut), not a message a person or a teammate wrote."""
+    return message.runtime_note
 
 
 def answered_candidates(messages: list[ChatMessage]) -> list[ChatMessage]:
@@ -272,8 +268,8 @@ def answered_candidates(messages: list[ChatMessage]) -> list[ChatMessage]:
 
     Normally that is the last message alone. After a generation was cut short (a crash, a stop, a
     stream that broke) the context ends with what the model had already produced (its thinking, part
-    of its text) and possibly a runtime note saying the reply was cut; the resumed generation answers
-    the same message as the reply it replaces, unless an entry answers the note itself.
+    of its text) and possibly the runtime's note that it was cut; the resumed generation answers the
+    same message as the reply it replaces, unless an entry answers the note itself.
     """
     out: list[ChatMessage] = []
     for message in reversed(messages):

@@ -160,7 +160,7 @@ async def run_control(request: web.Request) -> web.Response:
     if action == "stop":
         result["stopped"] = engine.stop(dialog)
     elif action == "resume":
-        engine.resume(dialog)
+        result["resumed"] = engine.resume(dialog)
     else:  # dead
         body = await _body(request, DeadBody)
         await engine.declare_dead(dialog, body.note)

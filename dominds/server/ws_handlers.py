@@ -180,8 +180,8 @@ async def on_emergency_stop(conn: Connection, msg: m.EmergencyStop) -> None:
 
 async def on_resume_dialog(conn: Connection, msg: m.ResumeDialog) -> None:
     dialog = _dialog(conn, msg.dialog)
-    conn.hub.engine.resume(dialog)
-    conn.send(_ack(msg, dialog=dialog.ident))
+    resumed = conn.hub.engine.resume(dialog)
+    conn.send(_ack(msg, dialog=dialog.ident, resumed=resumed))
 
 
 async def on_resume_all(conn: Connection, msg: m.ResumeAll) -> None:

@@ -49,6 +49,9 @@ class Usage(Record):
     """Prompt tokens served from the provider's cache."""
     cache_write_tokens: int = 0
     """Prompt tokens written to the provider's cache."""
+    cache_write_long_tokens: int = 0
+    """Of ``cache_write_tokens``, those written with the long lifetime (Anthropic's 1 h, OpenAI's 12 h),
+    priced at the model's ``cache_write_long``. Since v1."""
     reasoning_tokens: int = 0
     """Of ``output_tokens``, those spent on reasoning (reported by OpenAI; 0 when unknown). Since v1."""
     available: bool = True

@@ -17,6 +17,16 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm is not a package
+from dialects import (
+    AnthropicDialect,
+    OpenAiChatDialect,
+    OpenAiResponsesDialect,
+    Script,
+    ScriptUsage,
+    Text,
+    Thinking,
+    Tool,
+)
 from fake_servers import (
     FakeLlmServer,
     RecordedRequest,
@@ -35,6 +45,7 @@ from dominds.store.course_records import (
     CourseRecord,
     FuncCallRecord,
     FuncResultRecord,
+    GenFinishRecord,
     SubdialogCreatedRecord,
     TeammateResponseRecord,
 )
@@ -65,6 +76,12 @@ providers:
     apiKeyEnvVar: null
     models:
       fake-model: {{context_length: 128000, pricing: {{input: 1.0, output: 2.0}}}}
+  fake-responses:
+    apiType: openai-responses
+    baseUrl: {url}/v1
+    apiKeyEnvVar: null
+    models:
+      fake-model: {{context_length: 1050000, pricing: {{input: 2.0, output: 10.0, cache_read: 0.1, cache_write: 2.5}}}}
 """
 
 
@@ -88,6 +105,8 @@ class TeamPlayer:
 
     def __call__(self, request: RecordedRequest) -> Reply:
         anthropic = request.path == "/v1/messages"
+        if request.path == "/v1/responses":
+            return self.responses(request)
         system = request.body["system"][0]["text"] if anthropic else request.body["messages"][0]["content"]
         agent = system.split("# You are @", 1)[1].split(" ", 1)[0]
         last = str(request.body["messages"][-1]["content"])
@@ -134,6 +153,29 @@ class TeamPlayer:
         )
         return Reply(frames=frames)
 
+    def responses(self, request: RecordedRequest) -> Reply:
+        """The Responses API: the same team, with reasoning items the next request must carry back."""
+        agent = request.body["instructions"].split("# You are @", 1)[1].split(" ", 1)[0]
+        last = request.body["input"][-1]
+        last_text = str(last.get("content") or last.get("output") or "")
+        n = len(self.reported) + 1
+        blocks: tuple[Any, ...]
+        if "provided response" in last_text:
+            blocks = (Text({"lead": "All done.", "coder": "Parser built (LL(1))."}[agent]),)
+        elif agent == "lead":
+            blocks = (
+                Thinking("Delegate, and remember to check.", f"lead-{n}"),
+                Text("Delegating.\n!?@coder build the parser\n"),
+                Tool("call_rem_1", "add_reminder", {"content": "check the parser"}),
+            )
+        elif agent == "coder":
+            blocks = (Text("Need facts first.\n!?@researcher find the grammar\n"),)
+        else:
+            blocks = (Text("The grammar is LL(1)."),)
+        usage = ScriptUsage(input=100 * n - n - 2 * n, output=10 * n, cache_read=n, cache_write=2 * n)
+        self.reported.append({"input": usage.input, "output": usage.output, "cache_read": n, "cache_write": 2 * n})
+        return OpenAiResponsesDialect().reply(Script(blocks, usage=usage))
+
 
 @pytest.fixture
 async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLlmServer]:
@@ -155,7 +197,12 @@ def only_sub(recs: list[CourseRecord]) -> str:
 
 @pytest.mark.parametrize(
     ("lead_provider", "coder_provider"),
-    [("fake-anthropic", "fake-anthropic"), ("fake-openai", "fake-openai"), ("fake-anthropic", "fake-openai")],
+    [
+        ("fake-anthropic", "fake-anthropic"),
+        ("fake-openai", "fake-openai"),
+        ("fake-responses", "fake-responses"),
+        ("fake-anthropic", "fake-openai"),
+    ],
 )
 async def test_tellask_and_function_call_through_a_real_sdk(
     tmp_path: Path, fake: FakeLlmServer, lead_provider: str, coder_provider: str
@@ -203,6 +250,16 @@ async def test_tellask_and_function_call_through_a_real_sdk(
                 "signature": "sig-lead-1",
             } in replayed
             assert any(b["type"] == "tool_result" and b["tool_use_id"] == "call_rem_1" for b in replayed)
+        elif lead_provider == "fake-responses":
+            # The reasoning item (with its encrypted content) is carried to the next turn, before the call.
+            assert thoughts[0].provider_data == {
+                "openai_reasoning": {"id": "rs_lead-1", "summary": ["Delegate, and remember to check."], "encrypted_content": "enc-lead-1"}
+            }
+            replayed = lead_requests[1].body["input"]
+            kinds = [item.get("type", item.get("role")) for item in replayed]
+            reasoning_at = kinds.index("reasoning")
+            assert replayed[reasoning_at]["encrypted_content"] == "enc-lead-1"
+            assert kinds.index("function_call") > reasoning_at and "function_call_output" in kinds
         else:
             replayed = lead_requests[1].body["messages"]
             assert any(m["role"] == "tool" and m["tool_call_id"] == "call_rem_1" for m in replayed)
@@ -217,6 +274,10 @@ async def test_tellask_and_function_call_through_a_real_sdk(
         ]:
             assert total[field] == sum(u[key] for u in player.reported), field
         assert total["costUsd"] > 0
+        if lead_provider == coder_provider == "fake-anthropic":
+            # cache reads and writes are priced at their own rates (llm.yaml: 3 / 15 / 0.3 / 3.75)
+            expected = sum(3 * u["input"] + 15 * u["output"] + 0.3 * u["cache_read"] + 3.75 * u["cache_write"] for u in player.reported)
+            assert total["costUsd"] == pytest.approx(expected / 1e6)
     finally:
         await engine.close()
 
@@ -252,5 +313,38 @@ async def test_stop_during_a_stream_closes_the_connection(
         assert latest is not None
         state = latest.run_state
         assert state.kind == "interrupted" and state.reason == "user_stop"
+    finally:
+        await engine.close()
+
+
+@pytest.mark.parametrize("provider", ["fake-anthropic", "fake-openai", "fake-responses"])
+async def test_a_members_streaming_false_sends_a_request_that_does_not_stream(
+    tmp_path: Path, fake: FakeLlmServer, provider: str
+) -> None:
+    """Before, `streaming: false` in team.yaml was ignored: every request streamed."""
+    player = TeamPlayer()
+
+    def json_reply(request: RecordedRequest) -> Reply:
+        assert not request.body.get("stream"), "the request must not ask for a stream"
+        dialect = {"/v1/messages": AnthropicDialect(), "/v1/chat/completions": OpenAiChatDialect()}.get(
+            request.path, OpenAiResponsesDialect()
+        )
+        player.reported.append({})
+        return dialect.json_reply(Script((Thinking("Quick check.", "sig-b"), Text("Batch answer."))))
+
+    fake.responder = json_reply
+    rtws = write_workspace(tmp_path / "ws", fake.url, provider, provider)
+    rtws.team_yaml.write_text(rtws.team_yaml.read_text().replace("diligence_push_max: 0", "diligence_push_max: 0\n  streaming: false"))
+    engine = Engine(rtws)
+    await engine.start()
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        engine.submit_user_message(root, "Answer in one go.")
+        await engine.wait_idle(timeout=20)
+        lead = records(engine, root.root_id)
+        assert [r.content for r in lead if isinstance(r, AgentWordsRecord)] == ["Batch answer."]
+        assert [r.content for r in lead if isinstance(r, AgentThoughtRecord)] == ["Quick check."]
+        finish = [r for r in lead if isinstance(r, GenFinishRecord)][-1]
+        assert finish.streaming is False and finish.status == "ok" and len(player.reported) == 1
     finally:
         await engine.close()

@@ -128,7 +128,7 @@ async def test_type_b_reassigned_by_another_caller_supersedes_the_first(make_eng
             {"agent": "coder", "message": "later", "response": "ok"},
         ],
     )
-    from dominds.driver.tellask_exec import materialize_subdialog
+    from dominds.driver.subdialogs import materialize_subdialog
 
     sibling_entry = PendingSubdialog(
         subdialog_id=new_dialog_id(), agent_id="researcher", call_type="C", tellask_head="@researcher check\n",

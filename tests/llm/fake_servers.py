@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import queue
 import threading
@@ -75,6 +76,7 @@ class FakeLlmServer:
         app = web.Application()
         app.router.add_post("/v1/messages", self._handle)
         app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_post("/v1/responses", self._handle)
         return app
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -156,6 +158,61 @@ async def running_fake_server() -> AsyncIterator[FakeLlmServer]:
         yield server
     finally:
         await runner.cleanup()
+
+
+# ---------------------------------------------------------------- Anthropic prompt cache
+
+
+class AnthropicPromptCache:
+    """The Messages API's prompt cache, simulated for the usage a fake reply reports.
+
+    A request's prompt is its tools, then its system blocks, then every message block, in order. A
+    ``cache_control`` breakpoint writes the prefix up to its block to the cache; a later request reads
+    the longest cached prefix that ends at one of its breakpoints or up to ``LOOKBACK`` blocks before
+    one (as the API checks). Tokens are estimated at four characters each. ``usage(body)`` returns
+    ``(input_tokens, cache_read, cache_write)`` as the API counts them (input excludes both).
+    """
+
+    LOOKBACK = 20
+
+    def __init__(self) -> None:
+        self.entries: set[str] = set()
+
+    def usage(self, body: dict[str, Any]) -> tuple[int, int, int]:
+        blocks: list[tuple[dict[str, Any], str]] = []
+        for tool in body.get("tools") or []:
+            blocks.append((tool, "tool"))
+        system = body.get("system") or []
+        for block in [{"type": "text", "text": system}] if isinstance(system, str) else system:
+            blocks.append((block, "system"))
+        for message in body.get("messages") or []:
+            content = message["content"]
+            for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+                blocks.append((block, message["role"]))
+        digest = hashlib.sha256()
+        prefixes: list[str] = []
+        tokens: list[int] = []
+        total = 0
+        for block, role in blocks:
+            plain = {k: v for k, v in block.items() if k != "cache_control"}
+            text = json.dumps([role, plain], sort_keys=True)
+            digest.update(text.encode())
+            prefixes.append(digest.hexdigest())
+            total += max(1, len(text) // 4)
+            tokens.append(total)
+        breakpoints = [i for i, (block, _) in enumerate(blocks) if "cache_control" in block]
+        read_at = -1
+        for point in breakpoints:
+            for i in range(point, max(point - self.LOOKBACK, 0) - 1, -1):
+                if prefixes[i] in self.entries and i > read_at:
+                    read_at = i
+                    break
+        read = tokens[read_at] if read_at >= 0 else 0
+        last = breakpoints[-1] if breakpoints else -1
+        written = max(tokens[last] - read, 0) if last > read_at else 0
+        for point in breakpoints:
+            self.entries.add(prefixes[point])
+        return total - read - written, read, written
 
 
 # ---------------------------------------------------------------- Anthropic wire format

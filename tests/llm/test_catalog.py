@@ -53,16 +53,68 @@ def test_builtin_defaults_load_cleanly(tmp_rtws: Rtws) -> None:
     assert anthropic.api_key_env_var == "ANTHROPIC_API_KEY" and anthropic.source == BUILTIN_SOURCE
     for model in anthropic.models.values():
         assert model.context_length and model.pricing is not None and model.pricing.cache_write is not None
-    assert catalog.providers["openai"].api_type == "openai-compatible"
+    assert catalog.providers["openai"].api_type == "openai-responses"
     local = catalog.providers["local-openai"]
     assert local.base_url == "http://127.0.0.1:11434/v1" and local.api_key_env_var is None
     assert all(m.pricing is not None for p in catalog.providers.values() for m in p.models.values())
+
+
+def test_every_builtin_model_of_a_real_provider_names_its_source_and_when_it_was_checked() -> None:
+    """Issue 16: the catalog's figures are traceable to the provider's official page and a date."""
+    for provider in builtin_catalog().providers.values():
+        if provider.api_key_env_var is None:
+            continue  # scripted, local servers: no price list to cite
+        for key, model in provider.models.items():
+            source = str(model.extra.get("source", ""))
+            assert source.startswith(("https://platform.claude.com/", "https://developers.openai.com/")), key
+            assert str(model.extra.get("checked", "")).startswith("2026-"), key
+
+
+def test_the_default_claude_has_the_1m_context_of_its_official_page() -> None:
+    """Issue 16: claude-sonnet-4-6 was listed with 200k; its page says 1M tokens and 128K output."""
+    catalog = builtin_catalog()
+    assert next(iter(catalog.providers["anthropic"].models)) == "claude-sonnet-4-6"
+    sonnet = catalog.model("anthropic", "claude-sonnet-4-6")
+    assert sonnet is not None and (sonnet.context_length, sonnet.output_length) == (1_000_000, 128_000)
+    for key in ("claude-sonnet-5-5", "claude-opus-5-5", "claude-fable-5-1", "claude-haiku-5-5"):
+        model = catalog.model("anthropic", key)
+        assert model is not None and model.context_length == 1_000_000, key
+    assert sonnet.optimal_max_tokens is None, "a 16K 'optimal' made the context health cautious at 16K of 1M"
 
 
 def test_pricing_cost_counts_cache_tokens() -> None:
     price = ModelPricing(input=3.0, output=15.0, cache_read=0.3, cache_write=None)
     # 1M input + 0.1M output + 1M cache reads + 1M cache writes (billed as input)
     assert price.cost_usd(1_000_000, 100_000, 1_000_000, 1_000_000) == pytest.approx(3 + 1.5 + 0.3 + 3)
+
+
+def test_long_cache_writes_and_long_requests_have_their_own_rates() -> None:
+    haiku = builtin_catalog().model("anthropic", "claude-haiku-5-5")
+    assert haiku is not None and haiku.pricing is not None
+    short = haiku.pricing.cost_usd(50_000, 1_000, 40_000, 10_000, 10_000, per_request=True)
+    assert short == pytest.approx((50_000 * 0.10 + 1_000 * 0.50 + 40_000 * 0.01 + 10_000 * 0.20) / 1e6)
+    # above 100K prompt tokens (cache included) every token of the request pays the long rates
+    long = haiku.pricing.cost_usd(50_000, 1_000, 60_000, 0, per_request=True)
+    assert long == pytest.approx((50_000 * 0.50 + 1_000 * 2.50 + 60_000 * 0.05) / 1e6)
+    # counts added up over many requests cannot know each prompt's size: base rates (a lower bound)
+    assert haiku.pricing.cost_usd(50_000, 1_000, 60_000, 0) == pytest.approx((50_000 * 0.10 + 1_000 * 0.50 + 60_000 * 0.01) / 1e6)
+
+
+def test_a_bad_long_context_tier_is_a_problem_with_its_line(tmp_rtws: Rtws) -> None:
+    write_llm(
+        tmp_rtws,
+        """
+        providers:
+          p:
+            apiType: openai-compatible
+            models:
+              m: {pricing: {input: 1, output: 2, long_context: {input: 2, output: 4}}}
+        """,
+    )
+    catalog, problems = load_catalog(tmp_rtws)
+    [problem] = problems
+    assert "long_context: {threshold_tokens" in problem.message and problem.line == 5  # the model's line
+    assert catalog.model("p", "m") is not None and catalog.model("p", "m").pricing is None  # type: ignore[union-attr]
 
 
 def test_rtws_provider_replaces_builtin_wholesale_and_comes_first(tmp_rtws: Rtws) -> None:
@@ -128,8 +180,9 @@ def test_bad_llm_yaml_gives_located_problems_and_keeps_good_providers(tmp_rtws: 
     good_line = line_of(text, "good:")
     assert [p.message for p in problems if p.line == good_line] == [
         "provider 'fine' model 'good': `context_length` must be a positive integer, got -5; ignored",
-        "provider 'fine' model 'good': `pricing` must be {input, output, cache_read?, cache_write?}, "
-        "each a non-negative number (USD per million tokens); ignored",
+        "provider 'fine' model 'good': `pricing` must be {input, output, cache_read?, cache_write?, "
+        "cache_write_long?, long_context?}, each price a non-negative number (USD per million tokens); "
+        "long_context: {threshold_tokens, input, output, …}; ignored",
     ]
     assert len(problems) == 7
     assert not {"listed", "untyped", "mocked"} & set(catalog.providers)
@@ -206,7 +259,7 @@ def test_resolution_errors_say_what_to_fix() -> None:
     catalog = builtin_catalog()
     with pytest.raises(LlmResolutionError, match="member 'm': unknown provider 'nope'; known: scripted, "):
         resolve_member_llm(Choice(provider="nope"), catalog, {})
-    with pytest.raises(LlmResolutionError, match="provider 'openai' has no model 'gpt-1'; its models: gpt-5"):
+    with pytest.raises(LlmResolutionError, match="provider 'openai' has no model 'gpt-1'; its models: gpt-6.2-sol, "):
         resolve_member_llm(Choice(provider="openai", model="gpt-1"), catalog, {})
     # a model of another provider, with the provider chosen automatically (scripted)
     with pytest.raises(LlmResolutionError, match="no model 'gpt-5'.*chosen automatically"):

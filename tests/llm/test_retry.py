@@ -24,7 +24,6 @@ from dominds.llm.retry import (
     RetryPolicy,
     generate_with_retries,
     group_tool_turns,
-    merged_params,
     redact,
     retry_after_seconds,
 )
@@ -202,10 +201,3 @@ def test_tool_calls_of_a_generation_are_grouped_before_their_results() -> None:
         ("tool_call", "a"), ("tool_call", "b"), ("tool_result", "a"), ("tool_result", "b"),
         ("text", "teammate answered"), ("tool_call", "c"), ("tool_result", "c"),
     ]  # fmt: skip
-
-
-def test_model_params_sections_override_the_top_level() -> None:
-    params = {"max_tokens": 100, "general": {"max_tokens": 200}, "anthropic": {"max_tokens": 300, "top_k": 3}}
-    assert merged_params(params, "anthropic") == {"max_tokens": 300, "top_k": 3}
-    assert merged_params(params, "openai") == {"max_tokens": 200}
-    assert merged_params({"max_tokens": 100}, "openai") == {"max_tokens": 100}

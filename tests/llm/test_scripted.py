@@ -76,7 +76,8 @@ async def test_a_reply_cut_short_is_answered_again_from_the_message_it_answered(
     context message was the saved partial output (or the runtime's cut-reply note), not the user's."""
     _database(tmp_path, {"responses": [{"message": "hello", "response": "Hi!"}]})
     cut = [ChatMessage("user", content="hello"), ChatMessage("assistant", kind="thinking", content="Let me")]
-    noted = [*cut, ChatMessage("assistant", content="H"), ChatMessage("user", content=cut_reply_note(reason))]
+    note = ChatMessage("user", content=cut_reply_note(reason), runtime_note=True)  # as driver/messages.py adds it
+    noted = [*cut, ChatMessage("assistant", content="H"), note]
     for messages in (cut, noted):
         receiver = Collect()
         await ScriptedGenerator().generate(_request(tmp_path, *messages), receiver)

@@ -40,8 +40,6 @@ RESPONSES: list[dict[str, Any]] = [
     },
     {"agent": "lead", "role": "tool", "contains": "Reminder", "response": "Reminder added."},
     {"agent": "lead", "message": "slow", "response": "x" * 400, "delay_ms": 20, "chunk_chars": 4},
-    # Resumed after a stop, the model reads its cut reply and a note saying so: it goes on, slowly again.
-    {"agent": "lead", "contains": "the user stopped it", "response": "x" * 400, "delay_ms": 20, "chunk_chars": 4},
     {"agent": "lead", "message": "fail", "error": {"kind": "rejected", "status": 401, "message": "bad key"}},
     {"agent": "lead", "message": "nest", "response": "!?@coder build Y\n"},
     {"agent": "coder", "contains": "build Y", "response": "!?@tester check Y\n"},

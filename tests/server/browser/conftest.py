@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_kit import BROWSER_RESPONSES, CHROMIUM, CHROMIUM_ARGS, CHROMIUM_PRESENT, SUGGESTIONS, Panel
+from browser_kit import BROWSER_RESPONSES, SUGGESTIONS, Panel
+from chromium import launched_chromium
 from server_kit import TOKEN, write_workspace
 
 from dominds.driver.engine import Engine
@@ -20,14 +21,8 @@ from dominds.server import make_app
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
-    if not CHROMIUM_PRESENT:
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    async with launched_chromium() as launched:
         yield launched
-        await launched.close()
 
 
 @pytest.fixture

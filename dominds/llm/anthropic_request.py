@@ -1,0 +1,215 @@
+"""The request of one Anthropic generation: parameters, thinking and effort, prompt-cache breakpoints, messages.
+
+Prompt caching: the API caches a prompt prefix up to a block marked ``cache_control`` and reads it
+back (at a tenth of the input price) when a later request starts with the same prefix. A dialog's
+prompt is system prompt + tools + a conversation that only grows, so besides the system prompt the
+*conversation* gets breakpoints: on the last block of the newest user turn (written now, read by the
+next generation) and on the last block of the user turn before it (the breakpoint the previous
+generation wrote, read now), and just before the reminders (a *volatile* message: it moves to the newest
+user message, so the prefix up to it is what stays the same when a new message arrives). At most four
+breakpoints, as the API allows; ``prompt_caching: system`` or ``off`` in ``model_params.anthropic``
+turns them down.
+
+Parameters are the member's ``model_params`` as ``dominds/llm/params.py`` declares them for apiType
+``anthropic``; values the API or the model (its catalog entry) would refuse are refused here, before
+any request, with a message that says what to change.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from dominds.llm.base import ChatMessage, GenerationRequest
+from dominds.llm.params import merged_params
+from dominds.llm.retry import group_tool_turns, refuse_bad_params
+
+DEFAULT_MAX_TOKENS = 8192
+"""When neither the member nor the catalog says the model's output limit."""
+MAX_DEFAULT_MAX_TOKENS = 32000
+"""The default output limit is the model's, capped here (a member may ask for more)."""
+CONVERSATION_START = "(conversation start)"
+"""The API wants a user message first; memories (assistant messages) may open our context."""
+CONTINUE_PROMPT = "(continue)"
+"""The API treats a trailing assistant message as a prefill, which thinking models refuse."""
+BODY_ONLY_PARAMS = ("temperature", "top_p", "top_k", "reasoning_split")
+"""Accepted by the API (or by Anthropic-compatible servers) but not keyword arguments of the SDK."""
+VOLATILE = "__dominds_volatile"
+"""Marks, while the request is built, a block that changes between generations (never cached up to)."""
+CACHEABLE_BLOCKS = frozenset({"text", "tool_result", "tool_use", "image", "document"})
+"""Blocks a ``cache_control`` may sit on (not thinking blocks)."""
+
+
+def request_params(request: GenerationRequest) -> dict[str, Any]:
+    """Keyword arguments of ``messages.stream`` / ``messages.create`` for one generation."""
+    refuse_bad_params(request, "anthropic")
+    params = merged_params(request.model_params, "anthropic")
+    thinking = thinking_config(params)
+    max_tokens = int(params.get("max_tokens") or default_max_tokens(request))
+    budget = int(thinking.get("budget_tokens") or 0) if thinking else 0
+    if budget and max_tokens <= budget:
+        max_tokens = budget + DEFAULT_MAX_TOKENS  # the API requires room for the answer after thinking
+    caching = params.get("prompt_caching", "conversation")
+    caching = "off" if caching is False else str(caching)  # YAML reads a bare `off` as false
+    control: dict[str, Any] = {"type": "ephemeral"}
+    if params.get("cache_ttl") == "1h":
+        control["ttl"] = "1h"
+    kwargs: dict[str, Any] = {
+        "model": request.model_name,
+        "max_tokens": max_tokens,
+        "messages": to_anthropic_messages(request.messages),
+    }
+    if caching == "conversation":
+        mark_conversation_breakpoints(kwargs["messages"], control)
+    else:
+        strip_markers(kwargs["messages"])
+    if request.system_prompt.strip():
+        system: dict[str, Any] = {"type": "text", "text": request.system_prompt}
+        if caching != "off":
+            # The system prompt (with the tools before it) is the long stable prefix of every turn.
+            system["cache_control"] = dict(control)
+        kwargs["system"] = [system]
+    if request.tools:
+        kwargs["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
+        ]
+    if params.get("stop_sequences"):
+        stops = params["stop_sequences"]
+        kwargs["stop_sequences"] = [stops] if isinstance(stops, str) else list(stops)
+    body_only = {name: params[name] for name in BODY_ONLY_PARAMS if params.get(name) is not None}
+    if body_only:
+        kwargs["extra_body"] = body_only
+    if thinking:
+        kwargs["thinking"] = thinking
+    effort = params.get("effort") or (params.get("output_config") or {}).get("effort")
+    if effort:
+        kwargs["output_config"] = {**(params.get("output_config") or {}), "effort": effort}
+    return kwargs
+
+
+def default_max_tokens(request: GenerationRequest) -> int:
+    output_length = request.model_info.get("output_length")
+    if isinstance(output_length, int) and output_length > 0:
+        return min(output_length, MAX_DEFAULT_MAX_TOKENS)
+    return DEFAULT_MAX_TOKENS
+
+
+def thinking_config(params: dict[str, Any]) -> dict[str, Any] | None:
+    """``anthropic.thinking`` (``{budget_tokens}`` alone means enabled) or a ``thinking_budget``."""
+    explicit = params.get("thinking")
+    if isinstance(explicit, dict) and explicit:
+        config = dict(explicit)
+        if "type" not in config and config.get("budget_tokens"):
+            config["type"] = "enabled"
+        return config
+    budget = params.get("thinking_budget")
+    if budget:
+        return {"type": "enabled", "budget_tokens": int(budget)}
+    return None
+
+
+def mark_conversation_breakpoints(turns: list[dict[str, Any]], control: dict[str, Any]) -> None:
+    """Cache breakpoints on the conversation (see the module docstring), at most three.
+
+    - before the first volatile block (the reminders, which move between generations): the stable
+      prefix the next generation reads even when a new user message moved the reminders;
+    - the end of the user turn before the newest one (what the previous generation wrote);
+    - the end of the conversation (what the next generation reads).
+    """
+    blocks = [(t, b) for t, turn in enumerate(turns) for b in range(len(turn["content"]))]
+    first_volatile = next((i for i, (t, b) in enumerate(blocks) if turns[t]["content"][b].get(VOLATILE)), None)
+    chosen: list[tuple[int, int]] = []
+    if first_volatile is not None:
+        before = [pos for pos in blocks[:first_volatile] if _cacheable(turns, pos)]
+        chosen.extend(before[-1:])
+    users = [t for t, turn in enumerate(turns) if turn["role"] == "user"]
+    for t in users[-2:-1]:
+        chosen.extend([(t, b) for b in range(len(turns[t]["content"])) if _cacheable(turns, (t, b))][-1:])
+    ends = [pos for pos in blocks if _cacheable(turns, pos)]
+    chosen.extend(ends[-1:])
+    for t, b in dict.fromkeys(chosen):
+        turns[t]["content"][b]["cache_control"] = dict(control)
+    for turn in turns:
+        for block in turn["content"]:
+            block.pop(VOLATILE, None)
+
+
+def _cacheable(turns: list[dict[str, Any]], pos: tuple[int, int]) -> bool:
+    block = turns[pos[0]]["content"][pos[1]]
+    return block.get("type") in CACHEABLE_BLOCKS and not block.get(VOLATILE)
+
+
+def to_anthropic_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Neutral messages as alternating user/assistant turns of content blocks.
+
+    Blocks of volatile messages carry the ``VOLATILE`` marker until ``strip_markers`` (or
+    ``mark_conversation_breakpoints``) removes it.
+    """
+    turns: list[dict[str, Any]] = []
+    for message in group_tool_turns(messages):
+        block = _content_block(message)
+        if block is None:
+            continue
+        if message.volatile:
+            block[VOLATILE] = True
+        role = "assistant" if message.role == "assistant" else "user"
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].append(block)
+        else:
+            turns.append({"role": role, "content": [block]})
+    if not turns or turns[0]["role"] != "user":
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": CONVERSATION_START}]})
+    if turns[-1]["role"] != "user":
+        turns.append({"role": "user", "content": [{"type": "text", "text": CONTINUE_PROMPT}]})
+    return turns
+
+
+def strip_markers(turns: list[dict[str, Any]]) -> None:
+    for turn in turns:
+        for block in turn["content"]:
+            block.pop(VOLATILE, None)
+
+
+def _content_block(message: ChatMessage) -> dict[str, Any] | None:
+    if message.kind == "thinking":
+        data = message.provider_data or {}
+        if data.get("signature"):
+            return {"type": "thinking", "thinking": message.content, "signature": data["signature"]}
+        if data.get("redacted_data"):
+            return {"type": "redacted_thinking", "data": data["redacted_data"]}
+        return None  # unsigned thinking (another provider's, or cut before its signature) is refused
+    if message.kind == "tool_call":
+        return {
+            "type": "tool_use",
+            "id": _tool_id(message.tool_call_id),
+            "name": message.tool_name or "",
+            "input": _arguments_object(message.arguments),
+        }
+    if message.kind == "tool_result":
+        return {
+            "type": "tool_result",
+            "tool_use_id": _tool_id(message.tool_call_id),
+            "content": message.content or "(no output)",
+            "is_error": message.is_error,
+        }
+    if not message.content.strip():
+        return None  # the API rejects empty text blocks
+    return {"type": "text", "text": message.content}
+
+
+def _tool_id(call_id: str | None) -> str:
+    # Ids from other providers may hold characters the API refuses (it wants [a-zA-Z0-9_-]).
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id or "call")
+
+
+def _arguments_object(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    if not arguments:
+        return {}
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"raw_arguments": arguments}

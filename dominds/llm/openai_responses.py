@@ -1,0 +1,328 @@
+"""The OpenAI Responses API generator (``apiType: openai-responses``), through the official ``openai`` SDK.
+
+OpenAI's reasoning models carry their reasoning from one turn to the next as *reasoning items*. With
+``store: false`` (nothing is kept on OpenAI's side; the course files are the memory) each item comes
+back with its ``encrypted_content``; it is kept in the thought record's ``provider_data`` and sent back
+in the next request's ``input``, before the function calls it led to. Reasoning summaries (or the
+raw reasoning text some models stream) are shown as thinking; function calls arrive whole with
+``response.output_item.done``. Usage reports cached and cache-written input tokens and reasoning tokens.
+
+Chat Completions (``openai_provider.py``) stays for OpenAI-compatible servers (Ollama, vLLM, …).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import openai
+
+from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.openai_provider import KEYLESS_API_KEY, classify_error
+from dominds.llm.params import merged_params
+from dominds.llm.retry import (
+    AttemptFailure,
+    RetryPolicy,
+    generate_with_retries,
+    group_tool_turns,
+    refuse_bad_params,
+    resolve_target,
+)
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, ClientPool, HttpClientFactory
+from dominds.store.course_records import FinishReason, Usage
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PROVIDER_DATA_KEY = "openai_reasoning"
+"""Where a reasoning item travels in a thought record's ``provider_data``."""
+INCOMPLETE_REASONS: dict[str, FinishReason] = {
+    "max_output_tokens": "max_tokens",
+    "content_filter": "content_filter",
+}
+ERROR_CODE_STATUS = {
+    "server_error": 500,
+    "rate_limit_exceeded": 429,
+    "server_is_overloaded": 529,
+    "slow_down": 503,
+    "invalid_prompt": 400,
+    "context_length_exceeded": 400,
+}
+"""An error event (or a failed response) inside a 200 stream: the HTTP status its code stands for."""
+
+
+class ResponseStreamFailed(Exception):
+    """An ``error`` event or a ``response.failed`` inside the stream."""
+
+    def __init__(self, code: str | None, message: str) -> None:
+        super().__init__(f"{code or 'error'}: {message}")
+        self.code = code
+
+
+def _classify(exc: Exception) -> AttemptFailure | None:
+    if isinstance(exc, ResponseStreamFailed):
+        return AttemptFailure(ERROR_CODE_STATUS.get(str(exc.code), 500), str(exc))
+    return classify_error(exc)
+
+
+class OpenAiResponsesGenerator:
+    """Generator for ``apiType: openai-responses`` providers (OpenAI's own API)."""
+
+    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
+        self.retry_policy = retry_policy or RetryPolicy()
+        self.clients: ClientPool[openai.AsyncOpenAI] = ClientPool(_make_client, http_client)
+
+    async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
+        target = resolve_target(request, DEFAULT_BASE_URL)
+        body = request_body(request)
+        client = self.clients.get(target.base_url, target.secret or KEYLESS_API_KEY)
+
+        async def attempt(tracked: GenerationReceiver) -> GenerationResult:
+            if request.streaming:
+                return await _stream_once(client, body, tracked)
+            return await _create_once(client, body, tracked)
+
+        return await generate_with_retries(attempt, receiver, classify=_classify, target=target, policy=self.retry_policy)
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+
+
+def _make_client(base_url: str, api_key: str, http_client: Any) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(
+        api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
+    )
+
+
+async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+    relay = _ItemRelay(receiver)
+    stream = await client.responses.create(**body, stream=True)
+    async with stream:
+        async for event in stream:
+            await relay.handle(event)
+    return relay.result()
+
+
+async def _create_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+    """``streaming: false``: one request, then the finished items are replayed to the receiver."""
+    response = await client.responses.create(**body)
+    relay = _ItemRelay(receiver)
+    for item in response.output or []:
+        await relay.whole_item(item)
+    await relay.finished(response)
+    return relay.result()
+
+
+class _ItemRelay:
+    """Output items as receiver segments: reasoning → thinking, message → saying, function_call → a call."""
+
+    def __init__(self, receiver: GenerationReceiver) -> None:
+        self.receiver = receiver
+        self.open: str | None = None
+        self.called = False
+        self.response: Any = None
+
+    async def handle(self, event: Any) -> None:
+        kind = getattr(event, "type", "")
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            await self._chunk("thinking", event.delta)
+        elif kind == "response.reasoning_summary_part.added" and self.open == "thinking":
+            await self.receiver.thinking_chunk("\n\n")  # summary parts are paragraphs
+        elif kind in ("response.output_text.delta", "response.refusal.delta"):
+            await self._chunk("saying", event.delta)
+        elif kind == "response.output_item.done":
+            await self._item_done(event.item)
+        elif kind == "response.created" or kind == "response.in_progress":
+            await self._usage(event.response, partial=True)
+        elif kind in ("response.completed", "response.incomplete"):
+            await self.finished(event.response)
+        elif kind == "response.failed":
+            error = getattr(event.response, "error", None)
+            raise ResponseStreamFailed(getattr(error, "code", None), getattr(error, "message", None) or "response failed")
+        elif kind == "error":
+            raise ResponseStreamFailed(getattr(event, "code", None), getattr(event, "message", "") or "stream error")
+
+    async def _chunk(self, kind: str, text: str) -> None:
+        if not text:
+            return
+        if self.open != kind:
+            await self._close()
+            await (self.receiver.thinking_start() if kind == "thinking" else self.receiver.saying_start())
+            self.open = kind
+        await (self.receiver.thinking_chunk(text) if kind == "thinking" else self.receiver.saying_chunk(text))
+
+    async def _close(self, provider_data: dict[str, Any] | None = None) -> None:
+        if self.open == "thinking":
+            await self.receiver.thinking_finish(provider_data)
+        elif self.open == "saying":
+            await self.receiver.saying_finish()
+        self.open = None
+
+    async def _item_done(self, item: Any) -> None:
+        kind = getattr(item, "type", None)
+        if kind == "reasoning":
+            data = {PROVIDER_DATA_KEY: reasoning_item_data(item)}
+            if self.open != "thinking":  # nothing was shown (no summary): the item must still be kept
+                await self._close()
+                await self.receiver.thinking_start()
+                self.open = "thinking"
+            await self._close(data)
+        elif kind == "message":
+            if self.open == "saying":
+                await self._close()
+        elif kind == "function_call":
+            await self._close()
+            self.called = True
+            await self.receiver.func_call(item.call_id, item.name, item.arguments or "{}")
+
+    async def whole_item(self, item: Any) -> None:
+        """A finished item of a non-streamed response, as if it had streamed."""
+        kind = getattr(item, "type", None)
+        if kind == "reasoning":
+            texts = [s.text for s in getattr(item, "summary", None) or []] or [
+                c.text for c in getattr(item, "content", None) or []
+            ]
+            await self._chunk("thinking", "\n\n".join(t for t in texts if t))
+        elif kind == "message":
+            for part in getattr(item, "content", None) or []:
+                await self._chunk("saying", getattr(part, "text", None) or getattr(part, "refusal", None) or "")
+        await self._item_done(item)
+
+    async def finished(self, response: Any) -> None:
+        await self._close()
+        self.response = response
+        await self._usage(response, partial=False)
+
+    async def _usage(self, response: Any, *, partial: bool) -> None:
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            await self.receiver.usage_so_far(usage_of(usage, partial=partial))
+
+    def result(self) -> GenerationResult:
+        response = self.response
+        if response is None:
+            # The body ended without response.completed/incomplete: the stream was cut.
+            raise ResponseStreamFailed(None, "the stream ended before the response was complete")
+        status = getattr(response, "status", None)
+        details = getattr(response, "incomplete_details", None)
+        reason = getattr(details, "reason", None) if details is not None else None
+        finish: FinishReason
+        if status == "incomplete":
+            finish = INCOMPLETE_REASONS.get(str(reason), "unknown")
+        else:
+            finish = "tool_use" if self.called else "end_turn"
+        usage = getattr(response, "usage", None)
+        return GenerationResult(
+            usage=usage_of(usage) if usage is not None else Usage(available=False),
+            model=getattr(response, "model", None),
+            finish_reason=finish,
+            provider_finish_reason=str(reason or status or ""),
+        )
+
+
+def reasoning_item_data(item: Any) -> dict[str, Any]:
+    """What a reasoning item needs to be sent back: its id, encrypted content and summary."""
+    data: dict[str, Any] = {"id": item.id, "summary": [s.text for s in getattr(item, "summary", None) or []]}
+    if getattr(item, "encrypted_content", None):
+        data["encrypted_content"] = item.encrypted_content
+    return data
+
+
+def usage_of(usage: Any, *, partial: bool = False) -> Usage:
+    details = getattr(usage, "input_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0)
+    written = int(getattr(details, "cache_write_tokens", 0) or 0)
+    write_details = getattr(details, "cache_write_tokens_details", None)
+    long_writes = int(getattr(write_details, "ttl_12h_tokens", 0) or 0) if write_details is not None else 0
+    output_details = getattr(usage, "output_tokens_details", None)
+    # OpenAI counts cached and cache-written tokens inside input_tokens; Usage.input_tokens excludes them.
+    return Usage(
+        input_tokens=max(int(getattr(usage, "input_tokens", 0) or 0) - cached - written, 0),
+        output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        cache_write_long_tokens=long_writes,
+        reasoning_tokens=int(getattr(output_details, "reasoning_tokens", 0) or 0),
+        partial=partial,
+    )
+
+
+# ---------------------------------------------------------------- request
+
+
+def request_body(request: GenerationRequest) -> dict[str, Any]:
+    """Keyword arguments of ``responses.create`` for one generation."""
+    refuse_bad_params(request, "openai-responses")
+    params = merged_params(request.model_params, "openai-responses")
+    body: dict[str, Any] = {
+        "model": request.model_name,
+        "input": to_responses_input(request.messages),
+        "store": False,  # the course files are the memory; reasoning travels encrypted instead
+    }
+    if request.system_prompt.strip():
+        body["instructions"] = request.system_prompt
+    if request.tools:
+        body["tools"] = [
+            {"type": "function", "name": t.name, "description": t.description, "parameters": t.parameters, "strict": False}
+            for t in request.tools
+        ]
+    max_tokens = params.get("max_output_tokens") or params.get("max_tokens")
+    if max_tokens:
+        body["max_output_tokens"] = int(max_tokens)
+    if request.model_info.get("reasoning", True) is not False:  # a catalog entry may say it does not reason
+        reasoning: dict[str, Any] = {}
+        if params.get("reasoning_effort"):
+            reasoning["effort"] = params["reasoning_effort"]
+        summary = params.get("reasoning_summary", "auto")
+        if summary != "none":
+            reasoning["summary"] = summary
+        body["reasoning"] = reasoning
+        body["include"] = ["reasoning.encrypted_content"]
+    if params.get("verbosity"):
+        body["text"] = {"verbosity": params["verbosity"]}
+    for name in ("temperature", "top_p", "parallel_tool_calls", "service_tier", "prompt_cache_retention", "truncation"):
+        if params.get(name) is not None:
+            body[name] = params[name]
+    if params.get("user"):
+        body["safety_identifier"] = params["user"]
+    # Requests of one dialog share a long prefix: a per-dialog key keeps them on the same cache.
+    body["prompt_cache_key"] = params.get("prompt_cache_key") or f"dominds-{request.agent_id or 'agent'}"
+    if isinstance(params.get("extra_body"), dict):
+        body["extra_body"] = params["extra_body"]
+    return body
+
+
+def to_responses_input(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Neutral messages as Responses input items.
+
+    Reasoning items are sent back only when they came from this API (another provider's thinking has no
+    encrypted content to resume from, and the API would refuse it).
+    """
+    items: list[dict[str, Any]] = []
+    for message in group_tool_turns(messages):
+        if message.kind == "thinking":
+            data = (message.provider_data or {}).get(PROVIDER_DATA_KEY)
+            if isinstance(data, dict) and data.get("id"):
+                item: dict[str, Any] = {
+                    "type": "reasoning",
+                    "id": data["id"],
+                    "summary": [{"type": "summary_text", "text": str(t)} for t in data.get("summary") or []],
+                }
+                if data.get("encrypted_content"):
+                    item["encrypted_content"] = data["encrypted_content"]
+                items.append(item)
+        elif message.kind == "tool_call":
+            arguments = message.arguments
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": message.tool_call_id or "call",
+                    "name": message.tool_name or "",
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments or {}, ensure_ascii=False),
+                }
+            )
+        elif message.kind == "tool_result":
+            items.append(
+                {"type": "function_call_output", "call_id": message.tool_call_id or "call", "output": message.content or "(no output)"}
+            )
+        elif message.content.strip():
+            items.append({"role": message.role if message.role in ("user", "assistant") else "user", "content": message.content})
+    return items
