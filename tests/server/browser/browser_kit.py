@@ -21,6 +21,7 @@ BROWSER_RESPONSES: list[dict[str, Any]] = [
         "response": "Let me ask.\n!?@human Which colour?\n!?Red or blue.\n",
     },
     {"agent": "lead", "message": "blue", "response": "Painting it **blue**."},
+    {"agent": "lead", "message": "also make it shiny", "response": "Shiny too."},
     {"agent": "lead", "message": "slow", "response": "tick " * 400, "chunk_chars": 5, "delay_ms": 20},
 ]
 SUGGESTIONS = ["hello", "delegate", "paint"]

@@ -26,8 +26,25 @@ async def browser() -> AsyncIterator[Any]:
 
 
 @pytest.fixture
-async def panel(tmp_path: Path, aiohttp_server: Any, browser: Any) -> AsyncIterator[Panel]:
-    rtws = write_workspace(tmp_path / "ws", BROWSER_RESPONSES, SUGGESTIONS)
+def panel_responses() -> list[dict[str, Any]]:
+    """The scripted replies of the panel's workspace (a test module may override this fixture)."""
+    return BROWSER_RESPONSES
+
+
+@pytest.fixture
+def panel_suggestions() -> list[str]:
+    return SUGGESTIONS
+
+
+@pytest.fixture
+async def panel(
+    tmp_path: Path,
+    aiohttp_server: Any,
+    browser: Any,
+    panel_responses: list[dict[str, Any]],
+    panel_suggestions: list[str],
+) -> AsyncIterator[Panel]:
+    rtws = write_workspace(tmp_path / "ws", panel_responses, panel_suggestions)
     engine = Engine(rtws)
     await engine.start()
     app = make_app(engine, token=TOKEN, taskdoc_poll_interval=0.2)
