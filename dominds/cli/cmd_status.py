@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,7 @@ from dominds.cli.common import workspace
 from dominds.cli.offline import load_state_yaml
 from dominds.rtws import DIALOG_STATUSES, Rtws
 
-CACHE_VERSION = 1
-USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+CACHE_VERSION = 3  # 2: nodes carry the dialog title; 3: usage is {byModel, costUsd}, priced per generation
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
 Node = dict[str, Any]
 
@@ -66,7 +64,7 @@ def _status(args: argparse.Namespace) -> int:
     rtws = workspace()
     with reach_state(rtws, wait=2.0, read_only=True) as access:
         daemon = find_daemon(rtws)
-        cache = StatusCache(None if args.no_cache else rtws.state_dir / "cache" / "status.json")
+        cache = StatusCache(None if args.no_cache else rtws.state_dir / "cache" / "status.json", _Pricing(rtws))
         roots = collect(rtws, cache, DIALOG_STATUSES if args.all or args.root else ("run",), args.root)
         cache.save()
     if access.locked:  # nothing can be driving: a `proceeding` left by a killed process is shown interrupted
@@ -103,7 +101,6 @@ def collect(rtws: Rtws, cache: StatusCache, statuses: tuple[str, ...], root_filt
     from dominds.cli.resolve import resolve_dialog_id
     from dominds.ids import is_dialog_id
 
-    pricing = _Pricing(rtws)
     trees: list[Node] = []
     wanted = locate_dialog(rtws, resolve_dialog_id(rtws, root_filter)) if root_filter else None
     for status in statuses:
@@ -116,13 +113,15 @@ def collect(rtws: Rtws, cache: StatusCache, statuses: tuple[str, ...], root_filt
             cache.scanned.add(status)
         for root_id in names:
             if wanted is None or wanted == (status, root_id):
-                trees.append(_tree(os.path.join(directory, root_id), status, root_id, cache, pricing))
+                trees.append(_tree(os.path.join(directory, root_id), status, root_id, cache))
     trees.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
     trees.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
     return trees
 
 
-def _tree(root_dir: str, status: str, root_id: str, cache: StatusCache, pricing: _Pricing) -> Node:
+def _tree(root_dir: str, status: str, root_id: str, cache: StatusCache) -> Node:
+    from dominds.driver.usage import Usage, totals
+
     root = cache.node(root_dir, status, root_id)
     nodes = {root["selfId"]: root}
     try:
@@ -134,22 +133,23 @@ def _tree(root_dir: str, status: str, root_id: str, cache: StatusCache, pricing:
         nodes[sub["selfId"]] = sub
     for sub in subs:  # stored flat; the tree comes from supdialogId
         nodes.get(sub.get("supdialogId") or "", root)["subdialogs"].append(sub)
-    by_model: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    tree_usage = Usage()
     for node in (root, *subs):
-        for model, counts in node.pop("_usage").items():
-            by_model[model] = [a + b for a, b in zip(by_model[model], counts, strict=True)]
+        tree_usage.add(Usage.from_json(node.pop("_usage")))
     root["subdialogCount"] = len(subs)
     root["q4hTotal"] = sum(len(n.get("q4h", ())) for n in (root, *subs))
-    root["usage"] = pricing.usage(by_model)
+    root["usage"] = totals(tree_usage)
     root["lastActivity"] = max((n.get("lastModified") or "" for n in (root, *subs)), default="")
     return root
 
 
 class StatusCache:
-    """What was read per dialog directory, keyed by the (inode, size, mtime) of the files it came from."""
+    """What was read per dialog directory, keyed by the (inode, size, mtime) of the files it came from
+    and by the prices it was costed with."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, pricing: _Pricing) -> None:
         self.path = path
+        self.pricing = pricing
         self.entries: dict[str, Any] = {}
         self.used: dict[str, Any] = {}
         self.scanned: set[str] = set()
@@ -173,10 +173,12 @@ class StatusCache:
                     files[entry.name] = f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
         except OSError:
             pass
-        signature = hashlib.blake2b(repr(sorted(files.items())).encode(), digest_size=8).hexdigest()
+        signature = hashlib.blake2b(
+            repr((sorted(files.items()), self.pricing.fingerprint)).encode(), digest_size=8
+        ).hexdigest()
         cached = self.entries.get(key)
         if cached is None or cached.get("sig") != signature:
-            cached = {"sig": signature, "node": read_node(directory, status, root_id, set(files))}
+            cached = {"sig": signature, "node": read_node(directory, status, root_id, set(files), self.pricing.catalog)}
             self.dirty = True
         self.used[key] = cached
         return {**cached["node"], "subdialogs": []}
@@ -199,7 +201,7 @@ class StatusCache:
                 temp.unlink(missing_ok=True)
 
 
-def read_node(directory: str, status: str, root_id: str, present: set[str]) -> Node:
+def read_node(directory: str, status: str, root_id: str, present: set[str], catalog: Any) -> Node:
     """One dialog's summary from its files; a corrupt file becomes ``error`` on the node, never an exception."""
     node: Node = {"selfId": os.path.basename(directory), "rootId": root_id, "status": status}
     join = os.path.join
@@ -208,6 +210,7 @@ def read_node(directory: str, status: str, root_id: str, present: set[str]) -> N
         latest = load_state_yaml(join(directory, "latest.yaml")) or {}
         node.update(
             agentId=meta.get("agentId"),
+            title=latest.get("title") or meta.get("title"),
             taskDocPath=meta.get("taskDocPath"),
             createdAt=meta.get("createdAt"),
             lastModified=latest.get("lastModified"),
@@ -240,16 +243,19 @@ def read_node(directory: str, status: str, root_id: str, present: set[str]) -> N
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         node["error"] = f"{type(exc).__name__}: {exc}"
         node.setdefault("runState", {"kind": "error", "detail": str(exc)})
-    node["_usage"] = _course_usage(directory, sorted(n for n in present if n.startswith("course-")), node)
+    node["_usage"] = _course_usage(directory, sorted(n for n in present if n.startswith("course-")), node, catalog)
     return node
 
 
-def _course_usage(directory: str, course_files: list[str], node: Node) -> dict[str, list[int]]:
-    """Per ``provider/model``: [input, output, cacheRead, cacheWrite, generations] over every course.
+def _course_usage(directory: str, course_files: list[str], node: Node, catalog: Any) -> dict[str, Any]:
+    """Tokens per ``provider/model`` and the cost over every course (``driver/usage.py``'s counting and
+    pricing, like the daemon's), as ``Usage.to_json``.
 
     A line in the middle of a course that is not a JSON record marks the node with an error (the daemon
     refuses such a dialog); a torn last line does not (it is what a crash leaves)."""
-    totals: dict[str, list[int]] = {}
+    from dominds.driver.usage import Usage, count_finishes
+
+    usage = Usage()
     for name in course_files:
         try:
             with open(os.path.join(directory, name), "rb") as handle:
@@ -260,23 +266,8 @@ def _course_usage(directory: str, course_files: list[str], node: Node) -> dict[s
         if bad is not None and "error" not in node:
             node["error"] = f"{name}:{bad}: not a JSON record (the dialog refuses messages until it is repaired)"
             node["runState"] = {"kind": "error", "detail": node["error"]}
-        start = 0
-        while (found := data.find(b'"gen_finish_record"', start)) != -1:  # decode only those lines
-            line_start = data.rfind(b"\n", 0, found) + 1
-            line_end = data.find(b"\n", found)
-            start = len(data) if line_end == -1 else line_end
-            try:
-                record = json.loads(data[line_start:start])
-            except ValueError:
-                continue  # a torn last line: that generation is counted once it is complete
-            usage = record.get("usage") if isinstance(record, dict) else None
-            if not isinstance(usage, dict):
-                continue
-            counts = totals.setdefault(f"{record.get('provider') or ''}/{record.get('model') or ''}", [0, 0, 0, 0, 0])
-            for index, field in enumerate(USAGE_FIELDS):
-                counts[index] += int(usage.get(field) or 0)
-            counts[4] += 1
-    return totals
+        usage.add(count_finishes(data, catalog))
+    return usage.to_json()
 
 
 def _bad_course_line(data: bytes) -> int | None:
@@ -290,31 +281,29 @@ def _bad_course_line(data: bytes) -> int | None:
 
 
 class _Pricing:
-    """Cost from the workspace's model catalog (read once per run; prices may change, counts do not)."""
+    """The catalog the daemon would use and a fingerprint of its prices (loaded once per run)."""
 
     def __init__(self, rtws: Rtws) -> None:
         self.rtws = rtws
         self._catalog: Any = None
+        self._fingerprint = ""
 
-    def usage(self, by_model: dict[str, list[int]]) -> dict[str, Any]:
-        total: dict[str, Any] = dict.fromkeys((*USAGE_FIELDS, "generations"), 0) | {"costUsd": 0.0}
-        for model, counts in by_model.items():
-            for index, field in enumerate((*USAGE_FIELDS, "generations")):
-                total[field] += counts[index]
-            pricing = self._model_pricing(model)
-            if pricing is not None:
-                total["costUsd"] += pricing.cost_usd(*counts[:4])
-        total["costUsd"] = round(total["costUsd"], 6)
-        return total
+    def _load(self) -> None:
+        from dominds.driver.usage import catalog_in_use, pricing_fingerprint
 
-    def _model_pricing(self, key: str) -> Any:
         if self._catalog is None:
-            from dominds.llm.catalog import load_catalog
+            self._catalog = catalog_in_use(self.rtws)
+            self._fingerprint = pricing_fingerprint(self._catalog)
 
-            self._catalog = load_catalog(self.rtws)[0]
-        provider, _, model = key.partition("/")
-        info = self._catalog.model(provider, model)
-        return info.pricing if info is not None else None
+    @property
+    def catalog(self) -> Any:
+        self._load()
+        return self._catalog
+
+    @property
+    def fingerprint(self) -> str:
+        self._load()
+        return self._fingerprint
 
 
 # ---------------------------------------------------------------- output
@@ -335,6 +324,7 @@ def _totals(roots: list[Node]) -> dict[str, Any]:
 
 def _print_report(report: dict[str, Any]) -> None:
     from dominds.cli.render import Style, age, styled_run_state, tokens
+    from dominds.driver.usage import format_cost
 
     out = sys.stdout
     style = Style.for_stream(out)
@@ -381,8 +371,9 @@ def _print_report(report: dict[str, Any]) -> None:
             count = sum(1 for r in report["roots"] if r["status"] == current_status)
             lines.append(style(f"\n{current_status}/ — {_count(count, 'dialog tree')}", "bold"))
         usage = root["usage"]
-        cost = f"${usage['costUsd']:.4f}" if usage["costUsd"] else "$0"
-        lines.append(f"{describe(root)}  {style(str(root.get('taskDocPath')), 'cyan')}")
+        cost = usage["costText"]
+        title = f"  “{root['title']}”" if root.get("title") else ""
+        lines.append(f"{describe(root)}  {style(str(root.get('taskDocPath')), 'cyan')}{title}")
         lines.append(
             style(f"   {tokens(usage['inputTokens'])} in / {tokens(usage['outputTokens'])} out tokens, {cost}, "
                   f"{_count(usage['generations'], 'generation')}, {_count(root['subdialogCount'], 'subdialog')}", "dim")
@@ -396,7 +387,7 @@ def _print_report(report: dict[str, Any]) -> None:
         hint = " — answer with `dominds q4h` / `dominds answer`" if totals["q4h"] else ""
         lines.append(
             f"\n{_count(totals['roots'], 'tree')}, {_count(totals['dialogs'], 'dialog')}, "
-            f"{_count(totals['q4h'], 'pending question')}{hint}; {tokens(totals['tokens'])} tokens, ${totals['costUsd']:.4f}"
+            f"{_count(totals['q4h'], 'pending question')}{hint}; {tokens(totals['tokens'])} tokens, {format_cost(totals['costUsd'])}"
         )
     out.write("\n".join(lines) + "\n")
 

@@ -112,11 +112,9 @@ def age(iso: str | None, now: datetime | None = None) -> str:
 
 
 def tokens(count: float) -> str:
-    if count >= 1_000_000:
-        return f"{count / 1_000_000:.1f}M"
-    if count >= 1000:
-        return f"{count / 1000:.1f}k"
-    return str(int(count))
+    from dominds.driver.usage import format_tokens  # the one way tokens are written (panel and CLI)
+
+    return format_tokens(count)
 
 
 def _one_line(text: str, width: int) -> str:

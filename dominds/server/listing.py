@@ -1,16 +1,16 @@
 """Dialog lists for the panel and the CLI: trees from root to subdialogs with run state, Q4H and cost.
 
 Built from ``store.listing`` (``dialog.yaml`` + ``latest.yaml`` per dialog, never transcripts). The
-cost needs every ``gen_finish_record`` of a tree, so it is cached per root and recomputed only when
-a ``latest.yaml`` of that tree changed (every generation rewrites it when it finishes).
+cost of a tree comes from ``driver/usage.py`` (the one owner of cost), which re-reads a course file
+only when it changed.
 """
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Any
 
+from dominds.driver import usage
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.store.errors import StoreError
@@ -20,29 +20,18 @@ Node = dict[str, Any]
 
 
 class CostCache:
-    """``usage_totals`` per root, keyed by the tree's ``latest.yaml`` signatures."""
-
-    def __init__(self) -> None:
-        self._entries: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+    """The tree cost of each listed root, from the engine's ``UsageBook`` (cheap when nothing grew)."""
 
     def totals(self, engine: Engine, root: DialogSummary) -> dict[str, Any] | None:
-        signature = (root.status, *(_mtime(s) for s in (root, *root.subdialogs)))
-        cached = self._entries.get(root.root_id)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
+        paths = [
+            summary.files.course(number)
+            for summary in (root, *root.subdialogs)
+            for number in range(1, (summary.latest.current_course if summary.latest else 1) + 1)
+        ]
         try:
-            total: dict[str, Any] = engine.usage_totals(root.root_id)["total"]
+            return usage.totals(engine.usage_book.usage(paths, engine.config.get().catalog))
         except StoreError:
             return None
-        self._entries[root.root_id] = (signature, total)
-        return total
-
-
-def _mtime(summary: DialogSummary) -> int:
-    try:
-        return os.stat(summary.files.latest_yaml).st_mtime_ns
-    except OSError:
-        return -1
 
 
 def _node(engine: Engine, summary: DialogSummary, q4h_counts: Counter[str]) -> Node:
@@ -54,6 +43,8 @@ def _node(engine: Engine, summary: DialogSummary, q4h_counts: Counter[str]) -> N
         "selfId": summary.self_id,
         "rootId": summary.root_id,
         "status": summary.status,
+        "title": (latest.title if latest else None) or (meta.title if meta else None),
+        "conductor": meta.conductor if meta else None,
         "agentId": meta.agent_id if meta else None,
         "taskDocPath": meta.task_doc_path if meta else None,
         "createdAt": meta.created_at if meta else None,

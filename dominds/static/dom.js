@@ -59,6 +59,7 @@ export function askInPage({ title, text = "", field = null, confirm, cancel = nu
     const input = field
       ? h(field.multiline ? "textarea" : "input", { class: "modal-input", rows: field.multiline ? "3" : null, placeholder: field.placeholder || "", autocomplete: "off", "aria-label": field.label || title })
       : null;
+    if (input && field.value) input.value = field.value;
     const error = h("p", { class: "form-error", role: "alert" });
     const submit = h("button", { type: "submit", class: danger ? "primary danger-fill" : "primary", text: confirm });
     const cancelButton = cancel ? h("button", { type: "button", class: "modal-cancel", text: cancel }) : null;
