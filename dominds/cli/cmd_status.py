@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "status",
         help="show every dialog tree: agents, run states, questions, subdialogs, cost",
         description="Show the dialogs of this workspace as root → subdialog trees: agent, run state, pending "
-        "questions (Q4H), pending subdialogs, TYPE B registry keys, last activity, and tokens and cost per tree. "
+        "questions for you, pending subdialogs, sessions (`agent!session` → subdialog), last activity, and tokens and cost per tree. "
         "Reads the files (under the workspace lock when no daemon runs), so it works with or without a daemon.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -323,7 +323,7 @@ def _totals(roots: list[Node]) -> dict[str, Any]:
 
 
 def _print_report(report: dict[str, Any]) -> None:
-    from dominds.cli.render import Style, age, styled_run_state, tokens
+    from dominds.cli.render import Style, age, at, styled_run_state, tokens
     from dominds.driver.usage import format_cost
 
     out = sys.stdout
@@ -335,12 +335,12 @@ def _print_report(report: dict[str, Any]) -> None:
         lines.append(f"panel: {daemon['panel']}")
 
     def describe(node: Node) -> str:
-        parts = [style(node["selfId"], "bold"), f"@{node.get('agentId')}"]
+        parts = [style(node["selfId"], "bold"), at(node.get("agentId"))]
         if node.get("tellaskSession"):
-            parts.append(f"!{node['tellaskSession']}")
+            parts.append(f"session {node['tellaskSession']}")
         parts.append(styled_run_state(style, node.get("runState")))
         if node.get("q4h"):
-            parts.append(style(f"Q4H {len(node['q4h'])}", "yellow"))
+            parts.append(style(_count(len(node["q4h"]), "question"), "yellow"))
         if node.get("pendingSubdialogs"):
             parts.append(f"waits for {len(node['pendingSubdialogs'])}")
         if node.get("queuedPrompts"):
@@ -354,7 +354,7 @@ def _print_report(report: dict[str, Any]) -> None:
         for question in node.get("q4h", ()):
             lines.append(f"{indent}{style('?', 'yellow')} {question['id']}  {question.get('tellaskHead') or ''}".rstrip())
         for entry in node.get("registry", ()):
-            lines.append(f"{indent}{style('TYPE B', 'dim')} {entry['key']} → {entry['subdialogId']}")
+            lines.append(f"{indent}{style('session', 'dim')} {entry['key']} → {entry['subdialogId']}")
 
     def subtree(node: Node, prefix: str) -> None:
         children = node["subdialogs"]

@@ -81,7 +81,7 @@ const MESSAGES = {
     youWrote: "You",
     origin_q4h_answer: "Your answer",
     origin_assignment: "Assignment",
-    origin_tellask_back: "Question from a subdialog",
+    origin_tellask_back: "Ask-back from a subdialog",
     origin_new_course: "New course",
     origin_diligence: "Diligence push",
     origin_system: "System",
