@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +77,22 @@ class Rtws:
 
     def relpath(self, path: Path) -> str:
         return path.resolve().relative_to(self.root).as_posix()
+
+
+DEMO_MARKER = Path(".dominds") / "demo.json"
+"""Marks the demo workspace of ``dominds serve --demo`` (``cli/demo.py`` writes it)."""
+
+
+def default_demo_dir() -> Path:
+    """Where ``dominds serve --demo`` keeps its workspace: ``$XDG_DATA_HOME/dominds/demo``, with the XDG
+    default ``~/.local/share`` when the variable is unset or not an absolute path."""
+    data_home = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(data_home) if data_home and os.path.isabs(data_home) else Path.home() / ".local" / "share"
+    return base / "dominds" / "demo"
+
+
+def is_demo_workspace(path: Path) -> bool:
+    return (path / DEMO_MARKER).is_file()
 
 
 def is_rtws(path: Path) -> bool:

@@ -23,6 +23,19 @@ def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
+@pytest.fixture(autouse=True)
+def _outgoing_messages_match_their_models(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every frame the daemon sends on /ws must match its model in dominds/events/ (issue 18: typed
+    events; docs/protocol.md is generated from those models)."""
+    from dominds.server import wire
+
+    monkeypatch.setenv("DOMINDS_CHECK_EVENTS", "1")
+    wire.VIOLATIONS.clear()
+    yield
+    problems, wire.VIOLATIONS[:] = list(wire.VIOLATIONS), []
+    assert not problems, "the daemon sent messages that do not match dominds/events/:\n" + "\n".join(problems)
+
+
 @pytest.fixture
 def tmp_rtws(tmp_path: Path) -> Rtws:
     """An empty workspace with the dialog layout created."""

@@ -73,6 +73,38 @@ def _clean_env(home: Path) -> dict[str, str]:
     }
 
 
+def _every_workflow_page_gives_a_complete_run(clone: Path, env: dict[str, str], cli: list[str], demo: Path, tmp: Path) -> None:
+    """The demo panel links Tree of Thoughts, Debate and Plan & Solve: each runs its demo to the end offline,
+    on the daemon (through the API its page uses) while `serve --demo` holds the workspace.
+
+    Bugs: ToT ended "completed" with an empty answer and exit 0, the debate reported consensus 0.85 over
+    "Scripted response not found" texts, and the CLI commands refused to run while `serve` held the
+    workspace."""
+
+    panel = (clone / "dominds" / "static" / "index.html").read_text()
+    assert re.findall(r'class="workflow-link" href="(/[a-z-]+)"', panel) == ["/tot", "/debate", "/plan-solve"]
+    report = tmp / "debate.md"
+    commands = {
+        "tot": ["tot", "4 9 10 13"],
+        "debate": ["debate", "Help me plan three months of IELTS preparation", "--out", str(report)],
+        "slides": ["plan-solve", "example", "data2ppt"],
+    }
+    running = {  # at once, as three browser tabs would: the daemon runs them side by side
+        name: subprocess.Popen([*cli, *args], cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, args in commands.items()
+    }
+    done = {name: (proc.communicate(timeout=180), proc.returncode) for name, proc in running.items()}
+    for name, ((stdout, stderr), code) in done.items():
+        assert code == 0, f"{name}: {stdout}{stderr}"
+    tot, debate, slides = (subprocess.CompletedProcess([], 0, done[n][0][0], done[n][0][1]) for n in commands)
+    assert "on the daemon" in tot.stdout and "Answer: (10 - (13 - 9)) * 4 = 24\n  (verified; confidence 1.0)" in tot.stdout
+    assert "final report: converged after 2 round(s)" in debate.stdout
+    assert report.read_text().startswith("# IELTS in four months") and "not found" not in report.read_text()
+    assert "[aggregate.completed] PPT generation completed with 3 slides" in slides.stdout
+    [deck] = list((demo / "workdir" / "ppt").glob("*/presentation.pptx"))
+    assert deck.stat().st_size > 10_000, "the deck is written inside the demo workspace"
+
+
 class Serve:
     """The README's first command, until it prints the panel URL."""
 
@@ -131,6 +163,7 @@ def test_the_readme_quick_start_on_a_fresh_clone_serves_a_scripted_demo_that_per
     answered = subprocess.run(answer, cwd=clone, env=env, capture_output=True, text=True, check=False, timeout=60)
     assert answered.returncode == 0, answered.stdout + answered.stderr
     assert "I'll use that format" in answered.stdout, "the question asked before the restart was answered"
+    _every_workflow_page_gives_a_complete_run(clone, env, shlex.split(hint)[:-1], demo, tmp_path)
     out = second.stop()
     assert "`bin/dominds serve --demo` resumes them" in out
 

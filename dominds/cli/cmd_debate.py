@@ -1,7 +1,8 @@
-"""`dominds debate "question"`: run a Planner/Critic/Host/Reporter debate here, print it live, write the report.
+"""`dominds debate "question"`: run a Planner/Critic/Host/Reporter debate, print it live, write the report.
 
-Runs an in-process engine on the workspace, so it needs the workspace lock: with a daemon serving
-this workspace, use its ``/debate`` page or ``POST /api/multi-agent`` instead. Ctrl-C stops the run
+With a daemon serving the workspace the run is the daemon's (``POST /api/multi-agent``, as its
+``/debate`` page does: ``workflow_daemon.py``); otherwise an engine of its own runs here and holds the
+workspace lock meanwhile. The report file is written here either way. Ctrl-C stops the run
 at once and keeps it resumable: ``dominds debate --resume <session id>`` goes on from the last
 completed round (so does a run whose process was killed).
 """
@@ -14,11 +15,14 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from dominds.cli.common import CliError, workspace
 from dominds.rtws import Rtws
 from dominds.workflows.debate.settings import EMBEDDER_KINDS
+
+if TYPE_CHECKING:
+    from dominds.cli.client import DaemonInfo
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,6 +55,34 @@ def _run(args: argparse.Namespace) -> int:
 
 
 async def _debate(rtws: Rtws, args: argparse.Namespace) -> int:
+    from dominds.cli.client import find_daemon
+
+    daemon = find_daemon(rtws)
+    if daemon is not None:
+        return await _debate_on_daemon(rtws, args, daemon)
+    return await _debate_here(rtws, args)
+
+
+async def _debate_on_daemon(rtws: Rtws, args: argparse.Namespace, daemon: DaemonInfo) -> int:
+    """The daemon's run (its /debate page shows it too); the report is written here as for a local run."""
+    from dominds.cli.workflow_daemon import debate_on_daemon, refuse_local_options
+
+    refuse_local_options({"--embedder": bool(args.embedder)}, daemon)
+    body: dict[str, Any] = {"sessionId": args.resume} if args.resume else {"message": args.question, "mode": "multi_agent"}
+    if args.max_rounds is not None:
+        body["maxRounds"] = args.max_rounds
+    printer = EventPrinter(sys.stdout, json_lines=args.json)
+    if not args.json:
+        printer.line(f"(on the daemon {daemon.describe()})")
+    finished = await debate_on_daemon(daemon, rtws, body, printer)
+    if finished is None:
+        return 1  # the events said why, with the resume hint
+    report, session_id = finished
+    return _write_report(printer, args, report, session_id)
+
+
+async def _debate_here(rtws: Rtws, args: argparse.Namespace) -> int:
+    from dominds.cli.workflow_daemon import locked_now
     from dominds.driver.engine import Engine, WorkspaceLocked
     from dominds.workflows.debate.launch import DebateRequestError, open_debate
     from dominds.workflows.debate.report import final_markdown
@@ -60,8 +92,8 @@ async def _debate(rtws: Rtws, args: argparse.Namespace) -> int:
     engine = Engine(rtws, extensions=workflow_extensions())
     try:
         await engine.start()
-    except WorkspaceLocked as exc:
-        raise CliError(f"{exc}; a daemon serves this workspace: use its /debate page or POST /api/multi-agent") from exc
+    except WorkspaceLocked:
+        raise CliError(locked_now(rtws)) from None
     try:
         settings = load_settings(rtws)
         if args.embedder:
@@ -76,15 +108,19 @@ async def _debate(rtws: Rtws, args: argparse.Namespace) -> int:
         state = await session.run_to_end()
         if not state.finished:
             return 1  # an error was printed with the resume hint
-        out = args.out or Path.cwd() / f"debate-{state.session_id}.md"
-        try:
-            out.write_text(final_markdown(state), encoding="utf-8")
-        except OSError as exc:
-            raise CliError(f"cannot write the report to {out}: {exc.strerror or exc}") from exc
-        printer.line(f"report: {out}")
-        return 0
+        return _write_report(printer, args, final_markdown(state), state.session_id)
     finally:
         await engine.close()
+
+
+def _write_report(printer: EventPrinter, args: argparse.Namespace, report: str, session_id: str) -> int:
+    out = args.out or Path.cwd() / f"debate-{session_id}.md"
+    try:
+        out.write_text(report, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write the report to {out}: {exc.strerror or exc}") from exc
+    printer.line(f"report: {out}")
+    return 0
 
 
 class EventPrinter:

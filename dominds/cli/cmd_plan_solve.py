@@ -1,11 +1,13 @@
-"""`dominds plan-solve`: the Plan & Solve websocket service (seed 001), its client and the data-to-slides example.
+"""`dominds plan-solve`: the Plan & Solve websocket service, its client and the data-to-slides example.
 
 - ``serve``: the service on its own port (``ws://HOST:PORT``, also ``/plan-solve/ws``) with its own engine on the
   workspace at or above the current directory, or on an offline copy of the example when there is none.
   ``dominds serve`` mounts the same service at ``/plan-solve/ws``.
 - ``client``: prints every event of one run as JSON lines (the origin's ``ws_print_messages.py``).
 - ``example data2ppt``: one run over a CSV that writes ``workdir/ppt/presentation.json`` and ``.pptx``;
-  with ``--serve`` it is the origin's example service instead (plan confirmation on, 600 s).
+  with ``--serve`` it is the origin's example service instead (plan confirmation on, 600 s). With a
+  daemon serving the workspace the run goes to the daemon's service (its settings apply), since the
+  daemon holds the workspace lock.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dominds.cli.common import CliError
 from dominds.rtws import Rtws, find_rtws, is_rtws
 
 if TYPE_CHECKING:
+    from dominds.cli.client import DaemonInfo
     from dominds.workflows.plan_solve.settings import PlanSolveSettings
 
 DEFAULT_PORT = 8086
@@ -30,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "plan-solve",
         help="Plan & Solve websocket service: serve, client, example data2ppt",
-        description="Plan & Solve (seed 001): plan slides, solve them in parallel, aggregate. See docs/plan-solve.md.",
+        description="Plan & Solve: plan slides, solve them in parallel, aggregate. See docs/plan-solve.md.",
     )
     sub = p.add_subparsers(dest="plan_solve_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda args: _help(p))
@@ -81,7 +84,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     data2ppt.add_argument(
         "--serve", action="store_true", help="serve the example over websocket instead (plan confirmation on)"
     )
-    data2ppt.set_defaults(func=_example_data2ppt)
+    data2ppt.set_defaults(func=_example_data2ppt, parser=data2ppt)
 
 
 def _add_service_options(p: argparse.ArgumentParser, *, confirm_timeout: float) -> None:
@@ -131,7 +134,7 @@ def _add_service_options(p: argparse.ArgumentParser, *, confirm_timeout: float) 
     p.add_argument(
         "--no-broadcast-tasks",
         action="store_true",
-        help="leave the task list out of plan.completed (seed §3.3 broadcast_tasks=False)",
+        help="leave the task list out of the plan.completed event (broadcast_tasks=False)",
     )
     p.add_argument("--token", help="require this token (needed to listen on a non-loopback address)")
     p.add_argument(
@@ -227,11 +230,15 @@ def _serve(args: argparse.Namespace) -> int:
 def _example_data2ppt(args: argparse.Namespace) -> int:
     if args.serve:
         return _run_service(args, confirm_plan=True)
+    from dominds.cli.client import find_daemon
     from dominds.workflows.plan_solve.example.data2ppt import run_data2ppt
     from dominds.workflows.plan_solve.example.workspace import DEFAULT_QUESTION
     from dominds.workflows.plan_solve.settings import DEFAULT_CSV
 
     workspace = _workspace(args.scripted)
+    daemon = None if args.scripted else find_daemon(workspace)
+    if daemon is not None:
+        return _data2ppt_on_daemon(args, daemon)
     settings = _settings(args, workspace, confirm_plan=False)
     csv_path = settings.csv_path or workspace.root / DEFAULT_CSV
     return asyncio.run(
@@ -246,6 +253,28 @@ def _example_data2ppt(args: argparse.Namespace) -> int:
             template=settings.template,
         )
     )
+
+
+def _data2ppt_on_daemon(args: argparse.Namespace, daemon: DaemonInfo) -> int:
+    """The run goes to the daemon's Plan & Solve service (its /plan-solve page shows it), with its settings."""
+    import aiohttp
+
+    from dominds.cli.workflow_daemon import data2ppt_on_daemon, refuse_local_options
+    from dominds.workflows.plan_solve.example.workspace import DEFAULT_QUESTION
+
+    parser: argparse.ArgumentParser = args.parser
+    local_only = ("csv", "workdir", "template", "concurrency", "confirm_tool", "step_timeout", "heartbeat", "confirm_timeout")
+    refuse_local_options(
+        {f"--{name.replace('_', '-')}": getattr(args, name) != parser.get_default(name) for name in local_only}, daemon
+    )
+    if not args.json:
+        print(f"(on the daemon {daemon.describe()}: its Plan & Solve settings apply)", flush=True)
+    try:
+        return asyncio.run(
+            data2ppt_on_daemon(daemon, args.question or DEFAULT_QUESTION, lambda line: print(line, flush=True), json_events=args.json)
+        )
+    except (OSError, aiohttp.ClientError) as exc:
+        raise CliError(f"cannot reach the daemon's Plan & Solve service ({daemon.describe()}): {exc}") from exc
 
 
 def _client(args: argparse.Namespace) -> int:

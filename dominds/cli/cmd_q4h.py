@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     q4h = subparsers.add_parser(
         "q4h",
         help="list the questions agents are waiting for you to answer",
-        description="List every pending question for the human (Q4H) in run/, oldest first.",
+        description="List every question an agent is waiting for you to answer (in run/), oldest first.",
         epilog=Q4H_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -83,7 +83,7 @@ def _q4h(args: argparse.Namespace) -> int:
 
 
 def _print_questions(questions: list[dict[str, Any]]) -> None:
-    from dominds.cli.render import Style, age
+    from dominds.cli.render import Style, age, at
 
     style = Style.for_stream(sys.stdout)
     if not questions:
@@ -91,7 +91,7 @@ def _print_questions(questions: list[dict[str, Any]]) -> None:
         return
     for question in questions:
         print(style(question["id"], "bold") + style(f"  asked {age(question.get('askedAt'))}", "dim"))
-        print(f"  @{question.get('agentId')} in dialog {question.get('selfId')} (root {question.get('rootId')}, "
+        print(f"  {at(question.get('agentId'))} in dialog {question.get('selfId')} (root {question.get('rootId')}, "
               f"{question.get('taskDocPath')})")
         print("  " + style(str(question.get("tellaskHead", "")).strip(), "yellow"))
         for line in str(question.get("bodyContent") or "").strip().splitlines():

@@ -88,6 +88,7 @@ def new_msg_id() -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from dominds.cli.client import DaemonClient, find_daemon
+    from dominds.cli.render import at
 
     rtws = workspace()
     text = message_text(args.message)
@@ -109,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
             root = await client.post("/api/dialogs", body)
             root_id = root["rootId"]
             if not args.json:
-                print(f"(dialog {root_id}, @{root.get('agentId')}, on the daemon {daemon.describe()})", flush=True)
+                print(f"(dialog {root_id}, {at(root.get('agentId'))}, on the daemon {daemon.describe()})", flush=True)
             return await follow_via_daemon(
                 client, [root_id], root_id, send=message_sender(client, root_id, text), json_mode=args.json
             )

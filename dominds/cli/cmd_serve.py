@@ -79,6 +79,10 @@ def _serve(args: argparse.Namespace) -> int:
     if args.no_auth and not is_loopback_host(args.host):
         raise CliError(f"--no-auth is only allowed on a loopback address (127.0.0.1, ::1), not {args.host!r}")
     rtws = _workspace(args.demo)
+    if args.demo is not None:
+        # relative paths of the daemon's own (a Plan & Solve deck's workdir/, say) land in the demo, not
+        # in whatever directory `serve --demo` was typed in (a checkout)
+        os.chdir(rtws.root)
     _refuse_second_daemon(rtws)
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="dominds: %(levelname)s: %(message)s")
     asyncio.run(_serve_async(rtws, args))
@@ -91,7 +95,8 @@ def _workspace(demo: str | None) -> Rtws:
             return find_rtws(Path.cwd())
         except RtwsNotFound as exc:
             raise CliError(f"{exc} (or `{command_name()} serve --demo` for the demo workspace)") from exc
-    from dominds.cli.demo import default_demo_dir, prepare_demo
+    from dominds.cli.demo import prepare_demo
+    from dominds.rtws import default_demo_dir
 
     prepared = prepare_demo(Path(demo) if demo else default_demo_dir())
     root = prepared.rtws.root

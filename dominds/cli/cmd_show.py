@@ -149,18 +149,18 @@ def view_from_files(rtws: Rtws, self_id: str, course: int | None) -> dict[str, A
 
 
 def _print_header(view: dict[str, Any]) -> None:
-    from dominds.cli.render import Style, styled_run_state
+    from dominds.cli.render import Style, at, styled_run_state
 
     style = Style.for_stream(sys.stdout)
     dialog = view["dialog"]
     where = "root" if dialog["selfId"] == dialog["rootId"] else f"subdialog of {dialog['rootId']}"
     print(
-        f"{style(dialog['selfId'], 'bold')}  @{view.get('agentId')}  {where}  {view.get('status')}/  "
+        f"{style(dialog['selfId'], 'bold')}  {at(view.get('agentId'))}  {where}  {view.get('status')}/  "
         f"{styled_run_state(style, view.get('runState'))}  {style(str(view.get('taskDocPath')), 'cyan')}"
     )
     assignment = view.get("assignmentFromSup")
     if assignment:
-        print(style(f"  assigned by @{assignment.get('originMemberId')}: {assignment.get('tellaskHead', '').strip()}", "dim"))
+        print(style(f"  assigned by {at(assignment.get('originMemberId'))}: {assignment.get('tellaskHead', '').strip()}", "dim"))
 
 
 def _print_view(view: dict[str, Any]) -> None:

@@ -3,7 +3,9 @@
 Fast on big workspaces through the dialog index (``store/index.py``): the facts of every dialog are kept
 in ``.dominds/cache/dialogs.sqlite`` with the signature of the files they came from; each run ``stat``s
 those files and reads again only the dialogs that changed (or all of them when the index is gone: it
-is a cache, rebuilt at will). ``--no-cache`` reads every file and leaves the index alone.
+is a cache, rebuilt at will). ``--json`` assembles each dialog's stored JSON text instead of decoding
+it. Tokens and cost: the generations the index keeps, priced by ``driver/usage.py`` with the catalog in
+use (like the daemon). ``--no-cache`` reads every file and leaves the index alone.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from dominds.cli.common import workspace
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.index import USAGE_FIELDS, DialogIndex, Entry, Tree
+from dominds.store.index import DialogIndex, Entry, Tree
 
 Node = dict[str, Any]
 
@@ -34,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "status",
         help="show every dialog tree: agents, run states, questions, subdialogs, cost",
         description="Show the dialogs of this workspace as root → subdialog trees: agent, run state, pending "
-        "questions (Q4H), pending subdialogs, TYPE B registry keys, last activity, and tokens and cost per tree. "
+        "questions for you, pending subdialogs, sessions (`agent!session` → subdialog), last activity, and tokens and cost per tree. "
         "Reads the files (under the workspace lock when no daemon runs), so it works with or without a daemon.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -122,16 +124,17 @@ def _tree(tree: Tree, pricing: _Pricing) -> Node:
 
 
 def _aggregates(tree: Tree, pricing: _Pricing) -> Node:
-    """What a root shows of its whole tree: counts, tokens and cost, last activity."""
-    by_model: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    """What a root shows of its whole tree: counts, tokens and cost (``driver/usage.py``), last activity."""
+    from dominds.driver.usage import Usage, price_generations, totals
+
+    tree_usage = Usage()
     for entry in tree.entries:
-        if entry.usage != "{}":
-            for model, counts in json.loads(entry.usage).items():
-                by_model[model] = [a + b for a, b in zip(by_model[model], counts, strict=True)]
+        if entry.generations != "[]":
+            tree_usage.add(price_generations(json.loads(entry.generations), pricing.catalog))
     return {
         "subdialogCount": len(tree.subs),
         "q4hTotal": sum(e.q4h_count for e in tree.entries),
-        "usage": pricing.usage(by_model),
+        "usage": totals(tree_usage),
         "lastActivity": max((e.last_modified for e in tree.entries), default=""),
     }
 
@@ -144,7 +147,7 @@ def report_json(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_
     totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}
     for tree in index.trees(statuses, root=_wanted(rtws, root_filter)):
         aggregates = _aggregates(tree, pricing)
-        text = _render(tree, nobody_drives, json.dumps(aggregates, separators=(",", ":"))[1:-1])
+        text = _render(tree, nobody_drives, json.dumps(aggregates, ensure_ascii=False, separators=(",", ":"))[1:-1])
         usage = aggregates["usage"]
         totals["roots"] += 1
         totals["dialogs"] += len(tree.entries)
@@ -181,31 +184,29 @@ def _render(tree: Tree, nobody_drives: bool, root_extra: str) -> str:
 
 
 class _Pricing:
-    """Cost from the workspace's model catalog (read once per run; prices may change, counts do not)."""
+    """The catalog the daemon would use and a fingerprint of its prices (loaded once per run)."""
 
     def __init__(self, rtws: Rtws) -> None:
         self.rtws = rtws
         self._catalog: Any = None
+        self._fingerprint = ""
 
-    def usage(self, by_model: dict[str, list[int]]) -> dict[str, Any]:
-        total: dict[str, Any] = dict.fromkeys((*USAGE_FIELDS, "generations"), 0) | {"costUsd": 0.0}
-        for model, counts in by_model.items():
-            for index, field in enumerate((*USAGE_FIELDS, "generations")):
-                total[field] += counts[index]
-            pricing = self._model_pricing(model)
-            if pricing is not None:
-                total["costUsd"] += pricing.cost_usd(*counts[:4])
-        total["costUsd"] = round(total["costUsd"], 6)
-        return total
+    def _load(self) -> None:
+        from dominds.driver.usage import catalog_in_use, pricing_fingerprint
 
-    def _model_pricing(self, key: str) -> Any:
         if self._catalog is None:
-            from dominds.llm.catalog import load_catalog
+            self._catalog = catalog_in_use(self.rtws)
+            self._fingerprint = pricing_fingerprint(self._catalog)
 
-            self._catalog = load_catalog(self.rtws)[0]
-        provider, _, model = key.partition("/")
-        info = self._catalog.model(provider, model)
-        return info.pricing if info is not None else None
+    @property
+    def catalog(self) -> Any:
+        self._load()
+        return self._catalog
+
+    @property
+    def fingerprint(self) -> str:
+        self._load()
+        return self._fingerprint
 
 
 # ---------------------------------------------------------------- output
@@ -225,7 +226,8 @@ def _totals(roots: list[Node]) -> dict[str, Any]:
 
 
 def _print_report(report: dict[str, Any]) -> None:
-    from dominds.cli.render import Style, age, styled_run_state, tokens
+    from dominds.cli.render import Style, age, at, styled_run_state, tokens
+    from dominds.driver.usage import format_cost
 
     out = sys.stdout
     style = Style.for_stream(out)
@@ -236,12 +238,12 @@ def _print_report(report: dict[str, Any]) -> None:
         lines.append(f"panel: {daemon['panel']}")
 
     def describe(node: Node) -> str:
-        parts = [style(node["selfId"], "bold"), f"@{node.get('agentId')}"]
+        parts = [style(node["selfId"], "bold"), at(node.get("agentId"))]
         if node.get("tellaskSession"):
-            parts.append(f"!{node['tellaskSession']}")
+            parts.append(f"session {node['tellaskSession']}")
         parts.append(styled_run_state(style, node.get("runState")))
         if node.get("q4h"):
-            parts.append(style(f"Q4H {len(node['q4h'])}", "yellow"))
+            parts.append(style(_count(len(node["q4h"]), "question"), "yellow"))
         if node.get("pendingSubdialogs"):
             parts.append(f"waits for {len(node['pendingSubdialogs'])}")
         if node.get("queuedPrompts"):
@@ -255,7 +257,7 @@ def _print_report(report: dict[str, Any]) -> None:
         for question in node.get("q4h", ()):
             lines.append(f"{indent}{style('?', 'yellow')} {question['id']}  {question.get('tellaskHead') or ''}".rstrip())
         for entry in node.get("registry", ()):
-            lines.append(f"{indent}{style('TYPE B', 'dim')} {entry['key']} → {entry['subdialogId']}")
+            lines.append(f"{indent}{style('session', 'dim')} {entry['key']} → {entry['subdialogId']}")
 
     def subtree(node: Node, prefix: str) -> None:
         children = node["subdialogs"]
@@ -272,8 +274,9 @@ def _print_report(report: dict[str, Any]) -> None:
             count = sum(1 for r in report["roots"] if r["status"] == current_status)
             lines.append(style(f"\n{current_status}/ — {_count(count, 'dialog tree')}", "bold"))
         usage = root["usage"]
-        cost = f"${usage['costUsd']:.4f}" if usage["costUsd"] else "$0"
-        lines.append(f"{describe(root)}  {style(str(root.get('taskDocPath')), 'cyan')}")
+        cost = usage["costText"]
+        title = f"  “{root['title']}”" if root.get("title") else ""
+        lines.append(f"{describe(root)}  {style(str(root.get('taskDocPath')), 'cyan')}{title}")
         lines.append(
             style(f"   {tokens(usage['inputTokens'])} in / {tokens(usage['outputTokens'])} out tokens, {cost}, "
                   f"{_count(usage['generations'], 'generation')}, {_count(root['subdialogCount'], 'subdialog')}", "dim")
@@ -287,7 +290,7 @@ def _print_report(report: dict[str, Any]) -> None:
         hint = " — answer with `dominds q4h` / `dominds answer`" if totals["q4h"] else ""
         lines.append(
             f"\n{_count(totals['roots'], 'tree')}, {_count(totals['dialogs'], 'dialog')}, "
-            f"{_count(totals['q4h'], 'pending question')}{hint}; {tokens(totals['tokens'])} tokens, ${totals['costUsd']:.4f}"
+            f"{_count(totals['q4h'], 'pending question')}{hint}; {tokens(totals['tokens'])} tokens, {format_cost(totals['costUsd'])}"
         )
     out.write("\n".join(lines) + "\n")
 

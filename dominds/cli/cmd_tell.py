@@ -152,7 +152,9 @@ def _report(result: dict[str, object], as_json: bool, *, queued: bool, created: 
         return 0
     self_id = result["selfId"]
     if created:
-        print(f"created root dialog {self_id} (@{result.get('agentId')}, {result.get('taskDocPath')})")
+        from dominds.cli.render import at
+
+        print(f"created root dialog {self_id} ({at(result.get('agentId'))}, {result.get('taskDocPath')})")
     if queued:
         print(f"message {result['msgId']} queued for {self_id}; no daemon is running: `dominds serve` drives it "
               f"(or add --follow to drive it now)")

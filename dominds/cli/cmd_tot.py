@@ -1,7 +1,8 @@
-"""`dominds tot "problem"`: a Tree-of-Thoughts run in this process, progress per layer, then the answer.
+"""`dominds tot "problem"`: a Tree-of-Thoughts run, progress per layer, then the answer.
 
-With teammates (the default) it starts its own engine on the workspace, so it refuses while a
-daemon serves the workspace; start the run from the daemon's ``/tot`` page then. ``--symbolic``
+With teammates (the default) it runs on the daemon when one serves the workspace (through the API of
+its ``/tot`` page, which shows the run too: ``workflow_daemon.py``), otherwise on an engine of its
+own in this process, which holds the workspace lock while it runs. ``--symbolic``
 answers Game-of-24 problems with the exact symbolic pair instead: no engine, no LLM, works anywhere.
 Either way the run writes ``logs/tot-YYYYMMDD-HHMMSS-xxxxxx/`` in the workspace (or the current
 directory outside one).
@@ -15,6 +16,10 @@ import json
 from typing import Any
 
 from dominds.cli.common import CliError, workspace
+from dominds.rtws import Rtws
+
+STEP_TIMEOUT = 300.0
+"""Seconds one teammate step may take (local runs; a daemon's runs use its own limit)."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--generation", choices=("independent_sampling", "sequential_proposal"))
     p.add_argument("--evaluation", choices=("independent_scoring", "comparative_voting"))
     p.add_argument("--symbolic", action="store_true", help="use the exact symbolic Game-24 pair instead of LLM teammates")
-    p.add_argument("--step-timeout", type=float, default=300.0, metavar="S", help="seconds one teammate step may take")
+    p.add_argument("--step-timeout", type=float, default=STEP_TIMEOUT, metavar="S", help="seconds one teammate step may take")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON instead of text")
     p.set_defaults(func=_run)
 
@@ -48,7 +53,10 @@ def _run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     request = TotRequest(args.problem, args.task_type, overrides)
     printer = _ProgressPrinter(quiet=args.json)
-    result = asyncio.run(_symbolic(request, printer) if args.symbolic else _with_teammates(request, printer, args.step_timeout))
+    if args.symbolic:
+        result = asyncio.run(_symbolic(request, printer))
+    else:
+        result = asyncio.run(_on_daemon_or_here(args, request, printer))
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     else:
@@ -73,17 +81,38 @@ async def _symbolic(request: Any, printer: _ProgressPrinter) -> dict[str, Any]:
     return _result(outcome, None, None)
 
 
-async def _with_teammates(request: Any, printer: _ProgressPrinter, step_timeout: float) -> dict[str, Any]:
+async def _on_daemon_or_here(args: argparse.Namespace, request: Any, printer: _ProgressPrinter) -> dict[str, Any]:
+    """With a daemon serving the workspace, the run is the daemon's (its /tot page shows it too)."""
+    from dominds.cli.client import find_daemon
+    from dominds.cli.workflow_daemon import refuse_local_options, tot_on_daemon
+
+    rtws = workspace()
+    daemon = find_daemon(rtws)
+    if daemon is None:
+        return await _with_teammates(rtws, request, printer, args.step_timeout)
+    refuse_local_options(
+        {"--generation": bool(args.generation), "--evaluation": bool(args.evaluation), "--step-timeout": args.step_timeout != STEP_TIMEOUT},
+        daemon,
+    )
+    body = {
+        "problem": args.problem, "taskType": args.task_type, "strategy": args.strategy, "depth": args.depth,
+        "branching": args.branching, "threshold": args.threshold, "candidates": args.candidates,
+    }  # fmt: skip
+    return await tot_on_daemon(daemon, body, quiet=args.json)
+
+
+async def _with_teammates(rtws: Rtws, request: Any, printer: _ProgressPrinter, step_timeout: float) -> dict[str, Any]:
+    from dominds.cli.workflow_daemon import locked_now
     from dominds.driver.engine import Engine, WorkspaceLocked
     from dominds.workflows.mount import workflow_extensions
     from dominds.workflows.tot.runner import start_tot_run
     from dominds.workflows.tot.settings import SettingsError
 
-    engine = Engine(workspace(), extensions=workflow_extensions())
+    engine = Engine(rtws, extensions=workflow_extensions())
     try:
         await engine.start()
-    except WorkspaceLocked as exc:
-        raise CliError(f"{exc}; start the run from the daemon's /tot page instead, or use --symbolic") from exc
+    except WorkspaceLocked:
+        raise CliError(locked_now(rtws)) from None
     try:
         live = start_tot_run(engine, request, observer=printer, step_timeout=step_timeout)
         assert live.task is not None

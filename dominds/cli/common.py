@@ -27,7 +27,7 @@ def workspace(must_exist: bool = True) -> Rtws:
 
 def _demo_hint() -> str:
     """Where the demo workspace is, when there is one (the usual surprise: `serve --demo` ran elsewhere)."""
-    from dominds.cli.demo import default_demo_dir, is_demo_workspace
+    from dominds.rtws import default_demo_dir, is_demo_workspace
 
     demo = default_demo_dir()
     if not is_demo_workspace(demo):

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dominds.cli.common import CliError
-from dominds.rtws import Rtws, is_rtws
+from dominds.rtws import DEMO_MARKER as MARKER
+from dominds.rtws import Rtws, is_demo_workspace, is_rtws
 
-MARKER = Path(".dominds") / "demo.json"
 MARKER_VERSION = 1
 _SKIPPED_NAMES = frozenset({"__pycache__", ".DS_Store"})
 TEAM_YAML = ".minds/team.yaml"
@@ -36,16 +35,6 @@ PIN_LINES = (
     "  provider: scripted\n"
     "  model: demo\n"
 )
-
-
-def default_demo_dir() -> Path:
-    data_home = os.environ.get("XDG_DATA_HOME", "")
-    base = Path(data_home) if data_home and os.path.isabs(data_home) else Path.home() / ".local" / "share"
-    return base / "dominds" / "demo"
-
-
-def is_demo_workspace(path: Path) -> bool:
-    return (path / MARKER).is_file()
 
 
 @dataclass

@@ -44,7 +44,7 @@ class Where:
 
 def finish(outcome: Outcome, json_mode: bool, where: Where) -> int:
     """Print how the followed tree came to rest; the exit status."""
-    from dominds.cli.render import Style
+    from dominds.cli.render import Style, at
 
     code = {"idle": 0, "waiting": 0, "question": EXIT_QUESTION}.get(outcome.kind, 1)
     if json_mode:
@@ -69,7 +69,7 @@ def finish(outcome: Outcome, json_mode: bool, where: Where) -> int:
     elif outcome.kind == "question":
         print(style("? waiting for your answer:", "yellow", "bold"))
         for question in outcome.questions:
-            print(f"  {question.get('tellaskHead', '').strip()}  (@{question.get('agentId')}, dialog {question.get('selfId')})")
+            print(f"  {question.get('tellaskHead', '').strip()}  ({at(question.get('agentId'))}, dialog {question.get('selfId')})")
             target = "" if outcome.only_question else f"{question['id']} "
             print(style(f'  {me} answer {target}"your answer"', "bold"))
     elif outcome.kind == "waiting":

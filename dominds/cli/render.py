@@ -50,6 +50,14 @@ FINISH_NOTES = {
     "content_filter": "reply stopped by the provider's content filter",
 }
 """How ``generating_finish_evt``'s ``finishReason`` is shown when the reply did not end normally."""
+CALL_LABELS = {"A": "ask-back", "B": "session", "C": "fresh tellask"}
+"""Tellask kinds in the product's words (the seed calls them TYPE A, B and C)."""
+ORIGIN_LABELS = {
+    "tellask_back": "ask-back",
+    "assignment": "task from a teammate",
+    "new_course": "new course",
+    "diligence": "diligence push",
+}
 RESULT_PREVIEW_LINES = 6
 PROMPT_PREVIEW_LINES = 12
 
@@ -79,13 +87,35 @@ class Style:
         return cls(colour_enabled(stream))
 
 
+REASON_LABELS = {
+    "system_stop": "error",
+    "user_stop": "stopped",
+    "server_shutdown": "daemon stopped",
+    "server_restart": "daemon restarted",
+    "needs_human_input": "waiting for your answer",
+    "needs_human_input_and_subdialogs": "waiting for your answer and subdialogs",
+    "declared_by_user": "declared dead",
+}
+"""Run-state reasons in the product's words (the others read well with ``_`` as a space)."""
+
+
+def at(agent_id: object) -> str:
+    """``@lead``; a dialog whose agent is unknown (a damaged file, an old event) never shows ``@None``."""
+    return f"@{agent_id}" if agent_id else "(unknown agent)"
+
+
+def reason_label(reason: object) -> str:
+    text = str(reason)
+    return REASON_LABELS.get(text, text.replace("_", " "))
+
+
 def run_state_label(state: dict[str, Any] | None) -> str:
-    """``blocked: needs human input``, ``interrupted: user stop (detail)``."""
+    """``blocked: waiting for your answer``, ``interrupted: error (detail)``."""
     if not state:
         return "unknown"
     label = str(state.get("kind", "unknown"))
     if state.get("reason"):
-        label += ": " + str(state["reason"]).replace("_", " ")
+        label += ": " + reason_label(state["reason"])
     if state.get("detail"):
         label += f" ({_one_line(str(state['detail']), 80)})"
     return label
@@ -112,11 +142,9 @@ def age(iso: str | None, now: datetime | None = None) -> str:
 
 
 def tokens(count: float) -> str:
-    if count >= 1_000_000:
-        return f"{count / 1_000_000:.1f}M"
-    if count >= 1000:
-        return f"{count / 1000:.1f}k"
-    return str(int(count))
+    from dominds.driver.usage import format_tokens  # the one way tokens are written (panel and CLI)
+
+    return format_tokens(count)
 
 
 def _one_line(text: str, width: int) -> str:
@@ -197,7 +225,7 @@ class EventRenderer:
             "teammate_response_evt": self._teammate_response,
             "func_call_requested_evt": self._func_call,
             "func_result_evt": self._func_result,
-            "stream_error_evt": lambda e: self.w.line(f"  ✗ stream error: {e.get('error')}", "red"),
+            "stream_error_evt": lambda e: self.w.line(f"  ✗ could not answer: {e.get('error')}", "red"),
             "dlg_run_state_marker_evt": self._marker,
             "workflow_note_evt": lambda e: self.w.line(_one_line(str(e.get("content", "")), 200), "dim", prefix="  · "),
         }
@@ -224,8 +252,7 @@ class EventRenderer:
                 handler(event)
 
     def question(self, question: dict[str, Any]) -> None:
-        agent = question.get("agentId", "?")
-        self.w.line(f"? @{agent} asks ({question.get('id')}):", "yellow", "bold")
+        self.w.line(f"? {at(question.get('agentId'))} asks ({question.get('id')}):", "yellow", "bold")
         self.w.text(f"{question.get('tellaskHead', '')}\n", "yellow", prefix="    ")
         body = str(question.get("bodyContent") or "").strip()
         if body:
@@ -234,13 +261,14 @@ class EventRenderer:
     # -- the followed dialog -------------------------------------------------------------------------
 
     def _agent(self, self_id: str | None) -> str:
-        return self.agents.get(self_id or "", "?")
+        agent = self.agents.get(self_id or "")
+        return at(agent) if agent else "a teammate"
 
     def _show_speaker(self) -> None:
         if self._speaker != self._current:
             self._speaker = self._current
             where = f" ({self._current})" if len(self.followed) > 1 else ""
-            self.w.line(f"@{self._agent(self._current)}{where}", "bold", "green")
+            self.w.line(f"{self._agent(self._current)}{where}", "bold", "green")
 
     def _course(self, event: Event) -> None:
         self.w.line(f"── course {event.get('course')} of {event.get('totalCourses')} ──", "dim")
@@ -258,7 +286,7 @@ class EventRenderer:
             self.w.line("you (answer) ›", "bold", "blue")
             self.w.text(content.rstrip("\n") + "\n", prefix="  ")
         else:
-            self.w.line(f"[{origin.replace('_', ' ')}]", "dim")
+            self.w.line(f"[{ORIGIN_LABELS.get(origin, origin.replace('_', ' '))}]", "dim")
             self.w.text(_preview(content, PROMPT_PREVIEW_LINES) + "\n", "dim", prefix="  ")
         self._speaker = None
 
@@ -286,12 +314,12 @@ class EventRenderer:
         if status == "failed":
             self.w.text(f"✗ {event.get('result', '')}\n", "red", prefix="    ")
         elif status == "pending":
-            self.w.line(f"    … waiting for @{event.get('responderId')}", "dim")
+            self.w.line(f"    … waiting for {at(event.get('responderId'))}", "dim")
 
     def _teammate_response(self, event: Event) -> None:
         status = event.get("status", "completed")
         colour = "magenta" if status == "completed" else "red"
-        self.w.line(f"  ⇠ @{event.get('responderId')} answered ({status}):", colour, "bold")
+        self.w.line(f"  ⇠ {at(event.get('responderId'))} answered ({status}):", colour, "bold")
         response = str(event.get("response") or event.get("result") or "").rstrip("\n")
         self.w.text((response or "(no answer)") + "\n", prefix="    ")
 
@@ -306,7 +334,7 @@ class EventRenderer:
         self.w.text(f"{content}\n", *styles, prefix="    ↳ ")
 
     def _marker(self, event: Event) -> None:
-        reason = f" ({str(event.get('reason')).replace('_', ' ')})" if event.get("reason") else ""
+        reason = f" ({reason_label(event.get('reason'))})" if event.get("reason") else ""
         colour = "red" if event.get("kind") == "interrupted" else "dim"
         self.w.line(f"  ── {event.get('kind')}{reason} ──", colour)
 
@@ -314,18 +342,21 @@ class EventRenderer:
 
     def _subdialog_created(self, event: Event) -> None:
         sub = (event.get("subDialog") or {}).get("selfId", "?")
-        agent = str(event.get("targetAgentId", "?"))
-        self.agents[sub] = agent
+        agent = event.get("targetAgentId")
+        if agent:
+            self.agents[sub] = str(agent)
         how = "resumed" if event.get("reused") else "started"
-        session = f" (type {event.get('callType')})" if event.get("callType") else ""
-        self.w.line(f"  ↪ @{agent} {how} in subdialog {sub}{session}", "dim")
+        kind = CALL_LABELS.get(str(event.get("callType")))
+        session = event.get("tellaskSession") or (event.get("subDialog") or {}).get("tellaskSession")
+        what = f" ({kind}{' ' + str(session) if session and kind == 'session' else ''})" if kind else ""
+        self.w.line(f"  ↪ {at(agent)} {how} in subdialog {sub}{what}", "dim")
 
     def _subdialog_progress(self, self_id: str, state: dict[str, Any]) -> None:
         kind = str(state.get("kind", ""))
         if self._progress.get(self_id) == kind:
             return
         self._progress[self_id] = kind
-        who = f"@{self._agent(self_id)} ({self_id})"
+        who = f"{self._agent(self_id)} ({self_id})"
         if kind == "proceeding":
             self.w.line(f"  … {who} is working", "dim")
         elif kind == "idle":

@@ -1,18 +1,23 @@
 """Team, catalog and persona files, reloaded whenever they change on disk.
 
 The driver asks for the configuration at every generation so hand edits take effect at once; a
-``stat`` per file keeps that cheap when nothing changed.
+``stat`` per file keeps that cheap when nothing changed. A file whose new content has an error is not
+applied: the last version that loaded cleanly stays in use (``last_good.py``) and a problem says so.
 """
 
 from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from dominds.driver.extensions import Extensions, with_builtins
+from dominds.driver.last_good import LastGood, has_errors
 from dominds.llm.catalog import Catalog, load_catalog
+from dominds.mcp.config import McpConfig, load_mcp_config
 from dominds.mcp.manager import McpManager
 from dominds.problems import Problem
 from dominds.rtws import Rtws
@@ -39,6 +44,12 @@ class Config:
     """The MCP servers of ``.minds/mcp.yaml``, each a toolset (see docs/mcp.md)."""
     toolsets: Toolsets = field(default_factory=Toolsets)
     """The engine's own toolsets: the built-in ones and its workflows'."""
+    team_unusable: bool = False
+    """team.yaml has errors and no earlier good version exists: the team in use is a best-effort
+    reading, so nothing may be routed to a member the user did not name."""
+
+
+T = TypeVar("T")
 
 
 MAX_CACHED_TASKDOCS = 128
@@ -57,9 +68,34 @@ class ConfigCache:
     _mcp_signature: tuple[int, int] | None = None
     _taskdocs: OrderedDict[str, tuple[str, str]] = field(default_factory=OrderedDict)
     """Rendered Taskdocs by path (fingerprint, text); per engine and bounded, never process-wide."""
+    last_good: LastGood = field(init=False)
+    _mcp_problems: list[Problem] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.mcp = McpManager(self.rtws, self.extensions.toolsets)
+        self.last_good = LastGood(self.rtws)
+
+    def _load(self, live: Path, load: Callable[[Rtws], tuple[T, list[Problem]]]) -> tuple[T, list[Problem], bool]:
+        """``load`` the live file; with errors, load its last good copy instead. Third: no copy to use."""
+        value, problems = load(self.rtws)
+        if not has_errors(problems):
+            self.last_good.keep(live)
+            return value, problems, False
+        saved_at = self.last_good.saved_at(live)
+        if saved_at is not None:
+            value = load(self.last_good.shadow)[0]
+        return value, [self.last_good.fallback_problem(live, saved_at), *problems], saved_at is None
+
+    def _reload_mcp(self) -> None:
+        """Servers whose settings changed are stopped; toolsets follow the file (or its last good copy)."""
+
+        def read(rtws: Rtws) -> tuple[McpConfig, list[Problem]]:
+            config = load_mcp_config(rtws, frozenset(self.extensions.toolsets.names()))
+            return config, config.problems
+
+        config, problems, _ = self._load(self.rtws.minds_dir / "mcp.yaml", read)
+        self.mcp.reload(config)
+        self._mcp_problems = self.mcp.config_problems = problems
 
     def rendered_taskdoc(self, path: str, fingerprint: str) -> str | None:
         cached = self._taskdocs.get(path)
@@ -79,19 +115,24 @@ class ConfigCache:
         signature = (_signature(self.rtws.team_yaml), _signature(self.rtws.llm_yaml), mcp_signature)
         if self._config is None or signature != self._signature:
             if mcp_signature != self._mcp_signature or self._config is None:
-                self.mcp.reload()  # servers whose settings changed are stopped; toolsets follow the file
+                self._reload_mcp()
                 self._mcp_signature = mcp_signature
-            catalog, catalog_problems = load_catalog(self.rtws)
-            team, team_problems = load_team(
-                self.rtws,
-                self.extensions.toolsets,
-                more_toolset_names=self.mcp.toolset_names(),
-                catalog=catalog,
-                workflow_members=self.extensions.members,
+            catalog, catalog_problems, _ = self._load(self.rtws.llm_yaml, load_catalog)
+            team, team_problems, team_unusable = self._load(
+                self.rtws.team_yaml,
+                lambda rtws: load_team(
+                    rtws,
+                    self.extensions.toolsets,
+                    more_toolset_names=self.mcp.toolset_names(),
+                    catalog=catalog,
+                    workflow_members=self.extensions.members,
+                ),
             )
             generation = self._config.generation + 1 if self._config else 1
-            problems = [*catalog_problems, *team_problems, *self.mcp.config_problems]
-            self._config = Config(team, catalog, problems, generation, self.mcp, self.extensions.toolsets)
+            problems = [*catalog_problems, *team_problems, *self._mcp_problems]
+            self._config = Config(
+                team, catalog, problems, generation, self.mcp, self.extensions.toolsets, team_unusable
+            )
             self._signature = signature
         return self._config
 

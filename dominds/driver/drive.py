@@ -105,6 +105,12 @@ def next_prompt(dialog: Dialog) -> QueuedPrompt | None:
     if dialog.pending and dialog.latest.inbound_tellask_backs:
         # Blocked on subdialogs: only an ask-back may go ahead (answering it is what unblocks them).
         return next((p for p in queue if p.origin == "tellask_back"), None)
+    if queue and queue[0].origin == "user":
+        # A message typed while a question was open waits behind the answer: the agent reads the answer
+        # to its own question first (the message used to overtake it and the agent replied twice).
+        answer = next((p for p in queue if p.origin == "q4h_answer"), None)
+        if answer is not None:
+            return answer
     return queue[0] if queue else None
 
 

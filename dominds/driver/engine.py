@@ -17,13 +17,19 @@ import filelock
 
 from dominds.dialog.loader import error_dialog, load_root, load_sub
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
-from dominds.driver import conductor, diligence, questions, recovery, run_control, usage
+from dominds.driver import conductor, diligence, questions, recovery, run_control, titles, usage
 from dominds.driver.conductor import ConductorRun
 from dominds.driver.config import ConfigCache
 from dominds.driver.errors import EngineBadRequest, EngineError, WorkspaceLocked
 from dominds.driver.extensions import Extensions, with_builtins
 from dominds.driver.health import ContextHealth
-from dominds.driver.intake import queue_durably, refuse_duplicate, require_storable
+from dominds.driver.intake import (
+    announce_queued,
+    cancel_queued,
+    queue_durably,
+    refuse_duplicate,
+    require_storable,
+)
 from dominds.driver.providers import Providers
 from dominds.driver.scheduler import Scheduler
 from dominds.driver.secrets import SecretRedactor
@@ -74,6 +80,8 @@ class Engine:
         self.scheduler = Scheduler(self)
         self.transcript_cache_size = 64
         """How many dialogs keep their current course in memory after a drive (LRU)."""
+        self.usage_book = usage.UsageBook()
+        """Token counts per course file (see usage.py: the one owner of cost)."""
         self.secrets = SecretRedactor()
         """Secrets redacted from tool output (provider keys from the catalog, plus registered ones)."""
         self.transcript_cache_chars = 32 * 1024 * 1024
@@ -298,7 +306,14 @@ class Engine:
             taskdoc = normalize_taskdoc_path(taskdoc_path)
         except TaskdocError as exc:
             raise EngineBadRequest(str(exc)) from exc
-        team = self.config.get().team
+        config = self.config.get()
+        team = config.team
+        if agent_id is None and config.team_unusable:
+            # never route silently to whoever a broken team.yaml left over (a hidden member, typically)
+            raise EngineBadRequest(
+                "team.yaml has errors and no earlier good version, so there is no default agent; fix it "
+                "(see the problems) or name the agent"
+            )
         agent = agent_id or team.default_responder
         member = team.member(agent)
         if member is None:
@@ -346,8 +361,27 @@ class Engine:
         msg_id = msg_id or f"msg-{new_dialog_id()}"
         refuse_duplicate(dialog, msg_id)
         prompt = QueuedPrompt(msg_id=msg_id, content=content, grammar=grammar, origin="user", queued_at=now_iso())  # type: ignore[arg-type]
-        queue_durably(self, dialog, prompt)
+        titled = titles.title_first_message(dialog, content)  # saved by the same write as the queue
+        try:
+            queue_durably(self, dialog, prompt)
+        except StoreError:
+            if titled:
+                dialog.latest.title = None
+            raise
+        announce_queued(dialog, prompt)
+        if titled:
+            titles.announce(self.pubchan, dialog)
         return prompt
+
+    def rename_dialog(self, dialog: Dialog, title: str) -> str | None:
+        """Set a dialog's title (an empty one clears it); persisted, then announced."""
+        if dialog.load_error:
+            raise EngineError(f"dialog {dialog.self_id} cannot be used: {dialog.load_error}")
+        return titles.rename(self.pubchan, dialog, title)
+
+    def cancel_queued_message(self, dialog: Dialog, msg_id: str) -> QueuedPrompt:
+        """Take back a queued user message that no generation has consumed yet."""
+        return cancel_queued(dialog, msg_id)
 
     def check_drivable_target(self, dialog: Dialog) -> None:
         if dialog.load_error:
@@ -370,8 +404,9 @@ class Engine:
     def emergency_stop(self) -> int:
         return run_control.emergency_stop(self)
 
-    def resume(self, dialog: Dialog) -> None:
-        run_control.resume(self, dialog)
+    def resume(self, dialog: Dialog) -> bool:
+        """True when a drive was requested; False when the dialog is already proceeding."""
+        return run_control.resume(self, dialog)
 
     def resume_all(self) -> int:
         return run_control.resume_all(self)
@@ -386,4 +421,4 @@ class Engine:
         return run_control.move_root(self, root_id, to_status)
 
     def usage_totals(self, root_id: str) -> dict[str, Any]:
-        return usage.usage_totals(self, root_id)
+        return usage.usage_totals(self.store, self.config.get().catalog, self.usage_book, root_id)

@@ -1,5 +1,11 @@
 """Accepting input: text is checked at the edge, message ids are accepted once, and a prompt is durable
-(in ``latest.yaml``'s queue) before it is acknowledged."""
+(in ``latest.yaml``'s queue) before it is acknowledged.
+
+Nothing is sent that the user cannot see: a user message or an answer that is queued is announced
+(``prompt_queued_evt``) and listed in the dialog's summary until the generation that consumes it records
+it (``end_of_user_saying_evt`` with the same ``msgId``); a queued user message can be cancelled
+(``queued_prompt_cancelled_evt``) until then.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +27,57 @@ def queue_durably(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt) 
         dialog.latest.queued_prompts.remove(prompt)
         dialog.latest.needs_drive = was_needed
         raise
+
+
+VISIBLE_ORIGINS = frozenset({"user", "q4h_answer"})
+"""Queued prompts a person wrote, shown as queued in the panel; the others are the runtime's."""
+
+
+def queued_payload(prompt: QueuedPrompt) -> dict[str, object]:
+    return {
+        "msgId": prompt.msg_id,
+        "content": prompt.content,
+        "origin": prompt.origin,
+        "queuedAt": prompt.queued_at,
+        "questionId": prompt.question_id,
+        "cancellable": prompt.origin == "user",
+    }
+
+
+def visible_queue(dialog: Dialog) -> list[dict[str, object]]:
+    return [queued_payload(p) for p in dialog.latest.queued_prompts if p.origin in VISIBLE_ORIGINS]
+
+
+def announce_queued(dialog: Dialog, prompt: QueuedPrompt) -> None:
+    """Published after ``queue_durably`` persisted it."""
+    dialog.publish({"type": "prompt_queued_evt", **queued_payload(prompt)})
+
+
+def cancel_queued(dialog: Dialog, msg_id: str) -> QueuedPrompt:
+    """Take a queued user message back before any generation consumed it (persisted, then announced).
+
+    Consumption is synchronous from choosing the prompt to recording it, so a message is either still
+    queued here (and never reaches the model) or already recorded (and the cancel is refused).
+    """
+    queue = dialog.latest.queued_prompts
+    prompt = next((p for p in queue if p.msg_id == msg_id), None)
+    if prompt is None:
+        raise EngineError(f"message {msg_id!r} is not queued in dialog {dialog.self_id} (already delivered or cancelled)")
+    if prompt.origin != "user":
+        raise EngineError(f"message {msg_id!r} is a {prompt.origin.replace('_', ' ')}, not a message of yours to cancel")
+    was_needed = dialog.latest.needs_drive
+    index = queue.index(prompt)
+    del queue[index]
+    if not queue and dialog.q4h and not dialog.pending and not dialog.is_driving:
+        dialog.latest.needs_drive = False  # it was set for this message alone; the answer sets it again
+    try:
+        dialog.save_latest()
+    except StoreError:
+        queue.insert(index, prompt)
+        dialog.latest.needs_drive = was_needed
+        raise
+    dialog.publish({"type": "queued_prompt_cancelled_evt", "msgId": msg_id})
+    return prompt
 
 
 def refuse_duplicate(dialog: Dialog, msg_id: str) -> None:

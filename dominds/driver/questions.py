@@ -12,7 +12,7 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.errors import EngineBadRequest, EngineError
-from dominds.driver.intake import queue_durably, refuse_duplicate, require_storable
+from dominds.driver.intake import announce_queued, queue_durably, refuse_duplicate, require_storable
 from dominds.driver.services import EngineServices
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.errors import StoreError
@@ -53,6 +53,7 @@ def answer(engine: EngineServices, question_id: str, content: str, msg_id: str |
         queued_at=now_iso(),
     )
     queue_durably(engine, dialog, prompt)
+    announce_queued(dialog, prompt)
     withdraw(engine, dialog, question_id)
     return dialog
 

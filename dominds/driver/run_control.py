@@ -38,11 +38,18 @@ def emergency_stop(engine: EngineServices) -> int:
     return count
 
 
-def resume(engine: EngineServices, dialog: Dialog) -> None:
-    if dialog.latest.run_state.kind != "interrupted":
-        raise EngineError(f"dialog {dialog.self_id} is {dialog.latest.run_state.kind}, not interrupted; nothing to resume")
+def resume(engine: EngineServices, dialog: Dialog) -> bool:
+    """Drive an interrupted dialog again: True. A dialog already proceeding (the daemon resumed it after a
+    restart, or another client did) is left alone: False, not an error, so a resume that races the
+    daemon's own never fails. Any other state has nothing to resume (EngineError)."""
+    kind = dialog.latest.run_state.kind
+    if kind == "proceeding" or (kind == "interrupted" and dialog.is_driving):
+        return False
+    if kind != "interrupted":
+        raise EngineError(f"dialog {dialog.self_id} is {kind}, not interrupted; nothing to resume")
     engine.check_drivable_target(dialog)
     engine.request_drive(dialog)
+    return True
 
 
 def resume_all(engine: EngineServices) -> int:

@@ -1,68 +1,187 @@
-"""Usage and cost totals per dialog and per root tree, from the ``gen_finish_record``s of every course.
+"""The one owner of tokens and cost: counted from the course files, priced with the catalog in use.
 
-Only the finish lines are decoded (a substring test picks them out), so listing costs for thousands of
-dialogs reads files but never validates whole transcripts.
+Every figure a user sees — a row of the panel's dialog list, the dialog header, ``GET /api/dialogs``,
+``GET /api/dialogs/{root}/usage``, ``dominds status`` and the workflow pages — comes from here, as one
+total per dialog *tree* (a root and all its subdialogs), written by ``format_cost``. Before, the panel's
+rows cached the cost by the mtime of ``latest.yaml`` (a coarse clock left a row at "$0" after a
+generation the header already counted) and ``dominds status`` had its own counting and pricing.
+
+Counting: ``store.index.finish_generations`` decodes only the ``gen_finish_record`` lines of a course
+file (the dialog index keeps them per dialog, so listings never read a course file that did not
+change); a torn last line is skipped until it is complete. Each generation is priced on its own
+(``per_request``: a long request pays the model's long-context rates), with the catalog in use
+(``catalog_in_use``: the last good ``llm.yaml`` while the live one has errors, like the daemon).
+``UsageBook`` remembers each file's figures by its (inode, size, mtime) and the prices they were
+computed with, so a listing re-reads only the files that grew.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dominds.driver.services import EngineServices
+from dominds.driver.last_good import LastGood, has_errors
+from dominds.llm.catalog import Catalog, load_catalog
+from dominds.rtws import Rtws
+from dominds.store.dialog_store import DialogStore
 from dominds.store.errors import StoreError
+from dominds.store.index import finish_generations
 
-_FINISH_MARK = '"type":"gen_finish_record"'
-TOTAL_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "generations", "costUsd")
-
-
-def _finish_lines(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise StoreError(f"{path}: {exc.strerror or exc}") from exc
-    out = []
-    for line in text.split("\n"):
-        if _FINISH_MARK in line:
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue  # a torn last line: the generation's usage was never recorded
-    return out
+USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+TOTAL_KEYS = (*USAGE_FIELDS, "generations", "costUsd")
 
 
-def usage_totals(engine: EngineServices, root_id: str) -> dict[str, Any]:
-    status = engine.store.locate_root(root_id)
-    catalog = engine.config.get().catalog
-    dialogs = []
-    tree: dict[str, float] = dict.fromkeys(TOTAL_KEYS, 0)
-    for files in engine.store.iter_tree(status, root_id):
-        totals: dict[str, float] = dict.fromkeys(TOTAL_KEYS, 0)
-        error = None
+@dataclass
+class Usage:
+    """Tokens per ``provider/model`` ([input, output, cacheRead, cacheWrite, generations]) and their cost."""
+
+    by_model: dict[str, list[int]] = field(default_factory=dict)
+    cost_usd: float = 0.0
+
+    def add(self, other: Usage) -> Usage:
+        for model, counts in other.by_model.items():
+            mine = self.by_model.setdefault(model, [0, 0, 0, 0, 0])
+            for index, value in enumerate(counts):
+                mine[index] += value
+        self.cost_usd += other.cost_usd
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {"byModel": self.by_model, "costUsd": self.cost_usd}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Usage:
+        if not isinstance(raw, dict):
+            return cls()
+        return cls({k: [int(x) for x in v] for k, v in (raw.get("byModel") or {}).items()}, float(raw.get("costUsd") or 0))
+
+
+def count_finishes(data: bytes, catalog: Catalog) -> Usage:
+    """The usage recorded in one course file's bytes, each generation priced on its own."""
+    return price_generations(finish_generations(data), catalog)
+
+
+def price_generations(generations: Iterable[Sequence[Any]], catalog: Catalog) -> Usage:
+    """Usage of generations as ``store.index.finish_generations`` lists them, each priced on its own
+    (``per_request``: a long request pays the model's long-context rates)."""
+    usage = Usage()
+    for key, inputs, outputs, reads, writes, long_writes in generations:
+        mine = usage.by_model.setdefault(key, [0, 0, 0, 0, 0])
+        for index, value in enumerate((inputs, outputs, reads, writes)):
+            mine[index] += value
+        mine[4] += 1
+        provider, _, model = str(key).partition("/")
+        info = catalog.model(provider, model)
+        if info is not None and info.pricing is not None:
+            usage.cost_usd += info.pricing.cost_usd(inputs, outputs, reads, writes, long_writes, per_request=True)
+    return usage
+
+
+def totals(usage: Usage) -> dict[str, Any]:
+    """The figures every place shows: token counts, generations, cost (USD, 6 places) and their text."""
+    total: dict[str, Any] = dict.fromkeys(TOTAL_KEYS, 0)
+    for counts in usage.by_model.values():
+        for index, key in enumerate((*USAGE_FIELDS, "generations")):
+            total[key] += counts[index]
+    total["costUsd"] = round(usage.cost_usd, 6)
+    total["costText"] = format_cost(total["costUsd"])
+    total["tokensText"] = format_tokens(total["inputTokens"] + total["outputTokens"])
+    return total
+
+
+def format_cost(usd: float) -> str:
+    """``$0.00``, ``$0.0612``, ``$3.21``: the one way a cost is written (panel rows, header, CLI)."""
+    if usd <= 0:
+        return "$0.00"
+    return f"${usd:.4f}" if usd < 1 else f"${usd:,.2f}"
+
+
+def format_tokens(count: float) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    if count >= 1000:
+        return f"{count / 1000:.1f}k"
+    return str(int(count))
+
+
+def catalog_in_use(rtws: Rtws) -> Catalog:
+    """The catalog a daemon would use now: ``llm.yaml``, or its last good copy while it has errors."""
+    catalog, problems = load_catalog(rtws)
+    if has_errors(problems):
+        last_good = LastGood(rtws)
+        if last_good.saved_at(rtws.llm_yaml) is not None:
+            catalog = load_catalog(last_good.shadow)[0]
+    return catalog
+
+
+def pricing_fingerprint(catalog: Catalog) -> str:
+    """Changes when any price changes (cached figures are then recomputed)."""
+    prices = sorted(
+        (provider_key, model_key, repr(info.pricing))
+        for provider_key, provider in catalog.providers.items()
+        for model_key, info in provider.models.items()
+    )
+    return hashlib.blake2b(repr(prices).encode(), digest_size=8).hexdigest()
+
+
+class UsageBook:
+    """Figures per course file, recomputed only when the file (inode, size, mtime) or the prices changed."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[tuple[int, int, int, str], Usage]] = {}
+        self._prices: tuple[Catalog, str] | None = None
+
+    def _fingerprint(self, catalog: Catalog) -> str:
+        if self._prices is None or self._prices[0] is not catalog:
+            self._prices = (catalog, pricing_fingerprint(catalog))
+        return self._prices[1]
+
+    def file_usage(self, path: Path, catalog: Catalog) -> Usage:
+        key = str(path)
         try:
-            for course in files.course_numbers():
-                for finish in _finish_lines(files.course(course)):
-                    usage = finish.get("usage")
-                    if not isinstance(usage, dict):
-                        continue
-                    counts = [int(usage.get(k) or 0) for k in ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")]
-                    for key, value in zip(TOTAL_KEYS, counts, strict=False):
-                        totals[key] += value
-                    totals["generations"] += 1
-                    model = catalog.model(str(finish.get("provider") or ""), str(finish.get("model") or ""))
-                    if model is not None and model.pricing is not None:
-                        long_writes = int(usage.get("cacheWriteLongTokens") or 0)
-                        inputs, outputs, reads, writes = counts
-                        totals["costUsd"] += model.pricing.cost_usd(
-                            inputs, outputs, reads, writes, long_writes, per_request=True
-                        )
-        except StoreError as exc:
+            info = os.stat(path)
+        except FileNotFoundError:
+            self._files.pop(key, None)
+            return Usage()
+        except OSError as exc:
+            raise StoreError(f"{path}: {exc.strerror or exc}") from exc
+        signature = (info.st_ino, info.st_size, info.st_mtime_ns, self._fingerprint(catalog))
+        cached = self._files.get(key)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return Usage()
+        except OSError as exc:
+            raise StoreError(f"{path}: {exc.strerror or exc}") from exc
+        usage = count_finishes(data, catalog)
+        self._files[key] = (signature, usage)
+        return usage
+
+    def usage(self, course_files: Iterable[Path], catalog: Catalog) -> Usage:
+        total = Usage()
+        for path in course_files:
+            total.add(self.file_usage(path, catalog))
+        return total
+
+
+def usage_totals(store: DialogStore, catalog: Catalog, book: UsageBook, root_id: str) -> dict[str, Any]:
+    """The tree total of one root and each of its dialogs' own figures (``GET /api/dialogs/{root}/usage``)."""
+    status = store.locate_root(root_id)
+    dialogs = []
+    tree = Usage()
+    for files in store.iter_tree(status, root_id):
+        error = None
+        own = Usage()
+        try:
+            own = book.usage((files.course(n) for n in sorted(files.course_numbers())), catalog)
+        except (StoreError, OSError) as exc:
             error = str(exc)
-        dialogs.append({"selfId": files.dir.name, **totals, **({"error": error} if error else {})})
-        for key in tree:
-            tree[key] += totals[key]
-    tree["costUsd"] = round(tree["costUsd"], 6)
-    return {"rootId": root_id, "status": status, "total": tree, "dialogs": dialogs}
+        tree.add(own)
+        dialogs.append({"selfId": files.dir.name, **totals(own), **({"error": error} if error else {})})
+    return {"rootId": root_id, "status": status, "total": totals(tree), "dialogs": dialogs}

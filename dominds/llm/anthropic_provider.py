@@ -20,14 +20,8 @@ import httpx2
 
 from dominds.llm.anthropic_request import request_params
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
-from dominds.llm.retry import (
-    AttemptFailure,
-    RetryPolicy,
-    generate_with_retries,
-    resolve_target,
-    retry_after_seconds,
-)
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, ClientPool, HttpClientFactory
+from dominds.llm.retry import AttemptFailure, retry_after_seconds
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -59,35 +53,32 @@ IN_STREAM_ERROR_STATUS = {
 """An ``event: error`` arrives inside a 200 stream; its ``error.type`` says which status it stands for."""
 
 
-class AnthropicGenerator:
+class AnthropicGenerator(SdkGenerator[anthropic.AsyncAnthropic, dict[str, Any]]):
     """Generator for ``apiType: anthropic`` providers."""
 
-    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
-        self.retry_policy = retry_policy or RetryPolicy()
-        self.clients: ClientPool[anthropic.AsyncAnthropic] = ClientPool(_make_client, http_client)
+    default_base_url = DEFAULT_BASE_URL
+    keyless_api_key = KEYLESS_API_KEY
 
-    async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
-        target = resolve_target(request, DEFAULT_BASE_URL)
-        params = request_params(request)
-        client = self.clients.get(target.base_url, target.secret or KEYLESS_API_KEY)
-
-        async def attempt(tracked: GenerationReceiver) -> GenerationResult:
-            if request.streaming:
-                return await _stream_once(client, params, tracked)
-            return await _create_once(client, params, tracked)
-
-        return await generate_with_retries(
-            attempt, receiver, classify=classify_error, target=target, policy=self.retry_policy
+    def make_client(self, base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
         )
 
-    async def aclose(self) -> None:
-        await self.clients.aclose()
+    def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:
+        return request_params(request)
 
+    async def stream_once(
+        self, client: anthropic.AsyncAnthropic, prepared: dict[str, Any], receiver: GenerationReceiver
+    ) -> GenerationResult:
+        return await _stream_once(client, prepared, receiver)
 
-def _make_client(base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(
-        api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
-    )
+    async def create_once(
+        self, client: anthropic.AsyncAnthropic, prepared: dict[str, Any], receiver: GenerationReceiver
+    ) -> GenerationResult:
+        return await _create_once(client, prepared, receiver)
+
+    def classify(self, exc: Exception) -> AttemptFailure | None:
+        return classify_error(exc)
 
 
 async def _stream_once(

@@ -23,15 +23,8 @@ import openai
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.params import merged_params
-from dominds.llm.retry import (
-    AttemptFailure,
-    RetryPolicy,
-    generate_with_retries,
-    group_tool_turns,
-    resolve_target,
-    retry_after_seconds,
-)
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, ClientPool, HttpClientFactory
+from dominds.llm.retry import AttemptFailure, group_tool_turns, retry_after_seconds
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -48,35 +41,32 @@ FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
-class OpenAiCompatibleGenerator:
-    """Generator for ``apiType: openai-compatible`` (alias ``openai``) providers: Chat Completions."""
+class OpenAiSdkGenerator(SdkGenerator[openai.AsyncOpenAI, dict[str, Any]]):
+    """What both OpenAI generators (Chat Completions, Responses) share: the ``openai`` SDK's client."""
 
-    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
-        self.retry_policy = retry_policy or RetryPolicy()
-        self.clients: ClientPool[openai.AsyncOpenAI] = ClientPool(_make_client, http_client)
+    default_base_url = DEFAULT_BASE_URL
+    keyless_api_key = KEYLESS_API_KEY
 
-    async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
-        target = resolve_target(request, DEFAULT_BASE_URL)
-        body = request_body(request, target.base_url)
-        client = self.clients.get(target.base_url, target.secret or KEYLESS_API_KEY)
-
-        async def attempt(tracked: GenerationReceiver) -> GenerationResult:
-            if request.streaming:
-                return await _stream_once(client, request.model_name, body, tracked)
-            return await _create_once(client, request.model_name, body, tracked)
-
-        return await generate_with_retries(
-            attempt, receiver, classify=classify_error, target=target, policy=self.retry_policy
+    def make_client(self, base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
         )
 
-    async def aclose(self) -> None:
-        await self.clients.aclose()
 
+class OpenAiCompatibleGenerator(OpenAiSdkGenerator):
+    """Generator for ``apiType: openai-compatible`` (alias ``openai``) providers: Chat Completions."""
 
-def _make_client(base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(
-        api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
-    )
+    def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:
+        return {**request_body(request, base_url), "model": request.model_name}
+
+    async def stream_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+        return await _stream_once(client, prepared["model"], prepared, receiver)
+
+    async def create_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+        return await _create_once(client, prepared["model"], prepared, receiver)
+
+    def classify(self, exc: Exception) -> AttemptFailure | None:
+        return classify_error(exc)
 
 
 @dataclass

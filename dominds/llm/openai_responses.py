@@ -18,20 +18,11 @@ from typing import Any
 import openai
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
-from dominds.llm.openai_provider import KEYLESS_API_KEY, classify_error
+from dominds.llm.openai_provider import OpenAiSdkGenerator, classify_error
 from dominds.llm.params import merged_params
-from dominds.llm.retry import (
-    AttemptFailure,
-    RetryPolicy,
-    generate_with_retries,
-    group_tool_turns,
-    refuse_bad_params,
-    resolve_target,
-)
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, ClientPool, HttpClientFactory
+from dominds.llm.retry import AttemptFailure, group_tool_turns, refuse_bad_params
 from dominds.store.course_records import FinishReason, Usage
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PROVIDER_DATA_KEY = "openai_reasoning"
 """Where a reasoning item travels in a thought record's ``provider_data``."""
 INCOMPLETE_REASONS: dict[str, FinishReason] = {
@@ -63,33 +54,20 @@ def _classify(exc: Exception) -> AttemptFailure | None:
     return classify_error(exc)
 
 
-class OpenAiResponsesGenerator:
+class OpenAiResponsesGenerator(OpenAiSdkGenerator):
     """Generator for ``apiType: openai-responses`` providers (OpenAI's own API)."""
 
-    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
-        self.retry_policy = retry_policy or RetryPolicy()
-        self.clients: ClientPool[openai.AsyncOpenAI] = ClientPool(_make_client, http_client)
+    def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:
+        return request_body(request)
 
-    async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
-        target = resolve_target(request, DEFAULT_BASE_URL)
-        body = request_body(request)
-        client = self.clients.get(target.base_url, target.secret or KEYLESS_API_KEY)
+    async def stream_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+        return await _stream_once(client, prepared, receiver)
 
-        async def attempt(tracked: GenerationReceiver) -> GenerationResult:
-            if request.streaming:
-                return await _stream_once(client, body, tracked)
-            return await _create_once(client, body, tracked)
+    async def create_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+        return await _create_once(client, prepared, receiver)
 
-        return await generate_with_retries(attempt, receiver, classify=_classify, target=target, policy=self.retry_policy)
-
-    async def aclose(self) -> None:
-        await self.clients.aclose()
-
-
-def _make_client(base_url: str, api_key: str, http_client: Any) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(
-        api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
-    )
+    def classify(self, exc: Exception) -> AttemptFailure | None:
+        return _classify(exc)
 
 
 async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:

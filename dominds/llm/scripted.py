@@ -23,7 +23,8 @@ optionally only for one agent; the first matching entry wins::
         error: {kind: rejected, status: 401, message: "bad key"}   # or unavailable; stream = after segments
         finish_reason: max_tokens    # default end_turn (tool_use when it calls a function)
 
-An unmatched message yields a reply naming the file and the entry to add. This provider is the
+An unmatched message is an error (``ScriptedResponseMissing``) naming the file and the entry to add: the
+dialog stops with it, visibly, instead of carrying on with a placeholder as if it were the answer. This provider is the
 demo's engine and the test seam; it is product code, not a test hack.
 """
 
@@ -45,6 +46,7 @@ from dominds.llm.base import (
     GenerationReceiver,
     GenerationRequest,
     GenerationResult,
+    LlmError,
     ProviderRejected,
     ProviderUnavailable,
     StreamBroken,
@@ -99,6 +101,11 @@ class ScriptedDatabase:
     pace: Pace = field(default_factory=Pace)
     mtime_ns: int = -1
     load_error: str | None = None
+
+
+class ScriptedResponseMissing(LlmError):
+    """No entry of the database answers this message: an error the user sees (the dialog stops with it),
+    never a reply that would flow on as if it were the agent's answer."""
 
 
 PACE_ENV = "DOMINDS_SCRIPTED_PACE"
@@ -201,11 +208,14 @@ class ScriptedGenerator:
     async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
         path = self.db_path(request)
         db = self.database(path)
-        last = answered_message(request.messages)
-        entry = next((e for e in db.entries if e.matches(last, request.agent_id)), None)
-        if entry is None:
-            segments = [{"saying": _not_found_text(path, db, last, request.agent_id)}]
-            entry = ScriptedEntry("user", None, None, None, None, segments, None, 0, 64, None)
+        candidates = answered_candidates(request.messages)
+        found = next(
+            ((e, m) for m in candidates for e in db.entries if e.matches(m, request.agent_id)), None
+        )
+        if found is None:
+            prompt = next((m for m in candidates if not is_note(m)), candidates[0] if candidates else None)
+            raise ScriptedResponseMissing(_missing_text(path, Path(request.rtws_root), db, prompt, request.agent_id))
+        entry, last = found
         if entry.error and entry.error.get("kind") != "stream":
             _raise_error(entry.error)
         completion_chars = 0
@@ -248,18 +258,27 @@ class ScriptedGenerator:
         )
 
 
-def answered_message(messages: list[ChatMessage]) -> ChatMessage | None:
-    """The message a reply answers: the last one that is not the assistant's own.
+def is_note(message: ChatMessage) -> bool:
+    """A note of the runtime's (the previous reply was cut), not a message a person or a teammate wrote."""
+    return message.runtime_note
 
-    Normally that is simply the last message. After a generation was cut short (a crash, a stop, a
-    stream that broke) the context ends with what the model had already produced, e.g. its thinking,
-    and the runtime's note that it was cut; the resumed generation answers the same message as the one
-    it replaces.
+
+def answered_candidates(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """The messages a reply may answer, the likeliest first: entries are tried on each in turn.
+
+    Normally that is the last message alone. After a generation was cut short (a crash, a stop, a
+    stream that broke) the context ends with what the model had already produced (its thinking, part
+    of its text) and possibly the runtime's note that it was cut; the resumed generation answers the
+    same message as the reply it replaces, unless an entry answers the note itself.
     """
+    out: list[ChatMessage] = []
     for message in reversed(messages):
-        if message.role != "assistant" and not message.runtime_note:
-            return message
-    return messages[-1] if messages else None
+        if message.role == "assistant":
+            continue
+        out.append(message)
+        if not is_note(message):
+            break
+    return out or messages[-1:]
 
 
 def _regex_groups(entry: ScriptedEntry, last: ChatMessage | None) -> tuple[str, ...]:
@@ -295,16 +314,21 @@ def _usage(entry: ScriptedEntry, request: GenerationRequest, completion_chars: i
     return Usage(input_tokens=(prompt_chars + 3) // 4, output_tokens=(completion_chars + 3) // 4)
 
 
-def _not_found_text(path: Path, db: ScriptedDatabase, last: ChatMessage | None, agent_id: str) -> str:
+def _missing_text(path: Path, rtws_root: Path, db: ScriptedDatabase, last: ChatMessage | None, agent_id: str) -> str:
+    """One line: which database, why nothing answered, and the entry that would."""
+    try:
+        where = path.relative_to(rtws_root).as_posix()
+    except ValueError:
+        where = str(path)
+    if db.load_error:
+        return f"the scripted database {where} does not load, so @{agent_id} has no answer: {db.load_error}"
+    if db.mtime_ns < 0:
+        return f"no scripted database {where} for @{agent_id}: create it with a `responses:` list (docs/configuration.md)"
     role = last.role if last else "user"
-    text = (last.content if last else "").strip()
-    shown = text if len(text) <= 200 else text[:200] + "…"
-    problem = f"\n\n(The database failed to load: {db.load_error})" if db.load_error else ""
-    quoted = json.dumps(shown if len(text) <= 200 else text[:60], ensure_ascii=False)
-    key = "message" if len(text) <= 200 else "contains"
+    text = " ".join((last.content if last else "").split())
+    key, shown = ("message", text) if len(text) <= 120 else ("contains", text[:60])
+    quoted = json.dumps(shown, ensure_ascii=False)
     return (
-        f"**Scripted response not found** for agent `{agent_id}` (last {role} message: {json.dumps(shown, ensure_ascii=False)})."
-        f"{problem}\n\nAdd an entry to `{path.name}` (in `{path.parent}`):\n\n"
-        f"```yaml\nresponses:\n  - role: {role}\n    agent: {agent_id}\n    {key}: {quoted}\n"
-        f'    response: "…your scripted reply…"\n```\n'
+        f"no scripted response for @{agent_id}: nothing in {where} matches its last {role} message {quoted}; "
+        f"add an entry under `responses:` such as {{role: {role}, agent: {agent_id}, {key}: {quoted}, response: \"…\"}}"
     )

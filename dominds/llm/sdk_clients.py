@@ -1,5 +1,12 @@
-"""One SDK client per provider endpoint and key, for the life of a generator (one per engine).
+"""The shared shape of the SDK generators, and one SDK client per endpoint and key for their life.
 
+``SdkGenerator`` is what every network generator does for a generation: resolve where it goes and with
+which key (refusing before any request when the key is missing or the parameters would be refused),
+take the endpoint's client, stream (or, with ``streaming: false``, make one request), and let the
+one retry policy (``retry.py``) decide what a failure means. A provider supplies the five parts that
+differ: its client, its request, its streamed and its whole reply, and how its SDK's errors read.
+
+One SDK client per provider endpoint and key, for the life of a generator (one per engine):
 A client holds an HTTP connection pool: making one per generation paid a TCP and TLS handshake every
 turn. The pool is keyed by base URL and key, so a key changed in the environment gets a new client
 (keys are read at every generation), and is closed with the engine (``Providers.close``). Stop still
@@ -13,10 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 import httpx2
+
+from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.retry import AttemptFailure, RetryPolicy, generate_with_retries, resolve_target
 
 REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 """Long reads (a slow model thinking), but a server that does not answer the connect fails fast."""
@@ -58,3 +69,54 @@ class ClientPool(Generic[ClientT]):
         for client in clients:
             with contextlib.suppress(Exception):  # closing must not fail a shutdown
                 await client.close()
+
+
+PreparedT = TypeVar("PreparedT")
+
+
+class SdkGenerator(ABC, Generic[ClientT, PreparedT]):
+    """A generator over an official SDK; subclasses say how their API differs (see the module docstring)."""
+
+    default_base_url = ""
+    keyless_api_key = ""
+    """Sent when ``apiKeyEnvVar`` is null (a local server): the SDKs refuse to run without a key."""
+
+    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
+        self.retry_policy = retry_policy or RetryPolicy()
+        self.clients: ClientPool[ClientT] = ClientPool(self.make_client, http_client)
+
+    async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
+        target = resolve_target(request, self.default_base_url)
+        prepared = self.prepare(request, target.base_url)
+        client = self.clients.get(target.base_url, target.secret or self.keyless_api_key)
+
+        async def attempt(tracked: GenerationReceiver) -> GenerationResult:
+            if request.streaming:
+                return await self.stream_once(client, prepared, tracked)
+            return await self.create_once(client, prepared, tracked)
+
+        return await generate_with_retries(
+            attempt, receiver, classify=self.classify, target=target, policy=self.retry_policy
+        )
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+
+    @abstractmethod
+    def make_client(self, base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> ClientT: ...
+
+    @abstractmethod
+    def prepare(self, request: GenerationRequest, base_url: str) -> PreparedT:
+        """The request of one generation (raises ``ProviderRejected`` for parameters it would refuse)."""
+
+    @abstractmethod
+    async def stream_once(self, client: ClientT, prepared: PreparedT, receiver: GenerationReceiver) -> GenerationResult:
+        """One streamed attempt."""
+
+    @abstractmethod
+    async def create_once(self, client: ClientT, prepared: PreparedT, receiver: GenerationReceiver) -> GenerationResult:
+        """One attempt that does not stream (``streaming: false``); the reply is replayed to the receiver."""
+
+    @abstractmethod
+    def classify(self, exc: Exception) -> AttemptFailure | None:
+        """A failed attempt in provider-neutral terms; ``None`` for what retrying cannot help."""

@@ -95,7 +95,7 @@ async def _refuse(send: Any, status: int, message: str, extra: list[tuple[bytes,
 async def serve_http(
     server: Any, host: str, port: int, token: str | None, *, name: str, stateless: bool = False
 ) -> None:
-    """Serve ``server`` (an ``MCPServer``) at ``http://host:port/mcp`` until cancelled; prints the URL on stdout."""
+    """Serve ``server`` (an SDK ``MCPServer`` or low-level ``Server``) at ``http://host:port/mcp`` until cancelled; prints the URL on stdout."""
     import uvicorn
 
     if token is None and not is_loopback(host):

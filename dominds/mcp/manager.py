@@ -28,6 +28,7 @@ from dominds.mcp.config import (
     MCP_SERVER_ERROR,
     MCP_YAML,
     TOOL_NAME_RE,
+    McpConfig,
     ServerSpec,
     load_mcp_config,
 )
@@ -88,9 +89,11 @@ class McpManager:
 
     # ---------------------------------------------------------------- configuration
 
-    def reload(self) -> list[Problem]:
-        """Read mcp.yaml again; servers whose settings changed are stopped and start afresh on next use."""
-        config = load_mcp_config(self.rtws, frozenset(self.builtin_toolsets.names()))
+    def reload(self, config: McpConfig | None = None) -> list[Problem]:
+        """Read mcp.yaml again (or apply ``config``, e.g. its last good version); servers whose settings
+        changed are stopped and start afresh on next use."""
+        if config is None:
+            config = load_mcp_config(self.rtws, frozenset(self.builtin_toolsets.names()))
         self.config_problems = config.problems
         for server_id in list(self.servers):
             old = self.servers[server_id]

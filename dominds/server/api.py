@@ -20,7 +20,8 @@ from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
 from dominds.server.listing import dialog_tree, listing_order, tree_json
 from dominds.server.replay import replay_course
-from dominds.server.views import dialog_summary, resolve_dialog, team_payload
+from dominds.server.taskdoc_view import SectionConflict, write_section_checked
+from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload, team_payload
 from dominds.store.commit import durable
 from dominds.taskdoc import discover_taskdocs
 from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
@@ -44,6 +45,19 @@ class CreateDialogBody(_Body):
 class MessageBody(_Body):
     content: str
     msgId: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+
+
+class TitleBody(_Body):
+    title: Annotated[str, Field(max_length=1000)]
+
+
+class SectionBody(_Body):
+    taskDocPath: Annotated[str, Field(min_length=1, max_length=1000)]
+    section: Annotated[str, Field(min_length=1, max_length=300)]
+    """``goals``, ``bearinmind/contracts`` or ``<category>/<selector>``."""
+    content: Annotated[str, Field(max_length=512 * 1024)]
+    baseHash: Annotated[str, Field(max_length=64)] | None = None
+    """``hash`` of the section as the panel read it; a different current text is a conflict (409)."""
 
 
 class DeadBody(_Body):
@@ -162,6 +176,21 @@ async def post_message(request: web.Request) -> web.Response:
     )
 
 
+async def set_title(request: web.Request) -> web.Response:
+    body = await _body(request, TitleBody)
+    engine = _engine(request)
+    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    title = engine.rename_dialog(dialog, body.title)
+    return web.json_response({"selfId": dialog.self_id, "rootId": dialog.root_id, "title": title})
+
+
+async def cancel_queued(request: web.Request) -> web.Response:
+    engine = _engine(request)
+    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    prompt = engine.cancel_queued_message(dialog, request.match_info["msg_id"])
+    return web.json_response({"selfId": dialog.self_id, "rootId": dialog.root_id, "msgId": prompt.msg_id, "cancelled": True})
+
+
 async def answer_question(request: web.Request) -> web.Response:
     body = await _body(request, MessageBody)
     question_id = request.match_info["question_id"]
@@ -183,7 +212,7 @@ async def run_control(request: web.Request) -> web.Response:
     if action == "stop":
         result["stopped"] = engine.stop(dialog)
     elif action == "resume":
-        engine.resume(dialog)
+        result["resumed"] = engine.resume(dialog)
     else:  # dead
         body = await _body(request, DeadBody)
         await engine.declare_dead(dialog, body.note)
@@ -218,6 +247,18 @@ async def usage(request: web.Request) -> web.Response:
 
 async def team(request: web.Request) -> web.Response:
     return web.json_response(team_payload(_engine(request)))
+
+
+async def write_taskdoc_section(request: web.Request) -> web.Response:
+    """Replace one section file atomically, like ``change_mind`` or an editor's save (see taskdoc_view.py)."""
+    body = await _body(request, SectionBody)
+    engine = _engine(request)
+    try:
+        written = write_section_checked(engine.rtws.root, body.taskDocPath, body.section, body.content, body.baseHash)
+    except SectionConflict as exc:
+        raise ApiError(409, str(exc)) from None
+    lang = "zh" if request.query.get("lang") == "zh" else "en"
+    return web.json_response({"written": written, **taskdoc_payload(engine, body.taskDocPath, lang)})
 
 
 async def taskdocs(request: web.Request) -> web.Response:
@@ -262,6 +303,8 @@ def add_api_routes(app: web.Application) -> None:
     app.router.add_get("/api/dialogs/{root}/usage", usage)
     app.router.add_get("/api/dialogs/{self_id}", show_dialog)
     app.router.add_post("/api/dialogs/{self_id}/messages", post_message)
+    app.router.add_delete("/api/dialogs/{self_id}/messages/{msg_id}", cancel_queued)
+    app.router.add_post("/api/dialogs/{self_id}/title", set_title)
     app.router.add_post("/api/dialogs/{self_id}/{action:stop|resume|dead}", run_control)
     app.router.add_get("/api/q4h", list_questions)
     app.router.add_post("/api/q4h/{question_id}/answer", answer_question)
@@ -269,5 +312,6 @@ def add_api_routes(app: web.Application) -> None:
     app.router.add_post("/api/emergency-stop", emergency_stop)
     app.router.add_get("/api/team", team)
     app.router.add_get("/api/taskdocs", taskdocs)
+    app.router.add_post("/api/taskdocs/section", write_taskdoc_section)
     app.router.add_get("/api/problems", problems)
     app.router.add_get("/api/suggestions", suggestions)

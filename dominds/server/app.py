@@ -27,6 +27,7 @@ from dominds.server.auth import (
     tokens_match,
 )
 from dominds.server.hub import Hub
+from dominds.server.render import highlight_css
 from dominds.server.tools_api import add_tools_routes
 from dominds.server.views import taskdoc_payload
 from dominds.server.ws import websocket_handler
@@ -157,6 +158,11 @@ async def _index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC_DIR / "index.html", headers=PANEL_HEADERS)
 
 
+async def _highlight_css(request: web.Request) -> web.Response:
+    """Token colours of server-side highlighted code (light and dark), generated from Pygments."""
+    return web.Response(text=highlight_css(), content_type="text/css", headers={"Cache-Control": "no-cache"})
+
+
 def make_app(
     engine: Engine,
     *,
@@ -180,6 +186,7 @@ def make_app(
     add_tools_routes(app)
     app.router.add_get("/ws", websocket_handler)
     app.router.add_get("/", _index)
+    app.router.add_get("/static/highlight.css", _highlight_css)  # before the static route that would shadow it
     app.router.add_static("/static/", STATIC_DIR, append_version=False)
     for add_routes in extra_routes:
         add_routes(app)

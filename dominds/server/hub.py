@@ -25,6 +25,7 @@ from aiohttp import WSCloseCode, web
 
 from dominds.driver.engine import Engine
 from dominds.pubchan import GLOBAL, Event, Subscriber
+from dominds.server import wire
 from dominds.server.render import render_markdown, render_saying
 from dominds.store.commit import after_durable
 
@@ -151,6 +152,8 @@ class Connection:
     def _enqueue(self, text: str) -> None:
         if self._closing:
             return
+        if wire.checking():
+            wire.check_text(text)
         self._outbox.append(text)
         self._ready.set()
         self._drained.clear()

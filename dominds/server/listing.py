@@ -3,7 +3,8 @@
 Built from the dialog index (``store/index.py``): facts per dialog kept in SQLite and checked against the
 files at each listing, so only dialogs that changed since are read again, and nothing per dialog stays
 in the daemon's memory between listings. Fields a listing needs come from ``store.index.read_facts``;
-add new ones there (and bump its ``INDEX_VERSION``).
+add new ones there (and bump its ``INDEX_VERSION``). The cost of a tree comes from ``driver/usage.py``
+(the one owner of cost), which prices the generations the index keeps per dialog.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from dominds.driver import usage
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.store.errors import DialogNotFoundError
-from dominds.store.index import USAGE_FIELDS, Entry
+from dominds.store.index import Entry
 
 Node = dict[str, Any]
 
@@ -29,14 +31,16 @@ def _node(engine: Engine, entry: Entry) -> Node:
         "selfId": entry.self_id,
         "rootId": entry.root_id,
         "status": entry.status,
+        "title": facts.get("title"),
+        "conductor": facts.get("conductor"),
         "agentId": facts.get("agentId"),
         "taskDocPath": facts.get("taskDocPath"),
         "createdAt": facts.get("createdAt"),
         "lastModified": facts.get("lastModified"),
         "currentCourse": facts.get("currentCourse"),
         "runState": facts.get("runState") if not error else {"kind": "error", "detail": error},
-        "q4hCount": len(facts.get("q4h") or ()),
-        "waitingForSubdialogs": "subdlg.yaml" in (facts.get("files") or ()),
+        "q4hCount": entry.q4h_count,
+        "waitingForSubdialogs": "subdlg.yaml" in entry.files,
         "subdialogs": [],
     }
     if error:
@@ -61,24 +65,18 @@ def _tree(engine: Engine, root: Entry, subs: list[Entry]) -> Node:
         parent["subdialogs"].append(nodes[sub.self_id])
     top["subdialogCount"] = len(subs)
     top["q4hTotal"] = sum(n["q4hCount"] for n in nodes.values())
-    top["cost"] = _cost(engine, (root, *subs))
+    top["cost"] = tree_cost(engine, (root, *subs))
     return top
 
 
-def _cost(engine: Engine, entries: tuple[Entry, ...]) -> dict[str, Any]:
-    """Tokens and USD of a tree, from the per-model counts of the index and the current prices."""
+def tree_cost(engine: Engine, entries: tuple[Entry, ...]) -> dict[str, Any]:
+    """Tokens and USD of a tree: its generations as the index keeps them, priced by ``driver/usage.py``."""
     catalog = engine.config.get().catalog
-    total: dict[str, Any] = dict.fromkeys((*USAGE_FIELDS, "generations"), 0) | {"costUsd": 0.0}
+    total = usage.Usage()
     for entry in entries:
-        for key, counts in (entry.facts.get("usage") or {}).items():
-            for index, field in enumerate((*USAGE_FIELDS, "generations")):
-                total[field] += counts[index]
-            provider, _, model = key.partition("/")
-            info = catalog.model(provider, model)
-            if info is not None and info.pricing is not None:
-                total["costUsd"] += info.pricing.cost_usd(*counts[:4])
-    total["costUsd"] = round(total["costUsd"], 6)
-    return total
+        if entry.generations != "[]":
+            total.add(usage.price_generations(json.loads(entry.generations), catalog))
+    return usage.totals(total)
 
 
 def listing_order(engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> list[tuple[str, str]]:

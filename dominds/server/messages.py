@@ -112,6 +112,22 @@ class DriveByUserAnswer(_Message):
     userLanguageCode: str | None = None
 
 
+class SetDialogTitle(_Message):
+    """Rename a dialog (an empty title clears it) **(ours)**."""
+
+    type: Literal["set_dialog_title"]
+    dialog: DialogRef
+    title: Annotated[str, Field(max_length=1000)]
+
+
+class CancelQueuedMessage(_Message):
+    """Take back a queued user message before the agent reads it **(ours)**."""
+
+    type: Literal["cancel_queued_msg"]
+    dialog: DialogRef
+    msgId: Annotated[str, Field(min_length=1, max_length=200)]
+
+
 class InterruptDialog(_Message):
     type: Literal["interrupt_dialog"]
     dialog: DialogRef
@@ -156,6 +172,8 @@ ClientMessage = (
     | GetTaskdoc
     | DriveByUserMessage
     | DriveByUserAnswer
+    | CancelQueuedMessage
+    | SetDialogTitle
     | InterruptDialog
     | EmergencyStop
     | ResumeDialog
@@ -176,6 +194,8 @@ MESSAGE_MODELS: dict[str, type[_Message]] = {
     "get_taskdoc": GetTaskdoc,
     "drive_dlg_by_user_msg": DriveByUserMessage,
     "drive_dialog_by_user_answer": DriveByUserAnswer,
+    "cancel_queued_msg": CancelQueuedMessage,
+    "set_dialog_title": SetDialogTitle,
     "interrupt_dialog": InterruptDialog,
     "emergency_stop": EmergencyStop,
     "resume_dialog": ResumeDialog,

@@ -7,11 +7,12 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.engine import Engine
+from dominds.driver.intake import visible_queue
+from dominds.driver.titles import display_title
 from dominds.ids import is_dialog_id
-from dominds.server.render import render_markdown
+from dominds.server.taskdoc_view import taskdoc_sections
 from dominds.store.errors import DialogNotFoundError
 from dominds.taskdoc import load_taskdoc, taskdoc_fingerprint
-from dominds.taskdoc_render import render_effective_taskdoc
 
 
 def resolve_dialog(engine: Engine, self_id: str, root_id: str | None = None) -> Dialog:
@@ -31,15 +32,18 @@ def dialog_summary(engine: Engine, dialog: Dialog) -> dict[str, Any]:
     meta, latest = dialog.meta, dialog.latest
     summary: dict[str, Any] = {
         "dialog": dialog.ident,
+        "title": display_title(dialog),
         "agentId": dialog.agent_id,
         "taskDocPath": meta.task_doc_path,
         "status": dialog.root.status,
         "isRoot": dialog.is_root,
+        "conductor": meta.conductor,
         "currentCourse": latest.current_course,
         "totalCourses": latest.current_course,
         "runState": latest.run_state.to_disk(),
         "generating": latest.generating,
         "q4h": [engine.question_payload(dialog, q) for q in dialog.q4h],
+        "queuedPrompts": visible_queue(dialog),
         "reminders": reminders_payload(dialog),
     }
     if not dialog.is_root:
@@ -59,15 +63,17 @@ def reminders_payload(dialog: Dialog) -> list[dict[str, Any]]:
 
 
 def taskdoc_payload(engine: Engine, path: str, lang: str) -> dict[str, Any]:
-    """The effective Taskdoc as the agents see it, rendered for the panel."""
+    """The Taskdoc as people read it: each section once, with its file (see ``taskdoc_view.py``).
+
+    ``lang`` is kept for the section notes a future version may translate; the text the agents see
+    (``render_effective_taskdoc``) is not sent: it is for the model, not for people.
+    """
     taskdoc = load_taskdoc(engine.rtws.root, path)
-    markdown = render_effective_taskdoc(taskdoc, "zh" if lang == "zh" else "en")
     return {
         "taskDocPath": taskdoc.rel_path,
         "exists": taskdoc.exists,
         "fingerprint": taskdoc_fingerprint(engine.rtws.root, path),
-        "markdown": markdown,
-        "html": render_markdown(markdown),
+        **taskdoc_sections(engine.rtws.root, taskdoc),
     }
 
 

@@ -169,6 +169,18 @@ async def on_drive_by_user_answer(conn: Connection, msg: m.DriveByUserAnswer) ->
     conn.send(_ack(msg, dialog=dialog.ident, questionId=msg.questionId))
 
 
+async def on_cancel_queued_msg(conn: Connection, msg: m.CancelQueuedMessage) -> None:
+    dialog = _dialog(conn, msg.dialog)
+    conn.hub.engine.cancel_queued_message(dialog, msg.msgId)
+    conn.send(_ack(msg, dialog=dialog.ident, msgId=msg.msgId))
+
+
+async def on_set_dialog_title(conn: Connection, msg: m.SetDialogTitle) -> None:
+    dialog = _dialog(conn, msg.dialog)
+    title = conn.hub.engine.rename_dialog(dialog, msg.title)
+    conn.send(_ack(msg, dialog=dialog.ident, title=title))
+
+
 async def on_interrupt_dialog(conn: Connection, msg: m.InterruptDialog) -> None:
     dialog = _dialog(conn, msg.dialog)
     stopped = conn.hub.engine.stop(dialog)
@@ -181,8 +193,8 @@ async def on_emergency_stop(conn: Connection, msg: m.EmergencyStop) -> None:
 
 async def on_resume_dialog(conn: Connection, msg: m.ResumeDialog) -> None:
     dialog = _dialog(conn, msg.dialog)
-    conn.hub.engine.resume(dialog)
-    conn.send(_ack(msg, dialog=dialog.ident))
+    resumed = conn.hub.engine.resume(dialog)
+    conn.send(_ack(msg, dialog=dialog.ident, resumed=resumed))
 
 
 async def on_resume_all(conn: Connection, msg: m.ResumeAll) -> None:
@@ -230,6 +242,8 @@ HANDLERS: dict[type[Any], Handler] = {
     m.GetTaskdoc: on_get_taskdoc,
     m.DriveByUserMessage: on_drive_by_user_msg,
     m.DriveByUserAnswer: on_drive_by_user_answer,
+    m.CancelQueuedMessage: on_cancel_queued_msg,
+    m.SetDialogTitle: on_set_dialog_title,
     m.InterruptDialog: on_interrupt_dialog,
     m.EmergencyStop: on_emergency_stop,
     m.ResumeDialog: on_resume_dialog,

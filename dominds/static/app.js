@@ -1,26 +1,41 @@
-// The panel's entry point: wires the connection, the lists, the dialog view and the side panels, and
-// routes every message from the daemon. Protocol: docs/protocol.md.
+// The panel's entry point: wires the connection, the layout, the lists, the dialog view and the side
+// panels, keeps what is shown in the address (router.js), and routes every message from the daemon.
+// Protocol: docs/protocol.md.
 
 import { apiGet } from "./api.js";
+import { renderProblems, refreshBannerLanguage, wireBanner } from "./banner.js";
 import { Connection, signIn, takeAuthFailure } from "./connection.js";
 import { DialogLists } from "./dialog_lists.js";
 import { DialogView } from "./dialog_view.js";
 import { $, askInPage, debounce, h, randomId, toast } from "./dom.js";
 import { applyStatic, language, onLanguageChange, setLanguage, t } from "./i18n.js";
-import { QuestionsPanel, renderReminders, renderTaskdoc } from "./side_panels.js";
+import { closeDrawers, isPhone, showPane, wireLayout } from "./layout.js";
+import { onRouteChange, patchRoute, readRoute } from "./router.js";
+import { QuestionsPanel, renderReminders, TaskdocPanel } from "./side_panels.js";
 import { Transcript } from "./transcript.js";
 
 const linkRefused = takeAuthFailure();
 applyStatic();
+wireLayout();
 $("#lang").value = language();
 
 const conn = new Connection();
-const questions = new QuestionsPanel($("#q4h-list"), $("#q4h-empty"), [$("#q4h-count"), $("#q4h-count-2")], {
+const questions = new QuestionsPanel($("#q4h-list"), $("#q4h-empty"), [$("#q4h-count"), $("#q4h-count-2"), $("#q4h-count-3")], {
   jump: jumpToQuestion,
 });
-const transcript = new Transcript($("#transcript"), { openDialog: (ref) => view.open(ref), answer: answerQuestion });
-const view = new DialogView(conn, transcript, { onReady: onDialogReady, questionsFor: (id) => questions.forDialog(id) });
-const lists = new DialogLists($("#dialog-lists"), [...document.querySelectorAll(".tab")], { open: (ref) => view.open(ref) });
+const taskdoc = new TaskdocPanel($("#taskdoc-path"), $("#taskdoc-body"), conn);
+const transcript = new Transcript($("#transcript"), {
+  openDialog: (ref) => openDialog(ref),
+  answer: answerQuestion,
+  followLink: (target) => openDialog(target, target),
+});
+const view = new DialogView(conn, transcript, {
+  onReady: onDialogReady,
+  questionsFor: (id) => questions.forDialog(id),
+  answer: answerQuestion,
+  onMissing: onMissingDialog,
+});
+const lists = new DialogLists($("#dialog-lists"), [...document.querySelectorAll(".tab")], { open: (ref) => openDialog(ref) });
 const refreshLists = debounce(() => lists.refresh(), 200);
 const listRunStateSeq = new Map(); // selfId -> seq of the run state shown in the lists
 
@@ -29,6 +44,13 @@ const catalog = { team: null, taskdocs: [], suggestions: [] };
 
 conn.addEventListener("state", (event) => renderConnection(event.detail));
 conn.addEventListener("message", (event) => route(event.detail));
+
+/** A user opened a dialog (a row, a link, a question): a history entry, then the daemon's snapshot. */
+function openDialog(ref, target = {}) {
+  closeDrawers();
+  if (isPhone()) showPane("dialog");
+  return view.navigate({ selfId: ref.selfId, rootId: ref.rootId }, target);
+}
 
 function route(msg) {
   switch (msg.type) {
@@ -39,7 +61,7 @@ function route(msg) {
       view.onReady(msg);
       return;
     case "taskdoc_content":
-      if (view.info && msg.taskDocPath === view.info.taskDocPath) renderTaskdoc($("#taskdoc-path"), $("#taskdoc-body"), msg);
+      if (view.info && msg.taskDocPath === view.info.taskDocPath) taskdoc.render(msg);
       return;
     case "error":
       if (msg.requestId === undefined) toast(msg.message, "error");
@@ -47,23 +69,34 @@ function route(msg) {
     case "problems_snapshot":
       renderProblems(msg.problems || []);
       break;
+    case "team_config_updated":
+      if (!msg.replay) loadCatalog();
+      break;
     case "full_reminders_update":
       if (msg.dialog?.selfId === view.ref?.selfId) renderReminders($("#reminders-list"), $("#reminders-empty"), msg.reminders);
       break;
     case "new_q4h_asked":
       if (msg.replay) break;
       questions.add(msg.question);
-      if (msg.dialog.selfId === view.ref?.selfId) transcript.markQuestion(msg.question);
+      if (msg.dialog.selfId === view.ref?.selfId) {
+        transcript.markQuestion(msg.question);
+        view.composer.addQuestion(msg.question);
+      }
       break;
     case "q4h_answered":
       questions.remove(msg.questionId);
       transcript.unmarkQuestion(msg.questionId);
+      view.composer.removeQuestion(msg.questionId);
       break;
     case "dlg_run_state_evt":
       if ((listRunStateSeq.get(msg.dialog.selfId) || 0) < msg.seq) {
         listRunStateSeq.set(msg.dialog.selfId, msg.seq);
         if (!lists.updateRunState(msg.dialog.selfId, msg.runState) || msg.runState.kind !== "proceeding") refreshLists();
       }
+      break;
+    case "dialog_retitled":
+      if (!lists.updateTitle(msg.selfId, msg.title)) refreshLists();
+      view.setTitle(msg.selfId, msg.title);
       break;
     case "subdialog_created_evt":
     case "dialogs_created":
@@ -95,7 +128,27 @@ function onWelcome(msg) {
   conn.request({ type: "get_q4h_state" }).then((reply) => questions.replaceAll(reply.questions)).catch(() => {});
   lists.refresh();
   if (view.ref) view.open(view.ref, { resume: true });
+  else showRoute(readRoute()); // the first connection: show what the address names (a deep link)
   if (!catalog.team) loadCatalog();
+}
+
+/** Show what an address names (a reload, a deep link, Back/Forward). */
+function showRoute(where) {
+  if (where.dialog) {
+    view.open({ selfId: where.dialog, rootId: where.root || where.dialog }, { course: where.course, call: where.call, question: where.question });
+  }
+}
+
+onRouteChange((where) => {
+  if (where.dialog) showRoute(where);
+});
+
+function onMissingDialog(ref) {
+  toast(`${t("notFound")} (${ref.selfId})`, "error");
+  patchRoute({ dialog: null, root: null, course: null, call: null, question: null });
+  $("#dialog-pane").hidden = true;
+  $("#empty-state").hidden = false;
+  if (isPhone()) showPane("list");
 }
 
 function onDialogReady(ready) {
@@ -104,32 +157,28 @@ function onDialogReady(ready) {
   if (ready.mode === "replay") conn.send({ type: "get_taskdoc", dialog: ready.dialog });
 }
 
+/** Answer a question; a refusal is thrown for the caller to show. */
 async function answerQuestion(question, content) {
-  try {
-    await conn.request({
-      type: "drive_dialog_by_user_answer",
-      dialog: { selfId: question.selfId, rootId: question.rootId },
-      questionId: question.id,
-      content,
-      msgId: randomId("ans-"),
-    });
-  } catch (error) {
-    toast(error.message, "error");
-    throw error;
-  }
+  await conn.request({
+    type: "drive_dialog_by_user_answer",
+    dialog: { selfId: question.selfId, rootId: question.rootId },
+    questionId: question.id,
+    content,
+    msgId: randomId("ans-"),
+  });
 }
 
 function jumpToQuestion(question) {
-  if (view.ref?.selfId === question.selfId && view.viewingCourse === view.info?.currentCourse && transcript.focusQuestion(question)) return;
-  view.open({ selfId: question.selfId, rootId: question.rootId }, { jumpTo: question });
+  openDialog({ selfId: question.selfId, rootId: question.rootId }, { question: question.id });
 }
 
-// -- connection status, problems, top bar ---------------------------------------------------------
+// -- connection status, top bar ---------------------------------------------------------------------
 
 function renderConnection({ state, attempt }) {
   const box = $("#conn-status");
   box.dataset.state = state;
   $("#conn-label").textContent = state === "reconnecting" ? t("reconnecting", { n: attempt }) : t(state);
+  box.title = $("#conn-label").textContent;
   $("#conn-retry").hidden = !(state === "reconnecting" || state === "unauthorized" || state === "disconnected");
   if (state === "unauthorized") askForToken();
 }
@@ -159,15 +208,13 @@ async function askForToken() {
   }
 }
 
-function renderProblems(problems) {
-  const el = $("#problems");
-  el.hidden = problems.length === 0;
-  el.textContent = `⚠ ${t("problems", { n: problems.length })}`;
-  el.title = problems.map((p) => `${p.severity}: ${p.message}`).join("\n");
-}
+wireBanner();
 
 $("#conn-retry").addEventListener("click", () => (conn.state === "unauthorized" ? askForToken() : conn.reconnectNow()));
-$("#q4h-toggle").addEventListener("click", () => $("#q4h-panel").scrollIntoView({ block: "start" }));
+$("#q4h-toggle").addEventListener("click", () => {
+  showPane("side");
+  $("#q4h-panel").scrollIntoView({ block: "start" });
+});
 $("#resume-all").addEventListener("click", async () => {
   try {
     toast(t("resumedCount", { n: (await conn.request({ type: "resume_all" })).resumed }));
@@ -187,8 +234,10 @@ onLanguageChange((lang) => {
   conn.send({ type: "set_ui_language", uiLanguage: lang });
   lists.render();
   questions.render();
+  refreshBannerLanguage();
+  view.composer.render();
   // the transcript's labels were rendered in the old language: show it again (a replay)
-  if (view.ref) view.open(view.ref);
+  if (view.ref) view.open(view.ref, { force: true });
 });
 
 // -- new dialog form and suggestions ----------------------------------------------------------------
@@ -203,10 +252,15 @@ async function loadCatalog() {
     toast(error.message, "error");
     return;
   }
+  const chosen = $("#nd-agent").value;
   $("#nd-agent").replaceChildren(...catalog.team.members.map((m) =>
-    h("option", { value: m.id, selected: m.id === catalog.team.defaultResponder }, `${m.icon ? `${m.icon} ` : ""}@${m.id} — ${m.name}`)));
+    h("option", { value: m.id, selected: chosen ? m.id === chosen : m.id === catalog.team.defaultResponder }, `${m.icon ? `${m.icon} ` : ""}@${m.id} — ${m.name}`)));
+  // a team.yaml that leaves nobody visible must not route new dialogs to a hidden member
+  const nobody = catalog.team.members.length === 0;
+  $("#nd-no-members").hidden = !nobody;
+  $("#new-dialog-form button[type=submit]").disabled = nobody;
   $("#nd-taskdocs").replaceChildren(...catalog.taskdocs.map((path) => h("option", { value: path })));
-  $("#nd-taskdoc").value = catalog.taskdocs[0] || "";
+  if (!$("#nd-taskdoc").value) $("#nd-taskdoc").value = catalog.taskdocs[0] || "";
   renderSuggestions();
 }
 
@@ -218,24 +272,42 @@ function renderSuggestions() {
 }
 
 async function useSuggestion(text) {
-  const alive = view.info && view.info.status === "run" && view.info.runState?.kind !== "dead";
+  const alive = view.info && view.info.status === "run" && view.info.runState?.kind !== "dead" && !view.info.conductor;
   if (!alive) {
+    const members = catalog.team?.members || [];
+    const agent = members.find((m) => m.id === catalog.team.defaultResponder) || members[0];
+    if (!agent) {
+      toast(t("noVisibleMembers"), "error");
+      return;
+    }
     try {
-      await view.create(catalog.team?.defaultResponder, catalog.taskdocs[0] || "tasks/demo.tsk");
+      await view.create(agent.id, catalog.taskdocs[0] || "tasks/demo.tsk");
     } catch (error) {
       toast(error.message, "error");
       return;
     }
+    if (isPhone()) showPane("dialog");
   }
   await view.send(text);
 }
 
+function closeNewDialogForm() {
+  $("#new-dialog-form").hidden = true;
+  $("#new-dialog-btn").focus();
+}
 $("#new-dialog-btn").addEventListener("click", () => {
   $("#new-dialog-form").hidden = false;
   $("#nd-error").textContent = "";
   $("#nd-taskdoc").focus();
 });
-$("#nd-cancel").addEventListener("click", () => { $("#new-dialog-form").hidden = true; });
+$("#nd-cancel").addEventListener("click", closeNewDialogForm);
+$("#new-dialog-form").addEventListener("keydown", (event) => {
+  if (event.key === "Escape") {
+    event.preventDefault();
+    event.stopPropagation();
+    closeNewDialogForm();
+  }
+});
 $("#new-dialog-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   try {
@@ -243,6 +315,7 @@ $("#new-dialog-form").addEventListener("submit", async (event) => {
     $("#new-dialog-form").hidden = true;
     lists.show("run");
     toast(t("created"));
+    if (isPhone()) showPane("dialog");
     $("#input").focus();
   } catch (error) {
     $("#nd-error").textContent = error.message;

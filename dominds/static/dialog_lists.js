@@ -1,16 +1,20 @@
-// Running / Done / Archived lists: each root with its subdialog tree, live run-state badges,
-// pending-question counts and the tree's cost. The tree comes from GET /api/dialogs; badges are
-// then updated in place from dlg_run_state_evt broadcasts without refetching.
+// Running / Done / Archived lists: each root with its subdialog tree, title, live run-state badge,
+// pending-question count and the tree's cost. Search and filters (agent, state, Taskdoc, has-question)
+// work on the loaded trees and live in the URL; workflow runs are grouped under their workflow instead
+// of flooding the list. The trees come from GET /api/dialogs; badges are then updated in place from
+// dlg_run_state_evt broadcasts, titles from dialog_retitled.
 
 import { apiGet } from "./api.js";
-import { h } from "./dom.js";
+import { $, h, plainClick } from "./dom.js";
 import { runStateLabel, t } from "./i18n.js";
+import { linkTo, patchRoute, readRoute } from "./router.js";
 
+const GROUPS_KEY = "dominds.openGroups";
+
+/** A tree's cost as the daemon wrote it (driver/usage.py formats it once for the panel and the CLI). */
 export function formatCost(cost) {
   if (!cost) return "";
-  const tokens = (cost.inputTokens || 0) + (cost.outputTokens || 0);
-  const usd = cost.costUsd ? `$${cost.costUsd.toFixed(cost.costUsd < 0.01 ? 4 : 2)}` : "$0";
-  return `${usd} · ${tokens.toLocaleString()} tok`;
+  return `${cost.costText} · ${cost.tokensText} tok`;
 }
 
 export function badge(runState) {
@@ -19,20 +23,76 @@ export function badge(runState) {
   return h("span", { class: `badge state-${kind}${reason ? ` reason-${reason}` : ""}`, text: runStateLabel(runState) });
 }
 
+/** Which filter bucket a run state falls in (the State filter's values). */
+function stateBucket(runState) {
+  const kind = runState?.kind || "idle";
+  if (kind === "proceeding" || kind === "stop_requested") return "running";
+  if (kind === "blocked") return String(runState.reason || "").includes("human") ? "needs_you" : "waiting";
+  if (kind === "interrupted") return "interrupted";
+  if (kind === "error" || kind === "dead") return "failed";
+  return "idle";
+}
+
+const STATE_FILTERS = [
+  ["running", "filterRunning"],
+  ["needs_you", "filterNeedsYou"],
+  ["waiting", "filterWaiting"],
+  ["idle", "filterIdle"],
+  ["interrupted", "filterInterrupted"],
+  ["failed", "filterFailed"],
+];
+
+function* walk(node) {
+  yield node;
+  for (const child of node.subdialogs || []) yield* walk(child);
+}
+
 export class DialogLists {
   constructor(root, tabs, actions) {
     this.root = root;
     this.tabs = tabs;
     this.actions = actions; // { open(ref) }
-    this.status = "run";
+    const route = readRoute();
+    this.status = ["run", "done", "archive"].includes(route.tab) ? route.tab : "run";
+    this.filter = { q: route.q || "", agent: route.agent || "", state: route.state || "", taskdoc: route.taskdoc || "", asks: route.asks === "1" };
     this.trees = [];
+    this.loaded = false;
     this.currentSelfId = null;
+    try {
+      this.openGroups = new Set(JSON.parse(localStorage.getItem(GROUPS_KEY) || "[]"));
+    } catch {
+      this.openGroups = new Set();
+    }
     for (const tab of tabs) tab.addEventListener("click", () => this.show(tab.dataset.status));
+    this.wireFilters();
+  }
+
+  wireFilters() {
+    const search = $("#search");
+    search.value = this.filter.q;
+    search.addEventListener("input", () => this.setFilter({ q: search.value }));
+    for (const [id, key] of [["#f-agent", "agent"], ["#f-state", "state"], ["#f-taskdoc", "taskdoc"]]) {
+      $(id).addEventListener("change", (e) => this.setFilter({ [key]: e.target.value }));
+    }
+    $("#f-asks").checked = this.filter.asks;
+    $("#f-asks").addEventListener("change", (e) => this.setFilter({ asks: e.target.checked }));
+    $("#f-clear").addEventListener("click", () => {
+      search.value = "";
+      this.setFilter({ q: "", agent: "", state: "", taskdoc: "", asks: false });
+    });
+    if (this.filter.agent || this.filter.state || this.filter.taskdoc || this.filter.asks) $("#filters").open = true;
+  }
+
+  setFilter(patch) {
+    Object.assign(this.filter, patch);
+    const f = this.filter;
+    patchRoute({ q: f.q.trim() || null, agent: f.agent || null, state: f.state || null, taskdoc: f.taskdoc || null, asks: f.asks ? "1" : null });
+    this.render();
   }
 
   show(status) {
     this.status = status;
-    for (const tab of this.tabs) tab.classList.toggle("active", tab.dataset.status === status);
+    patchRoute({ tab: status === "run" ? null : status });
     this.render();
   }
 
@@ -40,6 +100,7 @@ export class DialogLists {
     try {
       const { dialogs } = await apiGet("/api/dialogs");
       this.trees = dialogs;
+      this.loaded = true;
       this.render();
     } catch (error) {
       this.root.replaceChildren(h("p", { class: "form-error", text: String(error.message || error) }));
@@ -47,43 +108,114 @@ export class DialogLists {
   }
 
   find(selfId) {
-    const walk = (nodes) => {
-      for (const node of nodes) {
-        if (node.selfId === selfId) return node;
-        const found = walk(node.subdialogs || []);
-        if (found) return found;
-      }
-      return null;
+    for (const tree of this.trees) {
+      for (const node of walk(tree)) if (node.selfId === selfId) return node;
+    }
+    return null;
+  }
+
+  matches(tree) {
+    const f = this.filter;
+    const nodes = [...walk(tree)];
+    if (f.agent && !nodes.some((n) => n.agentId === f.agent)) return false;
+    if (f.taskdoc && tree.taskDocPath !== f.taskdoc) return false;
+    if (f.asks && !(tree.q4hTotal > 0)) return false;
+    if (f.state && !nodes.some((n) => stateBucket(n.runState) === f.state)) return false;
+    const q = f.q.trim().toLowerCase();
+    if (!q) return true;
+    return nodes.some((n) => [n.title, n.agentId && `@${n.agentId}`, n.taskDocPath, n.selfId, n.tellaskHead]
+      .some((text) => text && String(text).toLowerCase().includes(q)));
+  }
+
+  renderFilterChoices() {
+    const agents = [...new Set(this.trees.flatMap((tree) => [...walk(tree)].map((n) => n.agentId)).filter(Boolean))].sort();
+    const taskdocs = [...new Set(this.trees.map((tree) => tree.taskDocPath).filter(Boolean))].sort();
+    const options = (select, anyKey, values, current) => {
+      const all = current && !values.some(([v]) => v === current) ? [...values, [current, current]] : values;
+      select.replaceChildren(h("option", { value: "", text: t(anyKey) }),
+        ...all.map(([value, label]) => h("option", { value, selected: value === current, text: label })));
     };
-    return walk(this.trees);
+    options($("#f-agent"), "anyAgent", agents.map((a) => [a, `@${a}`]), this.filter.agent);
+    options($("#f-state"), "anyState", STATE_FILTERS.map(([v, key]) => [v, t(key)]), this.filter.state);
+    options($("#f-taskdoc"), "anyTaskdoc", taskdocs.map((p) => [p, p]), this.filter.taskdoc);
+    const active = [this.filter.agent, this.filter.state, this.filter.taskdoc, this.filter.asks].filter(Boolean).length;
+    const badgeEl = $("#filter-count");
+    badgeEl.hidden = !active;
+    badgeEl.textContent = String(active);
+    badgeEl.dataset.count = String(active);
   }
 
   render() {
     for (const tab of this.tabs) {
+      tab.classList.toggle("active", tab.dataset.status === this.status);
+      tab.setAttribute("aria-selected", String(tab.dataset.status === this.status));
       const count = this.trees.filter((tree) => tree.status === tab.dataset.status).length;
       tab.querySelector(".tab-count").textContent = count ? String(count) : "";
     }
-    const roots = this.trees.filter((tree) => tree.status === this.status);
-    if (!roots.length) {
+    this.renderFilterChoices();
+    if (!this.loaded) return;
+    const inTab = this.trees.filter((tree) => tree.status === this.status);
+    const shown = inTab.filter((tree) => this.matches(tree));
+    if (!inTab.length) {
       this.root.replaceChildren(h("p", { class: "muted", text: t("noDialogs") }));
       return;
     }
-    this.root.replaceChildren(h("ul", { class: "tree" }, roots.map((root) => this.item(root, true))));
+    if (!shown.length) {
+      this.root.replaceChildren(h("p", { class: "muted no-matches", text: t("noMatches") }));
+      return;
+    }
+    const plain = shown.filter((tree) => !tree.conductor);
+    const byWorkflow = new Map();
+    for (const tree of shown.filter((tree) => tree.conductor)) {
+      if (!byWorkflow.has(tree.conductor)) byWorkflow.set(tree.conductor, []);
+      byWorkflow.get(tree.conductor).push(tree);
+    }
+    const filtering = shown.length !== inTab.length;
+    this.root.replaceChildren(
+      ...(filtering ? [h("p", { class: "list-note", text: t("shownOf", { n: shown.length, total: inTab.length }) })] : []),
+      h("ul", { class: "tree" },
+        ...[...byWorkflow].map(([name, runs]) => this.group(name, runs, filtering)),
+        ...plain.map((tree) => this.item(tree, true))));
+  }
+
+  group(name, runs, filtering) {
+    const key = `${this.status}:${name}`;
+    const open = filtering || this.openGroups.has(key) || runs.some((r) => [...walk(r)].some((n) => n.selfId === this.currentSelfId));
+    const running = runs.filter((r) => stateBucket(r.runState) === "running").length;
+    const label = t(`workflow_${name}`) === `workflow_${name}` ? name : t(`workflow_${name}`);
+    const li = h("li", { class: "group", dataset: { workflow: name }, "data-open": open || null },
+      h("button", { type: "button", class: "group-head", "aria-expanded": String(open), onclick: () => {
+        if (this.openGroups.has(key)) this.openGroups.delete(key);
+        else this.openGroups.add(key);
+        localStorage.setItem(GROUPS_KEY, JSON.stringify([...this.openGroups]));
+        this.render();
+      } },
+      h("span", { class: "chev", text: "▸" }),
+      h("span", { class: "group-name", text: t("workflowRuns", { name: label, n: runs.length }) }),
+      running ? h("span", { class: "badge state-proceeding", text: t("workflowRunning", { n: running }) }) : null),
+      h("ul", {}, runs.map((tree) => this.item(tree, true))));
+    return li;
   }
 
   item(node, isRoot) {
-    const row = h("div", {
+    const ref = { selfId: node.selfId, rootId: node.rootId };
+    const open = (event) => {
+      if (!plainClick(event)) return; // a new tab: let the link work
+      event.preventDefault();
+      this.actions.open(ref);
+    };
+    const title = isRoot ? node.title : node.title || (node.tellaskHead || "").split("\n")[0];
+    const row = h("a", {
       class: `row${node.selfId === this.currentSelfId ? " current" : ""}`,
+      href: linkTo(ref),
       dataset: { selfId: node.selfId },
-      role: "button",
-      tabindex: "0",
-      title: node.tellaskHead || node.taskDocPath || "",
-      onclick: () => this.actions.open({ selfId: node.selfId, rootId: node.rootId }),
-      onkeydown: (e) => { if (e.key === "Enter") this.actions.open({ selfId: node.selfId, rootId: node.rootId }); },
+      title: node.tellaskHead || node.title || node.taskDocPath || "",
+      onclick: open,
     },
+    isRoot ? h("span", { class: `title${title ? "" : " untitled"}`, text: title || t("untitled") }) : null,
     badge(node.runState),
     h("span", { class: "agent", text: `@${node.agentId ?? "?"}` }),
-    isRoot ? h("span", { class: "taskdoc", text: node.taskDocPath || "" }) : h("span", { class: "head", text: (node.tellaskHead || "").split("\n")[0] }),
+    isRoot ? h("span", { class: "taskdoc", text: node.taskDocPath || "" }) : h("span", { class: "head", text: title }),
     node.q4hCount ? h("span", { class: "count q4h", title: t("pendingQuestions"), text: String(node.q4hCount) }) : null,
     isRoot && node.cost ? h("span", { class: "cost", text: formatCost(node.cost) }) : null);
     const children = node.subdialogs || [];
@@ -97,6 +229,14 @@ export class DialogLists {
     const row = this.root.querySelector(`.row[data-self-id="${CSS.escape(selfId)}"]`);
     if (row) row.querySelector(".badge").replaceWith(badge(runState));
     return Boolean(node);
+  }
+
+  updateTitle(selfId, title) {
+    const node = this.find(selfId);
+    if (!node) return false;
+    node.title = title;
+    this.render();
+    return true;
   }
 
   setCurrent(selfId) {

@@ -1,17 +1,20 @@
-// The dialog on screen: header (agent, run state, cost, assignment), run controls, course navigation,
-// transcript and composer. It follows exactly one dialog ("display_dialog", follow: "replace") and
-// remembers the last seq it saw so a reconnect resumes without gaps or repeats.
+// The dialog on screen: header (title, agent, run state, tree cost, assignment), run controls, course
+// navigation, transcript and composer. It follows exactly one dialog ("display_dialog", follow: "replace")
+// and remembers the last seq it saw so a reconnect resumes without gaps or repeats. What it shows is in
+// the address (router.js): the dialog, the course, and a call site or question to bring into view.
 
 import { apiGet, apiPost } from "./api.js";
-import { $, debounce, h, randomId, toast } from "./dom.js";
+import { Composer } from "./composer.js";
 import { badge, formatCost } from "./dialog_lists.js";
+import { $, askInPage, debounce, h, toast } from "./dom.js";
 import { t } from "./i18n.js";
+import { goToDialog, linkTo, patchRoute } from "./router.js";
 
 export class DialogView {
   constructor(conn, transcript, hooks) {
     this.conn = conn;
     this.transcript = transcript;
-    this.hooks = hooks; // { onReady(ready), questionsFor(selfId) }
+    this.hooks = hooks; // { onReady(ready), questionsFor(selfId), answer(question, text), onMissing(ref) }
     this.ref = null;
     this.info = null;
     this.epoch = null;
@@ -19,24 +22,26 @@ export class DialogView {
     this.runStateSeq = 0;
     this.viewingCourse = null;
     this.snapshotRemaining = 0;
-    this.pendingJump = null;
+    this.target = null; // {course, call, question} to bring into view once the snapshot is complete
     this.awaitingCreate = false;
     this.refreshCost = debounce(() => this.loadCost(), 150);
+    this.composer = new Composer(conn, { ref: () => this.ref, answer: (q, text) => hooks.answer(q, text) });
     this.wire();
   }
 
   wire() {
-    $("#send").addEventListener("click", () => this.send());
-    $("#input").addEventListener("keydown", (e) => {
-      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-        e.preventDefault();
-        this.send();
-      }
-    });
     $("#stop").addEventListener("click", () => this.command({ type: "interrupt_dialog" }));
     $("#ctl-resume").addEventListener("click", () => this.command({ type: "resume_dialog" }));
-    $("#ctl-dead").addEventListener("click", () => {
-      const note = prompt(t("declareDeadNote"), "");
+    $("#ctl-dead").addEventListener("click", async () => {
+      const note = await askInPage({
+        id: "declare-dead-dialog",
+        title: t("declareDeadTitle"),
+        text: t("declareDeadNote"),
+        field: { multiline: true, placeholder: t("declareDeadPlaceholder"), label: t("declareDeadTitle") },
+        confirm: t("declareDead"),
+        cancel: t("cancel"),
+        danger: true,
+      });
       if (note !== null) this.command({ type: "declare_subdialog_dead", note });
     });
     $("#ctl-done").addEventListener("click", () => this.move("done"));
@@ -44,34 +49,59 @@ export class DialogView {
     $("#ctl-revive").addEventListener("click", () => this.move("run"));
     $("#course-prev").addEventListener("click", () => this.showCourse((this.viewingCourse || 1) - 1));
     $("#course-next").addEventListener("click", () => this.showCourse((this.viewingCourse || 1) + 1));
-    $("#course-latest").addEventListener("click", () => this.open(this.ref));
+    $("#course-latest").addEventListener("click", () => this.showCourse(this.info?.currentCourse));
     $("#dh-parent").addEventListener("click", (e) => {
       e.preventDefault();
-      if (this.info?.supdialogId) this.open({ selfId: this.info.supdialogId, rootId: this.ref.rootId });
+      if (this.info?.supdialogId) this.navigate({ selfId: this.info.supdialogId, rootId: this.ref.rootId });
     });
+    $("#dh-rename").addEventListener("click", () => this.rename());
+    $("#dh-link").addEventListener("click", () => this.copyLink({ ...this.ref, course: this.courseInLink() }));
+  }
+
+  /** Open a dialog as a user action: a history entry, then the daemon's snapshot. */
+  navigate(ref, target = {}) {
+    goToDialog({ ...ref, ...target });
+    return this.open(ref, target);
   }
 
   /** Show a dialog; with `resume` the daemon sends only what this page missed since its last seq. */
-  async open(ref, { resume = false, jumpTo = null } = {}) {
-    this.pendingJump = jumpTo;
-    const since = resume && this.ref?.selfId === ref.selfId && this.epoch && this.viewingCourse === this.info?.currentCourse
+  async open(ref, { resume = false, force = false, course = null, call = null, question = null } = {}) {
+    const wanted = Number(course) || null;
+    this.target = { course: wanted, call, question };
+    const sameDialog = this.ref?.selfId === ref.selfId;
+    const since = resume && sameDialog && this.epoch && this.viewingCourse === this.info?.currentCourse
       ? { epoch: this.epoch, seq: this.lastSeq } : undefined;
-    this.ref = { selfId: ref.selfId, rootId: ref.rootId };
+    const shown = sameDialog && this.info && !resume && !force && this.snapshotRemaining === 0;
+    if (shown && wanted && wanted !== this.viewingCourse) {
+      await this.showCourse(wanted, { keepTarget: true });
+      return;
+    }
+    if (shown && (wanted || this.info.currentCourse) === this.viewingCourse) {
+      this.bringTargetIntoView(); // already on screen: only scroll to what the link names
+      return;
+    }
+    this.ref = { selfId: ref.selfId, rootId: ref.rootId || ref.selfId };
     const message = { type: "display_dialog", dialog: this.ref, follow: "replace" };
     if (since) message.since = since;
     try {
       await this.conn.request(message);
     } catch (error) {
-      toast(error.message, "error");
+      if (/unknown dialog|no dialog|could not be loaded|not a dialog id/i.test(error.message)) {
+        this.ref = null;
+        this.info = null;
+        this.hooks.onMissing?.(ref);
+      } else toast(error.message, "error");
     }
   }
 
   /** Create a root dialog and show it (the reply is a dialog_ready for a dialog we do not know yet). */
   async create(agentId, taskDocPath) {
     this.awaitingCreate = true;
-    this.pendingJump = null;
+    this.target = null;
     try {
-      return await this.conn.request({ type: "create_dialog", agentId: agentId || null, taskDocPath, follow: "replace" });
+      const ready = await this.conn.request({ type: "create_dialog", agentId: agentId || null, taskDocPath, follow: "replace" });
+      goToDialog({ selfId: ready.dialog.selfId, rootId: ready.dialog.rootId });
+      return ready;
     } finally {
       this.awaitingCreate = false;
     }
@@ -90,13 +120,15 @@ export class DialogView {
       this.transcript.forgetQuestions();
       this.transcript.reset();
     }
+    this.transcript.ref = { ...ready.dialog, course: ready.currentCourse };
     this.transcript.agentId = ready.agentId;
     $("#empty-state").hidden = true;
     $("#dialog-pane").hidden = false;
     this.renderHeader();
     this.loadCost();
-    for (const question of this.hooks.questionsFor(ready.dialog.selfId)) this.transcript.markQuestion(question);
-    for (const question of ready.q4h || []) this.transcript.markQuestion(question);
+    const pending = new Map([...this.hooks.questionsFor(ready.dialog.selfId), ...(ready.q4h || [])].map((q) => [q.id, q]));
+    for (const question of pending.values()) this.transcript.markQuestion(question);
+    this.composer.reset([...pending.values()], ready.queuedPrompts);
     this.snapshotRemaining = ready.eventCount || 0;
     if (!this.snapshotRemaining) this.snapshotDone();
     this.hooks.onReady(ready);
@@ -106,9 +138,22 @@ export class DialogView {
     this.transcript.settle();
     const root = this.transcript.root;
     root.scrollTop = root.scrollHeight;
-    if (this.pendingJump) {
-      this.transcript.focusQuestion(this.pendingJump);
-      this.pendingJump = null;
+    const wanted = this.target?.course;
+    if (wanted && wanted !== this.viewingCourse && this.info && wanted <= this.info.totalCourses) {
+      this.showCourse(wanted, { keepTarget: true });
+      return;
+    }
+    this.bringTargetIntoView();
+  }
+
+  bringTargetIntoView() {
+    const target = this.target;
+    this.target = null;
+    if (!target) return;
+    if (target.question) {
+      if (this.transcript.focusQuestion({ id: target.question })) this.composer.selectQuestion(target.question);
+    } else if (target.call) {
+      this.transcript.focusCall(target.call);
     }
   }
 
@@ -116,6 +161,7 @@ export class DialogView {
   onEvent(event) {
     if (!this.ref || event.dialog?.selfId !== this.ref.selfId) return;
     if (!event.replay) this.lastSeq = Math.max(this.lastSeq, event.seq);
+    this.composer.onEvent(event);
     if (event.type === "course_update" && event.requestId !== undefined) {
       // the reply to display_course: eventCount events of that course follow
       this.onCourse(event);
@@ -134,23 +180,22 @@ export class DialogView {
   }
 
   onCourse(event) {
-    if (event.replay) {
-      this.viewingCourse = event.course;
-      this.transcript.reset();
-    } else {
-      // clear_mind started a new course live: the new course begins empty
-      this.info.currentCourse = event.course;
-      this.viewingCourse = event.course;
-      this.transcript.reset();
-    }
+    if (!event.replay) this.info.currentCourse = event.course; // clear_mind started a new course live
+    this.viewingCourse = event.course;
+    this.transcript.reset();
+    this.transcript.ref = { ...this.ref, course: event.course };
     this.info.totalCourses = event.totalCourses;
     this.renderHeader();
   }
 
-  async showCourse(course) {
-    if (!this.info || course < 1 || course > this.info.totalCourses) return;
+  async showCourse(course, { keepTarget = false } = {}) {
+    if (!this.info || !course || course < 1 || course > this.info.totalCourses) return;
+    if (!keepTarget) {
+      this.target = null;
+      patchRoute({ course: course === this.info.currentCourse ? null : course, call: null, question: null });
+    }
     if (course === this.info.currentCourse) {
-      this.open(this.ref);
+      await this.open(this.ref, { ...(keepTarget ? this.target : {}), course: null, force: true });
       return;
     }
     try {
@@ -158,6 +203,10 @@ export class DialogView {
     } catch (error) {
       toast(error.message, "error");
     }
+  }
+
+  courseInLink() {
+    return this.info && this.viewingCourse !== this.info.currentCourse ? this.viewingCourse : null;
   }
 
   setRunState(runState, seq) {
@@ -169,14 +218,27 @@ export class DialogView {
     if (runState.kind !== "proceeding") this.refreshCost();
   }
 
+  setTitle(selfId, title) {
+    if (!this.info || this.info.dialog.selfId !== selfId) return;
+    this.info.title = title;
+    this.renderHeader();
+  }
+
   renderHeader() {
     const info = this.info;
     if (!info) return;
+    const head = info.assignmentFromSup?.tellaskHead?.split("\n")[0];
+    const title = info.title || head || t("untitled");
+    $("#dh-title").textContent = title;
+    $("#dh-title").title = title;
+    $("#dh-title").classList.toggle("untitled", !info.title && !head);
+    document.title = `${title} · Dominds`;
     $("#dh-agent").textContent = `@${info.agentId}`;
     $("#dh-id").textContent = info.dialog.selfId;
     $("#dh-state").replaceWith(Object.assign(badge(info.runState), { id: "dh-state" }));
     const parent = $("#dh-parent");
     parent.hidden = !info.supdialogId;
+    if (info.supdialogId) parent.href = linkTo({ selfId: info.supdialogId, rootId: info.dialog.rootId });
     const assignment = $("#dh-assignment");
     assignment.hidden = !info.assignmentFromSup;
     if (info.assignmentFromSup) {
@@ -190,7 +252,7 @@ export class DialogView {
     $("#course-latest").hidden = viewing === info.currentCourse;
     const running = info.status === "run";
     const kind = info.runState?.kind;
-    const alive = running && kind !== "dead" && !info.loadError;
+    const alive = running && kind !== "dead" && !info.loadError && !info.conductor;
     $("#send").disabled = !alive;
     $("#input").disabled = !alive;
     $("#stop").disabled = !(kind === "proceeding" || kind === "stop_requested");
@@ -199,6 +261,35 @@ export class DialogView {
     $("#ctl-done").hidden = !info.isRoot || info.status === "done";
     $("#ctl-archive").hidden = !info.isRoot || info.status === "archive";
     $("#ctl-revive").hidden = !info.isRoot || running;
+  }
+
+  async rename() {
+    if (!this.ref || !this.info) return;
+    const title = await askInPage({
+      id: "rename-dialog",
+      title: t("renameTitle"),
+      text: t("renameText"),
+      field: { placeholder: t("untitled"), label: t("renameTitle"), value: this.info.title || "" },
+      confirm: t("save"),
+      cancel: t("cancel"),
+    });
+    if (title === null) return;
+    try {
+      await this.conn.request({ type: "set_dialog_title", dialog: this.ref, title });
+    } catch (error) {
+      toast(error.message, "error");
+    }
+  }
+
+  async copyLink(target) {
+    const path = linkTo(target);
+    const url = new URL(path, location.origin).href;
+    try {
+      await navigator.clipboard.writeText(url);
+      toast(t("linkCopied"));
+    } catch {
+      toast(url);
+    }
   }
 
   async loadCost() {
@@ -211,16 +302,9 @@ export class DialogView {
     }
   }
 
+  /** Send a message (a suggestion chip) or, without `text`, whatever the composer says it will do. */
   async send(text) {
-    const input = $("#input");
-    const content = (text ?? input.value).trim();
-    if (!content || !this.ref) return;
-    try {
-      await this.conn.request({ type: "drive_dlg_by_user_msg", dialog: this.ref, content, msgId: randomId("ui-") });
-      if (text === undefined) input.value = "";
-    } catch (error) {
-      toast(error.message, "error");
-    }
+    await this.composer.send(text);
   }
 
   async command(message) {
@@ -235,7 +319,7 @@ export class DialogView {
   async move(toStatus) {
     try {
       await apiPost("/api/dialogs/move", { rootId: this.ref.rootId, toStatus });
-      await this.open(this.ref);
+      await this.open(this.ref, { force: true });
     } catch (error) {
       toast(error.message, "error");
     }

@@ -20,6 +20,21 @@ export function h(tag, props = {}, ...children) {
 
 export const $ = (selector, root = document) => root.querySelector(selector);
 
+/** Ctrl+Enter (⌘+Enter) in `el` runs `action`: sends, answers, saves, wherever text is written. */
+export function onCtrlEnter(el, action) {
+  el.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      action();
+    }
+  });
+}
+
+/** A plain left click on a link the panel follows itself (a modified click opens a new tab instead). */
+export function plainClick(event) {
+  return !(event.button > 0 || event.metaKey || event.ctrlKey || event.shiftKey);
+}
+
 /** Insert HTML produced by the daemon's sanitiser (nh3). Never call this with anything else. */
 export function setTrustedHtml(el, sanitisedHtml) {
   el.innerHTML = sanitisedHtml;
@@ -59,6 +74,7 @@ export function askInPage({ title, text = "", field = null, confirm, cancel = nu
     const input = field
       ? h(field.multiline ? "textarea" : "input", { class: "modal-input", rows: field.multiline ? "3" : null, placeholder: field.placeholder || "", autocomplete: "off", "aria-label": field.label || title })
       : null;
+    if (input && field.value) input.value = field.value;
     const error = h("p", { class: "form-error", role: "alert" });
     const submit = h("button", { type: "submit", class: danger ? "primary danger-fill" : "primary", text: confirm });
     const cancelButton = cancel ? h("button", { type: "button", class: "modal-cancel", text: cancel }) : null;
@@ -80,14 +96,7 @@ export function askInPage({ title, text = "", field = null, confirm, cancel = nu
       if (cancel) finish(null);
     });
     cancelButton?.addEventListener("click", () => finish(null));
-    if (input && field.multiline) {
-      input.addEventListener("keydown", (event) => {
-        if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-          event.preventDefault();
-          form.requestSubmit();
-        }
-      });
-    }
+    if (input && field.multiline) onCtrlEnter(input, () => form.requestSubmit());
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const value = input ? input.value : true;

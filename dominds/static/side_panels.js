@@ -1,8 +1,12 @@
 // The right-hand panels: every pending question of the workspace (Q4H), and the reminders and
-// Taskdoc of the dialog on screen.
+// Taskdoc of the dialog on screen. The Taskdoc is shown as people read it: each section once, with the
+// file it lives in and an Edit button that replaces that file atomically (POST /api/taskdocs/section,
+// refused when the file changed since it was shown).
 
-import { h, setTrustedHtml } from "./dom.js";
-import { t } from "./i18n.js";
+import { apiPost } from "./api.js";
+import { askInPage, h, plainClick, setTrustedHtml, toast } from "./dom.js";
+import { language, t } from "./i18n.js";
+import { linkTo } from "./router.js";
 
 export class QuestionsPanel {
   constructor(list, empty, counters, actions) {
@@ -42,14 +46,18 @@ export class QuestionsPanel {
     this.list.replaceChildren(...sorted.map((q) => h("li", {
       class: "question",
       dataset: { questionId: q.id },
-      role: "button",
-      tabindex: "0",
-      onclick: () => this.actions.jump(q),
-      onkeydown: (e) => { if (e.key === "Enter") this.actions.jump(q); },
+    }, h("a", {
+      class: "question-link",
+      href: linkTo({ selfId: q.selfId, rootId: q.rootId, question: q.id }),
+      onclick: (e) => {
+        if (!plainClick(e)) return;
+        e.preventDefault();
+        this.actions.jump(q);
+      },
     },
     h("div", { class: "q-head", text: q.tellaskHead }),
     q.bodyContent ? h("div", { class: "q-body", text: q.bodyContent }) : null,
-    h("div", { class: "q-meta", text: `${t("askedIn", { agent: q.agentId })} · ${q.selfId}` }))));
+    h("div", { class: "q-meta", text: `${t("askedIn", { agent: q.agentId })} · ${q.selfId}` })))));
   }
 }
 
@@ -58,8 +66,75 @@ export function renderReminders(list, empty, reminders) {
   empty.hidden = Boolean(reminders && reminders.length);
 }
 
-export function renderTaskdoc(pathEl, bodyEl, payload) {
-  pathEl.textContent = payload ? payload.taskDocPath : "";
-  if (payload) setTrustedHtml(bodyEl, payload.html);
-  else bodyEl.replaceChildren();
+/** The title of a section key: goals, bearinmind/contracts, or an extra <category>/<selector>. */
+function sectionTitle(section) {
+  const key = `td_${section.key.replace("/", "_")}`;
+  const known = t(key);
+  if (known !== key) return known;
+  return `${section.category} / ${section.selector}`;
+}
+
+export class TaskdocPanel {
+  constructor(pathEl, bodyEl, conn) {
+    this.pathEl = pathEl;
+    this.bodyEl = bodyEl;
+    this.conn = conn;
+    this.payload = null;
+  }
+
+  render(payload) {
+    this.payload = payload;
+    this.pathEl.textContent = payload ? payload.taskDocPath : "";
+    if (!payload) {
+      this.bodyEl.replaceChildren();
+      return;
+    }
+    const sections = (payload.sections || []).map((section) => {
+      const content = h("div", { class: "md td-content" });
+      if (section.html) setTrustedHtml(content, section.html);
+      else content.append(h("p", { class: "muted", text: t("sectionEmpty") }));
+      return h("section", { class: `td-section${section.exists ? "" : " missing"}`, dataset: { key: section.key } },
+        h("header", { class: "td-head" },
+          h("h3", { text: sectionTitle(section) }),
+          h("button", {
+            type: "button", class: "icon-btn small td-edit", title: section.readOnlyReason || t("editSection"),
+            "aria-label": `${t("editSection")}: ${sectionTitle(section)}`, disabled: !section.editable,
+            onclick: () => this.edit(section), text: "✎",
+          })),
+        h("code", { class: "td-file", text: section.file }),
+        content);
+    });
+    const more = (payload.moreSections || []).length
+      ? h("p", { class: "muted td-more", text: t("moreSections", { n: payload.moreSections.length }) }) : null;
+    const notes = (payload.notes || []).length
+      ? h("details", { class: "td-notes" }, h("summary", { text: t("taskdocNotes", { n: payload.notes.length }) }),
+        h("ul", {}, payload.notes.map((n) => h("li", {}, h("code", { text: n.where }), ` ${n.kind}${n.detail ? `: ${n.detail}` : ""}`))))
+      : null;
+    this.bodyEl.replaceChildren(...sections, more || "", notes || "");
+  }
+
+  async edit(section) {
+    const payload = this.payload;
+    if (!payload) return;
+    const saved = await askInPage({
+      id: "taskdoc-edit-dialog",
+      title: `${t("editSection")}: ${sectionTitle(section)}`,
+      text: t("editSectionText", { file: section.file }),
+      field: { multiline: true, value: section.markdown, label: section.file },
+      confirm: t("save"),
+      cancel: t("cancel"),
+      check: async (content) => {
+        try {
+          const fresh = await apiPost(`/api/taskdocs/section?lang=${language()}`, {
+            taskDocPath: payload.taskDocPath, section: section.key, content, baseHash: section.hash,
+          });
+          this.render(fresh);
+          return null;
+        } catch (error) {
+          return String(error.message || error);
+        }
+      },
+    });
+    if (saved !== null) toast(t("sectionSaved", { file: section.file }));
+  }
 }

@@ -1,11 +1,15 @@
 // Renders one dialog's events (live or replayed: the same vocabulary) into the transcript element.
 // Streaming text is shown as plain text; when a saying finishes, each markdown run is replaced by the
-// HTML the daemon rendered and sanitised (markdownHtml). Tellask blocks get their inline result, a link
-// to the subdialog they created, and — for a pending question — an inline answer form.
+// HTML the daemon rendered, highlighted and sanitised (markdownHtml). Tellask calls and function calls
+// are readable, collapsible blocks: a one-line summary (who or what, status) that opens to the full
+// request and result; each has a permalink (…&call=<id>) that brings it back into view after a reload.
+// A tellask block gets its inline result, a link to the subdialog it created and — for a pending
+// question — an inline answer form (Ctrl+Enter answers).
 
 import { artifactImages } from "./artifacts.js";
-import { h, setTrustedHtml } from "./dom.js";
+import { h, onCtrlEnter, plainClick, setTrustedHtml, toast } from "./dom.js";
 import { t } from "./i18n.js";
+import { linkTo } from "./router.js";
 
 const USER_ORIGIN_LABEL = {
   user: "youWrote",
@@ -16,13 +20,15 @@ const USER_ORIGIN_LABEL = {
   diligence: "origin_diligence",
   system: "origin_system",
 };
+const LONG_TEXT = 600; // characters: a longer request or reply starts folded
 
 export class Transcript {
-  /** actions: { openDialog(ref), answer(question, text): Promise } */
+  /** actions: { openDialog(ref), answer(question, text): Promise, followLink(target) } */
   constructor(root, actions) {
     this.root = root;
     this.actions = actions;
     this.agentId = "";
+    this.ref = null; // {selfId, rootId, course} of what is shown (for permalinks)
     this.questions = new Map(); // questionId -> pending question of this dialog (survives reset())
     this.reset();
   }
@@ -61,6 +67,19 @@ export class Transcript {
     return el;
   }
 
+  permalink(callId) {
+    if (!this.ref || !callId) return null;
+    const target = { ...this.ref, call: callId };
+    return h("a", {
+      class: "permalink", href: linkTo(target), title: t("linkTo"), "aria-label": t("linkTo"), text: "#",
+      onclick: (e) => {
+        if (!plainClick(e)) return;
+        e.preventDefault();
+        this.actions.followLink(target);
+      },
+    });
+  }
+
   // -- questions ---------------------------------------------------------------------------------
 
   markQuestion(question) {
@@ -89,6 +108,7 @@ export class Transcript {
     const input = h("textarea", { rows: "2", placeholder: t("answerPlaceholder"), class: "answer-input" });
     const form = h("form", { class: "answer", dataset: { questionId: question.id } },
       input, h("button", { type: "submit", class: "primary", text: t("answer") }));
+    onCtrlEnter(input, () => form.requestSubmit());
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const text = input.value.trim();
@@ -96,7 +116,8 @@ export class Transcript {
       form.querySelector("button").disabled = true;
       try {
         await this.actions.answer(question, text);
-      } catch {
+      } catch (error) {
+        toast(error.message, "error");
         form.querySelector("button").disabled = false;
       }
     });
@@ -112,24 +133,85 @@ export class Transcript {
     form.remove();
   }
 
+  highlight(block) {
+    for (const details of ancestors(block, "details")) details.open = true;
+    block.scrollIntoView({ block: "center" });
+    block.classList.add("highlight");
+    setTimeout(() => block.classList.remove("highlight"), 2500);
+  }
+
   focusQuestion(question) {
     const form = this.root.querySelector(`form.answer[data-question-id="${CSS.escape(question.id)}"]`);
     if (!form) return false;
-    const block = form.closest(".tellask");
-    block.scrollIntoView({ block: "center" });
-    block.classList.add("highlight");
-    setTimeout(() => block.classList.remove("highlight"), 2000);
+    this.highlight(form.closest(".tellask"));
     form.querySelector("textarea").focus();
+    return true;
+  }
+
+  /** Bring a call site (a tellask or a function call) into view. */
+  focusCall(callId) {
+    const block = this.calls.get(callId) || this.funcs.get(callId)
+      || this.root.querySelector(`[data-call-id="${CSS.escape(callId)}"], [data-func-id="${CSS.escape(callId)}"]`);
+    if (!block) return false;
+    this.highlight(block);
     return true;
   }
 
   subdialogLink(ref, agentId) {
     return h("a", {
-      href: "#", class: "subdialog-link", dataset: { selfId: ref.selfId },
-      onclick: (e) => { e.preventDefault(); this.actions.openDialog(ref); },
+      href: linkTo(ref), class: "subdialog-link", dataset: { selfId: ref.selfId },
+      onclick: (e) => {
+        if (!plainClick(e)) return;
+        e.preventDefault();
+        this.actions.openDialog(ref);
+      },
       text: `→ ${t("openSubdialog", { agent: agentId })}`,
     });
   }
+}
+
+function ancestors(el, selector) {
+  const found = [];
+  for (let node = el; node; node = node.parentElement?.closest(selector)) if (node.matches?.(selector)) found.push(node);
+  return found;
+}
+
+/** Arguments of a function call as readable text: pretty JSON when it parses, else as given. */
+function prettyArguments(text) {
+  try {
+    const value = JSON.parse(text);
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(text ?? "");
+  }
+}
+
+/** A one-line gist of a function call's arguments for its summary line. */
+function argumentGist(text) {
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return oneLine(text, 80);
+  }
+  if (value && typeof value === "object" && !Array.isArray(value)) {
+    return oneLine(Object.entries(value).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(", "), 80);
+  }
+  return oneLine(JSON.stringify(value), 80);
+}
+
+function oneLine(text, limit) {
+  const flat = String(text ?? "").replace(/\s+/g, " ").trim();
+  return flat.length > limit ? `${flat.slice(0, limit - 1)}…` : flat;
+}
+
+/** A block of text that folds when it is long (the first lines stay visible). */
+function foldable(className, text, label) {
+  const long = String(text || "").length > LONG_TEXT;
+  if (!long) return h("div", { class: className, text });
+  return h("details", { class: `fold ${className}` },
+    h("summary", {}, h("span", { class: "fold-preview", text: oneLine(text, 160) }), h("span", { class: "fold-more", text: label })),
+    h("div", { class: "fold-body", text }));
 }
 
 const INCOMPLETE_LABELS = { stopped: "incompleteStopped", broken: "incompleteBroken" };
@@ -149,8 +231,11 @@ function markIncomplete(el, reason) {
 const HANDLERS = {
   end_of_user_saying_evt(e) {
     const label = t(USER_ORIGIN_LABEL[e.origin] || "youWrote");
-    const bubble = h("div", { class: `bubble user origin-${e.origin}` },
-      h("div", { class: "who", text: label }), h("div", { class: "plain", text: e.content }));
+    const body = e.origin === "user" || e.origin === "q4h_answer"
+      ? h("div", { class: "plain", text: e.content })
+      : foldable("plain", e.content, t("showAll"));
+    const bubble = h("div", { class: `bubble user origin-${e.origin}`, dataset: { msgId: e.msgId } },
+      h("div", { class: "who", text: label }), body);
     // the prompt is recorded by the generation that consumes it, just after generating_start_evt
     if (this.gen && this.gen.genseq === e.genseq) this.gen.el.before(bubble);
     else this.root.append(bubble);
@@ -215,7 +300,8 @@ const HANDLERS = {
   teammate_call_start_evt(e) {
     const head = h("div", { class: "tellask-head" });
     const body = h("div", { class: "tellask-body", hidden: true });
-    const el = h("div", { class: `tellask${e.validation === "valid" ? "" : " malformed"}`, title: e.validation === "valid" ? null : e.validation }, head, body);
+    const el = h("div", { class: `tellask${e.validation === "valid" ? "" : " malformed"}`, title: e.validation === "valid" ? null : e.validation },
+      h("div", { class: "tellask-top" }, h("span", { class: "block-kind", text: t("tellaskCall") }), head), body);
     this.call = { el, head, body };
     (this.saying?.el || this.container()).append(el);
   },
@@ -230,11 +316,14 @@ const HANDLERS = {
   },
   teammate_call_finish_evt(e) {
     if (!this.call) return;
-    this.call.el.dataset.callId = e.callId;
-    this.calls.set(e.callId, this.call.el);
+    const { el, body } = this.call;
+    el.dataset.callId = e.callId;
+    el.querySelector(".tellask-top").append(this.permalink(e.callId) || "");
+    if (body.textContent.length > LONG_TEXT) body.replaceWith(foldable("tellask-body", body.textContent, t("showAll")));
+    this.calls.set(e.callId, el);
     for (const [id, question] of this.waiting) {
       if (question.callId === e.callId) {
-        this.attachAnswerForm(this.call.el, question);
+        this.attachAnswerForm(el, question);
         this.waiting.delete(id);
       }
     }
@@ -244,7 +333,7 @@ const HANDLERS = {
     const block = this.calls.get(e.callId);
     const note = h("div", { class: `call-result status-${e.status}`, text: e.result });
     if (block) block.append(note);
-    else this.add(h("div", { class: "tellask standalone" }, h("div", { class: "tellask-head", text: e.tellaskHead }), note));
+    else this.add(h("div", { class: "tellask standalone", dataset: { callId: e.callId } }, h("div", { class: "tellask-head", text: e.tellaskHead }), note));
   },
   subdialog_created_evt(e) {
     const link = this.subdialogLink(e.subDialog, e.targetAgentId);
@@ -256,17 +345,29 @@ const HANDLERS = {
     const body = h("div", { class: "md" });
     if (e.responseHtml !== undefined) setTrustedHtml(body, e.responseHtml);
     else body.textContent = e.response;
+    const long = String(e.response || "").length > LONG_TEXT;
     const ref = e.calleeDialog || { selfId: e.calleeDialogId };
+    const head = h("div", { class: "who" },
+      h("span", { class: `block-status status-${e.status}`, text: e.status === "failed" ? "✗" : "✓" }),
+      h("span", { text: t("responseFrom", { agent: e.responderId }) }), " ",
+      this.subdialogLink(ref, e.responderId), this.permalink(e.callId));
+    const content = long
+      ? h("details", { class: "fold reply-body" }, h("summary", {}, h("span", { class: "fold-preview", text: oneLine(e.response, 160) }), h("span", { class: "fold-more", text: t("showAll") })), body)
+      : body;
     this.root.append(h("div", { class: `bubble response status-${e.status}`, dataset: { callId: e.callId } },
-      h("div", { class: "who" }, h("span", { text: t("responseFrom", { agent: e.responderId }) }), " ",
-        this.subdialogLink(ref, e.responderId)),
-      h("div", { class: "tellask-head", text: e.tellaskHead }), body));
+      head, h("div", { class: "tellask-head", text: e.tellaskHead }), content));
     this.calls.get(e.callId)?.classList.add(`responded-${e.status}`);
   },
   func_call_requested_evt(e) {
-    const el = h("details", { class: "func", open: true, dataset: { funcId: e.funcId } },
-      h("summary", {}, h("span", { class: "func-name", text: `ƒ ${e.funcName}` })),
-      h("pre", { class: "func-args", text: e.arguments }));
+    const status = h("span", { class: "block-status status-pending", text: "…" });
+    const el = h("details", { class: "func", dataset: { funcId: e.funcId } },
+      h("summary", {},
+        h("span", { class: "block-kind", text: t("toolCall") }),
+        h("span", { class: "func-name", text: e.funcName }),
+        h("span", { class: "func-gist", text: argumentGist(e.arguments) }),
+        status, this.permalink(e.funcId)),
+      h("div", { class: "block-label", text: t("arguments") }),
+      h("pre", { class: "func-args", text: prettyArguments(e.arguments) }));
     this.funcs.set(e.funcId, el);
     this.add(el);
   },
@@ -274,8 +375,18 @@ const HANDLERS = {
     const result = h("pre", { class: `func-result${e.isError ? " error" : ""}`, text: e.content });
     const images = artifactImages(e.content);
     const block = this.funcs.get(e.id);
-    if (block) block.append(result, ...images);
-    else this.add(h("div", { class: "func" }, h("span", { class: "func-name", text: `ƒ ${e.name}` }), result, ...images));
+    if (block) {
+      const status = block.querySelector(".block-status");
+      status.className = `block-status status-${e.isError ? "failed" : "completed"}`;
+      status.textContent = e.isError ? "✗" : "✓";
+      status.title = e.isError ? t("failedCall") : t("completedCall");
+      block.append(h("div", { class: "block-label", text: t("result") }), result, ...images);
+      if (e.isError) block.open = true;
+    } else {
+      this.add(h("details", { class: "func", open: e.isError || null, dataset: { funcId: e.id } },
+        h("summary", {}, h("span", { class: "block-kind", text: t("toolResult") }), h("span", { class: "func-name", text: e.name })),
+        result, ...images));
+    }
   },
   stream_error_evt(e) {
     this.add(h("div", { class: "stream-error" }, h("strong", { text: `${t("streamError")}: ` }), e.error));

@@ -34,7 +34,7 @@ from dominds.ids import is_dialog_id
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store import fastyaml
 
-INDEX_VERSION = 5
+INDEX_VERSION = 6
 """Bump when the facts change shape: an index of another version is rebuilt."""
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
@@ -80,6 +80,7 @@ def read_facts(directory: str) -> Facts:
         latest = _valid(directory, "latest.yaml") or {}
         facts.update(
             agentId=meta.get("agentId"),
+            title=latest.get("title") or meta.get("title"),
             taskDocPath=meta.get("taskDocPath"),
             createdAt=meta.get("createdAt"),
             conductor=meta.get("conductor"),
@@ -116,7 +117,7 @@ def read_facts(directory: str) -> Facts:
         facts["error"] = f"{type(exc).__name__}: {exc}"
         facts.setdefault("runState", {"kind": "error", "detail": str(exc)})
     courses = sorted(n for n in present if n.startswith("course-") and n.endswith(".jsonl"))
-    facts["usage"] = _course_usage(directory, courses, facts)
+    facts["generations"] = _course_usage(directory, courses, facts)
     return facts
 
 
@@ -149,12 +150,40 @@ def _valid(directory: str, name: str) -> Any:
     return data
 
 
-def _course_usage(directory: str, course_files: list[str], facts: Facts) -> dict[str, list[int]]:
-    """Per ``provider/model``: [input, output, cacheRead, cacheWrite, generations] over every course.
+def finish_generations(data: bytes) -> list[list[Any]]:
+    """The generations recorded in one course file's bytes: ``[provider/model, input, output, cacheRead,
+    cacheWrite, cacheWriteLong]`` each. Only the ``gen_finish_record`` lines are decoded (found by a byte
+    search); a torn last line is skipped until it is complete. ``driver/usage.py`` prices them."""
+    out: list[list[Any]] = []
+    start = 0
+    while (found := data.find(_FINISH_MARK, start)) != -1:
+        line_start = data.rfind(b"\n", 0, found) + 1
+        line_end = data.find(b"\n", found)
+        start = len(data) if line_end == -1 else line_end
+        try:
+            record = json.loads(data[line_start:start])
+        except ValueError:
+            continue  # a torn last line: that generation is counted once it is complete
+        raw = record.get("usage") if isinstance(record, dict) else None
+        if not isinstance(raw, dict):
+            continue
+        key = f"{record.get('provider') or ''}/{record.get('model') or ''}"
+        out.append([key, *(_count(raw.get(f)) for f in (*USAGE_FIELDS, "cacheWriteLongTokens"))])
+    return out
 
-    A line in the middle of a course that is not a JSON record marks the dialog with an error (the daemon
-    refuses such a dialog); a torn last line does not (it is what a crash leaves)."""
-    totals: dict[str, list[int]] = {}
+
+_FINISH_MARK = b'"gen_finish_record"'
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _course_usage(directory: str, course_files: list[str], facts: Facts) -> list[list[Any]]:
+    """Every generation of every course (``finish_generations``); a line in the middle of a course that
+    is not a JSON record marks the dialog with an error (the daemon refuses such a dialog); a torn last
+    line does not (it is what a crash leaves)."""
+    gens: list[list[Any]] = []
     for name in course_files:
         try:
             with open(os.path.join(directory, name), "rb") as handle:
@@ -165,23 +194,8 @@ def _course_usage(directory: str, course_files: list[str], facts: Facts) -> dict
         if bad is not None and "error" not in facts:
             facts["error"] = f"{name}:{bad}: not a JSON record (the dialog refuses messages until it is repaired)"
             facts["runState"] = {"kind": "error", "detail": facts["error"]}
-        start = 0
-        while (found := data.find(b'"gen_finish_record"', start)) != -1:  # decode only those lines
-            line_start = data.rfind(b"\n", 0, found) + 1
-            line_end = data.find(b"\n", found)
-            start = len(data) if line_end == -1 else line_end
-            try:
-                record = json.loads(data[line_start:start])
-            except ValueError:
-                continue  # a torn last line: that generation is counted once it is complete
-            usage = record.get("usage") if isinstance(record, dict) else None
-            if not isinstance(usage, dict):
-                continue
-            counts = totals.setdefault(f"{record.get('provider') or ''}/{record.get('model') or ''}", [0, 0, 0, 0, 0])
-            for index, field in enumerate(USAGE_FIELDS):
-                counts[index] += int(usage.get(field) or 0)
-            counts[4] += 1
-    return totals
+        gens += finish_generations(data)
+    return gens
 
 
 def _bad_course_line(data: bytes) -> int | None:
@@ -243,7 +257,7 @@ def _course_of(facts: Facts) -> int:
 # ---------------------------------------------------------------- the index
 
 
-PRIVATE_FACTS = frozenset({"selfId", "files", "usage", "conductor", "inboundTellaskBacks", "dead", "strayTemps"})
+PRIVATE_FACTS = frozenset({"selfId", "files", "generations", "conductor", "inboundTellaskBacks", "dead", "strayTemps"})
 """Facts the index keeps for the daemon (recovery, cost) but a listing does not show as they are."""
 
 
@@ -251,11 +265,12 @@ class Entry:
     """One dialog as the index knows it; its facts are decoded on first use.
 
     ``public`` (the facts a listing shows, as JSON text), ``sup``, ``last_modified``, ``q4h_count``,
-    ``run_kind`` and ``usage`` are kept apart so a listing can be assembled without decoding the facts."""
+    ``run_kind`` and ``generations`` (JSON text) are kept apart so a listing can be assembled without
+    decoding the facts."""
 
     __slots__ = (
         "_facts", "_raw", "files", "last_modified", "public", "q4h_count", "root_id", "run_kind", "self_id", "sig",
-        "status", "sup", "usage",
+        "status", "sup", "generations",
     )
 
     def __init__(self, status: str, root_id: str, self_id: str, sig: str, facts: Facts | str, columns: tuple[Any, ...]) -> None:
@@ -266,7 +281,7 @@ class Entry:
         """The signature of its files when this entry was checked ("racy": changed too recently to trust)."""
         self._raw = facts if isinstance(facts, str) else None
         self._facts = facts if isinstance(facts, dict) else None
-        files, self.public, self.sup, self.last_modified, self.q4h_count, self.run_kind, self.usage = columns
+        files, self.public, self.sup, self.last_modified, self.q4h_count, self.run_kind, self.generations = columns
         self.files: list[str] = files.split()
         """The state files it has (``q4h.yaml`` and so on)."""
 
@@ -279,7 +294,7 @@ class Entry:
 
 
 def _columns(facts: Facts) -> tuple[Any, ...]:
-    """(files, public JSON, supdialogId, lastModified, questions, run state kind, usage JSON) of some facts."""
+    """(files, public JSON, supdialogId, lastModified, questions, run state kind, generations JSON) of some facts."""
     public = {k: v for k, v in facts.items() if k not in PRIVATE_FACTS and v is not None}
     public.setdefault("runState", {"kind": "idle"})
     return (
@@ -289,7 +304,7 @@ def _columns(facts: Facts) -> tuple[Any, ...]:
         facts.get("lastModified") or "",
         len(facts.get("q4h") or ()),
         str((public.get("runState") or {}).get("kind")),
-        json.dumps(facts.get("usage") or {}, separators=(",", ":")),
+        json.dumps(facts.get("generations") or [], separators=(",", ":")),
     )
 
 
@@ -310,7 +325,7 @@ class Tree:
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS dialogs (key TEXT PRIMARY KEY, status TEXT, root_id TEXT, self_id TEXT,"
     " sig TEXT, course INTEGER, facts TEXT, files TEXT, public TEXT, sup TEXT, last_modified TEXT,"
-    " q4h_count INTEGER, run_kind TEXT, usage TEXT);"
+    " q4h_count INTEGER, run_kind TEXT, generations TEXT);"
     "CREATE INDEX IF NOT EXISTS dialogs_tree ON dialogs (status, root_id);"
     "CREATE TABLE IF NOT EXISTS trees (key TEXT PRIMARY KEY, sig TEXT, subs TEXT, settled TEXT);"
 )
@@ -438,7 +453,7 @@ class DialogIndex:
                 rows = {
                     row[0]: row[1:]
                     for row in db.execute(
-                        "SELECT self_id, sig, course, facts, files, public, sup, last_modified, q4h_count, run_kind, usage"
+                        "SELECT self_id, sig, course, facts, files, public, sup, last_modified, q4h_count, run_kind, generations"
                         " FROM dialogs WHERE status = ? AND root_id = ?",
                         (status, root_id),
                     )
@@ -507,7 +522,7 @@ class DialogIndex:
             rows = {
                 row[0]: row[1:]
                 for row in db.execute(
-                    "SELECT self_id, sig, facts, files, public, sup, last_modified, q4h_count, run_kind, usage"
+                    "SELECT self_id, sig, facts, files, public, sup, last_modified, q4h_count, run_kind, generations"
                     " FROM dialogs WHERE status = ? AND root_id = ?",
                     (status, root_id),
                 )

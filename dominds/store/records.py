@@ -184,6 +184,10 @@ class LatestState(Record):
     """Roots: whether Diligence Push is off."""
     diligence_push_remaining_budget: int = 0
     """Roots: pushes left before a forced Q4H."""
+    title: str | None = None
+    """What lists call the dialog: the first line of its first message, or the name a user gave it.
+    Kept here (not in ``dialog.yaml``) so setting it from the first message costs no extra write: it
+    rides on the write that queues that message. Lists show it before ``DialogMeta.title``."""
 
 
 # ---------------------------------------------------------------- reminders.json

@@ -83,7 +83,12 @@ def test_a_missing_key_on_the_daemon_names_the_daemons_shell_and_check_forgets_i
 
     with Daemon(ws, env=_no_key_env()) as daemon:
         run = dominds(ws, "run", "hello", env=_no_key_env(ANTHROPIC_API_KEY="sk-ant-set-here-only"))
+        here_only = dominds(ws, "check", "--no-connect", env=_no_key_env(ANTHROPIC_API_KEY="sk-ant-set-here-only"))
         daemon.stop()
+    assert here_only.returncode == 1, "the daemon's requests use the daemon's environment, which has no key"
+    assert f"provider anthropic (daemon pid {daemon.pid}): error: provider rejected the request: provider 'anthropic' needs an API key" in (
+        here_only.stdout
+    ), here_only.stdout
     assert run.returncode == 1, run.stdout + run.stderr
     [root] = _roots(ws)
     assert f"✗ dialog {root} stopped: provider 'anthropic' needs an API key, and ANTHROPIC_API_KEY is not set" in run.stdout

@@ -96,7 +96,7 @@ def test_streamed_chunks_keep_their_prefix_on_every_line() -> None:
         "  ⇢ @coder do X\n"
         "    │ line 1\n"
         "    │ line 2\n"
-        "  … @? (s1) is working\n"
+        "  … a teammate (s1) is working\n"
     )
 
 

@@ -20,7 +20,7 @@ from dominds.store.fastyaml import load as parse_fastyaml
 
 
 def _tree_workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    """Three trees made with the CLI: a delegation, a TYPE B session, and a question for the human."""
+    """Three trees made with the CLI: a delegation, a session, and a question for the human."""
     ws = write_workspace(tmp_path / "ws")
     ids = {}
     for message in ("delegate", "session", "paint"):
@@ -68,8 +68,8 @@ def test_status_without_and_with_a_daemon(tmp_path: Path) -> None:
     assert text.returncode == 0, text.stderr
     assert "no daemon running" in text.stdout and "\x1b[" not in text.stdout, "no colour when not a TTY"
     assert f"└─ {delegate['subdialogs'][0]['selfId']}  @coder  idle" in text.stdout
-    assert "blocked: needs human input  Q4H 1" in text.stdout and paint["q4h"][0]["id"] in text.stdout
-    assert f"TYPE B coder!s1 → {sub_id}" in text.stdout
+    assert "blocked: waiting for your answer  1 question" in text.stdout and paint["q4h"][0]["id"] in text.stdout
+    assert f"session coder!s1 → {sub_id}" in text.stdout
     assert "3 trees, 5 dialogs, 1 pending question —" in text.stdout
 
     with Daemon(ws) as daemon:

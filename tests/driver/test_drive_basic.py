@@ -30,13 +30,21 @@ async def test_one_turn_is_recorded_and_published(make_engine) -> None:  # type:
     assert "markdown_chunk_evt" in kinds and "thinking_chunk_evt" in kinds and "dlg_run_state_evt" in kinds
 
 
-async def test_unmatched_message_names_the_entry_to_add(make_engine) -> None:  # type: ignore[no-untyped-def]
+async def test_unmatched_message_stops_the_dialog_with_the_entry_to_add(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug: an unmatched message was answered with a "Scripted response not found" text, which flowed on as
+    the agent's answer (workflows scored it, callers used it). It is an error the user sees now."""
     engine = await make_engine([])
     root = engine.create_dialog("lead", "tasks/t.tsk")
     engine.submit_user_message(root, "something unexpected")
     await engine.wait_idle()
-    reply = sayings(root)[0]
-    assert "Scripted response not found" in reply and "something unexpected" in reply and "test.yaml" in reply
+    assert sayings(root) == []
+    state = root.files.read_latest().run_state  # type: ignore[union-attr]
+    assert (state.kind, state.reason) == ("interrupted", "system_stop")
+    assert state.detail == (
+        'no scripted response for @lead: nothing in .minds/scripted/test.yaml matches its last user message '
+        '"something unexpected"; add an entry under `responses:` such as '
+        '{role: user, agent: lead, message: "something unexpected", response: "…"}'
+    )
 
 
 async def test_function_call_recorded_before_and_after(make_engine) -> None:  # type: ignore[no-untyped-def]

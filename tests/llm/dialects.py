@@ -24,6 +24,7 @@ from dominds.llm.openai_provider import OpenAiCompatibleGenerator
 from dominds.llm.openai_responses import OpenAiResponsesGenerator
 from dominds.llm.retry import RetryPolicy
 from dominds.llm.scripted import ScriptedGenerator
+from dominds.llm.sdk_clients import HttpClientFactory
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class Dialect:
     tools_at_end = False
     """Tool calls are emitted after all text (Chat Completions assembles them from fragments)."""
 
-    def generator(self, policy: RetryPolicy) -> Generator:
+    def generator(self, policy: RetryPolicy, http_client: HttpClientFactory | None = None) -> Generator:
         raise NotImplementedError
 
     def provider_config(self, url: str, key_var: str | None) -> dict[str, Any]:
@@ -141,8 +142,8 @@ class AnthropicDialect(Dialect):
     redacts = True
     partial_input_known = True
 
-    def generator(self, policy: RetryPolicy) -> Generator:
-        return AnthropicGenerator(policy)
+    def generator(self, policy: RetryPolicy, http_client: HttpClientFactory | None = None) -> Generator:
+        return AnthropicGenerator(policy, http_client)
 
     def provider_config(self, url: str, key_var: str | None) -> dict[str, Any]:
         return {"apiType": "anthropic", "baseUrl": url, "apiKeyEnvVar": key_var}
@@ -228,8 +229,8 @@ class OpenAiChatDialect(Dialect):
     reports_reasoning_tokens = True
     tools_at_end = True
 
-    def generator(self, policy: RetryPolicy) -> Generator:
-        return OpenAiCompatibleGenerator(policy)
+    def generator(self, policy: RetryPolicy, http_client: HttpClientFactory | None = None) -> Generator:
+        return OpenAiCompatibleGenerator(policy, http_client)
 
     def provider_config(self, url: str, key_var: str | None) -> dict[str, Any]:
         return {"apiType": "openai-compatible", "baseUrl": f"{url}/v1", "apiKeyEnvVar": key_var}
@@ -309,8 +310,8 @@ class OpenAiResponsesDialect(OpenAiChatDialect):
     redacts = True
     tools_at_end = False
 
-    def generator(self, policy: RetryPolicy) -> Generator:
-        return OpenAiResponsesGenerator(policy)
+    def generator(self, policy: RetryPolicy, http_client: HttpClientFactory | None = None) -> Generator:
+        return OpenAiResponsesGenerator(policy, http_client)
 
     def provider_config(self, url: str, key_var: str | None) -> dict[str, Any]:
         return {"apiType": "openai-responses", "baseUrl": f"{url}/v1", "apiKeyEnvVar": key_var}
@@ -417,7 +418,7 @@ class ScriptedDialect(Dialect):
     def __init__(self) -> None:
         self.root: Path | None = None
 
-    def generator(self, policy: RetryPolicy) -> Generator:
+    def generator(self, policy: RetryPolicy, http_client: HttpClientFactory | None = None) -> Generator:
         return ScriptedGenerator()
 
     def provider_config(self, url: str, key_var: str | None) -> dict[str, Any]:

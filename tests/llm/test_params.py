@@ -86,17 +86,3 @@ def test_any_parameters_are_judged_without_raising(params: dict[str, object]) ->
         for api_type in API_PARAMS:
             api_mistakes(model_params, api_type)
             model_problems(model_params, api_type, "m", {"thinking": "adaptive", "effort": [], "sampling": False})
-
-
-@given(st.dictionaries(st.text(max_size=12), st.one_of(st.none(), st.integers(), st.text(max_size=5), st.booleans(),
-                                                        st.lists(st.integers(), max_size=3),
-                                                        st.dictionaries(st.text(max_size=8), st.integers(), max_size=3)),
-                       max_size=6))  # fmt: skip
-def test_random_names_are_judged_without_raising(params: dict[str, object]) -> None:
-    """Hand-written team.yaml can hold anything: the checks answer with messages, never an exception."""
-    for section in ("anthropic", "openai", "general"):
-        model_params = {section: params, "max_tokens": params.get("max_tokens")}
-        section_mistakes(model_params)
-        for api_type in API_PARAMS:
-            api_mistakes(model_params, api_type)
-            model_problems(model_params, api_type, "m", {"thinking": "adaptive", "effort": [], "sampling": False})

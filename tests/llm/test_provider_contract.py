@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from dialects import (
     DIALECTS,
@@ -372,3 +373,24 @@ async def test_one_sdk_client_serves_every_generation(harness: Harness) -> None:
     assert len(clients._clients) == 1
     await generator.aclose()
     assert [r.body["model"] for r in harness.fake.requests] == ["fake-model", "fake-model"]
+
+
+@http_dialects()
+async def test_the_http_transport_can_be_injected(harness: Harness) -> None:
+    """Tests (or a proxy setup) can give the SDK clients their own HTTP layer: no socket is opened here."""
+    reply = harness.dialect.reply(Script((Text("from the mock transport"),)))
+    seen: list[str] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.url.path)
+        body = "".join(reply.frames).encode()
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    generator = harness.dialect.generator(
+        RetryPolicy(attempts=1), lambda: httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    )
+    receiver = RecordingReceiver()
+    await generator.generate(harness.request(), receiver)
+    await generator.aclose()
+    assert receiver.text("saying") == "from the mock transport"
+    assert len(seen) == 1 and seen[0].startswith("/v1/") and harness.fake.requests == []

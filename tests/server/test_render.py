@@ -26,7 +26,29 @@ def test_links_are_safe_and_open_elsewhere() -> None:
 def test_tables_code_and_soft_breaks() -> None:
     html = render_markdown("a\nb\n\n| x | y |\n|---|---|\n| 1 | 2 |\n\n```py\nprint(1)\n```\n")
     assert "a<br />\nb" in html or "a<br>\nb" in html
-    assert "<table>" in html and "<td>1</td>" in html and "<pre><code" in html
+    assert "<table>" in html and "<td>1</td>" in html
+    assert '<pre class="highlight" data-lang="py"><code><span class="nb">print</span>' in html
+
+
+def test_code_is_highlighted_on_the_server_and_stays_safe() -> None:
+    """Issue 18: code blocks were plain; now Pygments highlights them, and only its token classes pass nh3."""
+    html = render_markdown('```python\nx = "<script>alert(1)</script>"  # note\n```\n')
+    assert '<span class="n">x</span>' in html and '<span class="c1"># note</span>' in html
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    weird = render_markdown('```x" onmouseover="alert(1)\ncode\n```\n')
+    assert weird == "<pre><code>code\n</code></pre>\n", "the info string never becomes an attribute"
+    plain = render_markdown("```nosuchlanguage\n<b>bold?</b>\n```\n")
+    assert "<pre><code>&lt;b&gt;bold?&lt;/b&gt;" in plain, "an unknown language is shown plain"
+    assert render_markdown("``` \n1\n```\n").startswith("<pre><code>")
+    huge = render_markdown("```python\n" + "x = 1\n" * 30_000 + "```\n")
+    assert "<span" not in huge, "a huge block is not highlighted (bounded work)"
+
+
+def test_highlight_css_covers_light_and_dark() -> None:
+    from dominds.server.render import highlight_css
+
+    css = highlight_css()
+    assert ".md pre.highlight .k " in css and "@media (prefers-color-scheme: dark)" in css
 
 
 def test_saying_runs_match_the_live_markdown_runs_around_tellask_blocks() -> None:

@@ -288,3 +288,22 @@ def test_item7_a_lost_or_corrupt_registry_is_rebuilt_and_locked_shows_the_drive(
         assert yaml.safe_load(registry(root_id).read_text())["coder!fin"]["subdialogId"] == coder_id
     finally:
         daemon.terminate()
+
+
+async def test_a_resume_that_races_the_daemons_own_is_not_refused(serve: ServeFactory) -> None:
+    """Sibling of item 4: after a restart the daemon resumes an interrupted dialog by itself, so a user's
+    `resume` that arrived a moment later met a proceeding dialog and got a 409 as if nothing could move."""
+    served = await serve([{"agent": "lead", "message": "slow", "response": "tick " * 200, "chunk_chars": 5, "delay_ms": 5}])
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    root_id = created["rootId"]
+    await served.post(f"/api/dialogs/{root_id}/messages", {"content": "slow"})
+    root = served.engine.get_dialog(root_id)
+    deadline = time.monotonic() + 20
+    while root.latest.run_state.kind != "proceeding":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    status, body = await served.post(f"/api/dialogs/{root_id}/resume", {})
+    assert status == 200 and body["resumed"] is False and body["runState"]["kind"] == "proceeding"
+    await served.engine.wait_idle(timeout=30)
+    status, body = await served.post(f"/api/dialogs/{root_id}/resume", {})
+    assert status == 409 and "nothing to resume" in body["error"], body

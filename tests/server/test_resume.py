@@ -18,6 +18,8 @@ NOT_IN_FILES = {
     "questions_count_update",
     "full_reminders_update",
     "course_update",
+    "prompt_queued_evt",  # the queue: dialog_ready carries it as queuedPrompts
+    "queued_prompt_cancelled_evt",
 }
 
 

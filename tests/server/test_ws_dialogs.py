@@ -204,9 +204,11 @@ async def test_language_problems_taskdoc_and_live_taskdoc_refresh(serve: ServeFa
     problems = await sock.request({"type": "get_problems"}, "problems_snapshot")
     assert problems["problems"] == []
     taskdoc = await sock.request({"type": "get_taskdoc", "dialog": dialog}, "taskdoc_content")
-    assert taskdoc["taskDocPath"] == "tasks/t.tsk" and "Ship the feature." in taskdoc["html"]
+    goals = taskdoc["sections"][0]
+    assert taskdoc["taskDocPath"] == "tasks/t.tsk" and goals["key"] == "goals" and "Ship the feature." in goals["html"]
     (served.engine.rtws.root / "tasks" / "t.tsk" / "progress.md").write_text("Half **done**.\n")
     pushed = await sock.wait_for(lambda m: m["type"] == "taskdoc_content" and "requestId" not in m)
-    assert "<strong>done</strong>" in pushed["html"] and pushed["fingerprint"] != taskdoc["fingerprint"]
+    pushed_html = "".join(section["html"] for section in pushed["sections"])
+    assert "<strong>done</strong>" in pushed_html and pushed["fingerprint"] != taskdoc["fingerprint"]
     unfollowed = await sock.request({"type": "unfollow_dialog", "dialog": dialog}, "ack")
     assert unfollowed["following"] == []

@@ -39,11 +39,12 @@ def test_the_tot_demo_solves_its_problem_with_teammates(demo: Path, capsys: pyte
     ("question", "words"),
     [("帮我制定IELTS备考计划", "# 4个月雅思备考计划"), ("Help me plan three months of IELTS preparation", "# IELTS in four months")],
 )
+@pytest.mark.parametrize("embedder", ["auto", "jaccard"])  # with the embeddings extra, and as without it
 def test_the_debate_demo_converges_and_writes_its_report(
-    demo: Path, capsys: pytest.CaptureFixture[str], question: str, words: str
+    demo: Path, capsys: pytest.CaptureFixture[str], question: str, words: str, embedder: str
 ) -> None:
     out = demo / "report.md"
-    assert main(["-C", str(demo), "debate", question, "--out", str(out)]) == 0
+    assert main(["-C", str(demo), "debate", question, "--out", str(out), "--embedder", embedder]) == 0
     printed = capsys.readouterr().out
     assert "[round 1] host: " in printed and "[round 2] host: converge, consensus 1.00" in printed
     assert "final report: converged after 2 round(s)" in printed

@@ -137,17 +137,20 @@ class DebateSession:
 
     def _interrupt(self, reason: str) -> None:
         self.state.status, self.state.stop_reason = "interrupted", reason
-        self._settle_statuses()
+        settled = self._settle_statuses()
         save_state(self.run.root.files.dir, self.state)
+        for role in settled:
+            self.emit(events.agent_status(role, "idle", self.state.current_round + 1))
         self.run.note(f"Debate interrupted ({reason}); resume it from round {self.state.current_round + 1}.")
         self.emit(events.session_interrupted(self.state))
 
-    def _settle_statuses(self) -> None:
-        """Steps that are not running any more are no longer ``running`` or ``waiting``."""
-        for slot in self.state.agents.values():
-            if slot.status in ("running", "waiting"):
-                slot.status = "idle"
+    def _settle_statuses(self) -> list[str]:
+        """Steps that are not running any more are no longer ``running`` or ``waiting``; returns who changed."""
+        settled = [role for role, slot in self.state.agents.items() if slot.status in ("running", "waiting")]
+        for role in settled:
+            self.state.agents[role].status = "idle"
         self.live_outputs = []
+        return settled
 
     def _set_status(self, round_no: int, **statuses: str) -> None:
         """Save new agent statuses, then publish each change (persist before publish)."""

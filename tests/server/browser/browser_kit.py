@@ -1,4 +1,4 @@
-"""What the browser tests share: the Chromium launch, the scripted replies, the ``Panel`` handle."""
+"""What the browser tests share: the scripted replies and the ``Panel`` handle (the launch: tests/chromium.py)."""
 
 from __future__ import annotations
 
@@ -8,18 +8,6 @@ from typing import Any
 
 from dominds.driver.engine import Engine
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_PRESENT = CHROMIUM.exists()
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
 
 BROWSER_RESPONSES: list[dict[str, Any]] = [
@@ -33,6 +21,7 @@ BROWSER_RESPONSES: list[dict[str, Any]] = [
         "response": "Let me ask.\n!?@human Which colour?\n!?Red or blue.\n",
     },
     {"agent": "lead", "message": "blue", "response": "Painting it **blue**."},
+    {"agent": "lead", "message": "also make it shiny", "response": "Shiny too."},
     {"agent": "lead", "message": "slow", "response": "tick " * 400, "chunk_chars": 5, "delay_ms": 20},
 ]
 SUGGESTIONS = ["hello", "delegate", "paint"]

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_kit import BROWSER_RESPONSES, CHROMIUM, CHROMIUM_ARGS, CHROMIUM_PRESENT, SUGGESTIONS, Panel
+from browser_kit import BROWSER_RESPONSES, SUGGESTIONS, Panel
+from chromium import launched_chromium
 from server_kit import TOKEN, write_workspace
 
 from dominds.driver.engine import Engine
@@ -20,19 +21,30 @@ from dominds.server import make_app
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
-    if not CHROMIUM_PRESENT:
-        pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    async with launched_chromium() as launched:
         yield launched
-        await launched.close()
 
 
 @pytest.fixture
-async def panel(tmp_path: Path, aiohttp_server: Any, browser: Any) -> AsyncIterator[Panel]:
-    rtws = write_workspace(tmp_path / "ws", BROWSER_RESPONSES, SUGGESTIONS)
+def panel_responses() -> list[dict[str, Any]]:
+    """The scripted replies of the panel's workspace (a test module may override this fixture)."""
+    return BROWSER_RESPONSES
+
+
+@pytest.fixture
+def panel_suggestions() -> list[str]:
+    return SUGGESTIONS
+
+
+@pytest.fixture
+async def panel(
+    tmp_path: Path,
+    aiohttp_server: Any,
+    browser: Any,
+    panel_responses: list[dict[str, Any]],
+    panel_suggestions: list[str],
+) -> AsyncIterator[Panel]:
+    rtws = write_workspace(tmp_path / "ws", panel_responses, panel_suggestions)
     engine = Engine(rtws)
     await engine.start()
     app = make_app(engine, token=TOKEN, taskdoc_poll_interval=0.2)

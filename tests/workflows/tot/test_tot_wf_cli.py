@@ -50,6 +50,6 @@ def test_a_run_with_teammates_prints_the_dialog_and_the_tokens(
     assert "Answer: (10 - (13 - 9)) * 4 = 24" in out and "verified" in out
     assert "8 role calls" in out and "tokens in 80 / out 40" in out and "Dialog: " in out
     lock = filelock.FileLock(str(rtws.lock_path))
-    with lock:  # a daemon serves the workspace
+    with lock:  # another process holds the workspace (a daemon would take the run: tests/test_fresh_clone.py)
         assert main(args) == 1
-    assert "/tot page" in capsys.readouterr().err
+    assert "is locked by" in capsys.readouterr().err

@@ -39,6 +39,15 @@ def _scores(score: float) -> dict[str, Any]:
     return {"evaluations": [evaluation, {**evaluation, "node_id": "node_2"}], "ranking": ["node_1", "node_2"], "pruning_suggestions": []}
 
 
+def scored_workspace(root: Path, score: float, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace whose evaluator gives both candidates ``score``; the current directory moves there."""
+    responses = [json_reply("tot-decomposer", "decompose_task", DECOMPOSITION), GENERATOR,
+                 json_reply("tot-evaluator", "evaluate_thoughts", _scores(score)), SYNTHESIZER]  # fmt: skip
+    rtws = write_workspace(root, responses)
+    monkeypatch.chdir(rtws.root)
+    return rtws.root
+
+
 def _folder(root: Path) -> Path:
     [folder] = (root / "logs").iterdir()
     return folder
@@ -65,14 +74,7 @@ def test_an_exhausted_search_is_unsolved_in_the_text_the_logs_and_the_exit_code(
 def test_an_unsolved_search_never_passes_on_the_synthesizers_claim(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    responses = [
-        json_reply("tot-decomposer", "decompose_task", DECOMPOSITION),
-        GENERATOR,
-        json_reply("tot-evaluator", "evaluate_thoughts", _scores(7.0)),
-        SYNTHESIZER,
-    ]
-    rtws = write_workspace(tmp_path / "ws", responses)
-    monkeypatch.chdir(rtws.root)
+    scored_workspace(tmp_path / "ws", 7.0, monkeypatch)
     assert main([*ARGS, "--evaluation", "comparative_voting", "--json"]) == 1
     result = json.loads(capsys.readouterr().out)
     assert result["status"] == "unsolved" and result["solved"] is False
@@ -85,18 +87,11 @@ def test_an_unsolved_search_never_passes_on_the_synthesizers_claim(
 
 
 def test_a_solved_search_still_reads_as_solved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    responses = [
-        json_reply("tot-decomposer", "decompose_task", DECOMPOSITION),
-        GENERATOR,
-        json_reply("tot-evaluator", "evaluate_thoughts", _scores(9.8)),
-        SYNTHESIZER,
-    ]
-    rtws = write_workspace(tmp_path / "ws", responses)
-    monkeypatch.chdir(rtws.root)
+    root = scored_workspace(tmp_path / "ws", 9.8, monkeypatch)
     assert main([*ARGS, "--evaluation", "comparative_voting"]) == 0
     out = capsys.readouterr().out
     assert f"Answer: {CLAIM['answer']}" in out and "(verified; confidence 1.0)" in out
-    info = json.loads((_folder(rtws.root) / "00-task-info.json").read_text())
+    info = json.loads((_folder(root) / "00-task-info.json").read_text())
     assert info["status"] == "completed" and info["solved"] is True
 
 

@@ -20,7 +20,7 @@ const MESSAGES = {
     status_converged: "Session {id}: converged after {n} round(s).",
     status_terminated: "Session {id}: ended without consensus after {n} round(s).",
     interrupted: "Session {id} interrupted ({reason}) after round {n}; resume it with its id.",
-    failed: "The debate failed and was stopped after round {n}. Nothing was reported. Fix the cause, then resume session {id}.",
+    failed: "The debate failed in round {n} and was stopped; nothing was reported. Fix the cause, then resume session {id}.",
     error: "Error: {message}", connectionLost: "Connection lost: {message}", tokenSaved: "Token saved; start again.",
     method_jaccard: "Positions compared by word overlap (Jaccard).", method_embedding: "Positions compared by embeddings ({model}).",
     thresholdsUsed: " Converge above {converge}, force opposition at or below {oppose}.",
@@ -46,7 +46,7 @@ const MESSAGES = {
     status_converged: "会话 {id}：{n} 轮后达成共识。",
     status_terminated: "会话 {id}：{n} 轮后结束，未达成共识。",
     interrupted: "会话 {id} 在第 {n} 轮后中断（{reason}）；可用会话 ID 继续。",
-    failed: "辩论失败，已在第 {n} 轮后停止，没有生成报告。排除原因后继续会话 {id}。",
+    failed: "辩论在第 {n} 轮失败，已停止，没有生成报告。排除原因后继续会话 {id}。",
     error: "错误：{message}", connectionLost: "连接中断：{message}", tokenSaved: "令牌已保存；请重新开始。",
     method_jaccard: "立场按词语重叠（Jaccard）比较。", method_embedding: "立场按向量嵌入比较（{model}）。",
     thresholdsUsed: "高于 {converge} 收敛，不高于 {oppose} 强制反方。",
@@ -255,7 +255,7 @@ function handle(event) {
       }
       break;
     case "error":
-      setStatus(t("failed", { id: event.sessionId, n: completedRounds }), "bad");
+      setStatus(t("failed", { id: event.sessionId, n: completedRounds + 1 }), "bad");
       showError(event.error);
       break;
   }

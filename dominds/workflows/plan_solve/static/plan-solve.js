@@ -5,65 +5,9 @@
 // textContent, never innerHTML.
 
 import { makeI18n } from "/static/workflow_i18n.js";
+import { MESSAGES } from "/plan-solve/static/plan-solve-messages.js";
+import { chartView, el, renderQueries } from "/plan-solve/static/plan-solve-views.js";
 
-const MESSAGES = {
-  en: {
-    pageTitle: "Dominds · Plan & Solve", heading: "Plan & Solve", subheading: "Planner · Solvers · Deck", backToPanel: "panel",
-    tokenText: "This daemon needs its access token: run `dominds url` in the workspace and paste the URL it prints, or the token.",
-    tokenPlaceholder: "http://127.0.0.1:5666/?auth=… or the token", tokenSave: "Save token",
-    questionPlaceholder: "What should the deck answer? e.g. Analyse the 2024-2025 sales data and make a 3-slide presentation",
-    confirmPlan: "Let me check the plan first", dataFile: "Data file", dataFilePlaceholder: "default: plan-solve/sales.csv.gz",
-    start: "Start", cancelRun: "Cancel run", idle: "Idle.", connecting: "connecting…", connected: "connected", disconnected: "disconnected",
-    plan: "Plan", slides: "Slides", deck: "Deck", earlierRuns: "Runs of this service",
-    editHint: "Edit, remove or add slides, then solve. Ids stay as they are; a new slide gets the next id.",
-    addTask: "Add a slide", confirmSolve: "Solve these slides", replan: "Plan again", decline: "Decline",
-    taskTitle: "Title", taskObjective: "What the slide must show", remove: "Remove",
-    chart_bar: "bar chart", chart_line: "line chart", chart_pie: "pie chart", chart_area: "area chart", chart_none: "no chart",
-    confirmTimer: "Waiting for you: {seconds} s left.",
-    planning: "Planning: {question}", planned: "Planned {n} slides.", confirming: "Check the plan, then solve.",
-    solving: "Solving {done} of {n} slides…", aggregating: "Writing the deck…",
-    done: "Done: the deck is ready.", doneNoDeck: "Done.", cancelled: "The run was cancelled.",
-    failed: "The run failed.", timedOut: "The run timed out.", connectionLost: "Connection lost: {reason}. Reload the page to reconnect.",
-    state_queued: "queued", state_running: "working", state_completed: "done", state_failed: "failed", state_cancelled: "cancelled", state_restarted: "restarting",
-    cancelSlide: "Cancel", restartSlide: "Restart",
-    queryRow: "1 row", queryRows: "{n} rows", queryRowsCut: "{shown} of {n} rows shown", queryRunning: "running…", queryFailed: "failed: {error}",
-    plannerQueries: "The planner looked at the data:",
-    toolConfirm: "Allow {tool}? {description}", allow: "Allow", deny: "Deny",
-    downloadPptx: "Download the deck (.pptx)", downloadJson: "slides as JSON",
-    stats: "{calls} LLM calls, {input} input + {output} output tokens.",
-    coercion: "The edited plan was refused: {error}", refused: "Refused: {text}",
-    status_completed: "completed", status_failed: "failed", status_cancelled: "cancelled", status_declined: "declined", status_running: "running",
-    tokenSaved: "Token saved; connecting again.",
-  },
-  zh: {
-    pageTitle: "Dominds · 计划与求解", heading: "计划与求解", subheading: "规划 · 求解 · 演示文稿", backToPanel: "面板",
-    tokenText: "这个守护进程需要访问令牌：在工作区运行 `dominds url`，粘贴它打印的网址或令牌。",
-    tokenPlaceholder: "http://127.0.0.1:5666/?auth=… 或令牌", tokenSave: "保存令牌",
-    questionPlaceholder: "演示文稿要回答什么？例如：分析 2024-2025 年销售数据并生成 3 页 PPT",
-    confirmPlan: "先让我确认计划", dataFile: "数据文件", dataFilePlaceholder: "默认：plan-solve/sales.csv.gz",
-    start: "开始", cancelRun: "取消运行", idle: "空闲。", connecting: "连接中…", connected: "已连接", disconnected: "已断开",
-    plan: "计划", slides: "幻灯片", deck: "演示文稿", earlierRuns: "本服务的运行",
-    editHint: "可以修改、删除或添加幻灯片，然后开始求解。编号保持不变；新幻灯片使用下一个编号。",
-    addTask: "添加幻灯片", confirmSolve: "求解这些幻灯片", replan: "重新规划", decline: "拒绝",
-    taskTitle: "标题", taskObjective: "这页要说明什么", remove: "删除",
-    chart_bar: "柱状图", chart_line: "折线图", chart_pie: "饼图", chart_area: "面积图", chart_none: "不要图表",
-    confirmTimer: "等待你确认：还剩 {seconds} 秒。",
-    planning: "正在规划：{question}", planned: "已规划 {n} 页。", confirming: "请检查计划，然后开始求解。",
-    solving: "正在求解：{done} / {n} 页…", aggregating: "正在生成演示文稿…",
-    done: "完成：演示文稿已生成。", doneNoDeck: "完成。", cancelled: "运行已取消。",
-    failed: "运行失败。", timedOut: "运行超时。", connectionLost: "连接中断：{reason}。请刷新页面重新连接。",
-    state_queued: "排队中", state_running: "进行中", state_completed: "完成", state_failed: "失败", state_cancelled: "已取消", state_restarted: "重新开始",
-    cancelSlide: "取消", restartSlide: "重新生成",
-    queryRow: "1 行", queryRows: "{n} 行", queryRowsCut: "显示 {shown} / {n} 行", queryRunning: "执行中…", queryFailed: "失败：{error}",
-    plannerQueries: "规划者查看了数据：",
-    toolConfirm: "允许 {tool} 吗？{description}", allow: "允许", deny: "拒绝",
-    downloadPptx: "下载演示文稿（.pptx）", downloadJson: "幻灯片 JSON",
-    stats: "{calls} 次模型调用，输入 {input} + 输出 {output} 个词元。",
-    coercion: "修改后的计划被拒绝：{error}", refused: "被拒绝：{text}",
-    status_completed: "已完成", status_failed: "失败", status_cancelled: "已取消", status_declined: "已拒绝", status_running: "运行中",
-    tokenSaved: "令牌已保存，正在重新连接。",
-  },
-};
 const { t, mountPicker, onChange } = makeI18n(MESSAGES);
 
 const TOKEN_KEY = "dominds.authKey"; // the main panel's key: a token entered there works here
@@ -79,13 +23,6 @@ let confirmTimer = null;
 
 function freshRun() {
   return { id: null, question: "", running: false, tasks: [], slides: new Map(), planQueries: [], steps: new Map(), summary: "", confirmStep: null, toolStep: null, deckReady: false };
-}
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  for (const child of children) node.append(child);
-  return node;
 }
 
 function setStatus(key, vars = {}, tone = "") {
@@ -268,7 +205,7 @@ function renderPlan() {
   const list = $("plan-tasks");
   list.replaceChildren(...run.tasks.map((task) => el("li", {}, el("strong", {}, task.title), ` — ${task.objective}`)));
   list.hidden = !$("plan-editor").hidden;
-  renderQueries($("plan-queries"), run.planQueries, t("plannerQueries"));
+  renderQueries($("plan-queries"), run.planQueries, t("plannerQueries"), t);
 }
 
 function openEditor(event) {
@@ -370,28 +307,13 @@ function toolEvent(event) {
   else renderSlides();
 }
 
-function renderQueries(list, queries, heading) {
-  list.replaceChildren();
-  if (!queries.length) return;
-  if (heading) list.append(el("li", { class: "heading" }, heading));
-  for (const q of queries) {
-    let outcome = t("queryRunning");
-    if (q.status === "failed") outcome = t("queryFailed", { error: q.error.split("\n")[0] });
-    else if (q.status === "success" && q.data) {
-      const n = q.data.row_count;
-      outcome = q.data.truncated ? t("queryRowsCut", { shown: q.data.rows.length, n }) : t(n === 1 ? "queryRow" : "queryRows", { n });
-    }
-    list.append(el("li", { class: q.status }, el("code", {}, q.sql), el("div", { class: "outcome" }, outcome)));
-  }
-}
-
 function renderSlides() {
   const cards = [...run.slides.values()].sort((a, b) => a.task.id - b.task.id).map((slide) => {
     const card = el("article", { class: `slide ${slide.state}`, "data-task-id": String(slide.task.id) });
     const title = slide.output ? slide.output.title : slide.task.title;
     card.append(el("header", {}, el("h3", {}, `${slide.task.id}. ${title}`), el("span", { class: `badge ${slide.state}` }, t(`state_${slide.state}`))));
     const queries = el("ol", { class: "queries" });
-    renderQueries(queries, slide.queries, "");
+    renderQueries(queries, slide.queries, "", t);
     card.append(queries);
     if (slide.output) {
       card.append(el("p", { class: "text" }, slide.output.text));
@@ -411,30 +333,6 @@ function renderSlides() {
     return card;
   });
   $("slides").replaceChildren(...cards);
-}
-
-function chartView(chart) {
-  const points = chart.data || [];
-  const box = el("div", { class: "chart" }, el("div", { class: "ctitle" }, chart.title || ""));
-  const ns = "http://www.w3.org/2000/svg";
-  const row = 16;
-  const svg = document.createElementNS(ns, "svg");
-  svg.setAttribute("viewBox", `0 0 300 ${points.length * row + 4}`);
-  const most = Math.max(...points.map((p) => Math.abs(p.value)), 1);
-  points.forEach((point, i) => {
-    const y = i * row + 2;
-    const add = (tag, attrs, text) => {
-      const node = document.createElementNS(ns, tag);
-      for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-      if (text !== undefined) node.textContent = text;
-      svg.append(node);
-    };
-    add("text", { class: "label", x: 0, y: y + 11 }, String(point.name).slice(0, 18));
-    add("rect", { class: "bar", x: 100, y: y + 2, height: row - 5, width: Math.max(1, (130 * Math.abs(point.value)) / most) });
-    add("text", { class: "value", x: 235, y: y + 11 }, Number(point.value).toLocaleString());
-  });
-  box.append(svg);
-  return box;
 }
 
 // ---------------------------------------------------------------- tool confirmation, runs, token

@@ -1,0 +1,145 @@
+// The composer of the dialog on screen. It always says what Send will do: while the dialog has a pending
+// question, Send answers the selected question, or — when the user picks "queue a message" — queues the
+// text to be read after the answer. Every queued message (and every answer still waiting) is listed above
+// the input until the agent reads it, with a Cancel button for the user's own messages: nothing is ever
+// sent that the user cannot see. The daemon announces the queue (prompt_queued_evt,
+// queued_prompt_cancelled_evt) and the end_of_user_saying_evt with the same msgId takes an entry out.
+
+import { $, h, onCtrlEnter, randomId, toast } from "./dom.js";
+import { t } from "./i18n.js";
+
+export class Composer {
+  /** actions: { ref(): the dialog ref or null, answer(question, text): Promise } */
+  constructor(conn, actions) {
+    this.conn = conn;
+    this.actions = actions;
+    this.questions = new Map(); // questionId -> question of the dialog on screen
+    this.queued = new Map(); // msgId -> queued prompt of the dialog on screen
+    this.mode = "answer";
+    this.target = null; // questionId the composer answers
+    this.busy = false;
+    this.input = $("#input");
+    $("#send").addEventListener("click", () => this.send());
+    onCtrlEnter(this.input, () => this.send());
+    $("#answer-target").addEventListener("change", (e) => {
+      this.target = e.target.value;
+      this.render();
+    });
+    for (const radio of document.querySelectorAll('input[name="composer-mode"]')) {
+      radio.addEventListener("change", () => {
+        this.mode = radio.value;
+        this.render();
+      });
+    }
+  }
+
+  /** A dialog was (re)opened: its pending questions and its queue as the daemon reported them. */
+  reset(questions, queued) {
+    this.questions = new Map((questions || []).map((q) => [q.id, q]));
+    this.queued = new Map((queued || []).map((p) => [p.msgId, p]));
+    if (!this.questions.has(this.target)) this.target = null;
+    this.mode = "answer";
+    this.render();
+  }
+
+  addQuestion(question) {
+    this.questions.set(question.id, question);
+    this.render();
+  }
+
+  removeQuestion(questionId) {
+    if (!this.questions.delete(questionId)) return;
+    if (this.target === questionId) this.target = null;
+    this.render();
+  }
+
+  /** Pick the question the composer answers (from the Q4H panel or a deep link). */
+  selectQuestion(questionId) {
+    if (!this.questions.has(questionId)) return;
+    this.target = questionId;
+    this.mode = "answer";
+    this.render();
+  }
+
+  onEvent(event) {
+    if (event.replay) return;
+    if (event.type === "prompt_queued_evt") {
+      this.queued.set(event.msgId, event);
+      this.render();
+    } else if (event.type === "queued_prompt_cancelled_evt" || event.type === "end_of_user_saying_evt") {
+      if (this.queued.delete(event.msgId)) this.render();
+    }
+  }
+
+  sortedQuestions() {
+    return [...this.questions.values()].sort((a, b) => String(a.askedAt).localeCompare(String(b.askedAt)));
+  }
+
+  currentQuestion() {
+    const questions = this.sortedQuestions();
+    return questions.find((q) => q.id === this.target) || questions[0] || null;
+  }
+
+  render() {
+    const question = this.currentQuestion();
+    const answering = Boolean(question) && this.mode === "answer";
+    const modeBar = $("#composer-mode");
+    modeBar.hidden = !question;
+    if (question) {
+      const select = $("#answer-target");
+      select.replaceChildren(...this.sortedQuestions().map((q) =>
+        h("option", { value: q.id, selected: q.id === question.id }, shortText(q.tellaskHead.replace(/^(!\?)?@human\s*/, ""), 80))));
+      for (const radio of document.querySelectorAll('input[name="composer-mode"]')) radio.checked = radio.value === (answering ? "answer" : "queue");
+    }
+    $("#composer").dataset.mode = !question ? "message" : answering ? "answer" : "queue";
+    $("#send").textContent = !question ? t("send") : answering ? t("answer") : t("queueMessage");
+    this.input.placeholder = !question ? t("inputPlaceholder") : answering ? t("answerComposerPlaceholder") : t("queueComposerPlaceholder");
+    $("#composer-hint").textContent = !question ? "" : answering
+      ? t("composerWillAnswer", { question: shortText(question.tellaskHead.replace(/^(!\?)?@human\s*/, ""), 120) })
+      : t("composerWillQueue");
+    $("#composer-hint").hidden = !question;
+    const list = $("#queued-list");
+    const entries = [...this.queued.values()];
+    list.hidden = entries.length === 0;
+    list.replaceChildren(...entries.map((p) => h("li", { class: `queued origin-${p.origin}`, dataset: { msgId: p.msgId } },
+      h("span", { class: "queued-label", text: p.origin === "q4h_answer" ? t("queuedAnswer") : this.questions.size ? t("queuedAfterAnswer") : t("queuedMessage") }),
+      h("span", { class: "queued-text", text: shortText(p.content, 300) }),
+      p.cancellable ? h("button", { type: "button", class: "queued-cancel", text: t("cancel"), onclick: () => this.cancel(p.msgId) }) : null)));
+  }
+
+  async cancel(msgId) {
+    const ref = this.actions.ref();
+    if (!ref) return;
+    try {
+      await this.conn.request({ type: "cancel_queued_msg", dialog: ref, msgId });
+    } catch (error) {
+      toast(error.message, "error");
+    }
+  }
+
+  /** Send the input (or `text`): an answer to the selected question, or a message (queued if need be). */
+  async send(text) {
+    const ref = this.actions.ref();
+    const content = (text ?? this.input.value).trim();
+    if (!content || !ref || this.busy) return;
+    const question = text === undefined ? this.currentQuestion() : null;
+    this.busy = true;
+    try {
+      if (question && this.mode === "answer") {
+        await this.actions.answer(question, content);
+      } else {
+        await this.conn.request({ type: "drive_dlg_by_user_msg", dialog: ref, content, msgId: randomId("ui-") });
+      }
+      if (text === undefined) this.input.value = "";
+    } catch (error) {
+      toast(error.message, "error");
+    } finally {
+      this.busy = false;
+    }
+  }
+}
+
+function shortText(text, limit) {
+  const flat = String(text || "").replace(/\s+/g, " ").trim();
+  return flat.length > limit ? `${flat.slice(0, limit - 1)}…` : flat;
+}

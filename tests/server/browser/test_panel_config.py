@@ -1,0 +1,46 @@
+"""Item 5 of issue 18 in real Chromium: a broken team.yaml shows a banner and keeps the team.
+
+The bug: one YAML typo emptied the agent list, Create went to a hidden member, and the only signal was
+a hover-only "⚠ 2 problem(s)". Now the banner lists each problem with its file and line, the last good
+team stays in the New-dialog form, and fixing the file clears the banner live.
+"""
+
+from __future__ import annotations
+
+import pytest
+from browser_kit import Panel
+from playwright.async_api import expect
+from server_kit import TEAM_YAML
+
+from dominds.cli.cmd_serve import announce_minds_change
+
+pytestmark = pytest.mark.browser
+
+
+async def test_a_team_yaml_typo_shows_a_banner_with_lines_and_keeps_the_team(panel: Panel) -> None:
+    page = panel.page
+    rtws = panel.engine.rtws
+    panel.engine.config.get()  # the good team is loaded (and kept as the last good version)
+    broken = TEAM_YAML.replace("members:\n", "members:\n  oops: [unclosed\n")
+    rtws.team_yaml.write_text(broken)
+    line = broken.splitlines().index("  oops: [unclosed") + 2
+
+    await page.goto(panel.url)
+    banner = page.locator("#problem-banner")
+    await expect(banner).to_be_visible()
+    await expect(banner).to_have_attribute("data-severity", "error")
+    await expect(banner.locator(".kind-config_fallback")).to_contain_text("last good version")
+    syntax = banner.locator(".problem", has_text="YAML syntax error")
+    await expect(syntax.locator(".where")).to_have_text(f".minds/team.yaml:{line}")
+    await panel.screenshot("config-banner")
+
+    await page.click("#new-dialog-btn")
+    options = await page.locator("#nd-agent option").evaluate_all("os => os.map(o => o.value)")
+    assert options == ["lead", "coder", "tester"], "the agent list did not go empty"
+    await page.click("#new-dialog-form button[type=submit]")
+    await expect(page.locator("#dh-agent")).to_have_text("@lead")
+
+    rtws.team_yaml.write_text(TEAM_YAML)  # fixed: the daemon's watcher announces it, the banner goes
+    announce_minds_change(panel.engine, [".minds/team.yaml"])
+    await expect(banner).to_be_hidden()
+    await expect(page.locator("#problems")).to_be_hidden()
