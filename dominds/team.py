@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dominds.llm.catalog import Catalog, load_catalog, model_params_mistakes, provider_params_mistakes
+from dominds.llm.catalog import Catalog, model_params_mistakes, provider_params_mistakes
+from dominds.llm.catalog_yaml import load_catalog
 from dominds.problems import (
     TEAM_CONFIG_ERROR,
     Problem,
