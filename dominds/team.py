@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dominds.llm.catalog import Catalog, load_catalog
+from dominds.llm.catalog import Catalog
+from dominds.llm.catalog_yaml import load_catalog
 from dominds.problems import (
     TEAM_CONFIG_ERROR,
     Problem,

@@ -132,6 +132,10 @@ class Dialect:
         """The ``provider_data`` a thinking segment of ``block`` must finish with."""
         return None
 
+    def billing_errors(self) -> dict[str, Reply]:
+        """How this API says the account is out of credit or over its spend limit (as the provider sends it)."""
+        raise NotImplementedError
+
 
 # ---------------------------------------------------------------- Anthropic Messages
 
@@ -220,6 +224,28 @@ class AnthropicDialect(Dialect):
                 400: "invalid_request_error"}.get(status, "api_error")  # fmt: skip
         return Reply(status=status, headers=headers or {}, body={"type": "error", "error": {"type": kind, "message": message}})
 
+    def billing_errors(self) -> dict[str, Reply]:
+        def body(kind: str, message: str, code: str | None = None) -> dict[str, Any]:
+            error: dict[str, Any] = {"type": kind, "message": message}
+            if code is not None:
+                error["details"] = {"error_code": code}
+            return {"type": "error", "error": error}
+
+        spend = "You have reached your monthly spend limit."
+        in_stream = anthropic_event(body("billing_error", "Your credit balance is too low."), "error")
+        return {
+            # a 429 like a rate limit, told apart only by its error code (and a retry-after that would not help)
+            "spend-limit-429": Reply(status=429, headers={"retry-after": "30"},
+                                     body=body("rate_limit_error", spend, "enforced_spend_limit_reached")),  # fmt: skip
+            "contract-limit-429": Reply(status=429, body=body("rate_limit_error", spend, "contract_spend_limit_reached")),
+            "billing-402": Reply(status=402, body=body("billing_error", "Payment required.")),
+            "credit-balance-400": Reply(status=400, body=body(
+                "invalid_request_error",
+                "Your credit balance is too low to access the Anthropic API. "
+                "Please go to Plans & Billing to upgrade or purchase credits.")),  # fmt: skip
+            "in-stream": Reply(frames=[*self.reply(Script((Text("x"),))).frames[:2], in_stream]),
+        }
+
 
 # ---------------------------------------------------------------- OpenAI Chat Completions
 
@@ -299,6 +325,20 @@ class OpenAiChatDialect(Dialect):
 
     def error(self, status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
         return Reply(status=status, headers=headers or {}, body={"error": {"message": message, "type": "server_error"}})
+
+    QUOTA_MESSAGE = ("You exceeded your current quota, please check your plan and billing details. For more "
+                     "information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.")  # fmt: skip
+
+    def _quota_error(self, code: str = "insufficient_quota") -> dict[str, Any]:
+        return {"message": self.QUOTA_MESSAGE, "type": code, "param": None, "code": code}
+
+    def billing_errors(self) -> dict[str, Reply]:
+        return {
+            "insufficient-quota-429": Reply(status=429, headers={"retry-after": "20"}, body={"error": self._quota_error()}),
+            "billing-not-active-429": Reply(status=429, body={"error": self._quota_error("billing_not_active")}),
+            "in-stream": Reply(frames=[self.chunk({"role": "assistant", "content": ""}),
+                                       "data: " + json.dumps({"error": self._quota_error()}) + "\n\n"]),  # fmt: skip
+        }
 
 
 # ---------------------------------------------------------------- OpenAI Responses
@@ -403,6 +443,19 @@ class OpenAiResponsesDialect(OpenAiChatDialect):
     def json_reply(self, script: Script) -> Reply:
         status = "incomplete" if script.finish == "max_tokens" else "completed"
         return Reply(body=self._response(script, status, self._items(script), True))
+
+    def billing_errors(self) -> dict[str, Reply]:
+        created = self.reply(Script((Text("x"),))).frames[:2]
+        failed = {**self._response(Script(()), "failed", [], False),
+                  "error": {"code": "insufficient_quota", "message": self.QUOTA_MESSAGE}}  # fmt: skip
+        return {
+            "insufficient-quota-429": Reply(status=429, headers={"retry-after": "20"}, body={"error": self._quota_error()}),
+            "error-event": Reply(frames=[*created, sse("error", {"type": "error", "sequence_number": 2,
+                                                               "code": "insufficient_quota",
+                                                               "message": self.QUOTA_MESSAGE, "param": None})]),  # fmt: skip
+            "response-failed": Reply(frames=[*created, sse("response.failed", {"type": "response.failed",
+                                                                              "sequence_number": 2, "response": failed})]),  # fmt: skip
+        }
 
 
 # ---------------------------------------------------------------- scripted

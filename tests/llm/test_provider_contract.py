@@ -263,6 +263,34 @@ async def test_retries_end_as_unavailable_with_the_last_error(harness: Harness) 
     assert receiver.events == [] and len(harness.fake.requests) == 3
 
 
+BILLING_CASES = [(d, case) for d in HTTP_DIALECTS for case in d.billing_errors()]
+
+
+@pytest.mark.parametrize(
+    ("harness", "case"), BILLING_CASES, ids=[f"{d.name}-{c}" for d, c in BILLING_CASES], indirect=["harness"]
+)
+async def test_an_account_out_of_credit_fails_at_once_with_the_reason(harness: Harness, case: str) -> None:
+    """Bug: OpenAI's ``insufficient_quota`` and Anthropic's spend-limit errors come as HTTP 429 (or as an
+    error inside the stream) and were retried like a rate limit — five attempts and a minute of backoff
+    before "unavailable", which no wait can fix. They fail at once, saying it is billing and what to do."""
+    harness.fake.queue(harness.dialect.billing_errors()[case])
+    outcome, receiver = await harness.run(Script((Text("never"),)), attempts=5)
+    harness.fake.replies.clear()
+    assert isinstance(outcome, ProviderRejected), outcome
+    assert len(harness.fake.requests) == 1 and harness.sleeps.waits == [], "not retried"
+    assert "out of credit or over its spend limit" in str(outcome)
+    assert "billing" in outcome.fix_hint and "model_params" not in outcome.fix_hint
+    assert receiver.events == []
+
+
+@http_dialects()
+async def test_a_plain_rate_limit_is_still_retried(harness: Harness) -> None:
+    """The billing check looks at the error's code, not at the status: a 429 rate limit stays retriable."""
+    harness.fake.queue(harness.dialect.error(429, "Rate limit reached for requests"))
+    result, _ = await harness.run(Script((Text("ok"),)))
+    assert len(harness.fake.requests) == 2 and result.finish_reason == "end_turn"
+
+
 # ---------------------------------------------------------------- breaks after output
 
 
