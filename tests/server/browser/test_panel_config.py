@@ -36,6 +36,9 @@ async def test_a_team_yaml_typo_shows_a_banner_with_lines_and_keeps_the_team(pan
     banner = page.locator("#problem-banner")
     await expect(banner).to_be_visible()
     await expect(banner).to_have_attribute("data-severity", "error")
+    await expect(banner.locator("#pb-title")).to_have_text(
+        "Configuration problems: 4 error(s). Each is shown with its file and line."
+    ), "no '0 warning(s)'"
     await expect(banner.locator(".kind-config_fallback .message")).to_contain_text(["last good version"] * 2)
     syntax = banner.locator(".problem", has_text="YAML syntax error")
     llm_line = broken_llm.splitlines().index("  broken: {apiType") + 2
