@@ -82,10 +82,12 @@ def sse(name: str, data: dict[str, Any]) -> str:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
 
-MALFORMED_FRAME = "event: content_block_delta\ndata: {not json at all\n\n"
+def malformed(event: str | None) -> str:
+    """A content frame cut mid-JSON (a proxy that mangles a line), named as the API names its deltas."""
+    return (f"event: {event}\n" if event else "") + 'data: {"type": "' + (event or "chunk") + '", "delta": {not json\n\n'
 
 
-def _broken(frames: list[str], content: list[int], script: Script, error_frame: str) -> Reply:
+def _broken(frames: list[str], content: list[int], script: Script, error_frame: str, malformed_frame: str) -> Reply:
     """Cut ``frames`` after ``script.break_after`` content frames (indices in ``content``)."""
     assert script.break_after is not None
     cut = content[script.break_after - 1] + 1 if script.break_after else content[0]  # 0: before any content
@@ -93,7 +95,7 @@ def _broken(frames: list[str], content: list[int], script: Script, error_frame: 
     if script.break_how == "disconnect":
         return Reply(frames=kept, drop_after=len(kept))
     if script.break_how == "malformed":
-        return Reply(frames=[*kept, MALFORMED_FRAME])
+        return Reply(frames=[*kept, malformed_frame])
     if script.break_how == "eof":
         return Reply(frames=kept)
     return Reply(frames=[*kept, error_frame])
@@ -112,6 +114,8 @@ class Dialect:
     """The input tokens are known from the first event (kept when the stream breaks)."""
     tools_at_end = False
     """Tool calls are emitted after all text (Chat Completions assembles them from fragments)."""
+    delta_event: str | None = None
+    """The SSE ``event:`` name of a content delta (Chat Completions sends none)."""
 
     def generator(self, policy: RetryPolicy, http_client: HttpClientFactory | None = None) -> Generator:
         raise NotImplementedError
@@ -142,6 +146,7 @@ class Dialect:
 
 class AnthropicDialect(Dialect):
     name = "anthropic"
+    delta_event = "content_block_delta"
     signs_thinking = True
     redacts = True
     partial_input_known = True
@@ -178,7 +183,7 @@ class AnthropicDialect(Dialect):
         frames.append(anthropic_event({"type": "message_stop"}))
         if script.break_after is not None:
             error = anthropic_event({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}, "error")
-            return _broken(frames, content, script, error)
+            return _broken(frames, content, script, error, malformed(self.delta_event))
         return Reply(frames=frames)
 
     def _block(self, index: int, block: Block) -> list[tuple[str, bool]]:
@@ -303,7 +308,7 @@ class OpenAiChatDialect(Dialect):
         frames.append("data: [DONE]\n\n")
         if script.break_after is not None:
             error = "data: " + json.dumps({"error": {"message": "The server had an error", "type": "server_error"}}) + "\n\n"
-            return _broken(frames, content, script, error)
+            return _broken(frames, content, script, error, malformed(self.delta_event))
         return Reply(frames=frames)
 
     def json_reply(self, script: Script) -> Reply:
@@ -346,6 +351,7 @@ class OpenAiChatDialect(Dialect):
 
 class OpenAiResponsesDialect(OpenAiChatDialect):
     name = "openai-responses"
+    delta_event = "response.output_text.delta"
     signs_thinking = True
     redacts = True
     tools_at_end = False
@@ -437,7 +443,7 @@ class OpenAiResponsesDialect(OpenAiChatDialect):
         if script.break_after is not None:
             error = sse("error", {"type": "error", "sequence_number": 9999, "code": "server_error",
                                   "message": "The server had an error while processing your request.", "param": None})  # fmt: skip
-            return _broken(frames, content, script, error)
+            return _broken(frames, content, script, error, malformed(self.delta_event))
         return Reply(frames=frames)
 
     def json_reply(self, script: Script) -> Reply:

@@ -33,6 +33,12 @@ async def test_the_page_starts_a_run_and_draws_its_tree_with_pruned_nodes(tmp_pa
         await page.check("#hidePruned")
         await page.wait_for_function(f"document.querySelectorAll('.node').length === {shown - pruned}")
         await tot.screenshot("tot-page")
+        # on a phone the run is not squeezed into a strip beside the form (it was 80 px wide at 420 px)
+        await page.set_viewport_size({"width": 420, "height": 800})
+        run_width = await page.locator("main > section").evaluate("el => el.getBoundingClientRect().width")
+        assert run_width >= 380, run_width
+        assert await page.evaluate("document.documentElement.scrollWidth <= innerWidth"), "no sideways scrolling"
+        await tot.screenshot("tot-page-420")
     assert tot.errors == []
 
 
