@@ -193,6 +193,10 @@ STATUS_TEXT_CHARS = 240
 """``tot_status`` shows at most this much of each query, title and findings text (``tot_end`` shows all):
 a status is asked for often, and a session's texts may total hundreds of kilobytes."""
 
+STATUS_TREE_CHARS = 12_000
+"""… and at most this much of the tree: clipped texts alone still grow with the number of nodes. The
+open work (pending proposals, nodes needing children, the next step) is listed apart, in full."""
+
 
 def _one_line(text: str, limit: int | None = None) -> str:
     line = " ".join(text.split())
@@ -201,19 +205,31 @@ def _one_line(text: str, limit: int | None = None) -> str:
     return f"{line[:limit].rstrip()}… ({len(line):,} characters; tot_end returns the full text)"
 
 
-def tree_markdown(session: Session, limit: int | None = None) -> str:
-    """The committed tree as a nested Markdown list, one node a line; ``limit`` clips each text."""
+def tree_markdown(session: Session, limit: int | None = None, budget: int | None = None) -> str:
+    """The committed tree as a nested Markdown list, one node a line, in tree order; ``limit`` clips each
+    text, ``budget`` the whole list (the lines that do not fit are counted in a last line)."""
     lines: list[str] = []
+    used = 0
 
     def walk(items: list[dict[str, Any]], depth: int) -> None:
+        nonlocal used
         for item in items:
-            lines.append(
+            line = (
                 f"{'  ' * depth}- **{item['id']}** `{item['state']}` {_one_line(item['title'], limit)}"
                 f": {_one_line(item['findings'], limit)}"
             )
+            used += len(line) + 1
+            if budget is None or used <= budget:
+                lines.append(line)
             walk(item["children"], depth + 1)
 
     walk(tree_json(session), 0)
+    left_out = len(session.nodes) - len(lines)
+    if left_out > 0:
+        lines.append(
+            f"- … {left_out:,} more nodes not shown (a status shows {budget:,} characters of the tree; "
+            "tot_end returns all of it)"
+        )
     return "\n".join(lines)
 
 
@@ -321,7 +337,7 @@ class TotService:
             "updatedAt": session.updated_at,
             **progress(session),
             "endBlockers": [v.to_json() for v in machine.end_blockers(session)] if not session.ended_at else [],
-            "tree": tree_markdown(session, STATUS_TEXT_CHARS),
+            "tree": tree_markdown(session, STATUS_TEXT_CHARS, STATUS_TREE_CHARS),
         }
 
     def _change(self, session_id: str, operation: Callable[[Session], dict[str, Any]]) -> dict[str, Any]:
