@@ -165,6 +165,15 @@ async def test_titles_search_filters_groups_and_links_that_survive_a_reload(pane
     await expect(page.locator("#dialog-lists .row .title")).to_have_text(["Plan the 1.2 release"])
     await page.click("#f-clear")
     await expect(page.locator("#dialog-lists .tree > li > .row")).to_have_count(2)
+    await page.select_option("#f-state", "needs_you")  # the state filter: only the tree waiting for the user
+    assert "state=needs_you" in page.url
+    await expect(page.locator("#dialog-lists .tree > li > .row .title")).to_have_text(["Plan the 1.2 release"])
+    await page.select_option("#f-state", "idle")
+    await expect(page.locator("#dialog-lists .tree > li > .row .title")).to_contain_text(["Start over"])
+    await page.select_option("#f-taskdoc", "tasks/t.tsk")
+    assert "taskdoc=tasks" in page.url
+    await page.click("#f-clear")
+    await expect(page.locator("#dialog-lists .tree > li > .row")).to_have_count(2)
 
     await page.locator("#dialog-lists .row", has_text="Plan the 1.2 release").click()
     await expect(page.locator("#dh-title")).to_have_text("Plan the 1.2 release")
