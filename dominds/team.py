@@ -29,8 +29,7 @@ from dominds.problems import (
     try_node_value,
 )
 from dominds.rtws import Rtws
-from dominds.team_settings import MemberSettingsReader, MemberSpec, merge_specs
-from dominds.tools.base import Toolsets
+from dominds.team_settings import MemberSettingsReader, MemberSpec, NoToolsets, OfferedToolsets, merge_specs
 
 TEAM_YAML = ".minds/team.yaml"
 SHADOW_MEMBER_IDS = ("fuxi", "pangu")
@@ -197,7 +196,7 @@ def bootstrap_team(workflow_members: WorkflowMembers = NO_WORKFLOW_MEMBERS) -> T
 
 def load_team(
     rtws: Rtws,
-    toolsets: Toolsets | None = None,
+    toolsets: OfferedToolsets | None = None,
     *,
     more_toolset_names: Iterable[str] = (),
     catalog: Catalog | None = None,
@@ -213,7 +212,7 @@ def load_team(
     collector = ProblemCollector(TEAM_CONFIG_ERROR, TEAM_YAML)
     if catalog is None:
         catalog = load_catalog(rtws)[0]
-    toolsets = toolsets or Toolsets()
+    toolsets = toolsets or NoToolsets()
     known = [*toolsets.names(), *more_toolset_names]
     try:
         text = rtws.team_yaml.read_text(encoding="utf-8")
@@ -348,7 +347,7 @@ class _TeamBuilder:
                 )
 
 
-def _shell_tools_of(member: Member, known_toolsets: Sequence[str], toolsets: Toolsets) -> set[str]:
+def _shell_tools_of(member: Member, known_toolsets: Sequence[str], toolsets: OfferedToolsets) -> set[str]:
     names = set(member.tools) & SHELL_TOOL_NAMES
     for toolset in expand_toolsets(member.toolsets, known_toolsets):
         names.update(t.name for t in toolsets.get(toolset) or [] if t.name in SHELL_TOOL_NAMES)

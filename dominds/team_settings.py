@@ -4,13 +4,12 @@ merge. Every mistake becomes a ``Problem`` at its line; the setting is then left
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from dominds.llm.catalog import Catalog, model_params_mistakes, provider_params_mistakes
 from dominds.problems import ProblemCollector, did_you_mean, is_invalid, mapping_entries, try_node_value
-from dominds.tools.base import Toolsets
 
 # The type each setting must have; lists are stored as tuples on ``Member``.
 _MEMBER_TYPES = {
@@ -48,6 +47,31 @@ def _has_type(kind: str, v: Any) -> bool:
 _KEY_ALIASES = {"fbr-effort": "fbr_effort", "diligence-push-max": "diligence_push_max"}
 
 
+class NamedTool(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class OfferedToolsets(Protocol):
+    """What the team needs of an engine's toolsets (``dominds.tools.base.Toolsets`` is one): their names,
+    to check ``toolsets:``, and their tools' names, to find shell tools. Typed here so the team, which
+    the tools read, does not import the tools."""
+
+    def names(self) -> list[str]: ...
+
+    def get(self, name: str) -> Sequence[NamedTool] | None: ...
+
+
+class NoToolsets:
+    """No toolsets known: toolset names are not checked."""
+
+    def names(self) -> list[str]:
+        return []
+
+    def get(self, name: str) -> Sequence[NamedTool] | None:
+        return None
+
+
 @dataclass
 class MemberSpec:
     """Settings written for one member (or ``member_defaults``), already type-checked."""
@@ -61,7 +85,7 @@ class MemberSettingsReader:
     collector: ProblemCollector
     catalog: Catalog
     known_toolsets: list[str]
-    toolsets: Toolsets
+    toolsets: OfferedToolsets
     reported: set[tuple[int, str]] = field(default_factory=set)
     """(line, message) of parameter problems already reported (members inheriting member_defaults)."""
 

@@ -12,7 +12,7 @@ import { linkTo, patchRoute, readRoute } from "./router.js";
 const GROUPS_KEY = "dominds.openGroups";
 
 /** A subdialog's head without the "@agent" it starts with: the row shows the agent just before it. */
-function withoutAgent(head, agentId) {
+export function withoutAgent(head, agentId) {
   const mention = `@${agentId}`;
   return head.startsWith(mention) && /^\s/.test(head.slice(mention.length)) ? head.slice(mention.length).trimStart() : head;
 }

@@ -313,7 +313,7 @@ const MESSAGES = {
     treeCost: "整个对话树（根与子对话）的令牌与费用",
     paneDialogs: "对话",
     paneConversation: "会话",
-    paneSide: "问题与任务文档",
+    paneSide: "问题与差遣牒",
     notFound: "该对话不存在（或已不存在）。",
     showAll: "展开全部",
     tellaskCall: "诉请",

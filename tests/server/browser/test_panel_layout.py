@@ -165,6 +165,15 @@ async def test_titles_search_filters_groups_and_links_that_survive_a_reload(pane
     await expect(page.locator("#dialog-lists .row .title")).to_have_text(["Plan the 1.2 release"])
     await page.click("#f-clear")
     await expect(page.locator("#dialog-lists .tree > li > .row")).to_have_count(2)
+    await page.select_option("#f-state", "needs_you")  # the state filter: only the tree waiting for the user
+    assert "state=needs_you" in page.url
+    await expect(page.locator("#dialog-lists .tree > li > .row .title")).to_have_text(["Plan the 1.2 release"])
+    await page.select_option("#f-state", "idle")
+    await expect(page.locator("#dialog-lists .tree > li > .row .title")).to_contain_text(["Start over"])
+    await page.select_option("#f-taskdoc", "tasks/t.tsk")
+    assert "taskdoc=tasks" in page.url
+    await page.click("#f-clear")
+    await expect(page.locator("#dialog-lists .tree > li > .row")).to_have_count(2)
 
     await page.locator("#dialog-lists .row", has_text="Plan the 1.2 release").click()
     await expect(page.locator("#dh-title")).to_have_text("Plan the 1.2 release")
@@ -180,7 +189,7 @@ async def test_titles_search_filters_groups_and_links_that_survive_a_reload(pane
 
     await page.goto(f"{panel.url.split('?')[0]}?dialog={ids['sub']}&root={ids['plan']}")
     await expect(page.locator("#dh-agent")).to_have_text("@coder"), "a link to a subdialog survives a reload"
-    await expect(page.locator("#dh-title")).to_contain_text("please write the changelog")
+    await expect(page.locator("#dh-title")).to_have_text("please write the changelog for 1.2")
 
     await page.goto(f"{panel.url.split('?')[0]}?dialog={ids['course']}")
     await expect(page.locator("#course-label")).to_have_text("Course 2 / 2")
