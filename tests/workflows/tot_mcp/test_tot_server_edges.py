@@ -141,6 +141,17 @@ async def test_tot_status_of_a_large_tree_stays_bounded_and_keeps_the_open_nodes
         assert status["next"].startswith("tot_propose children for: R2.A1 (2 more)")
 
 
+async def test_tot_status_without_an_id_lists_the_latest_sessions_and_counts_the_rest(tmp_path: Path) -> None:
+    """The session list had no bound either: every session the workspace ever had, in every call."""
+    async with in_process(tmp_path) as t:
+        ids = [await t.start(1) for _ in range(55)]
+        listing = await t.ok("tot_status")
+        assert listing["total"] == 55 and len(listing["sessions"]) == 50
+        assert {s["sessionId"] for s in listing["sessions"]} == set(ids[5:]), "the latest changed first"
+        assert "5 older sessions not listed" in listing["more"]
+        assert (await t.ok("tot_status", sessionId=ids[0]))["nodes"] == 0, "an older one is still there by its id"
+
+
 async def test_only_the_tools_capability_is_advertised(tmp_path: Path) -> None:
     async with in_process(tmp_path) as t:
         caps = t.client.server_capabilities
