@@ -16,7 +16,8 @@ from functools import lru_cache
 from html import escape
 from typing import TYPE_CHECKING
 
-from dominds.tellask import MarkdownChunk, MarkdownFinish, MarkdownStart, TellaskParser
+from dominds.tellask import TellaskParser
+from dominds.tellask_events import MarkdownChunk, MarkdownFinish, MarkdownStart
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
