@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import defaultdict
 from typing import Any
@@ -91,7 +92,19 @@ def _show_gone_drivers(nodes: list[Node]) -> None:
 def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
     """Trees of the given statuses (or the one tree holding ``root_filter``), most recent activity first."""
     pricing = _Pricing(rtws)
-    out = [_tree(tree, pricing) for tree in index.trees(statuses, root=_wanted(rtws, root_filter))]
+    kept = _Kept(index, "status-aggregates", pricing.sources)
+    out = []
+    for tree in index.trees(statuses, root=_wanted(rtws, root_filter)):
+        node = _tree(tree)
+        value = kept.get(tree)
+        if value is None:
+            aggregates = _aggregates(tree, pricing)
+            kept.put(tree, json.dumps(aggregates, ensure_ascii=False, separators=(",", ":")))
+        else:
+            aggregates = json.loads(value)
+        node.update(aggregates)
+        out.append(node)
+    kept.save()
     out.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
     out.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
     return out
@@ -111,7 +124,7 @@ def _node(entry: Entry) -> Node:
     return node
 
 
-def _tree(tree: Tree, pricing: _Pricing) -> Node:
+def _tree(tree: Tree) -> Node:
     root = _node(tree.root)
     nodes = {root["selfId"]: root}
     subs = [_node(entry) for entry in tree.subs]
@@ -119,7 +132,6 @@ def _tree(tree: Tree, pricing: _Pricing) -> Node:
         nodes[sub["selfId"]] = sub
     for sub in subs:  # stored flat; the tree comes from supdialogId
         nodes.get(sub.get("supdialogId") or "", root)["subdialogs"].append(sub)
-    root.update(_aggregates(tree, pricing))
     return root
 
 
@@ -143,18 +155,27 @@ def report_json(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_
     """The ``--json`` report's ``"roots":[…],"totals":{…}``, assembled from the index's JSON text without
     decoding each dialog (what ``collect`` + ``json.dumps`` give, in a fraction of the time)."""
     pricing = _Pricing(rtws)
+    kept = _Kept(index, "status-json-locked" if nobody_drives else "status-json", pricing.sources)
     encoded: list[tuple[int, str, str]] = []
     totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}
     for tree in index.trees(statuses, root=_wanted(rtws, root_filter)):
-        aggregates = _aggregates(tree, pricing)
-        text = _render(tree, nobody_drives, json.dumps(aggregates, ensure_ascii=False, separators=(",", ":"))[1:-1])
-        usage = aggregates["usage"]
+        value = kept.get(tree)
+        if value is None:
+            aggregates = _aggregates(tree, pricing)
+            usage = aggregates["usage"]
+            figures = [aggregates["q4hTotal"], usage["inputTokens"] + usage["outputTokens"], usage["costUsd"]]
+            text = _render(tree, nobody_drives, json.dumps(aggregates, ensure_ascii=False, separators=(",", ":"))[1:-1])
+            kept.put(tree, f"{json.dumps(figures)}\n{text}")
+        else:
+            line, _, text = value.partition("\n")
+            figures = json.loads(line)
         totals["roots"] += 1
         totals["dialogs"] += len(tree.entries)
-        totals["q4h"] += aggregates["q4hTotal"]
-        totals["tokens"] += usage["inputTokens"] + usage["outputTokens"]
-        totals["costUsd"] += usage["costUsd"]
+        totals["q4h"] += figures[0]
+        totals["tokens"] += figures[1]
+        totals["costUsd"] += figures[2]
         encoded.append((DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, text))
+    kept.save()
     encoded.sort(key=lambda t: t[1], reverse=True)
     encoded.sort(key=lambda t: t[0])
     totals["costUsd"] = round(float(totals["costUsd"]), 6)
@@ -183,30 +204,67 @@ def _render(tree: Tree, nobody_drives: bool, root_extra: str) -> str:
     return render(tree.root, root_extra)
 
 
+class _Kept:
+    """What this command derived per tree last time (tokens and cost, the JSON text of the tree), kept in
+    the index (``DialogIndex.derived``) under a key that changes with the tree's files, the prices and
+    this code: an unchanged tree is neither priced nor rendered again."""
+
+    VERSION = 1
+    """Bump when what is kept changes shape or meaning."""
+
+    def __init__(self, index: DialogIndex, purpose: str, prices: str) -> None:
+        from dominds import __version__
+
+        self.index = index
+        self.purpose = purpose
+        self.salt = f"{self.VERSION}:{__version__}:{prices}:"
+        self.known = index.derived(purpose)
+        self.fresh: list[tuple[str, str, str]] = []
+
+    def get(self, tree: Tree) -> str | None:
+        sig = tree.sig
+        found = self.known.get(f"{tree.root.status}/{tree.root.root_id}")
+        return found[1] if sig is not None and found is not None and found[0] == self.salt + sig else None
+
+    def put(self, tree: Tree, value: str) -> None:
+        sig = tree.sig
+        if sig is not None:  # a tree that changed too recently is derived again next time
+            self.fresh.append((f"{tree.root.status}/{tree.root.root_id}", self.salt + sig, value))
+
+    def save(self) -> None:
+        self.index.keep_derived(self.purpose, self.fresh)
+
+
 class _Pricing:
-    """The catalog the daemon would use and a fingerprint of its prices (loaded once per run)."""
+    """The catalog the daemon would use (loaded once per run, and only when a tree must be priced)."""
 
     def __init__(self, rtws: Rtws) -> None:
         self.rtws = rtws
         self._catalog: Any = None
-        self._fingerprint = ""
 
-    def _load(self) -> None:
-        from dominds.driver.usage import catalog_in_use, pricing_fingerprint
+    @property
+    def sources(self) -> str:
+        """What the prices come from, cheaply: the (inode, size, mtime) of ``llm.yaml`` and of its last
+        good copy; the built-in catalog changes only with the version. Loading the catalog to
+        fingerprint it would cost more than all the rest of a run when nothing changed."""
+        from dominds.driver.last_good import LastGood
 
-        if self._catalog is None:
-            self._catalog = catalog_in_use(self.rtws)
-            self._fingerprint = pricing_fingerprint(self._catalog)
+        parts = []
+        for path in (self.rtws.llm_yaml, LastGood(self.rtws).copy_of(self.rtws.llm_yaml)):
+            try:
+                st = os.stat(path)
+                parts.append(f"{st.st_ino}.{st.st_size}.{st.st_mtime_ns}")
+            except OSError:
+                parts.append("-")
+        return "|".join(parts)
 
     @property
     def catalog(self) -> Any:
-        self._load()
-        return self._catalog
+        if self._catalog is None:
+            from dominds.driver.usage import catalog_in_use
 
-    @property
-    def fingerprint(self) -> str:
-        self._load()
-        return self._fingerprint
+            self._catalog = catalog_in_use(self.rtws)
+        return self._catalog
 
 
 # ---------------------------------------------------------------- output

@@ -22,15 +22,17 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dominds.driver.last_good import LastGood, has_errors
 from dominds.llm.catalog import Catalog
 from dominds.llm.catalog_yaml import load_catalog
 from dominds.rtws import Rtws
-from dominds.store.dialog_store import DialogStore
 from dominds.store.errors import StoreError
 from dominds.store.index import finish_generations
+
+if TYPE_CHECKING:  # `dominds status` prices without loading the store's records (pydantic)
+    from dominds.store.dialog_store import DialogStore
 
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 TOTAL_KEYS = (*USAGE_FIELDS, "generations", "costUsd")

@@ -34,7 +34,7 @@ from dominds.ids import is_dialog_id
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store import fastyaml
 
-INDEX_VERSION = 6
+INDEX_VERSION = 7
 """Bump when the facts change shape: an index of another version is rebuilt."""
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
@@ -321,6 +321,11 @@ class Tree:
     def entries(self) -> list[Entry]:
         return [self.root, *self.subs]
 
+    @property
+    def sig(self) -> str | None:
+        """The signatures of all its dialogs together; None while any changed too recently to trust."""
+        return _tree_sig(self.entries)
+
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS dialogs (key TEXT PRIMARY KEY, status TEXT, root_id TEXT, self_id TEXT,"
@@ -328,6 +333,7 @@ _SCHEMA = (
     " q4h_count INTEGER, run_kind TEXT, generations TEXT);"
     "CREATE INDEX IF NOT EXISTS dialogs_tree ON dialogs (status, root_id);"
     "CREATE TABLE IF NOT EXISTS trees (key TEXT PRIMARY KEY, sig TEXT, subs TEXT, settled TEXT);"
+    "CREATE TABLE IF NOT EXISTS derived (purpose TEXT, tree TEXT, sig TEXT, value TEXT, PRIMARY KEY (purpose, tree));"
 )
 
 
@@ -354,7 +360,7 @@ class DialogIndex:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=OFF")  # a cache: lost to a power cut, it is rebuilt
                 if db.execute("PRAGMA user_version").fetchone()[0] != INDEX_VERSION:
-                    db.executescript(f"DROP TABLE IF EXISTS dialogs; DROP TABLE IF EXISTS trees; PRAGMA user_version={INDEX_VERSION};")
+                    db.executescript(f"DROP TABLE IF EXISTS dialogs; DROP TABLE IF EXISTS trees; DROP TABLE IF EXISTS derived; PRAGMA user_version={INDEX_VERSION};")
                 db.executescript(_SCHEMA)
             except (OSError, sqlite3.Error):  # unreadable or not a database: rebuilt from the files
                 if db is not None:
@@ -486,6 +492,7 @@ class DialogIndex:
                 for gone_root in set(trees_known) - seen_roots:
                     pending_trees.append((f"{status}/{gone_root}", None, None, None))
                     db.execute("DELETE FROM dialogs WHERE status = ? AND root_id = ?", (status, gone_root))
+                    db.execute("DELETE FROM derived WHERE tree = ?", (f"{status}/{gone_root}",))
         self._write(db, pending, pending_trees)
 
     @staticmethod
@@ -538,6 +545,36 @@ class DialogIndex:
 
         result: Tree | None = self._retrying(work)
         return result
+
+    # -- what readers derive per tree ---------------------------------------------------------------
+
+    def derived(self, purpose: str) -> dict[str, tuple[str, str]]:
+        """What a reader kept per tree for ``purpose`` (``keep_derived``): "status/rootId" → (key, value).
+        A value is only good while its key is what the reader computes now from ``Tree.sig`` (and
+        whatever else the value depends on, such as prices)."""
+
+        def work() -> dict[str, tuple[str, str]]:
+            rows = self._connect().execute("SELECT tree, sig, value FROM derived WHERE purpose = ?", (purpose,))
+            return {tree: (sig, value) for tree, sig, value in rows}
+
+        found: dict[str, tuple[str, str]] = self._retrying(work)
+        return found
+
+    def keep_derived(self, purpose: str, rows: list[tuple[str, str, str]]) -> None:
+        """Keep (tree "status/rootId", key, value) rows for ``purpose`` (a cache of a cache: a failed
+        write costs only time; the rows of a tree that is gone go with it)."""
+        if not rows:
+            return
+        try:
+            db = self._connect()
+            db.execute("BEGIN")
+            db.executemany(
+                "INSERT OR REPLACE INTO derived VALUES (?,?,?,?)", [(purpose, tree, key, value) for tree, key, value in rows]
+            )
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                self._connect().execute("ROLLBACK")
 
     # -- the daemon's notes ------------------------------------------------------------------------
 
