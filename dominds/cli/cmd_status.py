@@ -19,7 +19,7 @@ from typing import Any
 
 from dominds.cli.common import workspace
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.index import DialogIndex, Entry, Tree
+from dominds.store.index import Derived, DialogIndex, Entry, Tree
 
 Node = dict[str, Any]
 
@@ -92,7 +92,7 @@ def _show_gone_drivers(nodes: list[Node]) -> None:
 def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
     """Trees of the given statuses (or the one tree holding ``root_filter``), most recent activity first."""
     pricing = _Pricing(rtws)
-    kept = _Kept(index, "status-aggregates", pricing.sources)
+    kept = Derived(index, "status-aggregates", _salt(pricing), preload=True)
     out = []
     for tree in index.trees(statuses, root=_wanted(rtws, root_filter)):
         node = _tree(tree)
@@ -155,7 +155,7 @@ def report_json(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_
     """The ``--json`` report's ``"roots":[…],"totals":{…}``, assembled from the index's JSON text without
     decoding each dialog (what ``collect`` + ``json.dumps`` give, in a fraction of the time)."""
     pricing = _Pricing(rtws)
-    kept = _Kept(index, "status-json-locked" if nobody_drives else "status-json", pricing.sources)
+    kept = Derived(index, "status-json-locked" if nobody_drives else "status-json", _salt(pricing), preload=True)
     encoded: list[tuple[int, str, str]] = []
     totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}
     for tree in index.trees(statuses, root=_wanted(rtws, root_filter)):
@@ -204,35 +204,15 @@ def _render(tree: Tree, nobody_drives: bool, root_extra: str) -> str:
     return render(tree.root, root_extra)
 
 
-class _Kept:
-    """What this command derived per tree last time (tokens and cost, the JSON text of the tree), kept in
-    the index (``DialogIndex.derived``) under a key that changes with the tree's files, the prices and
-    this code: an unchanged tree is neither priced nor rendered again."""
+DERIVED_VERSION = 1
+"""Bump when what ``status`` keeps per tree in the index (``Derived``) changes shape or meaning."""
 
-    VERSION = 1
-    """Bump when what is kept changes shape or meaning."""
 
-    def __init__(self, index: DialogIndex, purpose: str, prices: str) -> None:
-        from dominds import __version__
+def _salt(pricing: _Pricing) -> str:
+    """What a tree's kept tokens, cost and JSON depend on besides its files: prices and this code."""
+    from dominds import __version__
 
-        self.index = index
-        self.purpose = purpose
-        self.salt = f"{self.VERSION}:{__version__}:{prices}:"
-        self.known = index.derived(purpose)
-        self.fresh: list[tuple[str, str, str]] = []
-
-    def get(self, tree: Tree) -> str | None:
-        sig = tree.sig
-        found = self.known.get(f"{tree.root.status}/{tree.root.root_id}")
-        return found[1] if sig is not None and found is not None and found[0] == self.salt + sig else None
-
-    def put(self, tree: Tree, value: str) -> None:
-        sig = tree.sig
-        if sig is not None:  # a tree that changed too recently is derived again next time
-            self.fresh.append((f"{tree.root.status}/{tree.root.root_id}", self.salt + sig, value))
-
-    def save(self) -> None:
-        self.index.keep_derived(self.purpose, self.fresh)
+    return f"{DERIVED_VERSION}:{__version__}:{pricing.sources}"
 
 
 class _Pricing:

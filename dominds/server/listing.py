@@ -16,7 +16,7 @@ from dominds.driver import usage
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.store.errors import DialogNotFoundError
-from dominds.store.index import Entry
+from dominds.store.index import Derived, Entry
 
 Node = dict[str, Any]
 
@@ -79,24 +79,51 @@ def tree_cost(engine: Engine, entries: tuple[Entry, ...]) -> dict[str, Any]:
     return usage.totals(total)
 
 
-def listing_order(engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> list[tuple[str, str]]:
-    """(status, rootId) of every tree of ``statuses``, most recently active first within a status; the
-    index is brought up to date on the way (``tree_json`` then reads it tree by tree)."""
-    keys = [
-        (DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, tree.root.status, tree.root.root_id)
-        for tree in engine.index.iter_trees(statuses)
-    ]
-    keys.sort(key=lambda k: k[1], reverse=True)
-    keys.sort(key=lambda k: k[0])
-    return [(k[2], k[3]) for k in keys]
+LISTING_VERSION = 1
+"""Bump when the JSON of a listed tree changes shape or meaning (trees kept in the index are redone)."""
 
 
-def tree_json(engine: Engine, status: str, root_id: str) -> bytes | None:
-    """One tree of the listing as JSON (None if it is gone since ``listing_order``)."""
-    tree = engine.index.stored_tree(status, root_id)
-    if tree is None:
-        return None
-    return json.dumps(_tree(engine, tree.root, tree.subs), ensure_ascii=False, separators=(",", ":")).encode()
+class Listing:
+    """One listing (``GET /api/dialogs``): the order of its trees, then each tree's JSON.
+
+    A tree nobody loaded keeps its JSON in the index (``store.index.Derived``, under the tree's file
+    signatures and the prices), so a listing of 10,000 unchanged dialogs reads those texts instead of
+    decoding and pricing every dialog. A loaded tree is always built afresh (the daemon may know more
+    than its files: a load error)."""
+
+    def __init__(self, engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> None:
+        from dominds import __version__
+
+        self.engine = engine
+        salt = f"{LISTING_VERSION}:{__version__}:{usage.pricing_fingerprint(engine.config.get().catalog)}"
+        self.kept = Derived(engine.index, "listing", salt, preload=False)
+        keys = [
+            (DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, tree.root.status, tree.root.root_id, tree.sig)
+            for tree in engine.index.iter_trees(statuses)
+        ]
+        keys.sort(key=lambda k: k[1], reverse=True)
+        keys.sort(key=lambda k: k[0])
+        self.order: list[tuple[str, str, str | None]] = [(k[2], k[3], k[4]) for k in keys]
+        """(status, rootId, ``Tree.sig``) of every tree of ``statuses``, most recently active first
+        within a status; the index was brought up to date on the way."""
+
+    def tree_json(self, status: str, root_id: str, sig: str | None) -> bytes | None:
+        """One tree as JSON (None if it is gone since the order was taken)."""
+        loaded = root_id in self.engine.roots
+        if not loaded:
+            text = self.kept.lookup(status, root_id, sig)
+            if text is not None:
+                return text.encode()
+        tree = self.engine.index.stored_tree(status, root_id)
+        if tree is None:
+            return None
+        text = json.dumps(_tree(self.engine, tree.root, tree.subs), ensure_ascii=False, separators=(",", ":"))
+        if not loaded:
+            self.kept.put(tree, text)
+        return text.encode()
+
+    def close(self) -> None:
+        self.kept.save()
 
 
 def dialog_tree(engine: Engine, root_id: str) -> Node:

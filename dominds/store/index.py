@@ -548,14 +548,17 @@ class DialogIndex:
 
     # -- what readers derive per tree ---------------------------------------------------------------
 
-    def derived(self, purpose: str) -> dict[str, tuple[str, str]]:
-        """What a reader kept per tree for ``purpose`` (``keep_derived``): "status/rootId" → (key, value).
-        A value is only good while its key is what the reader computes now from ``Tree.sig`` (and
-        whatever else the value depends on, such as prices)."""
+    def derived(self, purpose: str, tree: str | None = None) -> dict[str, tuple[str, str]]:
+        """What a reader kept per tree for ``purpose`` (see ``Derived``): "status/rootId" → (key, value);
+        every tree's, or only ``tree``'s."""
 
         def work() -> dict[str, tuple[str, str]]:
-            rows = self._connect().execute("SELECT tree, sig, value FROM derived WHERE purpose = ?", (purpose,))
-            return {tree: (sig, value) for tree, sig, value in rows}
+            db = self._connect()
+            if tree is None:
+                rows = db.execute("SELECT tree, sig, value FROM derived WHERE purpose = ?", (purpose,))
+            else:
+                rows = db.execute("SELECT tree, sig, value FROM derived WHERE purpose = ? AND tree = ?", (purpose, tree))
+            return {name: (sig, value) for name, sig, value in rows}
 
         found: dict[str, tuple[str, str]] = self._retrying(work)
         return found
@@ -593,6 +596,50 @@ class DialogIndex:
             return True
 
         return bool(self._retrying(work))
+
+
+class Derived:
+    """What a reader computes per tree from its entries (a listing's JSON text, tokens and cost), kept in
+    the index so an unchanged tree is not computed again.
+
+    A value is found only under the key it was kept with: the tree's signature (``Tree.sig``: every file
+    of every dialog, so any change to the tree misses) and the reader's ``salt`` (whatever else the value
+    depends on: prices, the code's version). A tree that changed too recently to trust is never kept.
+    ``preload`` reads every kept value at once (a one-shot command); otherwise one tree at a time (the
+    daemon: its memory must not grow with the number of dialogs)."""
+
+    FLUSH = 500
+
+    def __init__(self, index: DialogIndex, purpose: str, salt: str, *, preload: bool) -> None:
+        self.index = index
+        self.purpose = purpose
+        self.salt = salt
+        self.known = index.derived(purpose) if preload else None
+        self.fresh: list[tuple[str, str, str]] = []
+
+    def get(self, tree: Tree) -> str | None:
+        return self.lookup(tree.root.status, tree.root.root_id, tree.sig)
+
+    def put(self, tree: Tree, value: str) -> None:
+        self.keep(tree.root.status, tree.root.root_id, tree.sig, value)
+
+    def lookup(self, status: str, root_id: str, sig: str | None) -> str | None:
+        """The value kept for this tree as it is now (``sig``: its ``Tree.sig``), or None."""
+        if sig is None:
+            return None
+        name = f"{status}/{root_id}"
+        found = (self.known if self.known is not None else self.index.derived(self.purpose, name)).get(name)
+        return found[1] if found is not None and found[0] == f"{self.salt}:{sig}" else None
+
+    def keep(self, status: str, root_id: str, sig: str | None, value: str) -> None:
+        if sig is not None:  # a tree that changed too recently to trust is computed again next time
+            self.fresh.append((f"{status}/{root_id}", f"{self.salt}:{sig}", value))
+            if len(self.fresh) >= self.FLUSH:
+                self.save()
+
+    def save(self) -> None:
+        self.index.keep_derived(self.purpose, self.fresh)
+        self.fresh.clear()
 
 
 def _tree_sig(entries: list[Entry]) -> str | None:
