@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from dominds.cli.client import DaemonInfo, daemon_json_payload, find_daemon, lock_is_held, locked_message
-from dominds.cli.common import CliError, command_name
+from dominds.cli.common import CliError, command_name, program
 from dominds.rtws import Rtws, RtwsNotFound, find_rtws
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def _workspace(demo: str | None) -> Rtws:
         try:
             return find_rtws(Path.cwd())
         except RtwsNotFound as exc:
-            raise CliError(f"{exc} (or `{command_name()} serve --demo` for the demo workspace)") from exc
+            raise CliError(f"{exc}; `{program()} init` creates one here, -C DIR names another, `{program()} serve --demo` serves the demo workspace") from exc
     from dominds.cli.demo import prepare_demo
     from dominds.rtws import default_demo_dir
 
@@ -114,7 +114,7 @@ def _workspace(demo: str | None) -> Rtws:
         print(f"  updated from the template: {', '.join(prepared.updated)}", flush=True)
     if prepared.kept:
         print(f"  edited here, kept (the template has a newer version): {', '.join(prepared.kept)}", flush=True)
-    print(f"  from another shell: {command_name()} -C {shlex.quote(str(root))} status", flush=True)
+    print(f"  from another shell: {program()} -C {shlex.quote(str(root))} status", flush=True)
     return prepared.rtws
 
 
@@ -180,7 +180,7 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
             await watch_task
         if written:
             _remove_daemon_json(rtws, written[0].pid)
-            again = f"{command_name()} serve" + (" --demo" + (f" {shlex.quote(args.demo)}" if args.demo else "") if args.demo is not None else "")
+            again = f"{command_name()} serve" if args.demo is None else f"{program()} serve --demo" + (f" {shlex.quote(args.demo)}" if args.demo else "")
             print(f"Dominds stopped; every dialog is saved (`{again}` resumes them).", flush=True)
 
 

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from dominds import __version__
-from dominds.cli.common import CliError
+from dominds.cli.common import CliError, remember_workspace_option
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    remember_workspace_option(args.chdir)
     if args.chdir:
         try:
             os.chdir(args.chdir)

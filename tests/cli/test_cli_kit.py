@@ -63,8 +63,10 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 
 def dominds(ws: Path, *args: str, timeout: float = 30, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`dominds ARGS` typed in ``ws`` (the commands it prints then have no ``-C``; see test_cli_hints.py)."""
     return subprocess.run(
-        [sys.executable, "-m", "dominds", "-C", str(ws), *args],
+        [sys.executable, "-m", "dominds", *args],
+        cwd=ws,
         capture_output=True,
         text=True,
         timeout=timeout,
