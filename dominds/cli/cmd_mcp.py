@@ -34,9 +34,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.http:
         from dominds.mcp.stdio_serve import serve_stdio
 
-        # MCPServer.run("stdio") cancels the requests still being answered when stdin closes; the SDK
-        # offers no public way to run an MCPServer on other streams, hence its low-level server here.
-        anyio.run(serve_stdio, server._lowlevel_server)
+        anyio.run(serve_stdio, server)  # answers every request read, even after stdin closes
         return 0
     from dominds.mcp.http_serve import pick_token, serve_http
 
