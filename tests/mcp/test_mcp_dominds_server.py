@@ -12,6 +12,7 @@ import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_kit import HttpCommand, ServeDaemon
+from mcp_pipe import pipe_calls
 from workspace_kit import write_workspace
 
 RESPONSES = [
@@ -93,26 +94,9 @@ async def test_without_a_daemon_every_tool_says_to_start_one(tmp_path: Path) -> 
 def test_requests_in_flight_when_stdin_closes_are_all_answered(tmp_path: Path) -> None:
     """The bug (the sibling of ToT MCP's): a client that writes its calls and closes stdin (a pipe, a
     script) got the first answer or two; the SDK's stdio server cancelled the rest at end of input."""
-    import subprocess
-
     ws = tmp_path / "ws"
     write_workspace(ws, RESPONSES)
-    messages: list[dict[str, Any]] = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    ]  # fmt: skip
-    messages += [
-        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "list_dialogs", "arguments": {}}} for i in range(1, 21)
-    ]
-    proc = subprocess.run(
-        [sys.executable, "-m", "dominds", "-C", str(ws), "mcp"],
-        input="".join(json.dumps(m) + "\n" for m in messages).encode(),
-        capture_output=True,
-        timeout=60,
-    )
-    replies = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
-    assert sorted(r["id"] for r in replies) == list(range(21)), proc.stderr.decode()[-2000:]
+    replies = pipe_calls(["-C", str(ws), "mcp"], [("list_dialogs", {})] * 20, cwd=tmp_path)
     answers = [r["result"] for r in replies if r["id"] > 0]
     assert all(a["isError"] and "dominds serve" in a["content"][0]["text"] for a in answers), "no daemon: each says so"
 
