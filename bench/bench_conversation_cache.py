@@ -34,7 +34,7 @@ from _common import Figure, machine, print_figures  # noqa: E402
 from fake_servers import AnthropicPromptCache, RecordedRequest, Reply, anthropic_frames, running_fake_server  # noqa: E402
 
 from dominds.driver.engine import Engine  # noqa: E402
-from dominds.llm.catalog import builtin_catalog  # noqa: E402
+from dominds.llm.catalog_yaml import builtin_catalog  # noqa: E402
 from dominds.rtws import Rtws  # noqa: E402
 
 MODEL = "claude-sonnet-4-6"

@@ -16,16 +16,10 @@ the model what to call instead. General file tools never reach a package: see ``
 from __future__ import annotations
 
 import codecs
-import fnmatch
-import hashlib
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from dominds.store.atomic import write_atomic
-from dominds.store.errors import WriteFailedError
 
 TOP_SECTIONS = ("goals", "constraints", "progress")
 BEARINMIND_CATEGORY = "bearinmind"
@@ -42,7 +36,7 @@ TASKDOC_IGNORE_FILE = ".taskdoc-ignore"
 # A hand-made package with thousands of files would make every generation slow; stop scanning there.
 MAX_SCAN_ENTRIES = 2048
 
-_NAME_RULE = (
+NAME_RULE = (
     "a letter, then letters, digits, '_' or '-', optionally dotted segments (e.g. 'design', 'api.v2')"
 )
 
@@ -123,7 +117,7 @@ def _is_within(path: Path, directory: Path) -> bool:
     return path == directory or directory in path.parents
 
 
-def _package_dir(rtws_root: Path, rel: str) -> Path:
+def package_dir(rtws_root: Path, rel: str) -> Path:
     """The package directory, refusing one that a symlink moves outside the workspace."""
     package = rtws_root / rel
     try:
@@ -151,12 +145,12 @@ def read_bounded(path: Path) -> tuple[bytes, int]:
         return stream.read(MAX_SECTION_BYTES), size
 
 
-def _decode_cut(data: bytes) -> str:
+def decode_cut(data: bytes) -> str:
     """Decode a prefix of a file: a character split by the cut is dropped, other bad bytes become U+FFFD."""
     return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
 
 
-def _cut_note(size: int) -> str:
+def cut_note(size: int) -> str:
     return f"\n\n[… cut: this file is {size / 1_048_576:.1f} MiB; only its first {MAX_SECTION_BYTES // 1024} KiB are shown]\n"
 
 
@@ -168,7 +162,7 @@ def _read_text(path: Path, where: str, notes: list[TaskdocNote]) -> str | None:
         return None
     if size > len(data):
         notes.append(TaskdocNote("too_large", where, f"{size / 1_048_576:.1f} MiB"))
-        return _decode_cut(data) + _cut_note(size)
+        return decode_cut(data) + cut_note(size)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -286,7 +280,7 @@ def load_taskdoc(rtws_root: Path, rel_path: str) -> Taskdoc:
     """
     rel = normalize_taskdoc_path(rel_path)
     try:
-        package = _package_dir(rtws_root, rel)
+        package = package_dir(rtws_root, rel)
     except TaskdocError as exc:
         return Taskdoc(rel, exists=False, notes=(TaskdocNote("outside_rtws", ".", str(exc)),))
     if not package.exists():
@@ -305,236 +299,3 @@ def load_taskdoc(rtws_root: Path, rel_path: str) -> Taskdoc:
         extra=dict(sorted(loader.extra.items())),
         notes=tuple(loader.notes),
     )
-
-
-# --- change_mind / recall_taskdoc --------------------------------------------------------------------
-
-
-def _check_name(kind: str, value: str) -> None:
-    if not NAME_PATTERN.fullmatch(value):
-        raise TaskdocError(f"{kind} {value!r} is not a valid name: use {_NAME_RULE}")
-
-
-def _reserved_refusal(selector: str) -> TaskdocError:
-    if selector in TOP_SECTIONS:
-        return TaskdocError(
-            f"selector {selector!r} is reserved for the top-level {selector}.md: "
-            f'call change_mind with selector "{selector}" and no category'
-        )
-    return TaskdocError(
-        f"selector {selector!r} is reserved for bearinmind/{selector}.md: "
-        f'use category "{BEARINMIND_CATEGORY}" with selector "{selector}"'
-    )
-
-
-def _extra_section_file(category: str, selector: str) -> str:
-    _check_name("category", category)
-    if category.lower() == BEARINMIND_CATEGORY:
-        # A case variant would alias bearinmind/ on case-insensitive filesystems.
-        raise TaskdocError(f'category {category!r} is ambiguous: write it exactly as "{BEARINMIND_CATEGORY}"')
-    _check_name("selector", selector)
-    if selector.lower() in RESERVED_SELECTORS:
-        raise _reserved_refusal(selector.lower())
-    return f"{category}/{selector}.md"
-
-
-def _bearinmind_file(selector: str) -> str:
-    if selector not in BEARINMIND_SECTIONS:
-        raise TaskdocError(
-            f'category "{BEARINMIND_CATEGORY}" only accepts selector {", ".join(BEARINMIND_SECTIONS)} '
-            f'(got {selector!r}); put other material in an extra category, e.g. category "notes"'
-        )
-    return f"{BEARINMIND_CATEGORY}/{selector}.md"
-
-
-def section_file(selector: str, category: str | None = None) -> str:
-    """The package-relative file ``change_mind`` writes for these arguments, or ``TaskdocError``."""
-    if not category:
-        if selector in TOP_SECTIONS:
-            return f"{selector}.md"
-        if selector in BEARINMIND_SECTIONS:
-            raise TaskdocError(
-                f"{selector!r} is a bearinmind section: call change_mind with "
-                f'category "{BEARINMIND_CATEGORY}" and selector "{selector}"'
-            )
-        raise TaskdocError(
-            f"without a category, selector must be one of {', '.join(TOP_SECTIONS)} (got {selector!r}); "
-            f'for a bearinmind section pass category "{BEARINMIND_CATEGORY}", '
-            "for an extra section pass its category"
-        )
-    if category == BEARINMIND_CATEGORY:
-        return _bearinmind_file(selector)
-    return _extra_section_file(category, selector)
-
-
-def write_section(
-    rtws_root: Path, rel_path: str, selector: str, content: str, category: str | None = None
-) -> Path:
-    """Replace one whole section file atomically (``change_mind``); create the package if missing."""
-    rel = normalize_taskdoc_path(rel_path)
-    file_rel = section_file(selector, category)
-    package = _package_dir(rtws_root, rel)
-    if package.exists() and not package.is_dir():
-        raise TaskdocError(
-            f"{rel} exists but is not a directory; a human must fix it before change_mind can write"
-        )
-    target = package / file_rel
-    parent = target.parent
-    if parent != package and (parent.is_symlink() or (parent.exists() and not parent.is_dir())):
-        raise TaskdocError(
-            f"{rel}/{parent.name} is not a plain directory, so {file_rel} cannot be written; a human must fix it"
-        )
-    if target.is_dir():
-        raise TaskdocError(f"{rel}/{file_rel} is a directory, not a file; a human must fix it")
-    if content and not content.endswith("\n"):
-        content += "\n"
-    try:
-        write_atomic(target, content)
-    except WriteFailedError as exc:
-        raise TaskdocError(f"could not write {rel}/{file_rel}: {exc.problem}") from exc
-    return target
-
-
-def read_section(rtws_root: Path, rel_path: str, category: str, selector: str) -> str:
-    """Read one section that is not injected whole (``recall_taskdoc``): bearinmind/* or an extra section."""
-    rel = normalize_taskdoc_path(rel_path)
-    if selector in TOP_SECTIONS:
-        raise TaskdocError(
-            "goals, constraints and progress are already in your context (the Taskdoc block); "
-            "recall_taskdoc reads bearinmind/* and extra <category>/<selector> sections"
-        )
-    if not category:
-        raise TaskdocError(f'recall_taskdoc needs a category: "{BEARINMIND_CATEGORY}" or an extra category')
-    file_rel = (
-        _bearinmind_file(selector)
-        if category == BEARINMIND_CATEGORY
-        else _extra_section_file(category, selector)
-    )
-    target = _package_dir(rtws_root, rel) / file_rel
-    if target.is_symlink() or target.parent.is_symlink():
-        raise TaskdocError(f"{rel}/{file_rel} is a symlink; Taskdoc sections must be plain files")
-    try:
-        data, size = read_bounded(target)
-    except FileNotFoundError:
-        available = _available_sections(rtws_root, rel)
-        listing = ", ".join(available) if available else "none"
-        raise TaskdocError(f"{rel} has no section {file_rel}; readable sections: {listing}") from None
-    except OSError as exc:
-        raise TaskdocError(f"cannot read {rel}/{file_rel}: {exc.strerror or exc}") from exc
-    return _decode_cut(data) + _cut_note(size) if size > len(data) else data.decode("utf-8", errors="replace")
-
-
-def _available_sections(rtws_root: Path, rel: str) -> list[str]:
-    taskdoc = load_taskdoc(rtws_root, rel)
-    names = [f"{BEARINMIND_CATEGORY}/{name}" for name in taskdoc.bearinmind]
-    names += [
-        f"{category}/{selector}" for category, selectors in taskdoc.extra.items() for selector in selectors
-    ]
-    return names
-
-
-# --- discovery and change detection ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _IgnoreRule:
-    """One ``.taskdoc-ignore`` line, gitignore-like: a pattern with an inner or leading '/' is anchored
-    to the ignore file's directory and matches the path from there; otherwise it matches a name at any
-    depth below that directory."""
-
-    base: str
-    pattern: str
-    anchored: bool
-
-    def ignores(self, rel: str, name: str) -> bool:
-        if not self.anchored:
-            return fnmatch.fnmatchcase(name, self.pattern)
-        if self.base:
-            if not rel.startswith(self.base + "/"):
-                return False
-            rel = rel[len(self.base) + 1 :]
-        return fnmatch.fnmatchcase(rel, self.pattern)
-
-
-def _read_ignore_rules(directory: Path, rel_dir: str) -> list[_IgnoreRule]:
-    try:
-        text = (directory / TASKDOC_IGNORE_FILE).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    rules = []
-    for line in text.splitlines():
-        pattern = line.strip()
-        # Negation ('!') is not supported: skipping it keeps the file's other lines meaningful.
-        if not pattern or pattern.startswith(("#", "!")):
-            continue
-        anchored = "/" in pattern.rstrip("/")
-        pattern = pattern.strip("/")
-        if pattern:
-            rules.append(_IgnoreRule(rel_dir, pattern, anchored))
-    return rules
-
-
-def discover_taskdocs(rtws_root: Path) -> list[str]:
-    """Every ``*.tsk`` directory under the workspace, as sorted rtws-relative paths.
-
-    Symlinked directories are not followed (they would list a package twice or leave the workspace).
-    """
-    found: list[str] = []
-    # Each stack item: a directory, its rtws-relative path, and the ignore rules in force there.
-    stack: list[tuple[Path, str, list[_IgnoreRule]]] = [(rtws_root, "", [])]
-    while stack:
-        directory, rel_dir, inherited = stack.pop()
-        rules = inherited + _read_ignore_rules(directory, rel_dir)
-        try:
-            with os.scandir(directory) as iterator:
-                subdirs = [entry for entry in iterator if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            continue
-        for entry in subdirs:
-            if entry.name in DISCOVERY_SKIP_DIRS:
-                continue
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if any(rule.ignores(rel, entry.name) for rule in rules):
-                continue
-            if entry.name.endswith(".tsk") and entry.name != ".tsk":
-                found.append(rel)  # packages are leaves: nothing inside one is another package
-            else:
-                stack.append((Path(entry.path), rel, rules))
-    return sorted(found)
-
-
-def taskdoc_fingerprint(rtws_root: Path, rel: str) -> str:
-    """A cheap signature of a package (names, inode, size, mtime of every entry); changes on any edit.
-
-    The inode is part of it because ``write_section`` replaces files by rename, which always changes
-    the inode even when size and a coarse mtime stay the same.
-    """
-    package = rtws_root / normalize_taskdoc_path(rel)
-    digest = hashlib.sha1(usedforsecurity=False)
-    try:
-        root_stat = package.lstat()
-    except OSError:
-        return "missing"
-    if not stat.S_ISDIR(root_stat.st_mode):
-        return "not-a-directory"
-    digest.update(f".:{root_stat.st_ino}:{root_stat.st_mtime_ns}\n".encode())
-    pending = [(package, "")]
-    seen = 0
-    while pending and seen <= MAX_SCAN_ENTRIES:
-        directory, prefix = pending.pop()
-        try:
-            with os.scandir(directory) as iterator:
-                entries = sorted(iterator, key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            name = prefix + entry.name
-            digest.update(f"{name}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}\n".encode())
-            if stat.S_ISDIR(info.st_mode):
-                pending.append((Path(entry.path), name + "/"))
-    return digest.hexdigest()

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dominds.llm.catalog import Catalog, load_catalog, model_params_mistakes, provider_params_mistakes
+from dominds.llm.catalog import Catalog
+from dominds.llm.catalog_yaml import load_catalog
 from dominds.problems import (
     TEAM_CONFIG_ERROR,
     Problem,
@@ -28,7 +29,7 @@ from dominds.problems import (
     try_node_value,
 )
 from dominds.rtws import Rtws
-from dominds.tools.base import Toolsets
+from dominds.team_settings import MemberSettingsReader, MemberSpec, NoToolsets, OfferedToolsets, merge_specs
 
 TEAM_YAML = ".minds/team.yaml"
 SHADOW_MEMBER_IDS = ("fuxi", "pangu")
@@ -121,159 +122,9 @@ def expand_toolsets(spec: Sequence[str], available: Sequence[str]) -> list[str]:
     return selected
 
 
-# ---------------------------------------------------------------- member settings
-
-# The type each setting must have; lists are stored as tuples on ``Member``.
-_MEMBER_TYPES = {
-    "name": "string", "provider": "string", "model": "string", "gofor": "gofor", "toolsets": "list",
-    "tools": "list", "model_params": "mapping", "fbr_effort": "effort", "fbr_model_params": "mapping",
-    "diligence_push_max": "integer", "read_dirs": "list", "write_dirs": "list", "no_read_dirs": "list",
-    "no_write_dirs": "list", "icon": "string", "streaming": "boolean", "hidden": "boolean",
-    "continue_on_max_tokens": "continuations",
-}  # fmt: skip
-_TYPE_NAMES = {
-    "string": "a string", "boolean": "true or false", "integer": "an integer", "mapping": "a mapping",
-    "effort": "an integer from 0 to 100", "continuations": "an integer from 0 to 10", "list": "a list of strings", "gofor": "a list of strings or a mapping",
-}  # fmt: skip
-
-
-def _has_type(kind: str, v: Any) -> bool:
-    is_int = isinstance(v, int) and not isinstance(v, bool)
-    is_str_list = isinstance(v, list) and all(isinstance(x, str) for x in v)
-    if kind == "gofor":
-        is_str_map = isinstance(v, dict) and all(
-            isinstance(k, str) and isinstance(x, str) for k, x in v.items()
-        )
-        return isinstance(v, str) or is_str_list or is_str_map
-    return {
-        "string": isinstance(v, str),
-        "boolean": isinstance(v, bool),
-        "integer": is_int,
-        "effort": is_int and 0 <= v <= 100,
-        "continuations": is_int and 0 <= v <= 10,
-        "list": is_str_list,
-        "mapping": isinstance(v, dict),
-    }[kind]
-
-
-_KEY_ALIASES = {"fbr-effort": "fbr_effort", "diligence-push-max": "diligence_push_max"}
-
-
-@dataclass
-class _Spec:
-    """Settings written for one member (or ``member_defaults``), already type-checked."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-    lines: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class _Loader:
-    collector: ProblemCollector
-    catalog: Catalog
-    known_toolsets: list[str]
-    toolsets: Toolsets
-    reported: set[tuple[int, str]] = field(default_factory=set)
-    """(line, message) of parameter problems already reported (members inheriting member_defaults)."""
-
-    def member_spec(self, node: Any, who: str) -> _Spec:
-        spec = _Spec()
-        for entry in mapping_entries(node, self.collector, who):
-            key = _KEY_ALIASES.get(entry.key, entry.key)
-            if key not in _MEMBER_TYPES:
-                hint = did_you_mean(entry.key, [*_MEMBER_TYPES, *_KEY_ALIASES])
-                self.collector.warning(entry.line, f"{who}: unknown key {entry.key!r} ignored{hint}")
-                continue
-            if key in spec.values:
-                self.collector.warning(
-                    entry.line, f"{who}: {entry.key!r} repeats {key!r}; the first one is used"
-                )
-                continue
-            raw = try_node_value(entry.node, self.collector)
-            if is_invalid(raw) or raw is None:  # `key:` with no value = not set
-                continue
-            kind = _MEMBER_TYPES[key]
-            if not _has_type(kind, raw):
-                self.collector.wrong_type(entry.node, entry.line, f"{who}: `{entry.key}`", _TYPE_NAMES[kind])
-                continue
-            value = (raw,) if kind == "gofor" and isinstance(raw, str) else raw
-            value = tuple(value) if isinstance(value, list) else value
-            spec.values[key], spec.lines[key] = self.refine(key, value, entry.line, who), entry.line
-        return spec
-
-    def refine(self, key: str, value: Any, line: int, who: str) -> Any:
-        """Checks beyond the type; returns the value with bad entries dropped."""
-        if key == "toolsets" and self.known_toolsets:
-            for entry in value:
-                name = entry[1:] if entry.startswith("!") else entry
-                if entry != "*" and name not in self.known_toolsets:
-                    self.collector.error(
-                        line,
-                        f"{who}: unknown toolset {name!r}; known: {', '.join(self.known_toolsets)} "
-                        "('*' = all, '!name' excludes)",
-                    )
-        if key in ("read_dirs", "write_dirs"):
-            kept = tuple(p for p in value if not _names_protected_dir(p))
-            for pattern in sorted(set(value) - set(kept)):
-                self.collector.warning(
-                    line,
-                    f"{who}: `{key}` entry {pattern!r} ignored: .minds/ and *.tsk/ are never opened to file tools",
-                )
-            return kept
-        if key in ("model_params", "fbr_model_params"):
-            for mistake in model_params_mistakes(value):
-                self.collector.warning(line, f"{who}: `{key}`: {mistake}")
-        return value
-
-    def check_llm_choice(self, merged: dict[str, Any], spec: _Spec, who: str) -> None:
-        """Report a provider/model that the catalog lacks, at the line of ``spec`` that wrote it."""
-        problem = self.catalog.choice_problem(merged.get("provider"), merged.get("model"))
-        if problem is not None and problem[0] in spec.lines:
-            self.collector.error(spec.lines[problem[0]], f"{who}: {problem[1]}")
-
-    def check_params(self, merged: _Spec, defaults: _Spec, who: str) -> None:
-        """``model_params`` the member's provider (when team.yaml names one) or its model would refuse
-        (an error) or ignore (a warning); one report per line, however many members inherit it."""
-        provider = self.catalog.provider(str(merged.values.get("provider") or ""))
-        if provider is None:
-            return  # chosen at run time: `dominds check` checks it against the provider it resolves to
-        model_key = merged.values.get("model") or next(iter(provider.models), None)
-        for key in ("model_params", "fbr_model_params"):
-            params, line = merged.values.get(key), merged.lines.get(key)
-            if not isinstance(params, Mapping) or line is None:
-                continue
-            refused, ignored = provider_params_mistakes(params, provider, model_key)
-            owner = "member_defaults" if defaults.lines.get(key) == line else who
-            for message, report in [(m, self.collector.error) for m in refused] + [
-                (m, self.collector.warning) for m in ignored
-            ]:
-                text = f"`{key}` for provider {provider.key!r} ({provider.api_type}): {message}"
-                if (line, text) not in self.reported:
-                    self.reported.add((line, text))
-                    report(line, f"{owner}: {text}")
-
-
-def _names_protected_dir(pattern: str) -> bool:
-    segments = [s for s in pattern.strip().removeprefix("./").split("/") if s]
-    return bool(segments) and (segments[0] == ".minds" or any(s.endswith(".tsk") for s in segments))
-
-
-def _merge(*specs: _Spec) -> _Spec:
-    """Later specs win per setting; provider and model travel together (see docs/configuration.md)."""
-    merged = _Spec()
-    for spec in specs:
-        if "provider" in spec.values and "model" not in spec.values:
-            if merged.values.get("provider") not in (None, spec.values["provider"]):
-                merged.values.pop("model", None)  # a model of another provider would not exist here
-                merged.lines.pop("model", None)
-        merged.values.update(spec.values)
-        merged.lines.update(spec.lines)
-    return merged
-
-
 _SHADOW_BASE = {
-    "fuxi": _Spec({"name": "伏羲(Fuxi)", "toolsets": ("team-mgmt",), "gofor": ("manages the team: team.yaml, personas, providers",)}),
-    "pangu": _Spec({"name": "盘古(Pangu)", "gofor": ("general-purpose worker with every toolset except team management",)}),
+    "fuxi": MemberSpec({"name": "伏羲(Fuxi)", "toolsets": ("team-mgmt",), "gofor": ("manages the team: team.yaml, personas, providers",)}),
+    "pangu": MemberSpec({"name": "盘古(Pangu)", "gofor": ("general-purpose worker with every toolset except team management",)}),
 }  # fmt: skip
 
 
@@ -300,9 +151,9 @@ class WorkflowMembers:
     def plus(self, other: WorkflowMembers) -> WorkflowMembers:
         return WorkflowMembers({**self.specs, **other.specs}, {**self.personas, **other.personas})
 
-    def base_specs(self) -> dict[str, _Spec]:
+    def base_specs(self) -> dict[str, MemberSpec]:
         return {
-            member_id: _Spec({"hidden": True, "diligence_push_max": 0, "fbr_effort": 0, **values})
+            member_id: MemberSpec({"hidden": True, "diligence_push_max": 0, "fbr_effort": 0, **values})
             for member_id, values in self.specs.items()
         }
 
@@ -323,7 +174,7 @@ def _impose_shadow_constraints(member_id: str, values: dict[str, Any]) -> None:
                 values[key] = (*values.get(key, ()), ".minds/**")
 
 
-def _member(member_id: str, spec: _Spec, line: int | None) -> Member:
+def _member(member_id: str, spec: MemberSpec, line: int | None) -> Member:
     values = {"name": member_id, **spec.values}
     return Member(id=member_id, line=line, key_lines=dict(spec.lines), **values)
 
@@ -334,9 +185,9 @@ def bootstrap_team(workflow_members: WorkflowMembers = NO_WORKFLOW_MEMBERS) -> T
     for member_id in SHADOW_MEMBER_IDS:
         values = dict(_SHADOW_BASE[member_id].values)
         _impose_shadow_constraints(member_id, values)
-        members[member_id] = _member(member_id, _Spec(values), None)
+        members[member_id] = _member(member_id, MemberSpec(values), None)
     for member_id, base in workflow_members.base_specs().items():
-        members[member_id] = _member(member_id, _merge(_Spec({"fbr_effort": 1}), base), None)
+        members[member_id] = _member(member_id, merge_specs(MemberSpec({"fbr_effort": 1}), base), None)
     return Team(members=members, default_responder="fuxi")
 
 
@@ -345,7 +196,7 @@ def bootstrap_team(workflow_members: WorkflowMembers = NO_WORKFLOW_MEMBERS) -> T
 
 def load_team(
     rtws: Rtws,
-    toolsets: Toolsets | None = None,
+    toolsets: OfferedToolsets | None = None,
     *,
     more_toolset_names: Iterable[str] = (),
     catalog: Catalog | None = None,
@@ -361,7 +212,7 @@ def load_team(
     collector = ProblemCollector(TEAM_CONFIG_ERROR, TEAM_YAML)
     if catalog is None:
         catalog = load_catalog(rtws)[0]
-    toolsets = toolsets or Toolsets()
+    toolsets = toolsets or NoToolsets()
     known = [*toolsets.names(), *more_toolset_names]
     try:
         text = rtws.team_yaml.read_text(encoding="utf-8")
@@ -376,16 +227,16 @@ def load_team(
     if not is_mapping(root):
         collector.wrong_type(root, node_line(root), "team.yaml", "a mapping", "using the bootstrap team")
         return bootstrap_team(workflow_members), collector.problems
-    builder = _TeamBuilder(_Loader(collector, catalog, known, toolsets), workflow_members.base_specs())
+    builder = _TeamBuilder(MemberSettingsReader(collector, catalog, known, toolsets), workflow_members.base_specs())
     return builder.build(root), collector.problems
 
 
 @dataclass
 class _TeamBuilder:
-    loader: _Loader
-    workflow_base: dict[str, _Spec]
-    defaults: _Spec = field(default_factory=_Spec)
-    member_specs: dict[str, tuple[_Spec, int]] = field(default_factory=dict)
+    loader: MemberSettingsReader
+    workflow_base: dict[str, MemberSpec]
+    defaults: MemberSpec = field(default_factory=MemberSpec)
+    member_specs: dict[str, tuple[MemberSpec, int]] = field(default_factory=dict)
     default_responder: tuple[str, int] | None = None
     shell_specialists: tuple[tuple[str, ...], int] = ((), 0)
 
@@ -395,10 +246,10 @@ class _TeamBuilder:
             self.read_root_entry(entry.key, entry.line, entry.node)
         self.loader.check_llm_choice(self.defaults.values, self.defaults, "member_defaults")
         members: dict[str, Member] = {}
-        baseline = _Spec({"fbr_effort": 1, "diligence_push_max": 3})
+        baseline = MemberSpec({"fbr_effort": 1, "diligence_push_max": 3})
         for member_id, (spec, line) in self.member_specs.items():
-            base = _SHADOW_BASE.get(member_id) or self.workflow_base.get(member_id) or _Spec()
-            merged = _merge(baseline, self.defaults, base, spec)
+            base = _SHADOW_BASE.get(member_id) or self.workflow_base.get(member_id) or MemberSpec()
+            merged = merge_specs(baseline, self.defaults, base, spec)
             self.loader.check_llm_choice(merged.values, spec, f"member {member_id!r}")
             self.loader.check_params(merged, self.defaults, f"member {member_id!r}")
             if member_id in SHADOW_MEMBER_IDS:
@@ -406,12 +257,12 @@ class _TeamBuilder:
             members[member_id] = _member(member_id, merged, line)
         for member_id in SHADOW_MEMBER_IDS:
             if member_id not in members:
-                merged = _merge(baseline, self.defaults, _SHADOW_BASE[member_id])
+                merged = merge_specs(baseline, self.defaults, _SHADOW_BASE[member_id])
                 _impose_shadow_constraints(member_id, merged.values)
                 members[member_id] = _member(member_id, merged, None)
         for member_id, base in self.workflow_base.items():
             if member_id not in members:
-                members[member_id] = _member(member_id, _merge(baseline, self.defaults, base), None)
+                members[member_id] = _member(member_id, merge_specs(baseline, self.defaults, base), None)
         team = Team(members, self.pick_default_responder(members), self.shell_specialists[0])
         self.check_shell_specialists(team)
         return team
@@ -461,7 +312,7 @@ class _TeamBuilder:
                     entry.line, f"{who}: {entry.key!r} is a reserved tellask target; member ignored"
                 )
             elif is_null(entry.node):
-                self.member_specs[entry.key] = (_Spec(), entry.line)  # `id:` alone = all defaults
+                self.member_specs[entry.key] = (MemberSpec(), entry.line)  # `id:` alone = all defaults
             elif not is_mapping(entry.node):
                 collector.wrong_type(entry.node, entry.line, who, "a mapping of settings", "member ignored")
             else:
@@ -496,7 +347,7 @@ class _TeamBuilder:
                 )
 
 
-def _shell_tools_of(member: Member, known_toolsets: Sequence[str], toolsets: Toolsets) -> set[str]:
+def _shell_tools_of(member: Member, known_toolsets: Sequence[str], toolsets: OfferedToolsets) -> set[str]:
     names = set(member.tools) & SHELL_TOOL_NAMES
     for toolset in expand_toolsets(member.toolsets, known_toolsets):
         names.update(t.name for t in toolsets.get(toolset) or [] if t.name in SHELL_TOOL_NAMES)

@@ -85,7 +85,7 @@ class WorkspaceWatcher:
         self._rescan = asyncio.Event()
 
     def watched_paths(self) -> list[Path]:
-        from dominds.taskdoc import discover_taskdocs
+        from dominds.taskdoc_discovery import discover_taskdocs
 
         paths = [self.root / MINDS_DIR] if (self.root / MINDS_DIR).is_dir() else []
         paths += [self.root / rel for rel in discover_taskdocs(self.root)]

@@ -10,21 +10,19 @@ from typing import Any
 import pytest
 
 from dominds import taskdoc as taskdoc_module
+from dominds import taskdoc_sections
 from dominds.store.errors import WriteFailedError
 from dominds.taskdoc import (
     BEARINMIND_SECTIONS,
     Taskdoc,
     TaskdocError,
     TaskdocNote,
-    discover_taskdocs,
     load_taskdoc,
     normalize_taskdoc_path,
-    read_section,
-    section_file,
-    taskdoc_fingerprint,
-    write_section,
 )
+from dominds.taskdoc_discovery import discover_taskdocs, taskdoc_fingerprint
 from dominds.taskdoc_render import describe_note, render_effective_taskdoc
+from dominds.taskdoc_sections import read_section, section_file, write_section
 
 PKG = "tasks/auth.tsk"
 
@@ -399,7 +397,7 @@ def test_write_disk_failure_becomes_taskdoc_error(root: Path, monkeypatch: pytes
     def refuse(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
         raise WriteFailedError(path, "no space left on device")
 
-    monkeypatch.setattr(taskdoc_module, "write_atomic", refuse)
+    monkeypatch.setattr(taskdoc_sections, "write_atomic", refuse)
     with pytest.raises(TaskdocError, match="no space left on device"):
         write_section(root, PKG, "goals", "lost")
     assert (root / PKG / "goals.md").read_text() == "kept\n"

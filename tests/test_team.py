@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dominds.llm.catalog import builtin_catalog
+from dominds.llm.catalog_yaml import builtin_catalog
 from dominds.problems import TEAM_CONFIG_ERROR, Problem
 from dominds.rtws import Rtws
 from dominds.team import Team, expand_toolsets, load_team

@@ -12,7 +12,8 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dominds.tellask import (
+from dominds.tellask import TellaskParser, parse_segments, segment_to_json, segments_from_events
+from dominds.tellask_events import (
     BodyChunk,
     BodyFinish,
     BodyStart,
@@ -27,15 +28,10 @@ from dominds.tellask import (
     ParserEvent,
     Segment,
     TellaskCall,
-    TellaskParser,
     build_tellask_call,
-    is_fbr_headline,
-    parse_headline,
-    parse_segments,
-    segment_to_json,
-    segments_from_events,
     tellask_call_id,
 )
+from dominds.tellask_headline import is_fbr_headline, parse_headline
 
 # -- chunkings ----------------------------------------------------------------------------------------
 

@@ -51,7 +51,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _check(args: argparse.Namespace) -> int:
     # Imported here: every `dominds` command imports every command module to build its parser.
     from dominds.driver.extensions import with_builtins
-    from dominds.llm.catalog import LlmResolutionError, load_catalog, resolve_member_llm
+    from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
+    from dominds.llm.catalog_yaml import load_catalog
     from dominds.team import load_team
     from dominds.workflows.mount import workflow_extensions
 

@@ -86,7 +86,7 @@ def default_taskdoc(rtws: Rtws) -> tuple[str, str]:
     """
     from dominds.store.dialog_store import DialogStore
     from dominds.store.errors import StoreError
-    from dominds.taskdoc import discover_taskdocs
+    from dominds.taskdoc_discovery import discover_taskdocs
 
     found = discover_taskdocs(rtws.root)
     if len(found) == 1:

@@ -20,7 +20,7 @@ from dominds.driver.waiters import TeammateAnswer
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import HumanTextRecord
 from dominds.store.records import DialogMeta, LatestState
-from dominds.tellask import TellaskCall
+from dominds.tellask_events import TellaskCall
 from dominds.tellask_headline import parse_headline
 
 __all__ = ["ConductorRun", "TeammateAnswer", "start_run"]

@@ -16,7 +16,8 @@ from typing import TypeVar
 
 from dominds.driver.extensions import Extensions, with_builtins
 from dominds.driver.last_good import LastGood, has_errors
-from dominds.llm.catalog import Catalog, load_catalog
+from dominds.llm.catalog import Catalog
+from dominds.llm.catalog_yaml import load_catalog
 from dominds.mcp.config import McpConfig, load_mcp_config
 from dominds.mcp.manager import McpManager
 from dominds.problems import Problem

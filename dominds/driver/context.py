@@ -12,7 +12,8 @@ from dominds.dialog.model import Dialog
 from dominds.driver.config import Config, ConfigCache
 from dominds.driver.messages import context_messages
 from dominds.llm.base import ChatMessage
-from dominds.taskdoc import TaskdocError, load_taskdoc, taskdoc_fingerprint
+from dominds.taskdoc import TaskdocError, load_taskdoc
+from dominds.taskdoc_discovery import taskdoc_fingerprint
 from dominds.taskdoc_render import render_effective_taskdoc
 from dominds.team import Member
 

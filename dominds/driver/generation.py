@@ -36,7 +36,8 @@ from dominds.store.course_records import (
 )
 from dominds.store.records import QueuedPrompt
 from dominds.team import Member
-from dominds.tellask import TellaskCall, parse_segments
+from dominds.tellask import parse_segments
+from dominds.tellask_events import TellaskCall
 
 
 @dataclass

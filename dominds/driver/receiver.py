@@ -23,7 +23,8 @@ from dominds.store.course_records import (
     IncompleteReason,
     Usage,
 )
-from dominds.tellask import (
+from dominds.tellask import TellaskParser
+from dominds.tellask_events import (
     BodyChunk,
     BodyFinish,
     BodyStart,
@@ -35,7 +36,6 @@ from dominds.tellask import (
     MarkdownFinish,
     MarkdownStart,
     ParserEvent,
-    TellaskParser,
 )
 from dominds.textcheck import join_surrogates, scrub
 

@@ -45,7 +45,8 @@ from dominds.store.course_records import (
 from dominds.store.dialog_store import remove_creation_leftovers, remove_stale_temp_files
 from dominds.store.errors import StoreError
 from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
-from dominds.tellask import TellaskCall, parse_segments
+from dominds.tellask import parse_segments
+from dominds.tellask_events import TellaskCall
 
 log = logging.getLogger("dominds.recovery")
 

@@ -23,7 +23,7 @@ from dominds.store.records import (
     QueuedPrompt,
     RegistryEntry,
 )
-from dominds.tellask import TellaskCall
+from dominds.tellask_events import TellaskCall
 
 
 @dataclass(frozen=True)

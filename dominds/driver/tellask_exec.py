@@ -25,7 +25,7 @@ from dominds.store.records import (
     PendingSubdialog,
     QueuedPrompt,
 )
-from dominds.tellask import TellaskCall
+from dominds.tellask_events import TellaskCall
 
 SPECIAL_MENTIONS = frozenset({"human", "self", "tellasker", "dominds"})
 

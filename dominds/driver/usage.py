@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from dominds.driver.last_good import LastGood, has_errors
-from dominds.llm.catalog import Catalog, load_catalog
+from dominds.llm.catalog import Catalog
+from dominds.llm.catalog_yaml import load_catalog
 from dominds.rtws import Rtws
 from dominds.store.dialog_store import DialogStore
 from dominds.store.errors import StoreError

@@ -20,7 +20,7 @@ import httpx2
 
 from dominds.llm.anthropic_request import request_params
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
-from dominds.llm.retry import AttemptFailure, retry_after_seconds
+from dominds.llm.retry import AttemptFailure, is_billing_error, retry_after_seconds
 from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
 from dominds.store.course_records import FinishReason, Usage
 
@@ -49,6 +49,7 @@ IN_STREAM_ERROR_STATUS = {
     "not_found_error": 404,
     "request_too_large": 413,
     "invalid_request_error": 400,
+    "billing_error": 402,
 }
 """An ``event: error`` arrives inside a 200 stream; its ``error.type`` says which status it stands for."""
 
@@ -234,15 +235,24 @@ def classify_error(exc: Exception) -> AttemptFailure | None:
         error_type = getattr(exc, "type", None) or _body_error_type(exc.body)
         if status < 400:  # an error event inside a streaming 200 response
             status = IN_STREAM_ERROR_STATUS.get(str(error_type), 500)
-        detail = getattr(exc, "api_message", None) or exc.message
+        detail = str(getattr(exc, "api_message", None) or exc.message)
+        billing = is_billing_error((error_type, getattr(exc, "error_code", None), _body_error_code(exc.body)), detail)
         if error_type:
             detail = f"{error_type}: {detail}"
-        return AttemptFailure(status, str(detail), retry_after_seconds(exc.response.headers))
+        return AttemptFailure(status, detail, retry_after_seconds(exc.response.headers), billing=billing)
     if isinstance(exc, anthropic.APIConnectionError):
         return AttemptFailure(None, f"connection failed: {exc.message}")
     if isinstance(exc, httpx2.TransportError):  # the SDK does not wrap errors while reading the body
         return AttemptFailure(None, f"connection failed: {type(exc).__name__}: {exc}")
     return None
+
+
+def _body_error_code(body: object) -> str | None:
+    """``error.details.error_code`` (Anthropic names the cause of a 429 or 402 there)."""
+    error = body.get("error") if isinstance(body, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    code = details.get("error_code") if isinstance(details, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def _body_error_type(body: object) -> str | None:

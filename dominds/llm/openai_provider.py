@@ -23,7 +23,7 @@ import openai
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.params import merged_params
-from dominds.llm.retry import AttemptFailure, group_tool_turns, retry_after_seconds
+from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, retry_after_seconds
 from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
 from dominds.store.course_records import FinishReason, Usage
 
@@ -228,12 +228,14 @@ def classify_error(exc: Exception) -> AttemptFailure | None:
         return AttemptFailure(None, str(exc))
     if isinstance(exc, openai.APIStatusError):
         detail = _error_message(exc.body) or exc.message
-        return AttemptFailure(exc.status_code, detail, retry_after_seconds(exc.response.headers))
+        billing = is_billing_error((exc.code, exc.type), detail)
+        return AttemptFailure(exc.status_code, detail, retry_after_seconds(exc.response.headers), billing=billing)
     if isinstance(exc, openai.APIConnectionError):
         return AttemptFailure(None, f"connection failed: {exc.message}")
     if isinstance(exc, openai.APIError):
-        # `data: {"error": …}` inside a 200 stream: retriable if nothing was streamed yet.
-        return AttemptFailure(None, f"error in stream: {exc.message}")
+        # `data: {"error": …}` inside a 200 stream: retriable if nothing was streamed yet (unless billing).
+        billing = is_billing_error((exc.code, exc.type), exc.message)
+        return AttemptFailure(None, f"error in stream: {exc.message}", billing=billing)
     if isinstance(exc, httpx2.TransportError):
         return AttemptFailure(None, f"connection failed: {type(exc).__name__}: {exc}")
     return None

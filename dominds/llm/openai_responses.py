@@ -20,7 +20,7 @@ import openai
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.openai_provider import OpenAiSdkGenerator, classify_error
 from dominds.llm.params import merged_params
-from dominds.llm.retry import AttemptFailure, group_tool_turns, refuse_bad_params
+from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, refuse_bad_params
 from dominds.store.course_records import FinishReason, Usage
 
 PROVIDER_DATA_KEY = "openai_reasoning"
@@ -32,6 +32,7 @@ INCOMPLETE_REASONS: dict[str, FinishReason] = {
 ERROR_CODE_STATUS = {
     "server_error": 500,
     "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
     "server_is_overloaded": 529,
     "slow_down": 503,
     "invalid_prompt": 400,
@@ -50,7 +51,8 @@ class ResponseStreamFailed(Exception):
 
 def _classify(exc: Exception) -> AttemptFailure | None:
     if isinstance(exc, ResponseStreamFailed):
-        return AttemptFailure(ERROR_CODE_STATUS.get(str(exc.code), 500), str(exc))
+        billing = is_billing_error((exc.code,), str(exc))
+        return AttemptFailure(ERROR_CODE_STATUS.get(str(exc.code), 500), str(exc), billing=billing)
     return classify_error(exc)
 
 

@@ -4,7 +4,10 @@ A generation is retried only while nothing has reached the receiver yet (referen
 segment or a function call was streamed, the transcript already shows it and a second attempt would
 duplicate it, so a later failure is a ``StreamBroken``. Retriable are 408, 429 (honouring
 ``retry-after``), 5xx, 529/overload and connection failures; the wait is capped exponential backoff
-with full jitter. Other 4xx answers become ``ProviderRejected`` with a hint a person can act on.
+with full jitter. Other 4xx answers become ``ProviderRejected`` with a hint a person can act on — and so
+does an account out of credit or over its spend limit, whatever status it comes with: OpenAI sends
+``insufficient_quota`` as a 429 and Anthropic its spend limits as a 429 ``rate_limit_error``, but no wait
+fixes billing, so retrying them only delayed the reason by a minute of backoff.
 Every message that leaves this module has the API key redacted.
 
 Each provider turns its SDK's exceptions into an ``AttemptFailure`` (``classify``); this module never
@@ -44,6 +47,24 @@ T = TypeVar("T")
 RETRIABLE_STATUSES = frozenset({408, 429})
 """Besides every 5xx (529 = Anthropic "overloaded" included) and connection failures (status ``None``)."""
 
+BILLING_ERROR_CODES = frozenset({
+    # OpenAI (``error.code`` / ``error.type``; HTTP 429, or an error event inside the stream)
+    "insufficient_quota", "billing_not_active", "billing_hard_limit_reached",
+    # Anthropic (``error.type``, or ``error.details.error_code`` of a 429 / 402)
+    "billing_error", "enforced_spend_limit_reached", "contract_spend_limit_reached",
+    "linked_organization_spend_limit_reached", "linked_organization_billing_unavailable",
+})  # fmt: skip
+"""Error codes that mean the account cannot pay for the request: not retried, whatever the status."""
+
+BILLING_MESSAGES = ("credit balance is too low", "exceeded your current quota", "reached your specified api usage limits")
+"""The same, for answers that carry no code (Anthropic's low-balance 400, OpenAI-compatible proxies)."""
+
+
+def is_billing_error(codes: tuple[object, ...], message: str) -> bool:
+    """Whether an error's codes (any of type, code, details' code) or its message say billing."""
+    text = message.lower()
+    return any(str(c) in BILLING_ERROR_CODES for c in codes if c) or any(m in text for m in BILLING_MESSAGES)
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -76,9 +97,13 @@ class AttemptFailure:
     """The provider's own explanation (may still contain a secret: redacted before use)."""
     retry_after: float | None = None
     """Seconds the server asked us to wait."""
+    billing: bool = False
+    """The account is out of credit or over its spend limit (``is_billing_error``): never retriable."""
 
     @property
     def retriable(self) -> bool:
+        if self.billing or self.status == 402:
+            return False
         return self.status is None or self.status in RETRIABLE_STATUSES or self.status >= 500
 
     def describe(self) -> str:
@@ -207,6 +232,14 @@ def rejection(failure: AttemptFailure, target: ProviderTarget) -> ProviderReject
     """A 4xx answer as an error that says what to fix."""
     detail = redact(failure.describe(), target.secret)
     where = f"{target.provider_key} ({target.base_url})"
+    if failure.billing or failure.status == 402:
+        key = f" for the key in {target.api_key_env_var}" if target.api_key_env_var else ""
+        return ProviderRejected(
+            f"{where} refused the request: the account is out of credit or over its spend limit ({detail})",
+            status=failure.status,
+            fix_hint=f"add credit or raise the spend limit in the provider's billing settings{key}, "
+            "then resume the dialog (waiting does not help; it was not retried)",
+        )
     if failure.status in (401, 403):
         if target.api_key_env_var:
             hint = f"check {target.api_key_env_var}: it must hold a valid API key for {target.base_url}"

@@ -22,7 +22,7 @@ from dominds.server.listing import dialog_tree, dialog_trees
 from dominds.server.replay import replay_course
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
 from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload, team_payload
-from dominds.taskdoc import discover_taskdocs
+from dominds.taskdoc_discovery import discover_taskdocs
 from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
 
 

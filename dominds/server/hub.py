@@ -233,7 +233,7 @@ class Hub:
 
     async def _watch_taskdocs(self, on_change: Callable[[Hub, str], None]) -> None:
         """Poll the Taskdocs of followed dialogs: hand edits of ``*.tsk`` files refresh the panel live."""
-        from dominds.taskdoc import taskdoc_fingerprint
+        from dominds.taskdoc_discovery import taskdoc_fingerprint
 
         while True:
             await asyncio.sleep(self.taskdoc_poll_interval)

@@ -23,7 +23,8 @@ from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES
 from pygments.util import ClassNotFound
 
-from dominds.tellask import MarkdownChunk, MarkdownFinish, MarkdownStart, TellaskParser
+from dominds.tellask import TellaskParser
+from dominds.tellask_events import MarkdownChunk, MarkdownFinish, MarkdownStart
 
 _ALLOWED_TAGS = frozenset(nh3.ALLOWED_TAGS - {"img", "map", "area"})
 _TOKEN_CLASSES = frozenset(c for c in STANDARD_TYPES.values() if c)

@@ -35,9 +35,7 @@ from dominds.store.course_records import (
     TeammateCallResultRecord,
     TeammateResponseRecord,
 )
-from dominds.tellask import (
-    TellaskParser,
-)
+from dominds.tellask import TellaskParser
 
 Event = dict[str, Any]
 

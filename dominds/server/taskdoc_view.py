@@ -15,15 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from dominds.server.render import render_markdown
-from dominds.taskdoc import (
-    BEARINMIND_CATEGORY,
-    TOP_SECTIONS,
-    Taskdoc,
-    TaskdocError,
-    read_section,
-    section_file,
-    write_section,
-)
+from dominds.taskdoc import BEARINMIND_CATEGORY, TOP_SECTIONS, Taskdoc, TaskdocError
+from dominds.taskdoc_sections import read_section, section_file, write_section
 
 MAX_EXTRA_SECTIONS = 100
 """Extra sections shown with their text; more are listed by name only (a hand-made package can hold thousands)."""

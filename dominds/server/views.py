@@ -12,7 +12,8 @@ from dominds.driver.titles import display_title
 from dominds.ids import is_dialog_id
 from dominds.server.taskdoc_view import taskdoc_sections
 from dominds.store.errors import DialogNotFoundError
-from dominds.taskdoc import load_taskdoc, taskdoc_fingerprint
+from dominds.taskdoc import load_taskdoc
+from dominds.taskdoc_discovery import taskdoc_fingerprint
 
 
 def resolve_dialog(engine: Engine, self_id: str, root_id: str | None = None) -> Dialog:

@@ -255,7 +255,8 @@ async function loadCatalog() {
   const chosen = $("#nd-agent").value;
   $("#nd-agent").replaceChildren(...catalog.team.members.map((m) =>
     h("option", { value: m.id, selected: chosen ? m.id === chosen : m.id === catalog.team.defaultResponder }, `${m.icon ? `${m.icon} ` : ""}@${m.id} — ${m.name}`)));
-  // a team.yaml that leaves nobody visible must not route new dialogs to a hidden member
+  // Create stays disabled until the team and Taskdocs are here (index.html); a team.yaml that leaves
+  // nobody visible must not route new dialogs to a hidden member
   const nobody = catalog.team.members.length === 0;
   $("#nd-no-members").hidden = !nobody;
   $("#new-dialog-form button[type=submit]").disabled = nobody;

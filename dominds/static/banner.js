@@ -26,7 +26,7 @@ function render() {
   banner.dataset.severity = errors ? "error" : "warning";
   const open = expanded ?? errors > 0;
   $("#pb-title").textContent = errors
-    ? t("bannerErrors", { n: errors, w: warnings })
+    ? t(warnings ? "bannerErrors" : "bannerErrorsOnly", { n: errors, w: warnings })
     : t("bannerWarnings", { n: warnings });
   $("#pb-toggle").textContent = open ? t("hide") : t("show");
   $("#pb-toggle").setAttribute("aria-expanded", String(open));

@@ -11,6 +11,12 @@ import { linkTo, patchRoute, readRoute } from "./router.js";
 
 const GROUPS_KEY = "dominds.openGroups";
 
+/** A subdialog's head without the "@agent" it starts with: the row shows the agent just before it. */
+export function withoutAgent(head, agentId) {
+  const mention = `@${agentId}`;
+  return head.startsWith(mention) && /^\s/.test(head.slice(mention.length)) ? head.slice(mention.length).trimStart() : head;
+}
+
 /** A tree's cost as the daemon wrote it (driver/usage.py formats it once for the panel and the CLI). */
 export function formatCost(cost) {
   if (!cost) return "";
@@ -204,7 +210,7 @@ export class DialogLists {
       event.preventDefault();
       this.actions.open(ref);
     };
-    const title = isRoot ? node.title : node.title || (node.tellaskHead || "").split("\n")[0];
+    const title = isRoot ? node.title : withoutAgent(node.title || (node.tellaskHead || "").split("\n")[0], node.agentId);
     const row = h("a", {
       class: `row${node.selfId === this.currentSelfId ? " current" : ""}`,
       href: linkTo(ref),

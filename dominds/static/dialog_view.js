@@ -5,7 +5,7 @@
 
 import { apiGet, apiPost } from "./api.js";
 import { Composer } from "./composer.js";
-import { badge, formatCost } from "./dialog_lists.js";
+import { badge, formatCost, withoutAgent } from "./dialog_lists.js";
 import { $, askInPage, debounce, h, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { goToDialog, linkTo, patchRoute } from "./router.js";
@@ -227,7 +227,8 @@ export class DialogView {
   renderHeader() {
     const info = this.info;
     if (!info) return;
-    const head = info.assignmentFromSup?.tellaskHead?.split("\n")[0];
+    // a subdialog is named by its assignment, without the "@agent" the line below shows anyway
+    const head = withoutAgent(info.assignmentFromSup?.tellaskHead?.split("\n")[0] || "", info.agentId);
     const title = info.title || head || t("untitled");
     $("#dh-title").textContent = title;
     $("#dh-title").title = title;

@@ -13,7 +13,8 @@ from typing import Any
 from dominds.dialog.model import Dialog
 from dominds.ids import now_iso
 from dominds.store.records import Reminder
-from dominds.taskdoc import TaskdocError, read_section, write_section
+from dominds.taskdoc import TaskdocError
+from dominds.taskdoc_sections import read_section, write_section
 from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema
 
 

@@ -26,7 +26,8 @@ import yaml
 from dominds.store.atomic import write_atomic
 from dominds.store.errors import WriteFailedError
 from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema
-from dominds.tools.fs import WS_READ_TOOLS, PathPolicy, count_lines, os_error
+from dominds.tools.fs import WS_READ_TOOLS
+from dominds.tools.fs_common import PathPolicy, count_lines, os_error
 
 
 def with_final_newline(content: str) -> str:

@@ -36,3 +36,25 @@ def test_a_tot_problem_the_daemon_refuses_is_one_line(tmp_path: Path) -> None:
         assert refused.returncode == 1 and refused.stderr.startswith("dominds: ") and refused.stderr.count("\n") == 1
         assert "threshold must be within 0..10" in refused.stderr and "Traceback" not in refused.stderr
         daemon.stop()
+
+
+def test_unsolved_and_failed_runs_on_the_daemon_exit_1_and_read_as_such(tmp_path: Path) -> None:
+    """Issue 20's failures where the run is the daemon's: a ToT search that keeps nothing and a debate with
+    no usable provider (the workspace has no scripted answer for any workflow role) must read as unsolved /
+    failed and exit 1 exactly as a local run does; no "verified" answer, no report written."""
+    ws = write_workspace(tmp_path / "ws")
+    report = tmp_path / "report.md"
+    with Daemon(ws) as daemon:
+        tot = dominds(ws, "tot", "Plan a 3-day trip to Kyoto", timeout=60)
+        assert tot.returncode == 1, tot.stderr
+        assert "on the daemon" in tot.stdout and "Unsolved: SEARCH_EXHAUSTED" in tot.stdout
+        assert "verified" not in tot.stdout.replace("not verified", "") and "Answer:" not in tot.stdout
+        as_json = dominds(ws, "tot", "1 1 1 1", "--json", timeout=60)
+        assert as_json.returncode == 1, as_json.stderr
+        result = json.loads(as_json.stdout)
+        assert (result["status"], result["solved"], result["unsolved_code"]) == ("unsolved", False, "search_exhausted")
+        debate = dominds(ws, "debate", "Tabs or spaces?", "--out", str(report), timeout=60)
+        assert debate.returncode == 1 and not report.exists()
+        assert "on the daemon" in debate.stdout and "final report" not in debate.stdout and "host:" not in debate.stdout
+        assert "no debater gave a usable answer in round 1" in debate.stderr and "resume with: dominds debate --resume" in debate.stderr
+        daemon.stop()

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dominds.tellask import tellask_call_id
+from dominds.tellask_events import tellask_call_id
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

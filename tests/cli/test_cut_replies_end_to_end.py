@@ -85,6 +85,12 @@ def responder(request: RecordedRequest) -> Reply:
         return Reply(frames=frames, drop_after=len(frames))
     if last.endswith("garble"):
         return Reply(frames=[*text_frames("Garbled answer"), "event: content_block_delta\ndata: {not json\n\n"])
+    if last.endswith("ponder"):  # the stream breaks inside a thinking block, before its signature came
+        frames = anthropic_frames([{"thinking": "x", "signature": "s"}], input_tokens=INPUT_TOKENS)[:2]
+        for char in "Half a thought":
+            frames.append(anthropic_event({"type": "content_block_delta", "index": 0,
+                                           "delta": {"type": "thinking_delta", "thinking": char}}))  # fmt: skip
+        return Reply(frames=frames, drop_after=len(frames))
     if last.endswith("slow"):
         return Reply(frames=text_frames("." * 400), delay_s=0.05)
     return Reply(frames=anthropic_frames([{"text": "Noted."}], input_tokens=INPUT_TOKENS))
@@ -200,6 +206,30 @@ def test_a_stream_broken_after_output_keeps_its_text_and_usage(
     assert usage["inputTokens"] == INPUT_TOKENS and usage["partial"] is True, "input tokens came with the first event"
     shown = dominds(ws, "show", root_id)
     assert f"{text}\n  ⋯ [incomplete: the stream broke]" in shown.stdout
+
+
+def test_thinking_broken_before_its_signature_is_kept_and_not_sent_back(tmp_path: Path, fake: FakeLlmServer) -> None:
+    """A stream that breaks inside a thinking block keeps the thinking so far, marked incomplete, with the
+    usage; the next request leaves that unsigned thinking out (the API refuses a thinking block without
+    its signature) and tells the model its reply was cut."""
+    ws = workspace(tmp_path / "ws", fake.url)
+    with Daemon(ws) as daemon:
+        api = Api(daemon)
+        root_id = api.new_dialog("lead", "ponder")
+        wait_until(lambda: run_state(ws, root_id) == "interrupted")
+        [thinking] = [e for e in api.events(root_id) if e["type"] == "thinking_finish_evt"]
+        assert thinking["incomplete"] == "broken"
+        api.call("POST", f"/api/dialogs/{root_id}/messages", {"content": "go on"})
+        wait_until(lambda: len(fake.requests) == 2)
+        wait_until(lambda: run_state(ws, root_id) == "idle")
+    sent = fake.requests[1].body["messages"]
+    assert not any(b.get("type") == "thinking" for m in sent if isinstance(m["content"], list) for b in m["content"])
+    assert "connection to the model broke" in json.dumps(sent)
+    lines = course_lines(ws, root_id)
+    [thought] = of_type(lines, "agent_thought_record")
+    assert (thought["content"], thought["incomplete"]) == ("Half a thought", "broken")
+    first_finish = of_type(lines, "gen_finish_record")[0]
+    assert first_finish["usage"]["inputTokens"] == INPUT_TOKENS and first_finish["usage"]["partial"] is True
 
 
 def test_a_stopped_reply_survives_a_reload_and_shows_in_dominds_show(tmp_path: Path, fake: FakeLlmServer) -> None:

@@ -82,10 +82,12 @@ def sse(name: str, data: dict[str, Any]) -> str:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
 
-MALFORMED_FRAME = "event: content_block_delta\ndata: {not json at all\n\n"
+def malformed(event: str | None) -> str:
+    """A content frame cut mid-JSON (a proxy that mangles a line), named as the API names its deltas."""
+    return (f"event: {event}\n" if event else "") + 'data: {"type": "' + (event or "chunk") + '", "delta": {not json\n\n'
 
 
-def _broken(frames: list[str], content: list[int], script: Script, error_frame: str) -> Reply:
+def _broken(frames: list[str], content: list[int], script: Script, error_frame: str, malformed_frame: str) -> Reply:
     """Cut ``frames`` after ``script.break_after`` content frames (indices in ``content``)."""
     assert script.break_after is not None
     cut = content[script.break_after - 1] + 1 if script.break_after else content[0]  # 0: before any content
@@ -93,7 +95,7 @@ def _broken(frames: list[str], content: list[int], script: Script, error_frame: 
     if script.break_how == "disconnect":
         return Reply(frames=kept, drop_after=len(kept))
     if script.break_how == "malformed":
-        return Reply(frames=[*kept, MALFORMED_FRAME])
+        return Reply(frames=[*kept, malformed_frame])
     if script.break_how == "eof":
         return Reply(frames=kept)
     return Reply(frames=[*kept, error_frame])
@@ -112,6 +114,8 @@ class Dialect:
     """The input tokens are known from the first event (kept when the stream breaks)."""
     tools_at_end = False
     """Tool calls are emitted after all text (Chat Completions assembles them from fragments)."""
+    delta_event: str | None = None
+    """The SSE ``event:`` name of a content delta (Chat Completions sends none)."""
 
     def generator(self, policy: RetryPolicy, http_client: HttpClientFactory | None = None) -> Generator:
         raise NotImplementedError
@@ -132,12 +136,17 @@ class Dialect:
         """The ``provider_data`` a thinking segment of ``block`` must finish with."""
         return None
 
+    def billing_errors(self) -> dict[str, Reply]:
+        """How this API says the account is out of credit or over its spend limit (as the provider sends it)."""
+        raise NotImplementedError
+
 
 # ---------------------------------------------------------------- Anthropic Messages
 
 
 class AnthropicDialect(Dialect):
     name = "anthropic"
+    delta_event = "content_block_delta"
     signs_thinking = True
     redacts = True
     partial_input_known = True
@@ -174,7 +183,7 @@ class AnthropicDialect(Dialect):
         frames.append(anthropic_event({"type": "message_stop"}))
         if script.break_after is not None:
             error = anthropic_event({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}, "error")
-            return _broken(frames, content, script, error)
+            return _broken(frames, content, script, error, malformed(self.delta_event))
         return Reply(frames=frames)
 
     def _block(self, index: int, block: Block) -> list[tuple[str, bool]]:
@@ -219,6 +228,28 @@ class AnthropicDialect(Dialect):
         kind = {429: "rate_limit_error", 529: "overloaded_error", 401: "authentication_error", 404: "not_found_error",
                 400: "invalid_request_error"}.get(status, "api_error")  # fmt: skip
         return Reply(status=status, headers=headers or {}, body={"type": "error", "error": {"type": kind, "message": message}})
+
+    def billing_errors(self) -> dict[str, Reply]:
+        def body(kind: str, message: str, code: str | None = None) -> dict[str, Any]:
+            error: dict[str, Any] = {"type": kind, "message": message}
+            if code is not None:
+                error["details"] = {"error_code": code}
+            return {"type": "error", "error": error}
+
+        spend = "You have reached your monthly spend limit."
+        in_stream = anthropic_event(body("billing_error", "Your credit balance is too low."), "error")
+        return {
+            # a 429 like a rate limit, told apart only by its error code (and a retry-after that would not help)
+            "spend-limit-429": Reply(status=429, headers={"retry-after": "30"},
+                                     body=body("rate_limit_error", spend, "enforced_spend_limit_reached")),  # fmt: skip
+            "contract-limit-429": Reply(status=429, body=body("rate_limit_error", spend, "contract_spend_limit_reached")),
+            "billing-402": Reply(status=402, body=body("billing_error", "Payment required.")),
+            "credit-balance-400": Reply(status=400, body=body(
+                "invalid_request_error",
+                "Your credit balance is too low to access the Anthropic API. "
+                "Please go to Plans & Billing to upgrade or purchase credits.")),  # fmt: skip
+            "in-stream": Reply(frames=[*self.reply(Script((Text("x"),))).frames[:2], in_stream]),
+        }
 
 
 # ---------------------------------------------------------------- OpenAI Chat Completions
@@ -277,7 +308,7 @@ class OpenAiChatDialect(Dialect):
         frames.append("data: [DONE]\n\n")
         if script.break_after is not None:
             error = "data: " + json.dumps({"error": {"message": "The server had an error", "type": "server_error"}}) + "\n\n"
-            return _broken(frames, content, script, error)
+            return _broken(frames, content, script, error, malformed(self.delta_event))
         return Reply(frames=frames)
 
     def json_reply(self, script: Script) -> Reply:
@@ -300,12 +331,27 @@ class OpenAiChatDialect(Dialect):
     def error(self, status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
         return Reply(status=status, headers=headers or {}, body={"error": {"message": message, "type": "server_error"}})
 
+    QUOTA_MESSAGE = ("You exceeded your current quota, please check your plan and billing details. For more "
+                     "information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.")  # fmt: skip
+
+    def _quota_error(self, code: str = "insufficient_quota") -> dict[str, Any]:
+        return {"message": self.QUOTA_MESSAGE, "type": code, "param": None, "code": code}
+
+    def billing_errors(self) -> dict[str, Reply]:
+        return {
+            "insufficient-quota-429": Reply(status=429, headers={"retry-after": "20"}, body={"error": self._quota_error()}),
+            "billing-not-active-429": Reply(status=429, body={"error": self._quota_error("billing_not_active")}),
+            "in-stream": Reply(frames=[self.chunk({"role": "assistant", "content": ""}),
+                                       "data: " + json.dumps({"error": self._quota_error()}) + "\n\n"]),  # fmt: skip
+        }
+
 
 # ---------------------------------------------------------------- OpenAI Responses
 
 
 class OpenAiResponsesDialect(OpenAiChatDialect):
     name = "openai-responses"
+    delta_event = "response.output_text.delta"
     signs_thinking = True
     redacts = True
     tools_at_end = False
@@ -397,12 +443,25 @@ class OpenAiResponsesDialect(OpenAiChatDialect):
         if script.break_after is not None:
             error = sse("error", {"type": "error", "sequence_number": 9999, "code": "server_error",
                                   "message": "The server had an error while processing your request.", "param": None})  # fmt: skip
-            return _broken(frames, content, script, error)
+            return _broken(frames, content, script, error, malformed(self.delta_event))
         return Reply(frames=frames)
 
     def json_reply(self, script: Script) -> Reply:
         status = "incomplete" if script.finish == "max_tokens" else "completed"
         return Reply(body=self._response(script, status, self._items(script), True))
+
+    def billing_errors(self) -> dict[str, Reply]:
+        created = self.reply(Script((Text("x"),))).frames[:2]
+        failed = {**self._response(Script(()), "failed", [], False),
+                  "error": {"code": "insufficient_quota", "message": self.QUOTA_MESSAGE}}  # fmt: skip
+        return {
+            "insufficient-quota-429": Reply(status=429, headers={"retry-after": "20"}, body={"error": self._quota_error()}),
+            "error-event": Reply(frames=[*created, sse("error", {"type": "error", "sequence_number": 2,
+                                                               "code": "insufficient_quota",
+                                                               "message": self.QUOTA_MESSAGE, "param": None})]),  # fmt: skip
+            "response-failed": Reply(frames=[*created, sse("response.failed", {"type": "response.failed",
+                                                                              "sequence_number": 2, "response": failed})]),  # fmt: skip
+        }
 
 
 # ---------------------------------------------------------------- scripted

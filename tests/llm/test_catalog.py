@@ -7,15 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from dominds.llm.catalog import (
-    BUILTIN_SOURCE,
-    Catalog,
-    LlmResolutionError,
-    ModelPricing,
-    builtin_catalog,
-    load_catalog,
-    resolve_member_llm,
-)
+from dominds.llm.catalog import BUILTIN_SOURCE, Catalog, LlmResolutionError, resolve_member_llm
+from dominds.llm.catalog_yaml import builtin_catalog, load_catalog
+from dominds.llm.pricing import ModelPricing
 from dominds.problems import LLM_CONFIG_ERROR
 from dominds.rtws import Rtws
 from dominds.team import load_team

@@ -203,10 +203,12 @@ async def test_redacted_thinking_is_kept_to_send_back(harness: Harness) -> None:
 
 
 @all_dialects()
-async def test_max_tokens_is_a_partial_reply(harness: Harness) -> None:
-    result, receiver = await harness.run(Script((Text("Once upon a ti"),), finish="max_tokens"))
+@pytest.mark.parametrize("streaming", [True, False], ids=["streamed", "whole"])
+async def test_max_tokens_is_a_partial_reply(harness: Harness, streaming: bool) -> None:
+    result, receiver = await harness.run(Script((Text("Once upon a ti"),), finish="max_tokens"), streaming=streaming)
     assert receiver.text("saying") == "Once upon a ti"
     assert result.finish_reason == "max_tokens" and result.partial
+    assert result.provider_finish_reason is not None or harness.dialect.name == "scripted"
 
 
 @all_dialects()
@@ -228,6 +230,7 @@ async def test_streaming_false_sends_one_request_and_reports_the_same(harness: H
     assert receiver.text("saying") == "Hello there, ünïcödé ✓"
     assert receiver.events[-1] == ("func_call", "call_1", "add_reminder", {"content": "buy milk — 牛奶"})
     assert result.finish_reason == "tool_use"
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (20, 9) and not result.usage.partial
     if harness.dialect.http:
         assert harness.fake.requests[0].body.get("stream") in (None, False)
 
@@ -263,6 +266,34 @@ async def test_retries_end_as_unavailable_with_the_last_error(harness: Harness) 
     assert receiver.events == [] and len(harness.fake.requests) == 3
 
 
+BILLING_CASES = [(d, case) for d in HTTP_DIALECTS for case in d.billing_errors()]
+
+
+@pytest.mark.parametrize(
+    ("harness", "case"), BILLING_CASES, ids=[f"{d.name}-{c}" for d, c in BILLING_CASES], indirect=["harness"]
+)
+async def test_an_account_out_of_credit_fails_at_once_with_the_reason(harness: Harness, case: str) -> None:
+    """Bug: OpenAI's ``insufficient_quota`` and Anthropic's spend-limit errors come as HTTP 429 (or as an
+    error inside the stream) and were retried like a rate limit — five attempts and a minute of backoff
+    before "unavailable", which no wait can fix. They fail at once, saying it is billing and what to do."""
+    harness.fake.queue(harness.dialect.billing_errors()[case])
+    outcome, receiver = await harness.run(Script((Text("never"),)), attempts=5)
+    harness.fake.replies.clear()
+    assert isinstance(outcome, ProviderRejected), outcome
+    assert len(harness.fake.requests) == 1 and harness.sleeps.waits == [], "not retried"
+    assert "out of credit or over its spend limit" in str(outcome)
+    assert "billing" in outcome.fix_hint and "model_params" not in outcome.fix_hint
+    assert receiver.events == []
+
+
+@http_dialects()
+async def test_a_plain_rate_limit_is_still_retried(harness: Harness) -> None:
+    """The billing check looks at the error's code, not at the status: a 429 rate limit stays retriable."""
+    harness.fake.queue(harness.dialect.error(429, "Rate limit reached for requests"))
+    result, _ = await harness.run(Script((Text("ok"),)))
+    assert len(harness.fake.requests) == 2 and result.finish_reason == "end_turn"
+
+
 # ---------------------------------------------------------------- breaks after output
 
 
@@ -279,6 +310,17 @@ async def test_a_stream_broken_after_output_is_not_retried_and_keeps_the_partial
     assert receiver.events[-1][0] == "saying_chunk", "the open segment stays open: the driver keeps it as incomplete"
     if harness.dialect.partial_input_known:
         assert receiver.usage is not None and receiver.usage.input_tokens == 20 and receiver.usage.partial
+
+
+@http_dialects()
+@pytest.mark.parametrize("how", ["error", "disconnect", "malformed"])
+async def test_a_stream_broken_mid_thinking_keeps_the_partial_thinking(harness: Harness, how: str) -> None:
+    """The break comes in the third thinking delta: the thinking so far is kept, its segment left open."""
+    script = Script((Thinking("Pondering very deeply", "s1"), Text("never shown")), break_after=3, break_how=how)  # type: ignore[arg-type]
+    outcome, receiver = await harness.run(script)
+    assert isinstance(outcome, StreamBroken) and len(harness.fake.requests) == 1
+    assert receiver.text("thinking") == "Pondering" and receiver.text("saying") == ""
+    assert receiver.kinds() == ["thinking_start"] and receiver.events[-1] == ("thinking_chunk", "ing")
 
 
 @http_dialects()

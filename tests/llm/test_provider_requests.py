@@ -24,7 +24,7 @@ from fake_servers import (
 
 from dominds.llm.anthropic_provider import AnthropicGenerator
 from dominds.llm.base import ChatMessage, GenerationRequest, ProviderRejected, ToolSpec
-from dominds.llm.catalog import builtin_catalog
+from dominds.llm.catalog_yaml import builtin_catalog
 from dominds.llm.openai_provider import KEYLESS_API_KEY, OpenAiCompatibleGenerator, request_body
 from dominds.llm.openai_responses import OpenAiResponsesGenerator
 from dominds.llm.retry import RetryPolicy

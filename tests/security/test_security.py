@@ -173,7 +173,9 @@ async def test_api_keys_never_reach_events_or_logs(
         try:
             root = engine.create_dialog("lead", "tasks/t.tsk")
             engine.submit_user_message(root, "hello")
-            await engine.wait_idle()
+            # The first generation imports the Anthropic SDK and builds its client inside this wait,
+            # which takes seconds on a loaded machine: wait for idle longer than the default.
+            await engine.wait_idle(60)
             errors = [e for e in events if e["type"] == "stream_error_evt"]
             assert errors and "FAKE_ANTHROPIC_KEY" in errors[0]["error"], "the message names the variable to fix"
             everything = json.dumps(events) + caplog.text + json.dumps(engine.problems_payload())

@@ -50,6 +50,12 @@ def test_the_debate_demo_converges_and_writes_its_report(
     assert "final report: converged after 2 round(s)" in printed
     report = out.read_text(encoding="utf-8")
     assert report.startswith(words) and "Scripted response not found" not in report
+    # the comparer that ran is named on the first lines and in the report (WordLlama is the default)
+    method, named = {
+        "auto": ("embedding:wordllama:l2_supercat-256", "Similarity: embeddings `wordllama:l2_supercat-256`"),
+        "jaccard": ("jaccard_fallback", "Similarity: word overlap (Jaccard)"),
+    }[embedder]
+    assert printed.splitlines()[1] == f"similarity: {method}" and named in report
 
 
 def test_any_other_question_fails_without_a_report(demo: Path, capsys: pytest.CaptureFixture[str]) -> None:

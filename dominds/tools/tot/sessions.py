@@ -74,7 +74,7 @@ class SessionStore:
                 problems.append({"file": str(path), "problem": exc.violations[0].message})
             except (OSError, UnicodeDecodeError) as exc:
                 problems.append({"file": str(path), "problem": str(exc)})
-        sessions.sort(key=lambda s: s.updated_at, reverse=True)
+        sessions.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)  # ids sort by creation time
         return sessions, problems
 
 
@@ -193,6 +193,13 @@ STATUS_TEXT_CHARS = 240
 """``tot_status`` shows at most this much of each query, title and findings text (``tot_end`` shows all):
 a status is asked for often, and a session's texts may total hundreds of kilobytes."""
 
+STATUS_SESSIONS = 50
+"""``tot_status`` without an id lists at most this many sessions, the latest changed first, and counts the rest."""
+
+STATUS_TREE_CHARS = 12_000
+"""… and at most this much of the tree: clipped texts alone still grow with the number of nodes. The
+open work (pending proposals, nodes needing children, the next step) is listed apart, in full."""
+
 
 def _one_line(text: str, limit: int | None = None) -> str:
     line = " ".join(text.split())
@@ -201,19 +208,31 @@ def _one_line(text: str, limit: int | None = None) -> str:
     return f"{line[:limit].rstrip()}… ({len(line):,} characters; tot_end returns the full text)"
 
 
-def tree_markdown(session: Session, limit: int | None = None) -> str:
-    """The committed tree as a nested Markdown list, one node a line; ``limit`` clips each text."""
+def tree_markdown(session: Session, limit: int | None = None, budget: int | None = None) -> str:
+    """The committed tree as a nested Markdown list, one node a line, in tree order; ``limit`` clips each
+    text, ``budget`` the whole list (the lines that do not fit are counted in a last line)."""
     lines: list[str] = []
+    used = 0
 
     def walk(items: list[dict[str, Any]], depth: int) -> None:
+        nonlocal used
         for item in items:
-            lines.append(
+            line = (
                 f"{'  ' * depth}- **{item['id']}** `{item['state']}` {_one_line(item['title'], limit)}"
                 f": {_one_line(item['findings'], limit)}"
             )
+            used += len(line) + 1
+            if budget is None or used <= budget:
+                lines.append(line)
             walk(item["children"], depth + 1)
 
     walk(tree_json(session), 0)
+    left_out = len(session.nodes) - len(lines)
+    if left_out > 0:
+        lines.append(
+            f"- … {left_out:,} more nodes not shown (a status shows {budget:,} characters of the tree; "
+            "tot_end returns all of it)"
+        )
     return "\n".join(lines)
 
 
@@ -309,9 +328,13 @@ class TotService:
                     "ended": s.ended_at is not None,
                     "updatedAt": s.updated_at,
                 }
-                for s in sessions
+                for s in sessions[:STATUS_SESSIONS]
             ]
-            return {"status": "OK", "directory": str(self.store.directory), "sessions": listed, "unreadable": problems}
+            listing = {"status": "OK", "directory": str(self.store.directory), "total": len(sessions), "sessions": listed}
+            if len(sessions) > STATUS_SESSIONS:
+                older = len(sessions) - STATUS_SESSIONS
+                listing["more"] = f"{older:,} older sessions not listed; tot_status with a sessionId shows any of them"
+            return {**listing, "unreadable": problems}
         session = self.store.load(session_id)
         return {
             "status": "OK",
@@ -321,7 +344,7 @@ class TotService:
             "updatedAt": session.updated_at,
             **progress(session),
             "endBlockers": [v.to_json() for v in machine.end_blockers(session)] if not session.ended_at else [],
-            "tree": tree_markdown(session, STATUS_TEXT_CHARS),
+            "tree": tree_markdown(session, STATUS_TEXT_CHARS, STATUS_TREE_CHARS),
         }
 
     def _change(self, session_id: str, operation: Callable[[Session], dict[str, Any]]) -> dict[str, Any]:

@@ -11,27 +11,27 @@ change, already saved), ``agent_error`` (§7.1's ``agent_timeout`` / ``skip_agen
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any
 
 from dominds.workflows.debate.protocol import AgentOutput
 from dominds.workflows.debate.report import report_plan
 from dominds.workflows.debate.state import DebateState
 
-if TYPE_CHECKING:
-    from dominds.workflows.debate.session import DebateSession
 
-
-def session_start(session: DebateSession) -> dict[str, Any]:
-    state = session.state
+def session_start(
+    state: DebateState, similarity_method: str, resumed_from_round: int | None, warnings: Sequence[str]
+) -> dict[str, Any]:
+    """The run (re)starts: what a client needs to show it and to resume it (``sessionId``)."""
     return {
         "type": "session_start",
         "sessionId": state.session_id,
         "question": state.user_query,
         "maxRounds": state.max_rounds,
-        "resumedFromRound": session.resumed_from_round,
-        "similarityMethod": session.comparer.method,
+        "resumedFromRound": resumed_from_round,
+        "similarityMethod": similarity_method,
         "similarityNote": state.similarity_note,
-        "warnings": list(session.warnings),
+        "warnings": list(warnings),
         "history": [host_decision(r.host) for r in state.history],
         "consensus_trend": list(state.consensus_trend),
     }

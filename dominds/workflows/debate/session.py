@@ -113,7 +113,7 @@ class DebateSession:
         state.status, state.stop_reason = "in_progress", None
         self._settle_statuses()  # a crash may have left a step "running"
         save_state(self.run.root.files.dir, state)
-        self.emit(events.session_start(self))
+        self.emit(events.session_start(state, self.comparer.method, self.resumed_from_round, self.warnings))
         try:
             while not state.finished:
                 last = state.last_round

@@ -124,4 +124,5 @@ async def test_stop_a_running_dialog_reconnect_and_switch_to_chinese(panel: Pane
     await expect(page.locator("#send")).to_have_text("发送")
     await expect(page.locator("#dh-state")).to_have_text("空闲")
     await expect(page.locator("#taskdoc-body .td-section h3").first).to_have_text("目标")  # the Goals section
+    await expect(page.locator('#pane-tabs button[data-pane="side"] span').first).to_have_text("问题与差遣牒"), "the seed's word"
     await panel.screenshot("07-chinese-ui")

@@ -73,6 +73,8 @@ async def test_the_layout_works_at_1280_900_and_420_px(panel: Panel) -> None:
     wide = await _geometry(page)
     assert wide["sidebar"] and wide["rightbar"], "three columns"
     assert wide["transcript"]["width"] >= 600 and wide["rightbar"]["width"] < wide["transcript"]["width"]
+    await expect(page.locator("#composer-mode")).to_be_visible()
+    await expect(page.locator("#suggestions")).to_be_hidden(), "no chip sends a message while Send answers"
     await page.screenshot(path=str(IMAGES / "panel-1280.png"))
     await page.click("#toggle-rightbar")  # side panels collapse; the conversation takes the room
     collapsed = await _geometry(page)
@@ -102,12 +104,18 @@ async def test_the_layout_works_at_1280_900_and_420_px(panel: Panel) -> None:
     phone = await _geometry(page)
     assert phone["transcript"]["width"] >= 400 and phone["sidebar"] is None and phone["rightbar"] is None
     assert phone["tabs"] is not None, "one column with tabs"
+    await expect(page.locator("#q4h-toggle")).to_be_hidden()  # the tab carries the count, the header has room
+    await expect(page.locator('#pane-tabs button[data-pane="side"]')).to_have_text("Questions & Taskdoc 1")
     await page.screenshot(path=str(IMAGES / "panel-420.png"))
     await page.click('#pane-tabs button[data-pane="list"]')
     assert (await _geometry(page))["sidebar"]["width"] >= 400
     await page.locator("#dialog-lists .row", has_text="Start over").click()  # opening a dialog shows it
     await expect(page.locator("#dh-title")).to_have_text("Start over")
     assert (await _geometry(page))["transcript"]["width"] >= 400
+    await page.set_viewport_size({"width": 1280, "height": 820})
+    await expect(page.locator("#suggestions .chip")).to_have_count(2)  # no question here: the chips are offered
+    await expect(page.locator("#suggestions")).to_be_visible()
+    await page.set_viewport_size({"width": 420, "height": 820})
     await page.click('#pane-tabs button[data-pane="side"]')
     side = await _geometry(page)
     assert side["rightbar"]["width"] >= 400
@@ -137,6 +145,8 @@ async def test_titles_search_filters_groups_and_links_that_survive_a_reload(pane
     await expect(group.locator(".group-head")).to_contain_text("Tree of Thoughts · 3 run(s)")
     await expect(group.locator(".row")).to_have_count(3)
     await expect(group.locator(".row").first).to_be_hidden(), "workflow runs are folded under their workflow"
+    sub_head = page.locator("#dialog-lists .tree ul .row .head").first
+    await expect(sub_head).to_have_text("please write the changelog for 1.2"), "no second @coder after the agent"
     await group.locator(".group-head").click()
     await expect(group.locator(".row .title")).to_have_text(
         ["How do bees navigate?", "Is P equal to NP?", "Why is the sky blue?"]
@@ -155,6 +165,15 @@ async def test_titles_search_filters_groups_and_links_that_survive_a_reload(pane
     await expect(page.locator("#dialog-lists .row .title")).to_have_text(["Plan the 1.2 release"])
     await page.click("#f-clear")
     await expect(page.locator("#dialog-lists .tree > li > .row")).to_have_count(2)
+    await page.select_option("#f-state", "needs_you")  # the state filter: only the tree waiting for the user
+    assert "state=needs_you" in page.url
+    await expect(page.locator("#dialog-lists .tree > li > .row .title")).to_have_text(["Plan the 1.2 release"])
+    await page.select_option("#f-state", "idle")
+    await expect(page.locator("#dialog-lists .tree > li > .row .title")).to_contain_text(["Start over"])
+    await page.select_option("#f-taskdoc", "tasks/t.tsk")
+    assert "taskdoc=tasks" in page.url
+    await page.click("#f-clear")
+    await expect(page.locator("#dialog-lists .tree > li > .row")).to_have_count(2)
 
     await page.locator("#dialog-lists .row", has_text="Plan the 1.2 release").click()
     await expect(page.locator("#dh-title")).to_have_text("Plan the 1.2 release")
@@ -170,7 +189,7 @@ async def test_titles_search_filters_groups_and_links_that_survive_a_reload(pane
 
     await page.goto(f"{panel.url.split('?')[0]}?dialog={ids['sub']}&root={ids['plan']}")
     await expect(page.locator("#dh-agent")).to_have_text("@coder"), "a link to a subdialog survives a reload"
-    await expect(page.locator("#dh-title")).to_contain_text("please write the changelog")
+    await expect(page.locator("#dh-title")).to_have_text("please write the changelog for 1.2")
 
     await page.goto(f"{panel.url.split('?')[0]}?dialog={ids['course']}")
     await expect(page.locator("#course-label")).to_have_text("Course 2 / 2")

@@ -12,7 +12,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from dominds.llm.catalog import load_catalog
+from dominds.llm.catalog_yaml import load_catalog
 from dominds.rtws import Rtws
 from dominds.workflows.debate.embedders import (
     EmbedderUnavailable,

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_pipe import pipe_calls
 from test_tot_server import REPO_ROOT, Tot, in_process, only_text, root
 
 
@@ -114,6 +113,44 @@ async def test_tot_status_bounds_long_texts_and_tot_end_keeps_them(tmp_path: Pat
         assert report["tree"][0]["findings"] == findings, "the report keeps the full text"
 
 
+async def test_tot_status_of_a_large_tree_stays_bounded_and_keeps_the_open_nodes(tmp_path: Path) -> None:
+    """Clipping each text was not enough: a tree of many nodes still made every tot_status as long as
+    the whole tree (80 nodes with long texts: over 40,000 characters), though a status is asked for after
+    every step. The tree is now cut to a budget that says what was left out, and the open work (pending
+    proposals, nodes that need children, what to do next) is always listed in full."""
+    long, title = "detail " * 100, "title " * 80  # 700 and 480 characters, each clipped to 240 in a status
+    async with in_process(tmp_path) as t:
+        sid = await t.start(5)
+        roots = [f"R1.{c}" for c in "ABCDE"]
+        await t.ok("tot_propose", sessionId=sid, nodes=[{**root(r), "title": title} for r in roots])
+        await t.ok("tot_commit", sessionId=sid, results=[{"nodeId": r, "state": "DRILL", "findings": long} for r in roots])
+        children = [(f"R2.{r[-1]}{i}", r) for r in roots for i in range(1, 17)]  # 80 children, 16 per root
+        for start in range(0, len(children), 5):
+            batch = children[start : start + 5]
+            nodes = [{"id": c, "parent": p, "title": title, "plannedAction": "look"} for c, p in batch]
+            await t.ok("tot_propose", sessionId=sid, nodes=nodes)
+            state = "DRILL" if start == 0 else "DEAD"  # R2.A1..R2.A5 stay open: each needs 2 children
+            await t.ok("tot_commit", sessionId=sid, results=[{"nodeId": c, "state": state, "findings": long} for c, _ in batch])
+        text = only_text(await t.client.call_tool("tot_status", {"sessionId": sid}))
+        status = json.loads(text)
+        assert len(text) < 20_000, len(text)
+        assert "more nodes not shown" in status["tree"] and "tot_end" in status["tree"]
+        assert status["nodes"] == 85 and status["counts"]["DEAD"] == 75
+        assert [n["nodeId"] for n in status["childrenNeeded"]] == [f"R2.A{i}" for i in range(1, 6)]
+        assert status["next"].startswith("tot_propose children for: R2.A1 (2 more)")
+
+
+async def test_tot_status_without_an_id_lists_the_latest_sessions_and_counts_the_rest(tmp_path: Path) -> None:
+    """The session list had no bound either: every session the workspace ever had, in every call."""
+    async with in_process(tmp_path) as t:
+        ids = [await t.start(1) for _ in range(55)]
+        listing = await t.ok("tot_status")
+        assert listing["total"] == 55 and len(listing["sessions"]) == 50
+        assert {s["sessionId"] for s in listing["sessions"]} == set(ids[5:]), "the latest changed first"
+        assert "5 older sessions not listed" in listing["more"]
+        assert (await t.ok("tot_status", sessionId=ids[0]))["nodes"] == 0, "an older one is still there by its id"
+
+
 async def test_only_the_tools_capability_is_advertised(tmp_path: Path) -> None:
     async with in_process(tmp_path) as t:
         caps = t.client.server_capabilities
@@ -123,25 +160,8 @@ async def test_only_the_tools_capability_is_advertised(tmp_path: Path) -> None:
 def test_requests_in_flight_when_stdin_closes_are_all_answered(tmp_path: Path) -> None:
     """A client that writes its calls and closes stdin (a pipe, `mcp` in a script) gets every answer."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DOMINDS_FSYNC": "0"}
-    messages: list[dict[str, Any]] = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    ]  # fmt: skip
-    messages += [
-        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "tot_start", "arguments": {"query": f"q{i}"}}}
-        for i in range(1, 31)
-    ]
-    proc = subprocess.run(
-        [sys.executable, "-m", "dominds", "tot-mcp", "--sessions-dir", str(tmp_path / "s")],
-        input="".join(json.dumps(m) + "\n" for m in messages).encode(),
-        capture_output=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=60,
-    )
-    replies = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
-    assert sorted(r["id"] for r in replies) == list(range(31)), proc.stderr.decode()[-2000:]
+    calls = [("tot_start", {"query": f"q{i}"}) for i in range(1, 31)]
+    replies = pipe_calls(["tot-mcp", "--sessions-dir", str(tmp_path / "s")], calls, cwd=tmp_path, env=env)
     assert all("result" in r and not r["result"].get("isError") for r in replies)
     assert len(list((tmp_path / "s").iterdir())) == 30
     assert set(replies[0]["result"]["capabilities"]) == {"tools"}

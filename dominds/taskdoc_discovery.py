@@ -1,0 +1,117 @@
+"""Finding Taskdoc packages in a workspace (honouring ``.taskdoc-ignore``) and noticing that one changed
+(a cheap fingerprint of its entries), for the panel's list and the Taskdoc watcher."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from dominds.taskdoc import DISCOVERY_SKIP_DIRS, MAX_SCAN_ENTRIES, TASKDOC_IGNORE_FILE, normalize_taskdoc_path
+
+
+@dataclass(frozen=True)
+class _IgnoreRule:
+    """One ``.taskdoc-ignore`` line, gitignore-like: a pattern with an inner or leading '/' is anchored
+    to the ignore file's directory and matches the path from there; otherwise it matches a name at any
+    depth below that directory."""
+
+    base: str
+    pattern: str
+    anchored: bool
+
+    def ignores(self, rel: str, name: str) -> bool:
+        if not self.anchored:
+            return fnmatch.fnmatchcase(name, self.pattern)
+        if self.base:
+            if not rel.startswith(self.base + "/"):
+                return False
+            rel = rel[len(self.base) + 1 :]
+        return fnmatch.fnmatchcase(rel, self.pattern)
+
+
+def _read_ignore_rules(directory: Path, rel_dir: str) -> list[_IgnoreRule]:
+    try:
+        text = (directory / TASKDOC_IGNORE_FILE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    rules = []
+    for line in text.splitlines():
+        pattern = line.strip()
+        # Negation ('!') is not supported: skipping it keeps the file's other lines meaningful.
+        if not pattern or pattern.startswith(("#", "!")):
+            continue
+        anchored = "/" in pattern.rstrip("/")
+        pattern = pattern.strip("/")
+        if pattern:
+            rules.append(_IgnoreRule(rel_dir, pattern, anchored))
+    return rules
+
+
+def discover_taskdocs(rtws_root: Path) -> list[str]:
+    """Every ``*.tsk`` directory under the workspace, as sorted rtws-relative paths.
+
+    Symlinked directories are not followed (they would list a package twice or leave the workspace).
+    """
+    found: list[str] = []
+    # Each stack item: a directory, its rtws-relative path, and the ignore rules in force there.
+    stack: list[tuple[Path, str, list[_IgnoreRule]]] = [(rtws_root, "", [])]
+    while stack:
+        directory, rel_dir, inherited = stack.pop()
+        rules = inherited + _read_ignore_rules(directory, rel_dir)
+        try:
+            with os.scandir(directory) as iterator:
+                subdirs = [entry for entry in iterator if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for entry in subdirs:
+            if entry.name in DISCOVERY_SKIP_DIRS:
+                continue
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if any(rule.ignores(rel, entry.name) for rule in rules):
+                continue
+            if entry.name.endswith(".tsk") and entry.name != ".tsk":
+                found.append(rel)  # packages are leaves: nothing inside one is another package
+            else:
+                stack.append((Path(entry.path), rel, rules))
+    return sorted(found)
+
+
+def taskdoc_fingerprint(rtws_root: Path, rel: str) -> str:
+    """A cheap signature of a package (names, inode, size, mtime of every entry); changes on any edit.
+
+    The inode is part of it because ``write_section`` replaces files by rename, which always changes
+    the inode even when size and a coarse mtime stay the same.
+    """
+    package = rtws_root / normalize_taskdoc_path(rel)
+    digest = hashlib.sha1(usedforsecurity=False)
+    try:
+        root_stat = package.lstat()
+    except OSError:
+        return "missing"
+    if not stat.S_ISDIR(root_stat.st_mode):
+        return "not-a-directory"
+    digest.update(f".:{root_stat.st_ino}:{root_stat.st_mtime_ns}\n".encode())
+    pending = [(package, "")]
+    seen = 0
+    while pending and seen <= MAX_SCAN_ENTRIES:
+        directory, prefix = pending.pop()
+        try:
+            with os.scandir(directory) as iterator:
+                entries = sorted(iterator, key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            name = prefix + entry.name
+            digest.update(f"{name}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}\n".encode())
+            if stat.S_ISDIR(info.st_mode):
+                pending.append((Path(entry.path), name + "/"))
+    return digest.hexdigest()
