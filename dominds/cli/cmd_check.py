@@ -32,7 +32,7 @@ REJECTED = "llm_provider_rejected_request"
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "check",
-        help="validate team.yaml and llm.yaml; exit 1 when there are problems",
+        help="check the configuration and the API key of each provider in use; exit 1 on problems",
         description="Load the team and the LLM providers as the daemon would and report every problem: the "
         "configuration, an API key missing in this environment, a key a provider the team uses refuses (each "
         "is asked now, with the key set now), an MCP server that does not start.",
