@@ -22,6 +22,19 @@ TOKEN = "test-token-123"
 TEAM_YAML = team_yaml({"lead": "plans and delegates", "coder": "writes code", "tester": "checks code"}, fbr_effort=1)
 
 
+COST_RESPONSES: list[dict[str, Any]] = [
+    {"agent": "lead", "message": "hello", "response": "Hi.", "usage": {"input_tokens": 30000, "output_tokens": 9000}},
+    {
+        "agent": "lead",
+        "message": "delegate",
+        "response": "!?@coder please implement X\n",
+        "usage": {"input_tokens": 1200, "output_tokens": 300},
+    },
+    {"agent": "coder", "contains": "implement X", "response": "Done.", "usage": {"input_tokens": 5000, "output_tokens": 700}},
+    {"agent": "lead", "contains": "@coder provided response", "response": "Thanks.", "usage": {"input_tokens": 800, "output_tokens": 50}},
+]
+"""Replies with token usage, priced by workspace_kit's llm.yaml ($1/M in, $2/M out): the tree costs $0.0571."""
+
 RESPONSES: list[dict[str, Any]] = [
     {"agent": "lead", "message": "hello", "response": "Hello **there**! <script>alert(1)</script>"},
     {"agent": "lead", "message": "delegate", "response": "Asking coder.\n!?@coder please implement X\n"},

@@ -14,19 +14,7 @@ import os
 import sys
 from typing import Any
 
-from server_kit import ServeFactory
-
-RESPONSES: list[dict[str, Any]] = [
-    {"agent": "lead", "message": "hello", "response": "Hi.", "usage": {"input_tokens": 30000, "output_tokens": 9000}},
-    {
-        "agent": "lead",
-        "message": "delegate",
-        "response": "!?@coder please implement X\n",
-        "usage": {"input_tokens": 1200, "output_tokens": 300},
-    },
-    {"agent": "coder", "contains": "implement X", "response": "Done.", "usage": {"input_tokens": 5000, "output_tokens": 700}},
-    {"agent": "lead", "contains": "@coder provided response", "response": "Thanks.", "usage": {"input_tokens": 800, "output_tokens": 50}},
-]
+from server_kit import COST_RESPONSES, ServeFactory
 
 
 async def _get(served: Any, path: str) -> Any:
@@ -51,7 +39,7 @@ async def _cli(served: Any, *args: str) -> str:
 
 
 async def test_the_row_the_header_and_the_cli_show_one_figure(serve: ServeFactory) -> None:
-    served = await serve(RESPONSES)
+    served = await serve(COST_RESPONSES)
     root = (await _post(served, "/api/dialogs", {"taskDocPath": "tasks/t.tsk"}))["rootId"]
     latest = served.engine.rtws.run_dir / root / "latest.yaml"
     (row,) = (await _get(served, "/api/dialogs"))["dialogs"]

@@ -74,7 +74,7 @@ class SessionStore:
                 problems.append({"file": str(path), "problem": exc.violations[0].message})
             except (OSError, UnicodeDecodeError) as exc:
                 problems.append({"file": str(path), "problem": str(exc)})
-        sessions.sort(key=lambda s: s.updated_at, reverse=True)
+        sessions.sort(key=lambda s: (s.updated_at, s.session_id), reverse=True)  # ids sort by creation time
         return sessions, problems
 
 
@@ -192,6 +192,9 @@ def tree_json(session: Session, node_id: str | None = None) -> list[dict[str, An
 STATUS_TEXT_CHARS = 240
 """``tot_status`` shows at most this much of each query, title and findings text (``tot_end`` shows all):
 a status is asked for often, and a session's texts may total hundreds of kilobytes."""
+
+STATUS_SESSIONS = 50
+"""``tot_status`` without an id lists at most this many sessions, the latest changed first, and counts the rest."""
 
 STATUS_TREE_CHARS = 12_000
 """… and at most this much of the tree: clipped texts alone still grow with the number of nodes. The
@@ -325,9 +328,13 @@ class TotService:
                     "ended": s.ended_at is not None,
                     "updatedAt": s.updated_at,
                 }
-                for s in sessions
+                for s in sessions[:STATUS_SESSIONS]
             ]
-            return {"status": "OK", "directory": str(self.store.directory), "sessions": listed, "unreadable": problems}
+            listing = {"status": "OK", "directory": str(self.store.directory), "total": len(sessions), "sessions": listed}
+            if len(sessions) > STATUS_SESSIONS:
+                older = len(sessions) - STATUS_SESSIONS
+                listing["more"] = f"{older:,} older sessions not listed; tot_status with a sessionId shows any of them"
+            return {**listing, "unreadable": problems}
         session = self.store.load(session_id)
         return {
             "status": "OK",

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dominds.driver.engine import EngineError
 from dominds.server import keys
-from dominds.workflows.tot.orchestrator import MAX_PROBLEM_CHARS, TotRequest
+from dominds.workflows.tot.orchestrator import TotRequest
 from dominds.workflows.tot.roles import ensure_role_members
 from dominds.workflows.tot.runner import TotRunRegistry, start_tot_run
 from dominds.workflows.tot.settings import SearchOverrides, SettingsError
@@ -34,7 +34,8 @@ TOT_RUNS: web.AppKey[TotRunRegistry] = web.AppKey("tot_runs", TotRunRegistry)
 class StartRunBody(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    problem: Annotated[str, Field(min_length=1, max_length=MAX_PROBLEM_CHARS)]
+    problem: str
+    """Empty and over-long problems are refused by ``check_request``, in the words `dominds tot` uses."""
     taskType: str | None = None
     strategy: Literal["BFS", "DFS"] | None = None
     depth: int | None = None

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from playwright.async_api import expect
+
 from dominds.driver.engine import Engine
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
@@ -40,3 +42,15 @@ class Panel:
         path = ARTIFACTS / f"{name}.png"
         await self.page.screenshot(path=str(path), full_page=True)
         return path
+
+
+async def open_with_a_new_dialog(browser: Any, url: str, *, width: int = 1280) -> tuple[Any, Any]:
+    """A new browser context on ``url`` (a daemon's panel link), connected, with a new @lead dialog open."""
+    context = await browser.new_context(viewport={"width": width, "height": 800})
+    page = await context.new_page()
+    await page.goto(url)
+    await expect(page.locator("#conn-status")).to_have_attribute("data-state", "connected")
+    await page.click("#new-dialog-btn")
+    await page.click("#new-dialog-form button[type=submit]")
+    await expect(page.locator("#dh-agent")).to_have_text("@lead")
+    return context, page

@@ -14,34 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_kit import open_with_a_new_dialog
 from cli.test_cli_kit import Daemon, dominds
 from playwright.async_api import expect
+from server_kit import COST_RESPONSES
 from workspace_kit import write_workspace
 
 pytestmark = pytest.mark.browser
 
-RESPONSES: list[dict[str, Any]] = [
-    {"agent": "lead", "message": "hello", "response": "Hi.", "usage": {"input_tokens": 30000, "output_tokens": 9000}},
-    {
-        "agent": "lead",
-        "message": "delegate",
-        "response": "!?@coder please implement X\n",
-        "usage": {"input_tokens": 1200, "output_tokens": 300},
-    },
-    {"agent": "coder", "contains": "implement X", "response": "Done.", "usage": {"input_tokens": 5000, "output_tokens": 700}},
-    {"agent": "lead", "contains": "@coder provided response", "response": "Thanks.", "usage": {"input_tokens": 800, "output_tokens": 50}},
-]
-
-
 async def test_the_row_the_header_and_dominds_status_show_one_cost(tmp_path: Path, browser: Any) -> None:
-    ws = write_workspace(tmp_path / "ws", RESPONSES).root
+    ws = write_workspace(tmp_path / "ws", COST_RESPONSES).root
     with Daemon(ws) as daemon:
-        context = await browser.new_context(viewport={"width": 1280, "height": 800})
-        page = await context.new_page()
-        await page.goto(daemon.url)
-        await expect(page.locator("#conn-status")).to_have_attribute("data-state", "connected")
-        await page.click("#new-dialog-btn")
-        await page.click("#new-dialog-form button[type=submit]")
+        context, page = await open_with_a_new_dialog(browser, daemon.url)
         row_cost = page.locator("#dialog-lists .tree > li > .row .cost")
         header_cost = page.locator("#dh-cost")
         await expect(header_cost).to_have_text("$0.00 · 0 tok")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_kit import open_with_a_new_dialog
 from cli.test_cli_kit import Daemon, dominds, write_workspace
 from playwright.async_api import expect
 
@@ -24,13 +25,7 @@ async def test_a_stopped_reply_is_kept_after_a_reload_a_restart_and_in_dominds_s
     ws = write_workspace(tmp_path / "ws")
     first = Daemon(ws)
     try:
-        context = await browser.new_context(viewport={"width": 1280, "height": 800})
-        page = await context.new_page()
-        await page.goto(first.url)
-        await expect(page.locator("#conn-status")).to_have_attribute("data-state", "connected")
-        await page.click("#new-dialog-btn")
-        await page.click("#new-dialog-form button[type=submit]")
-        await expect(page.locator("#dh-agent")).to_have_text("@lead")
+        context, page = await open_with_a_new_dialog(browser, first.url)
         await page.fill("#input", "slow")  # 600 x's, three every 15 ms
         await page.click("#send")
         streaming = page.locator(".bubble.gen .md.streaming")

@@ -12,13 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_debate_kit import critic_answer, parse_sse, planner_answer, reporter_answer, step, write_workspace
+from test_debate_kit import (
+    AngleEmbedder,
+    critic_answer,
+    parse_sse,
+    planner_answer,
+    reporter_answer,
+    step,
+    write_workspace,
+)
 
 from dominds.cli.main import main
 from dominds.driver.engine import Engine
 from dominds.server import keys
+from dominds.workflows.debate.similarity import PositionComparer
 from dominds.workflows.debate.state import load_state
-from dominds.workflows.debate.web import add_routes
+from dominds.workflows.debate.web import COMPARER_FACTORY, add_routes
 
 REJECTED = {"error": {"kind": "rejected", "status": 401, "message": "invalid x-api-key"}}
 
@@ -106,3 +115,35 @@ def test_the_cli_refuses_a_huge_question_as_a_usage_error(tmp_path: Path, capsys
     write_workspace(ws, [])
     assert main(["-C", str(ws), "debate", "x" * 297_000]) == 2
     assert "297,000 characters; at most 10,000" in capsys.readouterr().err
+
+
+
+async def test_a_provider_lost_in_a_later_round_stops_there_without_a_report(tmp_path: Path, aiohttp_client: Any) -> None:
+    """The same failure after a good round 1 (a key revoked, a quota spent mid-run): round 2 has nothing
+    to compare, so the run stops there with round 1 kept, instead of reporting on fallback texts."""
+    engine = Engine(write_workspace(tmp_path / "ws", [
+        step("planner", 1, planner_answer(1, 0)),
+        step("critic", 1, critic_answer(1, 60)),  # consensus 0.5: force opposition, round 2 follows
+        {**step("critic", 2, "unused"), **REJECTED},
+        {**step("planner", 2, "unused"), **REJECTED},
+        step("reporter", 2, reporter_answer()),
+    ]))  # fmt: skip
+    await engine.start()
+    try:
+        app = web_app(engine)
+        app[COMPARER_FACTORY] = lambda: PositionComparer(AngleEmbedder())
+        client = await aiohttp_client(app)
+        resp = await client.post("/api/multi-agent", json={"message": "How do I prepare for IELTS?"})
+        events, _, done_last = parse_sse(await resp.text())
+        assert done_last
+        kinds = [e["type"] for e in events]
+        assert [e["action"] for e in events if e["type"] == "host_decision"] == ["force_opposition"], "round 1 only"
+        assert "final_report" not in kinds and "session_interrupted" in kinds
+        error = next(e for e in events if e["type"] == "error")
+        assert "no debater gave a usable answer in round 2" in error["error"] and "invalid x-api-key" in error["error"]
+        state = (await (await client.get(f"/api/multi-agent/{events[0]['sessionId']}")).json())
+        assert state["status"] == "interrupted" and state["current_round"] == 1 and len(state["history"]) == 1
+        assert state["final_report"] is None and state["stop_reason"].startswith("failed: no debater gave a usable answer in round 2")
+        assert {role: slot["status"] for role, slot in state["agents"].items()}["reporter"] == "idle", "the reporter never ran"
+    finally:
+        await engine.close()

@@ -83,7 +83,10 @@ async def test_a_run_started_over_http_shows_its_tree_with_scores_and_pruned_nod
 @pytest.mark.parametrize(
     ("body", "why"),
     [
-        ({"problem": ""}, "problem"),
+        ({"problem": ""}, "the problem is empty"),
+        ({"problem": "   "}, "the problem is empty"),
+        # the same words as `dominds tot` run here, not pydantic's "String should have at most 20000 characters"
+        ({"problem": "x " * 12_500}, "the problem is 25,000 characters; at most 20,000 are accepted"),
         ({"problem": "write a poem", "symbolic": True}, "only solves Game-of-24"),
         ({"problem": "4 9 10 13", "depth": 99}, "depth must be"),
         ({"problem": "4 9 10 13", "strategy": "A*"}, "strategy"),
