@@ -126,7 +126,9 @@ class Daemon:
             self.stop()
 
 
-def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.05) -> Any:
+def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
+    """Poll until ``predicate`` is truthy. The default allows for a daemon's first generation, which imports
+    a provider SDK (seconds on a loaded two-core machine); a passing wait returns as soon as it holds."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
