@@ -57,6 +57,17 @@ def write_workspace(root: Path) -> Path:
     return root
 
 
+def write_provider_workspace(root: Path, team: str, llm: str, goals: str = "Answer.\n") -> Path:
+    """A workspace whose members talk to a (fake) provider: ``team`` and ``llm`` are the two YAML files,
+    with a Taskdoc at ``tasks/t.tsk``."""
+    (root / ".minds").mkdir(parents=True)
+    (root / ".minds" / "team.yaml").write_text(team)
+    (root / ".minds" / "llm.yaml").write_text(llm)
+    (root / "tasks" / "t.tsk").mkdir(parents=True)
+    (root / "tasks" / "t.tsk" / "goals.md").write_text(goals)
+    return root
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
     return {**env, **extra}

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_cli_kit import cli_env, dominds
+from test_cli_kit import cli_env, dominds, write_provider_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm is not a package
 from fake_servers import (
@@ -55,13 +55,7 @@ def fake() -> Iterator[FakeLlmServer]:
 
 
 def workspace(root: Path, url: str) -> Path:
-    ws = root / "ws"
-    (ws / ".minds").mkdir(parents=True)
-    (ws / ".minds" / "team.yaml").write_text(TEAM_YAML)
-    (ws / ".minds" / "llm.yaml").write_text(LLM_YAML.format(url=url))
-    (ws / "tasks" / "t.tsk").mkdir(parents=True)
-    (ws / "tasks" / "t.tsk" / "goals.md").write_text("Answer.\n")
-    return ws
+    return write_provider_workspace(root / "ws", TEAM_YAML, LLM_YAML.format(url=url))
 
 
 def texts_of(request: RecordedRequest) -> str:
