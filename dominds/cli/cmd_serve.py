@@ -96,9 +96,12 @@ def _workspace(demo: str | None) -> Rtws:
         except RtwsNotFound as exc:
             raise CliError(f"{exc}; `{program()} init` creates one here, -C DIR names another, `{program()} serve --demo` serves the demo workspace") from exc
     from dominds.cli.demo import prepare_demo
-    from dominds.rtws import default_demo_dir
+    from dominds.rtws import default_demo_dir, is_rtws
 
-    prepared = prepare_demo(Path(demo) if demo else default_demo_dir())
+    target = Path(demo) if demo else default_demo_dir()
+    if is_rtws(target):
+        _refuse_second_daemon(Rtws(target))  # before the template is laid over a workspace a daemon serves
+    prepared = prepare_demo(target)
     root = prepared.rtws.root
     if prepared.created:
         state = "created from the template"
@@ -124,7 +127,7 @@ def _refuse_second_daemon(rtws: Rtws) -> None:
     while True:
         daemon = find_daemon(rtws)
         if daemon is not None:
-            raise CliError(f"already served by pid {daemon.pid} on port {daemon.port} ({daemon.base_url}/)")
+            raise CliError(f"already served by pid {daemon.pid} on port {daemon.port}: the panel is {daemon.url}")
         if not rtws.lock_path.exists() or not lock_is_held(rtws.lock_path):
             return
         if time.monotonic() > deadline:
