@@ -181,10 +181,19 @@ def _probe_problems(team: Team, catalog: Catalog) -> list[Problem]:
             out.append(make_problem(
                 UNREACHABLE, source, None,
                 f"could not ask whether it takes the key: {verdict.detail}; {who} use{'s' if len(named) + roles == 1 else ''} it "
-                "(is the server running? check baseUrl in .minds/llm.yaml)",
+                f"({_unreachable_hint(provider.base_url or '')})",
                 "warning",
             ))
     return out
+
+
+def _unreachable_hint(base_url: str) -> str:
+    """A server on this machine is probably not running; a hosted one probably not reachable from here."""
+    from urllib.parse import urlsplit
+
+    if urlsplit(base_url).hostname in ("127.0.0.1", "localhost", "::1"):
+        return "is the server running? its address is baseUrl in .minds/llm.yaml"
+    return "is this machine offline, or behind a proxy? `--no-connect` leaves this out"
 
 
 def _runtime_problems(rtws: Rtws, catalog: Catalog) -> list[Problem]:

@@ -123,3 +123,4 @@ def test_a_provider_that_does_not_answer_is_a_warning_naming_its_address(tmp_pat
     assert down.returncode == 1, down.stdout
     assert "provider anthropic: warning: could not ask whether it takes the key: no answer from http://127.0.0.1:9" in down.stdout
     assert "provider local: warning: could not ask whether it takes the key: no answer from http://127.0.0.1:9/v1" in down.stdout
+    assert "(is the server running? its address is baseUrl in .minds/llm.yaml)" in down.stdout
