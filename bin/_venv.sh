@@ -40,7 +40,10 @@ _dominds_venv_refresh() {
     fi
     if [ -z "$current" ]; then
         echo "dominds: installing dominds${union:+ with [$union]} and its dependencies into .venv..." >&2
-        "$VENV/bin/python" -m pip install --quiet -e "$ROOT${union:+[$union]}" >&2
+        # setuptools' "Editable installation ... be careful with folders named like your package" is about
+        # this very checkout: a page of asterisks a newcomer cannot act on, so it is not shown
+        PYTHONWARNINGS="ignore:Editable installation${PYTHONWARNINGS:+,$PYTHONWARNINGS}" \
+            "$VENV/bin/python" -m pip install --quiet -e "$ROOT${union:+[$union]}" >&2
     else
         missing=""
         for extra in ${wanted//,/ }; do

@@ -110,7 +110,6 @@ def find_rtws(start: Path | None = None, *, must_exist: bool = True) -> Rtws:
             return Rtws(candidate)
     if must_exist:
         raise RtwsNotFound(
-            f"no Dominds workspace at or above {here} (no .minds/ or .dialogs/); "
-            "run `dominds init` to create one, or pass -C DIR"
+            f"no Dominds workspace at or above {here} (no .minds/ or .dialogs/)"
         )
     return Rtws(here)

@@ -103,6 +103,7 @@ def _every_workflow_page_gives_a_complete_run(clone: Path, env: dict[str, str], 
     assert "[aggregate.completed] PPT generation completed with 3 slides" in slides.stdout
     [deck] = list((demo / "workdir" / "ppt").glob("*/presentation.pptx"))
     assert deck.stat().st_size > 10_000, "the deck is written inside the demo workspace"
+    assert f"; deck: {deck}\n" in slides.stdout, "where the deck is, in full: `./workdir/…` is not in the user's shell"
 
 
 class Serve:
@@ -154,12 +155,13 @@ def test_the_readme_quick_start_on_a_fresh_clone_serves_a_scripted_demo_that_per
     asked = subprocess.run(ask, cwd=clone, env=env, capture_output=True, text=True, check=False, timeout=60)
     assert asked.returncode == 3, asked.stdout + asked.stderr
     assert "Which format should the final summary have?" in asked.stdout
-    assert 'bin/dominds answer "your answer"' in asked.stdout, "printed commands name the script the user ran"
+    printed = f'  bin/dominds -C {demo} answer "your answer"\n'
+    assert printed in asked.stdout, "printed commands name the script the user ran, and the workspace"
     first.stop()
 
     second = Serve(clone, env, shlex.split(serve_line))
     assert f"Demo workspace: {demo} (kept from earlier runs: 1 dialog tree)\n" in second.lines, second.lines
-    answer = shlex.split(hint)[:-1] + ["answer", "markdown report", "--follow"]
+    answer = shlex.split(printed.replace("your answer", "markdown report")) + ["--follow"]  # typed as printed
     answered = subprocess.run(answer, cwd=clone, env=env, capture_output=True, text=True, check=False, timeout=60)
     assert answered.returncode == 0, answered.stdout + answered.stderr
     assert "I'll use that format" in answered.stdout, "the question asked before the restart was answered"

@@ -1,7 +1,8 @@
 """`dominds check`: validate `.minds/team.yaml`, `.minds/llm.yaml` and `.minds/mcp.yaml` and report every problem.
 
 MCP servers are started (and stopped) to list their tools, so unreachable servers and tool-name
-clashes show up too; ``--no-connect`` skips that.
+clashes show up too, and each provider a member or workflow role uses is asked whether it takes the key
+set now (``key_probe.py``); ``--no-connect`` skips both.
 
 Prints ``file:line: severity: message`` per problem and a summary; exits 0 when there is none,
 1 otherwise (warnings included, so a typo in a key is never silently ignored in CI).
@@ -17,23 +18,33 @@ from typing import TYPE_CHECKING, Any
 from dominds.cli.common import workspace
 
 if TYPE_CHECKING:
-    from dominds.llm.catalog import Catalog, ResolvedLlm
+    from dominds.llm.catalog import Catalog, ProviderConfig, ResolvedLlm
     from dominds.problems import Problem, Severity
     from dominds.rtws import Rtws
     from dominds.team import Member, Team
 
 KEY_MISSING = "llm_provider_key_missing"
+KEY_REFUSED = "llm_provider_key_refused"
+UNREACHABLE = "llm_provider_unreachable"
 REJECTED = "llm_provider_rejected_request"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "check",
-        help="validate team.yaml and llm.yaml; exit 1 when there are problems",
-        description="Load the team and the LLM providers as the daemon would and report every problem.",
+        help="check the configuration and the API key of each provider in use; exit 1 on problems",
+        description="Load the team and the LLM providers as the daemon would and report every problem: the "
+        "configuration, an API key missing in this environment, a key a provider the team uses refuses (each "
+        "is asked now, with the key set now), an MCP server that does not start.",
+        epilog="examples:\n  dominds check\n  dominds check --no-connect      the files and the environment only\n"
+        "  dominds check --json | jq '.[].message'\nexit status: 0 no problems, 1 problems (warnings included).\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print the problems as a JSON list")
-    p.add_argument("--no-connect", action="store_true", help="do not start the MCP servers of .minds/mcp.yaml")
+    p.add_argument(
+        "--no-connect", action="store_true",
+        help="connect to nothing: neither start the MCP servers of .minds/mcp.yaml nor ask the providers about their keys",
+    )
     p.set_defaults(func=_check)
 
 
@@ -73,6 +84,8 @@ def _check(args: argparse.Namespace) -> int:
             if member.provider is None:  # chosen here by the keys set; team.yaml's loader could not check it
                 problems += _param_problems(member, resolved, problems)
     problems += _key_problems(team, catalog)
+    if not args.no_connect:
+        problems += _probe_problems(team, catalog)
     problems += _runtime_problems(rtws, catalog)
     problems.sort(key=lambda p: (p.source, p.line or 0))
     if args.json:
@@ -120,6 +133,67 @@ def _key_problems(team: Team, catalog: Catalog) -> list[Problem]:
         )
         for m in missing_keys(team, catalog)
     ]
+
+
+def _probe_problems(team: Team, catalog: Catalog) -> list[Problem]:
+    """Each provider in use whose key is set (or that needs none) is asked whether it takes it, all at once."""
+    import asyncio
+
+    from dominds.cli.common import command_name
+    from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
+    from dominds.llm.key_probe import probe_key
+    from dominds.problems import make_problem
+
+    used: dict[str, tuple[ProviderConfig, list[str], int]] = {}
+    for member in team.members.values():
+        try:
+            provider = resolve_member_llm(member, catalog, os.environ).provider
+        except LlmResolutionError:
+            continue  # reported as a configuration problem
+        env_var = provider.api_key_env_var
+        if provider.api_type == "scripted" or (env_var and not os.environ.get(env_var, "").strip()):
+            continue  # offline, or its key is missing (reported by _key_problems)
+        _provider, named, roles = used.setdefault(provider.key, (provider, [], 0))
+        if member.hidden:
+            used[provider.key] = (provider, named, roles + 1)
+        else:
+            named.append(f"@{member.id}")
+    if not used:
+        return []
+
+    async def ask_all() -> list[Any]:
+        return await asyncio.gather(
+            *(probe_key(p, os.environ.get(p.api_key_env_var or "", "").strip() or None) for p, _n, _r in used.values())
+        )
+
+    out = []
+    for (provider, named, roles), verdict in zip(used.values(), asyncio.run(ask_all()), strict=True):
+        who = ", ".join(named + ([f"{roles} workflow role{'' if roles == 1 else 's'}"] if roles else []))
+        source = f"provider {provider.key}"
+        if verdict.kind == "refused":
+            env_var = provider.api_key_env_var or "its key variable"
+            out.append(make_problem(
+                KEY_REFUSED, source, None,
+                f"the provider refused the key in {env_var} ({verdict.detail}), and {who} use{'s' if len(named) + roles == 1 else ''} it: "
+                f"export {env_var}=<the right key> before `{command_name()} serve` or `run`",
+            ))
+        elif verdict.kind == "unreachable":
+            out.append(make_problem(
+                UNREACHABLE, source, None,
+                f"could not ask whether it takes the key: {verdict.detail}; {who} use{'s' if len(named) + roles == 1 else ''} it "
+                f"({_unreachable_hint(provider.base_url or '')})",
+                "warning",
+            ))
+    return out
+
+
+def _unreachable_hint(base_url: str) -> str:
+    """A server on this machine is probably not running; a hosted one probably not reachable from here."""
+    from urllib.parse import urlsplit
+
+    if urlsplit(base_url).hostname in ("127.0.0.1", "localhost", "::1"):
+        return "is the server running? its address is baseUrl in .minds/llm.yaml"
+    return "is this machine offline, or behind a proxy? `--no-connect` leaves this out"
 
 
 def _runtime_problems(rtws: Rtws, catalog: Catalog) -> list[Problem]:

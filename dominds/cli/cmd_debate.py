@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from dominds.cli.common import CliError, workspace
+from dominds.cli.common import CliError, command_name, workspace
 from dominds.rtws import Rtws
 from dominds.workflows.debate.settings import EMBEDDER_KINDS
 
@@ -172,8 +172,8 @@ def describe(event: dict[str, Any]) -> str | None:
             return None  # the error event that follows says what failed
         return (
             f"interrupted ({event['reason']}) after round {event['completedRounds']}; "
-            f"resume with: dominds debate --resume {event['sessionId']}"
+            f"resume with: {command_name()} debate --resume {event['sessionId']}"
         )
     if kind == "error":
-        return f"error: {event['error']}; resume with: dominds debate --resume {event['sessionId']}"
+        return f"error: {event['error']}; resume with: {command_name()} debate --resume {event['sessionId']}"
     return None

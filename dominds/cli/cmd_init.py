@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import dominds
-from dominds.cli.common import CliError
+from dominds.cli.common import CliError, command_name, program
 from dominds.rtws import Rtws, is_rtws
 
 _SKIPPED_NAMES = frozenset({"__pycache__", ".DS_Store"})
@@ -55,8 +55,8 @@ def _init(args: argparse.Namespace) -> int:
     print("  + .dialogs/run/, .dialogs/done/, .dialogs/archive/")
     for rel in kept:
         print(f"  = {rel} (exists, kept)")
-    go_there = "" if target == Path.cwd().resolve() else f"cd {shlex.quote(str(target))} && "
-    print(f"Next: {go_there}dominds check && dominds serve")
+    me = command_name() if target == Path.cwd().resolve() else f"{program()} -C {shlex.quote(str(target))}"
+    print(f"Next: {me} check && {me} serve")
     return 0
 
 

@@ -26,14 +26,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _run(args: argparse.Namespace) -> int:
     # imported here so that other commands do not pay for loading the MCP SDK
+    import anyio
+
     from dominds.cli.mcp_server import build_server
 
     server = build_server(workspace())
     if not args.http:
-        server.run("stdio")
-        return 0
-    import anyio
+        from dominds.mcp.stdio_serve import serve_stdio
 
+        anyio.run(serve_stdio, server)  # answers every request read, even after stdin closes
+        return 0
     from dominds.mcp.http_serve import pick_token, serve_http
 
     token = pick_token(args.no_auth)

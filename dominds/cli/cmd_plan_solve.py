@@ -238,7 +238,7 @@ def _example_data2ppt(args: argparse.Namespace) -> int:
     workspace = _workspace(args.scripted)
     daemon = None if args.scripted else find_daemon(workspace)
     if daemon is not None:
-        return _data2ppt_on_daemon(args, daemon)
+        return _data2ppt_on_daemon(args, daemon, workspace)
     settings = _settings(args, workspace, confirm_plan=False)
     csv_path = settings.csv_path or workspace.root / DEFAULT_CSV
     return asyncio.run(
@@ -255,7 +255,7 @@ def _example_data2ppt(args: argparse.Namespace) -> int:
     )
 
 
-def _data2ppt_on_daemon(args: argparse.Namespace, daemon: DaemonInfo) -> int:
+def _data2ppt_on_daemon(args: argparse.Namespace, daemon: DaemonInfo, workspace: Rtws) -> int:
     """The run goes to the daemon's Plan & Solve service (its /plan-solve page shows it), with its settings."""
     import aiohttp
 
@@ -271,7 +271,7 @@ def _data2ppt_on_daemon(args: argparse.Namespace, daemon: DaemonInfo) -> int:
         print(f"(on the daemon {daemon.describe()}: its Plan & Solve settings apply)", flush=True)
     try:
         return asyncio.run(
-            data2ppt_on_daemon(daemon, args.question or DEFAULT_QUESTION, lambda line: print(line, flush=True), json_events=args.json)
+            data2ppt_on_daemon(daemon, workspace, args.question or DEFAULT_QUESTION, lambda line: print(line, flush=True), json_events=args.json)
         )
     except (OSError, aiohttp.ClientError) as exc:
         raise CliError(f"cannot reach the daemon's Plan & Solve service ({daemon.describe()}): {exc}") from exc

@@ -8,15 +8,11 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from dominds.cli.cmd_run import (
-    Plan,
-    drive_in_process,
-    follow_via_daemon,
-    message_text,
-    new_msg_id,
-    require_key_here,
-)
 from dominds.cli.common import command_name, workspace
+from dominds.cli.drive_here import drive_in_process
+from dominds.cli.follow import Plan, message_text, new_msg_id
+from dominds.cli.follow_daemon import follow_via_daemon
+from dominds.cli.keys import require_key_here
 
 if TYPE_CHECKING:
     from dominds.cli.client import DaemonInfo
@@ -159,8 +155,8 @@ def _report(result: dict[str, Any], as_json: bool, *, queued: bool) -> int:
         return 0
     if queued:
         print(f"answer to {result['questionId']} queued for dialog {result['selfId']}; no daemon is running: "
-              "`dominds serve` resumes the dialog (or add --follow to resume it now)")
+              f"`{command_name()} serve` resumes the dialog (or add --follow to resume it now)")
     else:
         print(f"answered {result['questionId']}; dialog {result['selfId']} goes on "
-              f"(watch it with `dominds show {result['selfId']} --follow`)")
+              f"(watch it with `{command_name()} show {result['selfId']} --follow`)")
     return 0

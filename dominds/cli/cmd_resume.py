@@ -11,8 +11,11 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
-from dominds.cli.cmd_run import Plan, drive_in_process, drive_marker, follow_via_daemon, require_key_here
 from dominds.cli.common import command_name, workspace
+from dominds.cli.drive_here import drive_in_process
+from dominds.cli.follow import Plan, drive_marker
+from dominds.cli.follow_daemon import follow_via_daemon
+from dominds.cli.keys import require_key_here
 
 if TYPE_CHECKING:
     from dominds.driver.engine import Engine

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from dominds.cli.client import DaemonInfo, daemon_json_payload, find_daemon, lock_is_held, locked_message
-from dominds.cli.common import CliError, command_name
+from dominds.cli.common import CliError, command_name, program
 from dominds.rtws import Rtws, RtwsNotFound, find_rtws
 
 if TYPE_CHECKING:
@@ -94,11 +94,14 @@ def _workspace(demo: str | None) -> Rtws:
         try:
             return find_rtws(Path.cwd())
         except RtwsNotFound as exc:
-            raise CliError(f"{exc} (or `{command_name()} serve --demo` for the demo workspace)") from exc
+            raise CliError(f"{exc}; `{program()} init` creates one here, -C DIR names another, `{program()} serve --demo` serves the demo workspace") from exc
     from dominds.cli.demo import prepare_demo
-    from dominds.rtws import default_demo_dir
+    from dominds.rtws import default_demo_dir, is_rtws
 
-    prepared = prepare_demo(Path(demo) if demo else default_demo_dir())
+    target = Path(demo) if demo else default_demo_dir()
+    if is_rtws(target):
+        _refuse_second_daemon(Rtws(target))  # before the template is laid over a workspace a daemon serves
+    prepared = prepare_demo(target)
     root = prepared.rtws.root
     if prepared.created:
         state = "created from the template"
@@ -114,7 +117,7 @@ def _workspace(demo: str | None) -> Rtws:
         print(f"  updated from the template: {', '.join(prepared.updated)}", flush=True)
     if prepared.kept:
         print(f"  edited here, kept (the template has a newer version): {', '.join(prepared.kept)}", flush=True)
-    print(f"  from another shell: {command_name()} -C {shlex.quote(str(root))} status", flush=True)
+    print(f"  from another shell: {program()} -C {shlex.quote(str(root))} status", flush=True)
     return prepared.rtws
 
 
@@ -124,7 +127,7 @@ def _refuse_second_daemon(rtws: Rtws) -> None:
     while True:
         daemon = find_daemon(rtws)
         if daemon is not None:
-            raise CliError(f"already served by pid {daemon.pid} on port {daemon.port} ({daemon.base_url}/)")
+            raise CliError(f"already served by pid {daemon.pid} on port {daemon.port}: the panel is {daemon.url}")
         if not rtws.lock_path.exists() or not lock_is_held(rtws.lock_path):
             return
         if time.monotonic() > deadline:
@@ -180,7 +183,7 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
             await watch_task
         if written:
             _remove_daemon_json(rtws, written[0].pid)
-            again = f"{command_name()} serve" + (" --demo" + (f" {shlex.quote(args.demo)}" if args.demo else "") if args.demo is not None else "")
+            again = f"{command_name()} serve" if args.demo is None else f"{program()} serve --demo" + (f" {shlex.quote(args.demo)}" if args.demo else "")
             print(f"Dominds stopped; every dialog is saved (`{again}` resumes them).", flush=True)
 
 

@@ -54,10 +54,10 @@ def _show(args: argparse.Namespace) -> int:
     daemon = find_daemon(rtws)
     if args.follow:
         if daemon is None:
-            raise CliError("--follow needs a running daemon (`dominds serve`); without one nothing changes")
+            raise CliError(f"--follow needs a running daemon (`{command_name()} serve`); without one nothing changes")
         if args.course is not None:
             raise CliError("--follow shows the current course; leave out --course")
-        from dominds.cli.cmd_run import follow_via_daemon
+        from dominds.cli.follow_daemon import follow_via_daemon
 
         async def follow() -> int:
             async with DaemonClient(daemon) as client:

@@ -17,7 +17,7 @@ import sys
 from collections import defaultdict
 from typing import Any
 
-from dominds.cli.common import workspace
+from dominds.cli.common import command_name, workspace
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store.index import Derived, DialogIndex, Entry, Tree
 
@@ -323,9 +323,11 @@ def _print_report(report: dict[str, Any]) -> None:
         subtree(root, "")
     totals = report["totals"]
     if not report["roots"]:
-        lines.append("\nno dialogs yet: `dominds new --taskdoc tasks/x.tsk \"…\"` or the panel (`dominds serve`)")
+        me = command_name()
+        panel = "the panel above" if (report["daemon"] or {}).get("panel") else f"the panel of `{me} serve`"
+        lines.append(f"\nno dialogs yet: start one with `{me} run \"…\"` or in {panel}")
     else:
-        hint = " — answer with `dominds q4h` / `dominds answer`" if totals["q4h"] else ""
+        hint = f" — answer with `{command_name()} answer \"…\"` (`{command_name()} q4h` lists them)" if totals["q4h"] else ""
         lines.append(
             f"\n{_count(totals['roots'], 'tree')}, {_count(totals['dialogs'], 'dialog')}, "
             f"{_count(totals['q4h'], 'pending question')}{hint}; {tokens(totals['tokens'])} tokens, {format_cost(totals['costUsd'])}"

@@ -12,18 +12,12 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from dominds.cli.cmd_run import (
-    TASKDOC_HELP,
-    Plan,
-    chosen_taskdoc,
-    drive_in_process,
-    follow_via_daemon,
-    message_sender,
-    message_text,
-    new_msg_id,
-    require_key_here,
-)
-from dominds.cli.common import workspace
+from dominds.cli.common import command_name, workspace
+from dominds.cli.drive_here import drive_in_process
+from dominds.cli.follow import Plan, message_sender, message_text, new_msg_id
+from dominds.cli.follow_daemon import follow_via_daemon
+from dominds.cli.keys import require_key_here
+from dominds.cli.resolve import TASKDOC_HELP, chosen_taskdoc
 
 if TYPE_CHECKING:
     from dominds.driver.engine import Engine
@@ -156,8 +150,8 @@ def _report(result: dict[str, object], as_json: bool, *, queued: bool, created: 
 
         print(f"created root dialog {self_id} ({at(result.get('agentId'))}, {result.get('taskDocPath')})")
     if queued:
-        print(f"message {result['msgId']} queued for {self_id}; no daemon is running: `dominds serve` drives it "
+        print(f"message {result['msgId']} queued for {self_id}; no daemon is running: `{command_name()} serve` drives it "
               f"(or add --follow to drive it now)")
     else:
-        print(f"message {result['msgId']} sent to {self_id}; watch it with `dominds show {self_id} --follow`")
+        print(f"message {result['msgId']} sent to {self_id}; watch it with `{command_name()} show {self_id} --follow`")
     return 0

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from dominds.cli.common import CliError, workspace
+from dominds.cli.common import CliError, command_name, workspace
 from dominds.rtws import Rtws
 
 EPILOG = """\
@@ -56,9 +56,9 @@ def _url(args: argparse.Namespace) -> int:
             _update_daemon_json(rtws, token, panel_url(daemon.host, daemon.port, token))
     if daemon is None:
         if rotated:
-            print(f"New token saved in {rtws.relpath(rtws.token_path)}; the next `dominds serve` uses it.")
+            print(f"New token saved in {rtws.relpath(rtws.token_path)}; the next `{command_name()} serve` uses it.")
             return 0
-        raise CliError(f"no daemon is serving {rtws.root}; start one with `dominds serve`")
+        raise CliError(f"no daemon is serving {rtws.root}; start one with `{command_name()} serve`")
     url = panel_url(daemon.host, daemon.port, token)
     if args.json:
         sys.stdout.write(json.dumps({"url": url, "pid": daemon.pid, "port": daemon.port, "rotated": rotated}) + "\n")

@@ -18,11 +18,26 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
+_workspace_option: str | None = None
+"""The ``-C DIR`` the user gave, as typed: printed commands carry it, so they work from the same shell."""
+
+
+def remember_workspace_option(directory: str | None) -> None:
+    global _workspace_option
+    _workspace_option = directory
+
+
 def workspace(must_exist: bool = True) -> Rtws:
     try:
         return find_rtws(Path.cwd(), must_exist=must_exist)
     except RtwsNotFound as exc:
-        raise CliError(f"{exc}{_demo_hint()}") from exc
+        raise CliError(f"{exc}; {not_found_steps()}") from exc
+
+
+def not_found_steps() -> str:
+    """What to do when no workspace was found: make one, point at one, or the demo's."""
+    steps = f"`{program()} init` creates one here, -C DIR names another"
+    return f"{steps}{_demo_hint()}"
 
 
 def _demo_hint() -> str:
@@ -32,12 +47,19 @@ def _demo_hint() -> str:
     demo = default_demo_dir()
     if not is_demo_workspace(demo):
         return ""
-    return f"; the demo workspace is {demo}: `{command_name()} -C {shlex.quote(str(demo))} status`"
+    return f"; the demo workspace is {demo}: `{program()} -C {shlex.quote(str(demo))} status`"
+
+
+def program() -> str:
+    """How the user runs dominds: ``bin/dominds`` from a checkout (the script says so), else ``dominds``."""
+    return os.environ.get("DOMINDS_PROG") or "dominds"
 
 
 def command_name() -> str:
-    """How the user runs dominds, for commands we print: ``bin/dominds`` from a checkout, else ``dominds``."""
-    return os.environ.get("DOMINDS_PROG") or "dominds"
+    """The start of a command we print for this workspace: the program, with the user's ``-C DIR`` if any."""
+    if _workspace_option is None:
+        return program()
+    return f"{program()} -C {shlex.quote(_workspace_option)}"
 
 
 def use_color(stream: object = sys.stdout) -> bool:

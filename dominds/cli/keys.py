@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from dominds.cli.common import CliError, command_name
 
 if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
     from dominds.llm.catalog import Catalog
     from dominds.team import Team
 
@@ -75,3 +76,9 @@ def require_key(team: Team, catalog: Catalog, agent_id: str | None) -> None:
             f"{env_var} is not set in this shell: export {env_var}=<your key> and run this again "
             f"(or choose another provider in .minds/team.yaml; `{command_name()} check` shows each member's)"
         )
+
+
+def require_key_here(engine: Engine, agent_id: str | None) -> None:
+    """Driven in this process: refuse before anything is written when the agent's API key is not set here."""
+    config = engine.config.get()
+    require_key(config.team, config.catalog, agent_id)

@@ -17,7 +17,22 @@ import sys
 from pathlib import Path
 
 from dominds import __version__
-from dominds.cli.common import CliError
+from dominds.cli.common import CliError, remember_workspace_option
+
+FIRST_COMMANDS = ("serve", "url", "status", "run", "tell", "show", "q4h", "resume", "lifecycle", "init", "check")
+"""Modules whose commands `dominds --help` lists first, in this order (what a new user reaches for);
+the others (workflows, MCP, tools) follow by name."""
+EPILOG = """\
+start here:
+  dominds serve --demo        the demo team, offline (no API key), in a workspace kept between runs
+  dominds init my-ws          a workspace of your own, then `dominds -C my-ws check`
+  dominds COMMAND --help      a command's options and examples (every command: docs/cli.md)
+"""
+
+
+def _listing_order(name: str) -> tuple[int, str]:
+    command = name.removeprefix("cmd_")
+    return (FIRST_COMMANDS.index(command) if command in FIRST_COMMANDS else len(FIRST_COMMANDS), command)
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
@@ -26,6 +41,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="dominds",
         description="Dominds: a local-first dialog runtime for teams of LLM agents.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-C", dest="chdir", metavar="DIR", help="run as if started in DIR (the workspace)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -39,7 +56,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             return parser
         parser = build_parser()  # the module registers other names: the full parser answers
         return parser
-    for info in sorted(pkgutil.iter_modules([str(package_dir)]), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules([str(package_dir)]), key=lambda m: _listing_order(m.name)):
         if info.name.startswith("cmd_"):
             module = importlib.import_module(f"dominds.cli.{info.name}")
             module.register(subparsers)
@@ -66,6 +83,7 @@ def _command_named(argv: list[str] | None) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    remember_workspace_option(args.chdir)
     if args.chdir:
         try:
             os.chdir(args.chdir)

@@ -6,23 +6,38 @@ No daemon running → each tool answers with an error saying to start ``dominds 
 
 Tools: ``list_dialogs``, ``list_questions``, ``start_dialog``, ``tell``, ``answer_question``,
 ``read_answer`` (optionally waiting until the dialog settles: idle, waiting for a human, or failed).
+
+Why the SDK's low-level ``Server`` and not ``MCPServer``: ``MCPServer`` validates arguments against the
+handler's signature, so a missing one came back as raw pydantic text and an unknown or misspelt one
+(``dialogId``) was dropped without a word. Here ``parse_arguments`` answers each problem in plain words,
+before the daemon is looked for, and ids are checked before they go into the daemon's URLs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from mcp.server import MCPServer
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.lowlevel import Server
+from mcp_types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    TextContent,
+    Tool,
+    ToolAnnotations,
+)
 
 from dominds import __version__
 from dominds.cli.client import DaemonClient, find_daemon
 from dominds.cli.common import CliError
-from dominds.rtws import Rtws
+from dominds.rtws import DIALOG_STATUSES, Rtws
 
 INSTRUCTIONS = """\
 Hand work to a team of Dominds agents running in a local workspace (`dominds serve` must be running).
@@ -72,8 +87,127 @@ def settled(show: dict[str, Any], tree_questions: list[dict[str, Any]], awaited_
     return state.get("kind") in _AT_REST and not show.get("generating")
 
 
-def build_server(rtws: Rtws) -> MCPServer:
-    server = MCPServer("dominds", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a tool: a plain ``string``, an ``id`` (goes into a daemon URL), a ``number`` or
+    a dialog ``status`` list; ``required`` unless it has a ``default``."""
+
+    name: str
+    kind: Literal["string", "id", "number", "status"]
+    description: str
+    required: bool = True
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    description: str
+    args: tuple[Arg, ...]
+    read_only: bool
+
+
+_DIALOG_ID = Arg("dialog_id", "id", "a dialog id (from start_dialog or list_dialogs)")
+TOOL_SPECS: dict[str, ToolSpec] = {
+    "list_dialogs": ToolSpec(
+        "Dialogs of the workspace (status: run, done, archive, or a comma list), newest first, with their "
+        "subdialogs, run state and number of open questions.",
+        (Arg("status", "status", "run, done, archive, or a comma list of them", False, "run"),),
+        read_only=True,
+    ),
+    "list_questions": ToolSpec("Questions the team asked a human (@human) and that wait for an answer (answer_question).", (), True),
+    "start_dialog": ToolSpec(
+        "Start a dialog with a team member (default: the team's default responder) and send it `message`. "
+        "`taskdoc` is the Taskdoc package (*.tsk) the dialog works on. Returns the dialog id.",
+        (
+            Arg("message", "string", "what to tell the member"),
+            Arg("agent", "id", "the member's id (default: the team's default responder)", False),
+            Arg("taskdoc", "string", "the Taskdoc package (*.tsk) the dialog works on", False, "tasks/mcp.tsk"),
+        ),
+        read_only=False,
+    ),
+    "tell": ToolSpec(
+        "Send a follow-up message to a dialog (its agent answers; read it with read_answer).",
+        (_DIALOG_ID, Arg("message", "string", "the follow-up message")),
+        read_only=False,
+    ),
+    "answer_question": ToolSpec(
+        "Answer a question the team asked (ids from list_questions or read_answer); the dialog goes on.",
+        (Arg("question_id", "id", "the question's id"), Arg("answer", "string", "your answer")),
+        read_only=False,
+    ),
+    "read_answer": ToolSpec(
+        "The dialog's latest answer, its run state and the questions it waits on. With wait_seconds, first "
+        "wait (up to 600 s) until the dialog settles: your last message to it taken up, and it is idle, "
+        "failed, or it or a dialog of its tree waits for a human answer.",
+        (_DIALOG_ID, Arg("wait_seconds", "number", f"how long to wait for the dialog to settle (0..{MAX_WAIT_S})", False, 0)),
+        read_only=True,
+    ),
+}
+
+_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.:-]*")
+
+
+class ArgumentProblem(Exception):
+    """A tool call's arguments are wrong; the message says which and how, in plain words."""
+
+
+def input_schema(spec: ToolSpec) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    for arg in spec.args:
+        prop: dict[str, Any] = {"type": "number" if arg.kind == "number" else "string", "description": arg.description}
+        if arg.default is not None:
+            prop["default"] = arg.default
+        properties[arg.name] = prop
+    required = [a.name for a in spec.args if a.required]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def parse_arguments(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of a call to ``tool`` as the handler takes them, or ``ArgumentProblem``."""
+    spec = TOOL_SPECS[tool]
+    names = [a.name for a in spec.args]
+    for key in arguments:
+        if key not in names:
+            near = _snake(key)
+            hint = f"; did you mean `{near}`?" if near in names else f"; it takes {', '.join(names) or 'no arguments'}"
+            raise ArgumentProblem(f"`{key}` is not an argument of {tool}{hint}")
+    parsed: dict[str, Any] = {}
+    for arg in spec.args:
+        if arg.name not in arguments:
+            if arg.required:
+                raise ArgumentProblem(f"`{arg.name}` is missing: {tool} needs {', '.join(a.name for a in spec.args if a.required)}")
+            parsed[arg.name] = arg.default
+            continue
+        parsed[arg.name] = _value(arg, arguments[arg.name])
+    return parsed
+
+
+def _value(arg: Arg, value: Any) -> Any:
+    if arg.kind == "number":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ArgumentProblem(f"`{arg.name}` must be a number, not {json.dumps(value)[:40]}")
+        return float(value)
+    if not isinstance(value, str):
+        raise ArgumentProblem(f"`{arg.name}` must be a string, not {json.dumps(value)[:40]}")
+    if arg.kind == "id":
+        if value != value.strip():
+            raise ArgumentProblem(f"`{arg.name}` has spaces around it: {value!r}; pass the id exactly as it was given")
+        if not _ID.fullmatch(value) or ".." in value:
+            raise ArgumentProblem(f"`{arg.name}` {value[:60]!r} is not an id (letters, digits, _ . : - only)")
+    if arg.kind == "status":
+        wanted = [s for s in value.split(",") if s]
+        unknown = [s for s in wanted if s not in DIALOG_STATUSES] or ([] if wanted else [value])
+        if unknown:
+            raise ArgumentProblem(f"`{arg.name}` {unknown[0]!r} is not a status; use {', '.join(DIALOG_STATUSES)} or a comma list")
+    return value
+
+
+def build_server(rtws: Rtws) -> Server[Any]:
+    """The low-level MCP server of ``dominds mcp``: six tools over the daemon of ``rtws``."""
     awaited: dict[str, str] = {}
     """dialog id → msgId of the last message this server sent it and has not seen taken up yet"""
 
@@ -87,20 +221,14 @@ def build_server(rtws: Rtws) -> MCPServer:
         except CliError as exc:
             return _result(str(exc), True)
 
-    async def list_dialogs(status: str = "run") -> CallToolResult:
-        """Dialogs of the workspace (status: run, done, archive, or a comma list), newest first, with their
-        subdialogs, run state and number of open questions."""
-        return await daemon_call(
-            lambda c: _list(c, status)
-        )
+    async def list_dialogs(status: str) -> CallToolResult:
+        return await daemon_call(lambda c: _list(c, status))
 
     async def _list(client: DaemonClient, status: str) -> dict[str, Any]:
         data = await client.get("/api/dialogs", status=status)
         return {"dialogs": [_trim(n) for n in data.get("dialogs", [])]}
 
     async def list_questions() -> CallToolResult:
-        """Questions the team asked a human (@human) and that wait for an answer (answer_question)."""
-
         async def run(client: DaemonClient) -> dict[str, Any]:
             data = await client.get("/api/q4h")
             keep = ("id", "selfId", "rootId", "agentId", "tellaskHead", "bodyContent", "askedAt")
@@ -108,10 +236,7 @@ def build_server(rtws: Rtws) -> MCPServer:
 
         return await daemon_call(run)
 
-    async def start_dialog(message: str, agent: str | None = None, taskdoc: str = "tasks/mcp.tsk") -> CallToolResult:
-        """Start a dialog with a team member (default: the team's default responder) and send it `message`.
-        `taskdoc` is the Taskdoc package (*.tsk) the dialog works on. Returns the dialog id."""
-
+    async def start_dialog(message: str, agent: str | None, taskdoc: str) -> CallToolResult:
         async def run(client: DaemonClient) -> dict[str, Any]:
             body: dict[str, Any] = {"taskDocPath": taskdoc}
             if agent:
@@ -125,8 +250,6 @@ def build_server(rtws: Rtws) -> MCPServer:
         return await daemon_call(run)
 
     async def tell(dialog_id: str, message: str) -> CallToolResult:
-        """Send a follow-up message to a dialog (its agent answers; read it with read_answer)."""
-
         async def run(client: DaemonClient) -> dict[str, Any]:
             msg_id = f"mcp-{uuid.uuid4().hex[:12]}"
             await client.post(f"/api/dialogs/{dialog_id}/messages", {"content": message, "msgId": msg_id})
@@ -136,8 +259,6 @@ def build_server(rtws: Rtws) -> MCPServer:
         return await daemon_call(run)
 
     async def answer_question(question_id: str, answer: str) -> CallToolResult:
-        """Answer a question the team asked (ids from list_questions or read_answer); the dialog goes on."""
-
         async def run(client: DaemonClient) -> dict[str, Any]:
             msg_id = f"mcp-{uuid.uuid4().hex[:12]}"
             data = await client.post(f"/api/q4h/{question_id}/answer", {"content": answer, "msgId": msg_id})
@@ -146,11 +267,7 @@ def build_server(rtws: Rtws) -> MCPServer:
 
         return await daemon_call(run)
 
-    async def read_answer(dialog_id: str, wait_seconds: float = 0) -> CallToolResult:
-        """The dialog's latest answer, its run state and the questions it waits on. With wait_seconds,
-        first wait (up to 600 s) until the dialog settles: your last message to it taken up, and it is idle,
-        failed, or it or a dialog of its tree waits for a human answer."""
-
+    async def read_answer(dialog_id: str, wait_seconds: float) -> CallToolResult:
         async def run(client: DaemonClient) -> dict[str, Any]:
             deadline = time.monotonic() + max(0.0, min(float(wait_seconds), MAX_WAIT_S))
             while True:
@@ -174,7 +291,25 @@ def build_server(rtws: Rtws) -> MCPServer:
 
         return await daemon_call(run)
 
-    reads = {"list_dialogs", "list_questions", "read_answer"}
-    for tool in (list_dialogs, list_questions, start_dialog, tell, answer_question, read_answer):
-        server.add_tool(tool, name=tool.__name__, annotations=_READ if tool.__name__ in reads else _WRITE)
-    return server
+    handlers: dict[str, Callable[..., Awaitable[CallToolResult]]] = {
+        "list_dialogs": list_dialogs, "list_questions": list_questions, "start_dialog": start_dialog,
+        "tell": tell, "answer_question": answer_question, "read_answer": read_answer,
+    }  # fmt: skip
+    tools = [
+        Tool(name=name, description=spec.description, input_schema=input_schema(spec), annotations=_READ if spec.read_only else _WRITE)
+        for name, spec in TOOL_SPECS.items()
+    ]
+
+    async def on_list_tools(ctx: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=tools)
+
+    async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        if params.name not in handlers:
+            return _result(f"no tool {params.name!r}; the tools are {', '.join(handlers)}", True)
+        try:
+            arguments = parse_arguments(params.name, dict(params.arguments or {}))
+        except ArgumentProblem as exc:
+            return _result(f"{params.name}: {exc}", True)
+        return await handlers[params.name](**arguments)
+
+    return Server("dominds", version=__version__, instructions=INSTRUCTIONS, on_list_tools=on_list_tools, on_call_tool=on_call_tool)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dominds.cli.client import DaemonInfo, find_daemon, locked_message
-from dominds.cli.common import CliError
+from dominds.cli.common import CliError, command_name
 from dominds.rtws import Rtws
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def _dialog(engine: Engine, self_id: str) -> Dialog:
     from dominds.ids import is_dialog_id
 
     if not is_dialog_id(self_id):
-        raise CliError(f"{self_id!r} is not a dialog id (ids look like 0mi7x2k3a-9f3c; see `dominds status`)")
+        raise CliError(f"{self_id!r} is not a dialog id (ids look like 0mi7x2k3a-9f3c; see `{command_name()} status`)")
     return engine.find_dialog(self_id)
 
 
@@ -153,7 +153,7 @@ def queue_answer(rtws: Rtws, question_id: str, content: str, msg_id: str) -> dic
     with offline_engine(rtws) as engine:
         where = _question_dialog(rtws, question_id)
         if where is None:
-            raise CliError(f"question {question_id!r} is not pending (already answered, or unknown); see `dominds q4h`")
+            raise CliError(f"question {question_id!r} is not pending (already answered, or unknown); see `{command_name()} q4h`")
         dialog = engine.get_dialog(*where)
         for question in dialog.q4h:  # the index a started engine builds at recovery
             engine.index_question(dialog, question)
@@ -172,14 +172,14 @@ def locate_dialog(rtws: Rtws, dialog_id: str) -> tuple[str, str]:
     from dominds.ids import is_dialog_id
 
     if not is_dialog_id(dialog_id):
-        raise CliError(f"{dialog_id!r} is not a dialog id (ids look like 0mi7x2k3a-9f3c; see `dominds status`)")
+        raise CliError(f"{dialog_id!r} is not a dialog id (ids look like 0mi7x2k3a-9f3c; see `{command_name()} status`)")
     from dominds.store.dialog_store import DialogStore
     from dominds.store.errors import DialogNotFoundError
 
     try:
         return DialogStore(rtws).locate_dialog(dialog_id)
     except DialogNotFoundError:
-        raise CliError(f"no dialog {dialog_id!r} in this workspace (see `dominds status --all`)") from None
+        raise CliError(f"no dialog {dialog_id!r} in this workspace (see `{command_name()} status --all`)") from None
 
 
 def _question_dialog(rtws: Rtws, question_id: str) -> tuple[str, str] | None:

@@ -10,11 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dominds.cli.common import CliError
+from dominds.cli.common import CliError, command_name
 from dominds.rtws import DIALOG_STATUSES, Rtws
 
 DEFAULT_TASKDOC = "tasks/main.tsk"
 """The Taskdoc of a dialog started with none named, in a workspace that has no Taskdoc yet."""
+TASKDOC_HELP = (
+    "the Taskdoc package, e.g. tasks/demo.tsk (default: the workspace's only one, else the newest dialog's, "
+    "else a new tasks/main.tsk)"
+)
 
 
 def resolve_dialog_id(rtws: Rtws, text: str) -> str:
@@ -26,7 +30,7 @@ def resolve_dialog_id(rtws: Rtws, text: str) -> str:
     if is_dialog_id(wanted):
         return wanted  # a full id: `locate_dialog` says when it does not exist
     if not re.fullmatch(r"[0-9a-z][0-9a-z-]*", wanted):
-        raise CliError(f"{text!r} is not a dialog id (ids look like 0mi7x2k3a-9f3c; see `dominds status`)")
+        raise CliError(f"{text!r} is not a dialog id (ids look like 0mi7x2k3a-9f3c; see `{command_name()} status`)")
     store = DialogStore(rtws)
     found = [
         dialog_id
@@ -35,7 +39,7 @@ def resolve_dialog_id(rtws: Rtws, text: str) -> str:
         for dialog_id in (root_id, *store.subdialog_ids(status, root_id))
         if dialog_id.startswith(wanted)
     ]
-    return _unique(found, text, "dialog", "see `dominds status --all`")
+    return _unique(found, text, "dialog", f"see `{command_name()} status --all`")
 
 
 def resolve_question_id(questions: list[dict[str, Any]], text: str | None) -> dict[str, Any]:
@@ -45,7 +49,7 @@ def resolve_question_id(questions: list[dict[str, Any]], text: str | None) -> di
         if len(questions) == 1:
             return questions[0]
         if not questions:
-            raise CliError("no question is pending (see `dominds q4h`)")
+            raise CliError(f"no question is pending (see `{command_name()} q4h`)")
         listed = "; ".join(f"{q['id']} ({_one_line(str(q.get('tellaskHead') or ''))})" for q in questions[:5])
         more = f" and {len(questions) - 5} more" if len(questions) > 5 else ""
         raise CliError(f"{len(questions)} questions are pending; say which: {listed}{more}")
@@ -55,8 +59,8 @@ def resolve_question_id(questions: list[dict[str, Any]], text: str | None) -> di
         return exact[0]
     found = [str(q["id"]) for q in questions if str(q["id"]).startswith((wanted, f"q4h-{wanted}"))] if wanted else []
     if not found:
-        raise CliError(f"question {text!r} is not pending (already answered, or unknown); see `dominds q4h`")
-    chosen = _unique(found, text, "pending question", "see `dominds q4h`")
+        raise CliError(f"question {text!r} is not pending (already answered, or unknown); see `{command_name()} q4h`")
+    chosen = _unique(found, text, "pending question", f"see `{command_name()} q4h`")
     return next(q for q in questions if q["id"] == chosen)
 
 
@@ -99,3 +103,13 @@ def default_taskdoc(rtws: Rtws) -> tuple[str, str]:
             return path, f"the Taskdoc of the newest dialog, {root_id}"
     listed = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
     raise CliError(f"this workspace has {len(found)} Taskdocs; choose one with --taskdoc ({listed})")
+
+
+def chosen_taskdoc(rtws: Rtws, named: str | None, *, quiet: bool) -> str:
+    """``--taskdoc`` or the default one; a default is announced, so nobody wonders where progress went."""
+    if named:
+        return named
+    path, why = default_taskdoc(rtws)
+    if not quiet:
+        print(f"(Taskdoc {path}: {why}; --taskdoc chooses another)", flush=True)
+    return path

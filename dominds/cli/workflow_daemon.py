@@ -194,7 +194,9 @@ async def _sse_events(client: DaemonClient, path: str, body: dict[str, Any]) -> 
 # ---------------------------------------------------------------- Plan & Solve
 
 
-async def data2ppt_on_daemon(daemon: DaemonInfo, question: str, out: Callable[[str], None], *, json_events: bool) -> int:
+async def data2ppt_on_daemon(
+    daemon: DaemonInfo, rtws: Rtws, question: str, out: Callable[[str], None], *, json_events: bool
+) -> int:
     """One Plan & Solve run on the daemon's service (plan accepted as planned), one line per event."""
     from dominds.workflows.plan_solve.client import ClientOptions, run_client
     from dominds.workflows.plan_solve.example.data2ppt import describe_event
@@ -204,7 +206,7 @@ async def data2ppt_on_daemon(daemon: DaemonInfo, question: str, out: Callable[[s
     options = ClientOptions(url=url, question=question, token=daemon.token, auto_confirm_plan=True, interactive_confirm=False)
 
     def show(frame: str) -> None:
-        out(frame if json_events else describe_event(json.loads(frame)))
+        out(frame if json_events else describe_event(json.loads(frame), rtws.root))  # the service's paths are the workspace's
 
     return await run_client(options, show)
 

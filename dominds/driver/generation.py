@@ -19,6 +19,7 @@ from dominds.driver.tellask_exec import execute_tellasks
 from dominds.driver.tool_exec import execute_func_calls, tools_for
 from dominds.ids import now_iso
 from dominds.llm.base import (
+    ContextOverflow,
     GenerationRequest,
     LlmError,
     ProviderRejected,
@@ -52,6 +53,8 @@ class GenOutcome:
     """The provider refused the request (4xx): a user must fix the configuration."""
     truncated: bool = False
     """The reply was cut at the output limit (or the context window)."""
+    context_overflow: bool = False
+    """The provider refused the prompt as longer than the model's context window (the drive decides)."""
     usage: Usage | None = None
 
 
@@ -148,6 +151,10 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         _keep_partial(receiver, finish, "broken")
         outcome.error = f"stream protocol violation: {exc}"
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
+        return outcome
+    except ContextOverflow as exc:
+        outcome.error = f"{exc} — {exc.fix_hint}"
+        outcome.context_overflow = True  # published by the drive if it cannot start a new course
         return outcome
     except ProviderRejected as exc:
         outcome.error = f"provider rejected the request: {exc}" + (f" — {exc.fix_hint}" if exc.fix_hint else "")

@@ -65,6 +65,22 @@ def new_course_prompt(course: int, assignment: str | None) -> str:
     return text
 
 
+def context_overflow_course_prompt(course: int, assignment: str | None, carried: str | None) -> str:
+    """The first prompt of a course the runtime started because the previous one no longer fit the model's
+    context window; ``carried`` is the prompt the failed generation was answering."""
+    text = (
+        f"This is course #{course} of this dialog. The previous course grew longer than the model's context "
+        "window, so the runtime started this one: your earlier messages and tool results are no longer in view "
+        "(the last of them may have been too large to read whole; read less at a time). Your reminders and the "
+        "Taskdoc are still with you; re-read them and continue the work."
+    )
+    if carried:
+        text += f"\n\nThe message you were answering when the context overflowed:\n\n{carried}"
+    if assignment:
+        return f"{assignment}\n---\n{text}"
+    return text
+
+
 INTERRUPTED_TOOL_RESULT = (
     "INTERRUPTED: the daemon stopped while this tool call was running. It may or may not have taken "
     "effect. Check its effect before repeating it."

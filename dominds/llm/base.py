@@ -131,6 +131,11 @@ class ProviderRejected(LlmError):
         self.fix_hint = fix_hint
 
 
+class ContextOverflow(ProviderRejected):
+    """The prompt is longer than the model's context window (Anthropic "prompt is too long", OpenAI
+    ``context_length_exceeded``). Resending the same context cannot help; the driver starts a new course."""
+
+
 class ProviderUnavailable(LlmError):
     """Retriable failures (429, 5xx, overload, connection) that outlasted the retry budget."""
 

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from dominds.llm.base import (
     ChatMessage,
+    ContextOverflow,
     GenerationReceiver,
     GenerationRequest,
     LlmError,
@@ -58,6 +59,21 @@ BILLING_ERROR_CODES = frozenset({
 
 BILLING_MESSAGES = ("credit balance is too low", "exceeded your current quota", "reached your specified api usage limits")
 """The same, for answers that carry no code (Anthropic's low-balance 400, OpenAI-compatible proxies)."""
+
+
+CONTEXT_OVERFLOW_MESSAGES = (
+    "prompt is too long",  # Anthropic: "prompt is too long: 215023 tokens > 200000 maximum"
+    "maximum context length",  # OpenAI Chat Completions, vLLM and other compatible servers
+    "context_length_exceeded",  # OpenAI's error code (the Responses API puts it in the message)
+    "exceeds the context window",  # OpenAI Responses
+)
+"""How a provider says the prompt is longer than the model's context window (a 400 with no code of its own
+on Anthropic, so the message is what tells it apart)."""
+
+
+def is_context_overflow(message: str) -> bool:
+    text = message.lower()
+    return any(m in text for m in CONTEXT_OVERFLOW_MESSAGES)
 
 
 def is_billing_error(codes: tuple[object, ...], message: str) -> bool:
@@ -239,6 +255,13 @@ def rejection(failure: AttemptFailure, target: ProviderTarget) -> ProviderReject
             status=failure.status,
             fix_hint=f"add credit or raise the spend limit in the provider's billing settings{key}, "
             "then resume the dialog (waiting does not help; it was not retried)",
+        )
+    if failure.status in (400, 413) and is_context_overflow(failure.detail):
+        return ContextOverflow(
+            f"{where} refused the request: the prompt is longer than the context window of {target.model!r} ({detail})",
+            status=failure.status,
+            fix_hint="the runtime starts a new course when the course so far is what overflows; if a single message, "
+            "tool result or the Taskdoc is larger than the window, shorten it or choose a model with a larger context",
         )
     if failure.status in (401, 403):
         if target.api_key_env_var:

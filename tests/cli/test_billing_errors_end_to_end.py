@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_cli_kit import cli_env, dominds
+from test_cli_kit import cli_env, dominds, write_provider_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm is not a package
 from fake_servers import FakeLlmServer, Reply, fake_server_in_thread
@@ -51,12 +51,7 @@ def fake() -> Iterator[FakeLlmServer]:
 
 
 def test_an_exhausted_openai_account_stops_the_run_at_once_with_the_reason(tmp_path: Path, fake: FakeLlmServer) -> None:
-    ws = tmp_path / "ws"
-    (ws / ".minds").mkdir(parents=True)
-    (ws / ".minds" / "team.yaml").write_text(TEAM_YAML)
-    (ws / ".minds" / "llm.yaml").write_text(LLM_YAML.format(url=fake.url))
-    (ws / "tasks" / "t.tsk").mkdir(parents=True)
-    (ws / "tasks" / "t.tsk" / "goals.md").write_text("Answer.\n")
+    ws = write_provider_workspace(tmp_path / "ws", TEAM_YAML, LLM_YAML.format(url=fake.url))
     env = {**cli_env(), KEY_VAR: "sk-quota-not-a-real-key-0123"}
     run = dominds(ws, "run", "--taskdoc", "tasks/t.tsk", "hello", env=env)
     output = run.stdout + run.stderr

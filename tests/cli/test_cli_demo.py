@@ -81,6 +81,25 @@ def test_the_demo_workspace_is_kept_between_two_serve_runs(tmp_path: Path) -> No
     assert f"the demo workspace is {demo}: `dominds -C {shlex.quote(str(demo))} status`" in lost.stderr
 
 
+def test_a_second_serve_demo_names_the_running_panel_and_touches_nothing(tmp_path: Path) -> None:
+    """Bug: a second `serve --demo` (another terminal) laid the template over the workspace the first one
+    served, printed the demo's banner as if it started, then failed with a bare "already served"."""
+    env = _env(tmp_path)
+    demo = tmp_path / "data" / "dominds" / "demo"
+    with Daemon(_elsewhere(tmp_path), "--demo", env=env) as daemon:
+        script = demo / ".minds" / "scripted" / "demo.yaml"
+        marker = demo / ".dominds" / "demo.json"
+        recorded = json.loads(marker.read_text())
+        recorded["files"][".minds/scripted/demo.yaml"] = hashlib.sha256(b"as if an older template").hexdigest()
+        marker.write_text(json.dumps(recorded))
+        script.write_text("as if an older template")  # what a start would refresh from the template
+        again = dominds(_elsewhere(tmp_path), "serve", "--demo", "--port", "0", env=env)
+        daemon.stop()
+    assert again.returncode == 1 and again.stdout == "", again.stdout
+    assert again.stderr == f"dominds: already served by pid {daemon.pid} on port {daemon.port}: the panel is {daemon.url}\n"
+    assert script.read_text() == "as if an older template", "nothing is written under a running daemon"
+
+
 def test_demo_dir_is_refreshed_from_the_template_and_foreign_folders_are_refused(tmp_path: Path) -> None:
     env = _env(tmp_path)
     demo = tmp_path / "my demo"

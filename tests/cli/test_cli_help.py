@@ -31,6 +31,16 @@ def test_top_level_help_lists_every_command() -> None:
         assert re.search(rf"^\s+{re.escape(name)}\b", done.stdout, re.M), name
 
 
+def test_top_level_help_starts_with_what_a_new_user_reaches_for() -> None:
+    """Bug: `dominds --help` listed the commands by module name (check, debate, init, done, …) and said
+    nothing of where to start; a newcomer looked for `serve` and the demo."""
+    text = build_parser().format_help()
+    listed = [m.group(1) for m in re.finditer(r"^    (\S+)", text, re.M)]
+    assert listed[:5] == ["serve", "url", "status", "run", "tell"], listed
+    assert listed.index("check") < listed.index("debate") and listed[-1] == "tot-mcp", listed
+    assert "start here:\n  dominds serve --demo " in text
+
+
 @pytest.mark.parametrize("name", sorted(_subcommands()))
 def test_each_command_has_complete_help_and_a_documented_example(name: str) -> None:
     parser = _subcommands()[name]

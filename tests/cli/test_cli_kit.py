@@ -57,14 +57,27 @@ def write_workspace(root: Path) -> Path:
     return root
 
 
+def write_provider_workspace(root: Path, team: str, llm: str, goals: str = "Answer.\n") -> Path:
+    """A workspace whose members talk to a (fake) provider: ``team`` and ``llm`` are the two YAML files,
+    with a Taskdoc at ``tasks/t.tsk``."""
+    (root / ".minds").mkdir(parents=True)
+    (root / ".minds" / "team.yaml").write_text(team)
+    (root / ".minds" / "llm.yaml").write_text(llm)
+    (root / "tasks" / "t.tsk").mkdir(parents=True)
+    (root / "tasks" / "t.tsk" / "goals.md").write_text(goals)
+    return root
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
     return {**env, **extra}
 
 
 def dominds(ws: Path, *args: str, timeout: float = 30, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`dominds ARGS` typed in ``ws`` (the commands it prints then have no ``-C``; see test_cli_hints.py)."""
     return subprocess.run(
-        [sys.executable, "-m", "dominds", "-C", str(ws), *args],
+        [sys.executable, "-m", "dominds", *args],
+        cwd=ws,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -126,7 +139,9 @@ class Daemon:
             self.stop()
 
 
-def wait_until(predicate: Any, timeout: float = 10.0, interval: float = 0.05) -> Any:
+def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
+    """Poll until ``predicate`` is truthy. The default allows for a daemon's first generation, which imports
+    a provider SDK (seconds on a loaded two-core machine); a passing wait returns as soon as it holds."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()

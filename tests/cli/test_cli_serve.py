@@ -32,7 +32,7 @@ def test_serve_writes_daemon_json_and_refuses_a_second_daemon(tmp_path: Path) ->
         second = dominds(ws, "serve", "--port", "0", timeout=10)
         assert second.returncode == 1
         assert second.stderr.strip() == (
-            f"dominds: already served by pid {daemon.pid} on port {daemon.port} (http://127.0.0.1:{daemon.port}/)"
+            f"dominds: already served by pid {daemon.pid} on port {daemon.port}: the panel is {daemon.url}"
         )
         assert "Traceback" not in second.stderr and second.stdout == ""
         code, out, _err = daemon.stop(signal.SIGTERM)

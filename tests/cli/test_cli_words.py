@@ -41,6 +41,8 @@ def test_a_demo_walkthrough_and_every_help_text_use_the_products_words(tmp_path:
     assert "session coder!demo-build → " in session and "!demo-build" in session, session
     assert "[ask-back]" in say("show", root)
     say("check", "--no-connect")
+    say("tot", "4 9 10 13")
+    say("debate", "Help me plan three months of IELTS preparation", "--out", str(tmp_path / "report.md"))
     transcript = "\n".join(seen)
     assert "(session)" in transcript and "(fresh tellask)" in transcript, transcript
     assert _internal_words(transcript) == [], transcript
@@ -53,10 +55,20 @@ def test_a_demo_walkthrough_and_every_help_text_use_the_products_words(tmp_path:
 
 
 def test_the_panel_strings_and_the_command_reference_use_the_products_words() -> None:
+    """Bug: the workflow guides linked from the README were titled "(seed 000)"… and spoke of "the seed's"
+    messages; the tellask guide's examples called the hidden member `pangu`."""
     i18n = (REPO / "dominds" / "static" / "i18n.js").read_text()
     english = i18n.split("  zh: {", 1)[0]
     assert _internal_words(english) == []
     assert _internal_words((REPO / "docs" / "cli.md").read_text()) == []
     assert _internal_words((REPO / "README.md").read_text()) == []
+    # The guides a user reads (configuration.md, tools.md and mcp.md document the hidden members by name,
+    # and providers.md OpenAI's `seed` parameter: there the words are the product's).
+    for guide in ("panel", "tellask", "taskdoc", "tot", "debate", "plan-solve", "tot-mcp"):
+        assert _internal_words((REPO / "docs" / f"{guide}.md").read_text()) == [], guide
+    pages = [REPO / "dominds" / "static" / "workflow_i18n.js", *(REPO / "dominds" / "workflows").glob("*/static/*.*")]
+    for page in pages:
+        text = "\n".join(line for line in page.read_text().splitlines() if not line.lstrip().startswith(("//", "/*", "*")))
+        assert _internal_words(text.split("  zh: {", 1)[0]) == [], page.name
     demo = (REPO / "rtws-template" / ".minds" / "scripted" / "demo.yaml").read_text()
     assert _internal_words("\n".join(line for line in demo.splitlines() if line.lstrip().startswith("#"))) == []

@@ -42,7 +42,7 @@ def test_init_then_check_passes(tmp_path: Path) -> None:
     for rel in ["tasks/demo.tsk/goals.md", "tasks/demo.tsk/constraints.md", "tasks/demo.tsk/progress.md"]:
         assert (ws / rel).read_text() == (REPO_ROOT / "rtws-template" / rel).read_text()
     assert all((ws / ".dialogs" / status).is_dir() for status in ("run", "done", "archive"))
-    assert "Next: cd " in init.stdout and "dominds serve" in init.stdout
+    assert init.stdout.endswith(f"Next: dominds -C {ws} check && dominds -C {ws} serve\n"), init.stdout
 
     check = dominds("check", cwd=ws)
     assert check.returncode == 0, check.stdout + check.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cli_kit import Daemon, dominds, run_state, wait_until
+from test_cli_kit import Daemon, dominds, run_state, wait_until, write_provider_workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm is not a package
 from fake_servers import (
@@ -105,12 +105,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLlmServer]:
 
 
 def workspace(root: Path, url: str) -> Path:
-    (root / ".minds").mkdir(parents=True)
-    (root / ".minds" / "team.yaml").write_text(TEAM_YAML)
-    (root / ".minds" / "llm.yaml").write_text(LLM_YAML.format(url=url))
-    (root / "tasks" / "t.tsk").mkdir(parents=True)
-    (root / "tasks" / "t.tsk" / "goals.md").write_text("Write things.\n")
-    return root
+    return write_provider_workspace(root, TEAM_YAML, LLM_YAML.format(url=url), goals="Write things.\n")
 
 
 def course_lines(ws: Path, root_id: str) -> list[dict[str, Any]]:

@@ -140,6 +140,10 @@ class Dialect:
         """How this API says the account is out of credit or over its spend limit (as the provider sends it)."""
         raise NotImplementedError
 
+    def context_overflow_errors(self) -> dict[str, Reply]:
+        """How this API refuses a prompt longer than the model's context window (as the provider sends it)."""
+        raise NotImplementedError
+
 
 # ---------------------------------------------------------------- Anthropic Messages
 
@@ -252,6 +256,12 @@ class AnthropicDialect(Dialect):
         }
 
 
+    def context_overflow_errors(self) -> dict[str, Reply]:
+        body = {"type": "error", "error": {"type": "invalid_request_error",
+                                           "message": "prompt is too long: 215023 tokens > 200000 maximum"}}  # fmt: skip
+        return {"prompt-too-long-400": Reply(status=400, body=body)}
+
+
 # ---------------------------------------------------------------- OpenAI Chat Completions
 
 
@@ -344,6 +354,13 @@ class OpenAiChatDialect(Dialect):
             "in-stream": Reply(frames=[self.chunk({"role": "assistant", "content": ""}),
                                        "data: " + json.dumps({"error": self._quota_error()}) + "\n\n"]),  # fmt: skip
         }
+
+
+    def context_overflow_errors(self) -> dict[str, Reply]:
+        error = {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in "
+                            "130412 tokens. Please reduce the length of the messages.",
+                 "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}  # fmt: skip
+        return {"context-length-exceeded-400": Reply(status=400, body={"error": error})}
 
 
 # ---------------------------------------------------------------- OpenAI Responses
@@ -459,6 +476,19 @@ class OpenAiResponsesDialect(OpenAiChatDialect):
             "error-event": Reply(frames=[*created, sse("error", {"type": "error", "sequence_number": 2,
                                                                "code": "insufficient_quota",
                                                                "message": self.QUOTA_MESSAGE, "param": None})]),  # fmt: skip
+            "response-failed": Reply(frames=[*created, sse("response.failed", {"type": "response.failed",
+                                                                              "sequence_number": 2, "response": failed})]),  # fmt: skip
+        }
+
+
+    def context_overflow_errors(self) -> dict[str, Reply]:
+        message = "Your input exceeds the context window of this model. Please adjust your input and try again."
+        error = {"message": message, "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}
+        created = self.reply(Script((Text("x"),))).frames[:2]
+        failed = {**self._response(Script(()), "failed", [], False),
+                  "error": {"code": "context_length_exceeded", "message": message}}  # fmt: skip
+        return {
+            "context-length-exceeded-400": Reply(status=400, body={"error": error}),
             "response-failed": Reply(frames=[*created, sse("response.failed", {"type": "response.failed",
                                                                               "sequence_number": 2, "response": failed})]),  # fmt: skip
         }

@@ -34,6 +34,7 @@ from fake_servers import FakeLlmServer, RecordingReceiver, running_fake_server
 
 from dominds.llm.base import (
     ChatMessage,
+    ContextOverflow,
     GenerationRequest,
     LlmError,
     ProviderRejected,
@@ -283,6 +284,25 @@ async def test_an_account_out_of_credit_fails_at_once_with_the_reason(harness: H
     assert len(harness.fake.requests) == 1 and harness.sleeps.waits == [], "not retried"
     assert "out of credit or over its spend limit" in str(outcome)
     assert "billing" in outcome.fix_hint and "model_params" not in outcome.fix_hint
+    assert receiver.events == []
+
+
+OVERFLOW_CASES = [(d, case) for d in HTTP_DIALECTS for case in d.context_overflow_errors()]
+
+
+@pytest.mark.parametrize(
+    ("harness", "case"), OVERFLOW_CASES, ids=[f"{d.name}-{c}" for d, c in OVERFLOW_CASES], indirect=["harness"]
+)
+async def test_a_prompt_longer_than_the_context_window_is_a_context_overflow(harness: Harness, case: str) -> None:
+    """Bug: Anthropic's "prompt is too long" and OpenAI's ``context_length_exceeded`` were plain rejections
+    whose hint pointed at ``model_params``; a resume sent the same context and failed again, for ever. They
+    are a ``ContextOverflow`` (not retried), which the driver answers by starting a new course."""
+    harness.fake.queue(harness.dialect.context_overflow_errors()[case])
+    outcome, receiver = await harness.run(Script((Text("never"),)), attempts=5)
+    harness.fake.replies.clear()
+    assert isinstance(outcome, ContextOverflow), outcome
+    assert len(harness.fake.requests) == 1 and harness.sleeps.waits == [], "not retried"
+    assert "context window" in str(outcome) and "model_params" not in outcome.fix_hint
     assert receiver.events == []
 
 

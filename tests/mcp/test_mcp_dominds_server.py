@@ -12,6 +12,7 @@ import httpx2
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_kit import HttpCommand, ServeDaemon
+from mcp_pipe import pipe_calls
 from workspace_kit import write_workspace
 
 RESPONSES = [
@@ -88,3 +89,45 @@ async def test_without_a_daemon_every_tool_says_to_start_one(tmp_path: Path) -> 
     async with Client(params, read_timeout_seconds=60) as client:
         result = await client.call_tool("list_dialogs", {})
         assert result.is_error and "dominds serve" in result.content[0].text
+
+
+def test_requests_in_flight_when_stdin_closes_are_all_answered(tmp_path: Path) -> None:
+    """The bug (the sibling of ToT MCP's): a client that writes its calls and closes stdin (a pipe, a
+    script) got the first answer or two; the SDK's stdio server cancelled the rest at end of input."""
+    ws = tmp_path / "ws"
+    write_workspace(ws, RESPONSES)
+    replies = pipe_calls(["-C", str(ws), "mcp"], [("list_dialogs", {})] * 20, cwd=tmp_path)
+    answers = [r["result"] for r in replies if r["id"] > 0]
+    assert all(a["isError"] and "dominds serve" in a["content"][0]["text"] for a in answers), "no daemon: each says so"
+
+
+async def test_argument_problems_are_named_in_plain_words_before_anything_runs(tmp_path: Path) -> None:
+    """The bug (ToT MCP's, in `dominds mcp`): a missing argument came back as raw pydantic text ("1
+    validation error for start_dialogArguments ... errors.pydantic.dev"), an unknown or misspelt
+    argument (`dialogId` for `dialog_id`) was silently dropped, and an id was pasted into the daemon's
+    URL whatever it held (spaces, `../`)."""
+    ws = tmp_path / "ws"
+    write_workspace(ws, RESPONSES)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "dominds", "-C", str(ws), "mcp"])
+    async with Client(params, read_timeout_seconds=60) as client:
+
+        async def refused(tool: str, **arguments: Any) -> str:
+            result = await client.call_tool(tool, arguments)
+            text: str = result.content[0].text
+            assert result.is_error and "pydantic" not in text and "validation error" not in text, text
+            assert "dominds serve" not in text, "refused before looking for the daemon"
+            return text
+
+        assert "`message` is missing" in await refused("start_dialog")
+        assert "`dialogId` is not an argument of tell" in await refused("tell", dialog_id="d", dialogId="d", message="m")
+        assert "dialog_id" in await refused("tell", dialogId="d", message="m")
+        assert "`wait_seconds` must be a number" in await refused("read_answer", dialog_id="d", wait_seconds="soon")
+        assert "`message` must be a string" in await refused("tell", dialog_id="d", message=5)
+        assert "spaces" in await refused("tell", dialog_id=" d", message="m")
+        assert "`question_id`" in await refused("answer_question", question_id="../dialogs", answer="a")
+        assert "`status`" in await refused("list_dialogs", status="everything")
+        fine = await client.call_tool("read_answer", {"dialog_id": "d", "wait_seconds": 1})
+        assert fine.is_error and "dominds serve" in fine.content[0].text, "valid arguments reach the daemon check"
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["tell"].input_schema["required"] == ["dialog_id", "message"]
+        assert tools["tell"].input_schema["additionalProperties"] is False

@@ -38,7 +38,10 @@ MINILM_HINT = (
     "set embedder.model_dir in .minds/debate.yaml to a folder holding an all-MiniLM-L6-v2 model.onnx and its "
     "tokenizer.json, and install onnxruntime, tokenizers and numpy"
 )
-EMBEDDINGS_HINT = "install the embeddings extra: pip install 'dominds[embeddings]' (WordLlama, about 20 MB, offline)"
+EMBEDDINGS_HINT = (
+    "install the embeddings extra (WordLlama, about 20 MB, offline): `pip install 'dominds[embeddings]'`, "
+    "or in a checkout run by bin/dominds `.venv/bin/pip install -e '.[embeddings]'`"
+)
 WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
 

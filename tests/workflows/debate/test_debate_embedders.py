@@ -145,6 +145,7 @@ def test_auto_without_the_extra_says_it_compares_word_overlap(tmp_path: Path, mo
         _wordllama.cache_clear()
     assert embedder is None and note is not None
     assert "no embedding model is installed" in note and "dominds[embeddings]" in note
+    assert ".venv/bin/pip install -e '.[embeddings]'" in note, "bin/dominds users have no `dominds` package to pip-install"
 
 
 def test_settings_file_values_and_problems(tmp_path: Path) -> None:

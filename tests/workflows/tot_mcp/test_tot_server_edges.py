@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_pipe import pipe_calls
 from test_tot_server import REPO_ROOT, Tot, in_process, only_text, root
 
 
@@ -161,25 +160,8 @@ async def test_only_the_tools_capability_is_advertised(tmp_path: Path) -> None:
 def test_requests_in_flight_when_stdin_closes_are_all_answered(tmp_path: Path) -> None:
     """A client that writes its calls and closes stdin (a pipe, `mcp` in a script) gets every answer."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DOMINDS_FSYNC": "0"}
-    messages: list[dict[str, Any]] = [
-        {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    ]  # fmt: skip
-    messages += [
-        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "tot_start", "arguments": {"query": f"q{i}"}}}
-        for i in range(1, 31)
-    ]
-    proc = subprocess.run(
-        [sys.executable, "-m", "dominds", "tot-mcp", "--sessions-dir", str(tmp_path / "s")],
-        input="".join(json.dumps(m) + "\n" for m in messages).encode(),
-        capture_output=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=60,
-    )
-    replies = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.strip()]
-    assert sorted(r["id"] for r in replies) == list(range(31)), proc.stderr.decode()[-2000:]
+    calls = [("tot_start", {"query": f"q{i}"}) for i in range(1, 31)]
+    replies = pipe_calls(["tot-mcp", "--sessions-dir", str(tmp_path / "s")], calls, cwd=tmp_path, env=env)
     assert all("result" in r and not r["result"].get("isError") for r in replies)
     assert len(list((tmp_path / "s").iterdir())) == 30
     assert set(replies[0]["result"]["capabilities"]) == {"tools"}

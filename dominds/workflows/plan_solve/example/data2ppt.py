@@ -8,6 +8,7 @@ the envelopes themselves with ``--json``).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ async def run_data2ppt(
         event: str, content: Any = None, metadata: dict[str, Any] | None = None, step_id: str | None = None
     ) -> None:
         envelope = make_event(event, content=content, metadata=metadata, step_id=step_id)
-        out(json.dumps(envelope, ensure_ascii=False) if json_events else describe_event(envelope))
+        out(json.dumps(envelope, ensure_ascii=False) if json_events else describe_event(envelope, Path.cwd()))
 
     aggregator = slides_aggregator(Path.cwd(), template)
     pipeline = PlanSolveRun(engine, settings, emit, aggregator, csv_path=csv_path, ppt_root=workdir / "ppt")
@@ -60,8 +61,9 @@ async def run_data2ppt(
     return 0 if written else 1
 
 
-def describe_event(envelope: dict[str, Any]) -> str:
-    """One human line per event."""
+def describe_event(envelope: dict[str, Any], shown_from: Path | None = None) -> str:
+    """One human line per event; the deck's path in full when the events' paths are relative to ``shown_from``
+    (the events say ``./workdir/…``, which the user's shell, elsewhere after ``-C``, would not find)."""
     event, content = envelope["event"], envelope.get("content")
     detail = content if isinstance(content, str) else ""
     if event in ("agent.tool_call", "agent.tool_result"):
@@ -84,7 +86,10 @@ def describe_event(envelope: dict[str, Any]) -> str:
         elif event == "aggregate.start":
             detail = f"{len(content.get('solver_results', []))} slides"
         elif event == "aggregate.completed":
-            detail = str((content.get("output") or {}).get("ppt_result", {}).get("system", ""))
+            output = content.get("output") or {}
+            detail = str(output.get("ppt_result", {}).get("system", ""))
+            if shown_from is not None and output.get("pptx_path"):
+                detail += f"; deck: {os.path.normpath(shown_from / str(output['pptx_path']))}"
         elif event == "pipeline.completed":
             totals = (content.get("statistics") or {}).get("totals") or {}
             detail = (
