@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from dominds import __version__
-from dominds.cli.common import CliError, remember_workspace_option
+from dominds.cli.common import CliError, program, remember_workspace_option
 
 FIRST_COMMANDS = ("serve", "url", "status", "run", "tell", "show", "q4h", "resume", "lifecycle", "init", "check")
 """Modules whose commands `dominds --help` lists first, in this order (what a new user reaches for);
@@ -37,7 +37,7 @@ def _listing_order(name: str) -> tuple[int, str]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="dominds",
+        prog=program(),  # "usage: bin/dominds …" for whoever runs the script
         description="Dominds: a local-first dialog runtime for teams of LLM agents.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
