@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from dominds import __version__
-from dominds.cli.common import CliError, remember_workspace_option
+from dominds.cli.common import CliError, program, remember_workspace_option
 
 FIRST_COMMANDS = ("serve", "url", "status", "run", "tell", "show", "q4h", "resume", "lifecycle", "init", "check")
 """Modules whose commands `dominds --help` lists first, in this order (what a new user reaches for);
@@ -39,7 +39,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given ``argv``, only the module of the command it names is imported (start-up time
     matters for ``serve`` and ``status``), falling back to every command for help and unknown names."""
     parser = argparse.ArgumentParser(
-        prog="dominds",
+        prog=program(),  # "usage: bin/dominds …" for whoever runs the script
         description="Dominds: a local-first dialog runtime for teams of LLM agents.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

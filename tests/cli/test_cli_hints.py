@@ -88,6 +88,9 @@ def test_no_workspace_and_init_name_the_program_and_the_folder(tmp_path: Path) -
     assert lost.returncode == 1 and lost.stderr.count("\n") == 1, lost.stderr
     assert lost.stderr.endswith("; `bin/dominds init` creates one here, -C DIR names another\n"), lost.stderr
 
+    usage = _typed(shell, "resume", prog="bin/dominds")
+    assert usage.returncode == 2 and usage.stderr.startswith("usage: bin/dominds resume "), usage.stderr
+
     created = _typed(shell, "init", "team ws", prog="bin/dominds")
     assert created.returncode == 0, created.stderr
     target = shlex.quote(str(shell / "team ws"))
