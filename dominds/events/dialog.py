@@ -235,7 +235,7 @@ class SubdialogCreated(DialogEvent):
     callType: str
     """`A` (ask-back), `B` (a session: `!tellaskSession`) or `C` (a fresh subdialog)."""
     reused: bool
-    """A TYPE B session that already existed took the call."""
+    """A session (`!tellaskSession`) that already existed took the call."""
 
 
 class TeammateResponse(DialogEvent):

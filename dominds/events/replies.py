@@ -151,7 +151,7 @@ class DialogReady(Reply):
     supdialogId: str | None = None
     """A subdialog's caller."""
     tellaskSession: str | None = None
-    """A TYPE B subdialog's session."""
+    """The session (`!tellaskSession`) of a subdialog started with one."""
     assignmentFromSup: dict[str, Any] | None = None
     """A subdialog's assignment (`tellaskHead`, `tellaskBody`, …)."""
     loadError: str | None = None

@@ -63,9 +63,11 @@ def test_run_without_the_key_of_its_provider_fails_before_creating_a_dialog(tmp_
     ws = _anthropic_workspace(tmp_path)
     done = dominds(ws, "run", "hello", env=_no_key_env())
     assert done.returncode == 1, done.stdout
-    assert done.stderr.count("\n") == 1, done.stderr
-    assert "@lead answers with provider 'anthropic'" in done.stderr
-    assert "ANTHROPIC_API_KEY is not set in this shell: export ANTHROPIC_API_KEY=<your key> and run this again" in done.stderr
+    assert done.stderr == (  # what failed, then the one step that helps (and the other way out)
+        "dominds: @lead answers with provider 'anthropic', which needs an API key, and ANTHROPIC_API_KEY is not set "
+        "in this shell: export ANTHROPIC_API_KEY=<your key> and run this again (or choose another provider in "
+        ".minds/team.yaml; `dominds check` shows each member's)\n"
+    ), done.stderr
     assert "serve" not in done.stderr and "resume" not in done.stderr and "interrupted" not in done.stdout + done.stderr
     assert _roots(ws) == [], "nothing was created"
     follow = dominds(ws, "new", "--follow", "hello", env=_no_key_env())

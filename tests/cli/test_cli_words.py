@@ -64,7 +64,7 @@ def test_the_panel_strings_and_the_command_reference_use_the_products_words() ->
     assert _internal_words((REPO / "README.md").read_text()) == []
     # The guides a user reads (configuration.md, tools.md and mcp.md document the hidden members by name,
     # and providers.md OpenAI's `seed` parameter: there the words are the product's).
-    for guide in ("panel", "tellask", "taskdoc", "tot", "debate", "plan-solve", "tot-mcp"):
+    for guide in ("panel", "tellask", "taskdoc", "tot", "debate", "plan-solve", "tot-mcp", "protocol"):
         assert _internal_words((REPO / "docs" / f"{guide}.md").read_text()) == [], guide
     pages = [REPO / "dominds" / "static" / "workflow_i18n.js", *(REPO / "dominds" / "workflows").glob("*/static/*.*")]
     for page in pages:
