@@ -230,6 +230,6 @@ def pending_questions(rtws: Rtws) -> list[dict[str, Any]]:
 
 def load_state_yaml(path: Path | str) -> Any:
     """A state file as plain data (None when missing); ``ValueError`` when it is not valid YAML."""
-    from dominds.store.index import read_state_yaml
+    from dominds.store.dialog_facts import read_state_yaml
 
     return read_state_yaml(str(path))

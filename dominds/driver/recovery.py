@@ -43,9 +43,10 @@ from dominds.store.course_records import (
     TeammateCallResultRecord,
     TeammateResponseRecord,
 )
+from dominds.store.dialog_facts import Facts
 from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError
-from dominds.store.index import Entry, Facts
+from dominds.store.index import Entry
 from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
 from dominds.tellask import parse_segments
 from dominds.tellask_events import TellaskCall

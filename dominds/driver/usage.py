@@ -6,7 +6,7 @@ total per dialog *tree* (a root and all its subdialogs), written by ``format_cos
 rows cached the cost by the mtime of ``latest.yaml`` (a coarse clock left a row at "$0" after a
 generation the header already counted) and ``dominds status`` had its own counting and pricing.
 
-Counting: ``store.index.finish_generations`` decodes only the ``gen_finish_record`` lines of a course
+Counting: ``store.dialog_facts.finish_generations`` decodes only the ``gen_finish_record`` lines of a course
 file (the dialog index keeps them per dialog, so listings never read a course file that did not
 change); a torn last line is skipped until it is complete. Each generation is priced on its own
 (``per_request``: a long request pays the model's long-context rates), with the catalog in use
@@ -28,8 +28,8 @@ from dominds.driver.last_good import LastGood, has_errors
 from dominds.llm.catalog import Catalog
 from dominds.llm.catalog_yaml import load_catalog
 from dominds.rtws import Rtws
+from dominds.store.dialog_facts import finish_generations
 from dominds.store.errors import StoreError
-from dominds.store.index import finish_generations
 
 if TYPE_CHECKING:  # `dominds status` prices without loading the store's records (pydantic)
     from dominds.store.dialog_store import DialogStore
@@ -69,7 +69,7 @@ def count_finishes(data: bytes, catalog: Catalog) -> Usage:
 
 
 def price_generations(generations: Iterable[Sequence[Any]], catalog: Catalog) -> Usage:
-    """Usage of generations as ``store.index.finish_generations`` lists them, each priced on its own
+    """Usage of generations as ``store.dialog_facts.finish_generations`` lists them, each priced on its own
     (``per_request``: a long request pays the model's long-context rates)."""
     usage = Usage()
     for key, inputs, outputs, reads, writes, long_writes in generations:

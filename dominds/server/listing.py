@@ -2,8 +2,8 @@
 
 Built from the dialog index (``store/index.py``): facts per dialog kept in SQLite and checked against the
 files at each listing, so only dialogs that changed since are read again, and nothing per dialog stays
-in the daemon's memory between listings. Fields a listing needs come from ``store.index.read_facts``;
-add new ones there (and bump its ``INDEX_VERSION``). The cost of a tree comes from ``driver/usage.py``
+in the daemon's memory between listings. Fields a listing needs come from ``store.dialog_facts.read_facts``;
+add new ones there (and bump ``INDEX_VERSION`` in ``store/index.py``). The cost of a tree comes from ``driver/usage.py``
 (the one owner of cost), which prices the generations the index keeps per dialog.
 """
 
@@ -15,8 +15,9 @@ from typing import Any
 from dominds.driver import usage
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
+from dominds.store.derived import Derived
 from dominds.store.errors import DialogNotFoundError
-from dominds.store.index import Derived, Entry
+from dominds.store.index import Entry
 
 Node = dict[str, Any]
 
@@ -86,7 +87,7 @@ LISTING_VERSION = 1
 class Listing:
     """One listing (``GET /api/dialogs``): the order of its trees, then each tree's JSON.
 
-    A tree nobody loaded keeps its JSON in the index (``store.index.Derived``, under the tree's file
+    A tree nobody loaded keeps its JSON in the index (``store.derived.Derived``, under the tree's file
     signatures and the prices), so a listing of 10,000 unchanged dialogs reads those texts instead of
     decoding and pricing every dialog. A loaded tree is always built afresh (the daemon may know more
     than its files: a load error)."""

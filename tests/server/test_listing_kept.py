@@ -1,7 +1,7 @@
 """The panel's listing keeps each unchanged tree's JSON in the dialog index (issue 21).
 
 A first ``GET /api/dialogs`` on 10,000 dialogs decoded and priced every dialog (seconds); the JSON of a
-tree nobody loaded is now kept under its file signatures and the prices (``store.index.Derived``). The
+tree nobody loaded is now kept under its file signatures and the prices (``store.derived.Derived``). The
 risk is a stale row: it must follow a price change, an in-place hand edit, and a drive.
 """
 

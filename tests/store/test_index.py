@@ -20,8 +20,9 @@ from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
 from dominds.store.atomic import set_fsync
 from dominds.store.course_records import CourseStartRecord, GenFinishRecord, Usage
+from dominds.store.dialog_facts import read_facts
 from dominds.store.dialog_store import DialogStore
-from dominds.store.index import DialogIndex, Entry, read_facts
+from dominds.store.index import DialogIndex, Entry
 from dominds.store.records import CallSiteRef, DialogMeta, HumanQuestion, LatestState, Q4hFile, RunState
 
 
