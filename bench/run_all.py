@@ -59,7 +59,7 @@ def main() -> int:
         ("bench_engine.py", *(["--roots", "200", "--turns", "2"] if quick else [])),
     ]
     if not quick:
-        plan.insert(3, ("bench_coldstart.py", "--roots", "20000", "--runs", "1"))
+        plan.insert(3, ("bench_coldstart.py", "--roots", "20000", "--runs", "2"))
     figures: list[Figure] = []
     failures: list[str] = []
     for script, *script_args in plan:

@@ -2,8 +2,10 @@
 
 Every event gets ``seq`` (per dialog, or per the global channel) and ``epoch`` (per daemon run), so a
 client that reconnects with its last ``(epoch, seq)`` can be sent exactly what it missed from the
-replay buffer, or a full replay from the files when the buffer no longer covers it. Publishing is
-synchronous and happens only after the state it describes was persisted (DESIGN §4.1).
+replay buffer, or a full replay from the files when the buffer no longer covers it. An event is
+published only after the state it describes was written (DESIGN §4.1); it is stamped at once, and
+delivered (and kept for replay) once those writes are durable: at once without a group committer, after
+the group's fsyncs with one (``store/commit.py``), always in the order published.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dominds.ids import now_iso
+from dominds.store.commit import after_durable
 
 Event = dict[str, Any]
 GLOBAL = ""
@@ -62,9 +65,11 @@ class PubChan:
         self._buffer_chars_cap = buffer_chars
         """Also bounded by text size: a few huge messages must not keep hundreds of MiB alive."""
         self._buffer_chars = 0
+        self._pending: deque[tuple[str, Event]] = deque()
+        """Stamped events waiting for their writes to be durable, in order (see ``store/commit.py``)."""
 
     def publish(self, dialog: tuple[str, str] | None, event: Event) -> Event:
-        """Stamp and deliver an event. ``dialog`` is ``(selfId, rootId)`` or None for global events."""
+        """Stamp an event and deliver it once durable. ``dialog`` is ``(selfId, rootId)`` or None for global events."""
         key = dialog[0] if dialog else GLOBAL
         channel = self._channels.setdefault(key, _Channel())
         event["seq"] = channel.next_seq
@@ -73,6 +78,12 @@ class PubChan:
         if dialog is not None:
             event["dialog"] = {"selfId": dialog[0], "rootId": dialog[1]}
         event.setdefault("timestamp", now_iso())
+        self._pending.append((key, event))
+        after_durable(self._deliver_next)
+        return event
+
+    def _deliver_next(self) -> None:
+        key, event = self._pending.popleft()
         size = _text_size(event)
         self._buffer.append((key, event, size))
         self._buffer_chars += size
@@ -84,7 +95,6 @@ class PubChan:
         for sub in list(self._subscribers):
             if broadcast or sub.wants_all or key in sub.following:
                 sub.deliver(event)
-        return event
 
     def subscribe(self, deliver: Callable[[Event], None], *, wants_all: bool = False) -> Subscriber:
         sub = Subscriber(deliver=deliver, wants_all=wants_all)
@@ -110,7 +120,11 @@ class PubChan:
             return []
         if channel.dropped_through > seq:
             return None
-        return [e for k, e, _ in self._buffer if k == dialog_self_id and e["seq"] > seq]
+        # delivered ones from the buffer, then those still waiting to be durable (a caller sends them
+        # through ``after_durable`` too, so they still reach nobody before their writes are durable)
+        return [e for k, e, _ in self._buffer if k == dialog_self_id and e["seq"] > seq] + [
+            e for k, e in self._pending if k == dialog_self_id and e["seq"] > seq
+        ]
 
     @property
     def subscriber_count(self) -> int:

@@ -1,34 +1,26 @@
 """`dominds status`: every dialog as a root → subdialog tree, from the files (daemon or not).
 
-Fast on big workspaces (10,000 dialogs in well under 2 s) by reading little and remembering it:
-- per dialog one ``scandir`` shows which state files exist; ``dialog.yaml``/``latest.yaml`` are read,
-  ``q4h.yaml``/``subdlg.yaml``/``registry.yaml`` only where they exist (each is deleted when empty);
-- those YAML files are written by ``store.fastyaml`` (block style, JSON scalars), which
-  ``offline.load_state_yaml`` parses ~5x faster than PyYAML (PyYAML still reads anything hand-written);
-- tokens and cost need every ``gen_finish_record``, i.e. the course files. Only the lines holding that
-  record type are decoded;
-- everything read is kept in ``.dominds/cache/status.json``, keyed by each file's (inode, size,
-  mtime): a second run reads only the dialogs that changed since. The cache is not state: delete it
-  at will; ``--no-cache`` neither reads nor writes it.
+Fast on big workspaces through the dialog index (``store/index.py``): the facts of every dialog are kept
+in ``.dominds/cache/dialogs.sqlite`` with the signature of the files they came from; each run ``stat``s
+those files and reads again only the dialogs that changed (or all of them when the index is gone: it
+is a cache, rebuilt at will). ``--json`` assembles each dialog's stored JSON text instead of decoding
+it. Tokens and cost: the generations the index keeps, priced by ``driver/usage.py`` with the catalog in
+use (like the daemon). ``--no-cache`` reads every file and leaves the index alone.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
 import json
 import os
 import sys
-from pathlib import Path
+from collections import defaultdict
 from typing import Any
 
 from dominds.cli.common import command_name, workspace
-from dominds.cli.offline import load_state_yaml
 from dominds.rtws import DIALOG_STATUSES, Rtws
+from dominds.store.index import Derived, DialogIndex, Entry, Tree
 
-CACHE_VERSION = 3  # 2: nodes carry the dialog title; 3: usage is {byModel, costUsd}, priced per generation
-STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
 Node = dict[str, Any]
 
 EPILOG = """\
@@ -53,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--json", action="store_true", help="print one JSON document (for scripts)")
     p.add_argument("--all", action="store_true", help="include done/ and archive/ dialogs")
     p.add_argument("--root", metavar="ID", help="only the tree of this root (or of the subdialog with this id; a unique prefix is enough)")
-    p.add_argument("--no-cache", action="store_true", help="read every file; neither use nor update the cache")
+    p.add_argument("--no-cache", action="store_true", help="read every file; neither use nor update the index")
     p.set_defaults(func=_status)
 
 
@@ -62,25 +54,27 @@ def _status(args: argparse.Namespace) -> int:
     from dominds.cli.offline import reach_state
 
     rtws = workspace()
+    statuses = DIALOG_STATUSES if args.all or args.root else ("run",)
     with reach_state(rtws, wait=2.0, read_only=True) as access:
         daemon = find_daemon(rtws)
-        cache = StatusCache(None if args.no_cache else rtws.state_dir / "cache" / "status.json", _Pricing(rtws))
-        roots = collect(rtws, cache, DIALOG_STATUSES if args.all or args.root else ("run",), args.root)
-        cache.save()
-    if access.locked:  # nothing can be driving: a `proceeding` left by a killed process is shown interrupted
-        _show_gone_drivers(roots)
-    report = {
+        index = DialogIndex(rtws, persistent=not args.no_cache)
+        if args.json:
+            roots_and_totals = report_json(rtws, index, statuses, args.root, nobody_drives=access.locked)
+        else:
+            roots = collect(rtws, index, statuses, args.root)
+        index.close()
+    head = {
         "rtws": str(rtws.root),
         "daemon": {"pid": daemon.pid, "port": daemon.port, "url": daemon.base_url, "panel": daemon.url}
         if daemon
         else None,
-        "roots": roots,
-        "totals": _totals(roots),
     }
-    if args.json:  # compact on purpose: json's C encoder is only used without `indent` (10x faster here)
-        sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
-    else:
-        _print_report(report)
+    if args.json:  # assembled as text: each dialog's JSON comes from the index as it is
+        sys.stdout.write(json.dumps(head, ensure_ascii=False)[:-1] + "," + roots_and_totals + "}\n")
+        return 0
+    if access.locked:  # nothing can be driving: a `proceeding` left by a killed process is shown interrupted
+        _show_gone_drivers(roots)
+    _print_report({**head, "roots": roots, "totals": _totals(roots)})
     return 0
 
 
@@ -95,215 +89,162 @@ def _show_gone_drivers(nodes: list[Node]) -> None:
 # ---------------------------------------------------------------- reading
 
 
-def collect(rtws: Rtws, cache: StatusCache, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
+def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
     """Trees of the given statuses (or the one tree holding ``root_filter``), most recent activity first."""
+    pricing = _Pricing(rtws)
+    kept = Derived(index, "status-aggregates", _salt(pricing), preload=True)
+    out = []
+    for tree in index.trees(statuses, root=_wanted(rtws, root_filter)):
+        node = _tree(tree)
+        value = kept.get(tree)
+        if value is None:
+            aggregates = _aggregates(tree, pricing)
+            kept.put(tree, json.dumps(aggregates, ensure_ascii=False, separators=(",", ":")))
+        else:
+            aggregates = json.loads(value)
+        node.update(aggregates)
+        out.append(node)
+    kept.save()
+    out.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
+    out.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
+    return out
+
+
+def _wanted(rtws: Rtws, root_filter: str | None) -> tuple[str, str] | None:
     from dominds.cli.offline import locate_dialog
     from dominds.cli.resolve import resolve_dialog_id
-    from dominds.ids import is_dialog_id
 
-    trees: list[Node] = []
-    wanted = locate_dialog(rtws, resolve_dialog_id(rtws, root_filter)) if root_filter else None
-    for status in statuses:
-        directory = rtws.status_dir(status)
-        try:
-            names = sorted(e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name))
-        except FileNotFoundError:
-            continue
-        if wanted is None:
-            cache.scanned.add(status)
-        for root_id in names:
-            if wanted is None or wanted == (status, root_id):
-                trees.append(_tree(os.path.join(directory, root_id), status, root_id, cache))
-    trees.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
-    trees.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
-    return trees
+    return locate_dialog(rtws, resolve_dialog_id(rtws, root_filter)) if root_filter else None
 
 
-def _tree(root_dir: str, status: str, root_id: str, cache: StatusCache) -> Node:
-    from dominds.driver.usage import Usage, totals
+def _node(entry: Entry) -> Node:
+    node: Node = {"selfId": entry.self_id, "rootId": entry.root_id, "status": entry.status}
+    node.update(json.loads(entry.public))
+    node["subdialogs"] = []
+    return node
 
-    root = cache.node(root_dir, status, root_id)
+
+def _tree(tree: Tree) -> Node:
+    root = _node(tree.root)
     nodes = {root["selfId"]: root}
-    try:
-        sub_dirs = sorted(e.path for e in os.scandir(os.path.join(root_dir, "subdialogs")) if e.is_dir())
-    except FileNotFoundError:
-        sub_dirs = []
-    subs = [cache.node(path, status, root_id) for path in sub_dirs]
+    subs = [_node(entry) for entry in tree.subs]
     for sub in subs:
         nodes[sub["selfId"]] = sub
     for sub in subs:  # stored flat; the tree comes from supdialogId
         nodes.get(sub.get("supdialogId") or "", root)["subdialogs"].append(sub)
-    tree_usage = Usage()
-    for node in (root, *subs):
-        tree_usage.add(Usage.from_json(node.pop("_usage")))
-    root["subdialogCount"] = len(subs)
-    root["q4hTotal"] = sum(len(n.get("q4h", ())) for n in (root, *subs))
-    root["usage"] = totals(tree_usage)
-    root["lastActivity"] = max((n.get("lastModified") or "" for n in (root, *subs)), default="")
     return root
 
 
-class StatusCache:
-    """What was read per dialog directory, keyed by the (inode, size, mtime) of the files it came from
-    and by the prices it was costed with."""
+def _aggregates(tree: Tree, pricing: _Pricing) -> Node:
+    """What a root shows of its whole tree: counts, tokens and cost (``driver/usage.py``), last activity."""
+    from dominds.driver.usage import Usage, price_generations, totals
 
-    def __init__(self, path: Path | None, pricing: _Pricing) -> None:
-        self.path = path
-        self.pricing = pricing
-        self.entries: dict[str, Any] = {}
-        self.used: dict[str, Any] = {}
-        self.scanned: set[str] = set()
-        """Statuses whose every dialog was looked at: their unused entries are gone from disk."""
-        self.dirty = False
-        if path is not None:
-            try:
-                raw = json.loads(path.read_text(encoding="utf-8"))
-                if raw.get("v") == CACHE_VERSION and isinstance(raw.get("dialogs"), dict):
-                    self.entries = raw["dialogs"]
-            except (OSError, ValueError, AttributeError):
-                pass  # no cache, or a broken one: rebuilt from the files
-
-    def node(self, directory: str, status: str, root_id: str) -> Node:
-        key = f"{status}/{root_id}/{os.path.basename(directory)}"
-        files = {}
-        try:
-            for entry in os.scandir(directory):
-                if entry.name in STATE_FILES or (entry.name.startswith("course-") and entry.name.endswith(".jsonl")):
-                    info = entry.stat()
-                    files[entry.name] = f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"
-        except OSError:
-            pass
-        signature = hashlib.blake2b(
-            repr((sorted(files.items()), self.pricing.fingerprint)).encode(), digest_size=8
-        ).hexdigest()
-        cached = self.entries.get(key)
-        if cached is None or cached.get("sig") != signature:
-            cached = {"sig": signature, "node": read_node(directory, status, root_id, set(files), self.pricing.catalog)}
-            self.dirty = True
-        self.used[key] = cached
-        return {**cached["node"], "subdialogs": []}
-
-    def save(self) -> None:
-        if self.path is None:
-            return
-        entries = {k: v for k, v in self.entries.items() if k.split("/", 1)[0] not in self.scanned} | self.used
-        if not self.dirty and entries.keys() == self.entries.keys():
-            return
-        # Renamed into place (readers never see half a file) but not fsynced: a cache lost to a power
-        # failure is simply rebuilt, and syncing megabytes would double the time of a first run.
-        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temp.write_text(json.dumps({"v": CACHE_VERSION, "dialogs": entries}, separators=(",", ":")), encoding="utf-8")
-            os.replace(temp, self.path)
-        except OSError:  # a read-only workspace: status still works, only slower
-            with contextlib.suppress(OSError):
-                temp.unlink(missing_ok=True)
+    tree_usage = Usage()
+    for entry in tree.entries:
+        if entry.generations != "[]":
+            tree_usage.add(price_generations(json.loads(entry.generations), pricing.catalog))
+    return {
+        "subdialogCount": len(tree.subs),
+        "q4hTotal": sum(e.q4h_count for e in tree.entries),
+        "usage": totals(tree_usage),
+        "lastActivity": max((e.last_modified for e in tree.entries), default=""),
+    }
 
 
-def read_node(directory: str, status: str, root_id: str, present: set[str], catalog: Any) -> Node:
-    """One dialog's summary from its files; a corrupt file becomes ``error`` on the node, never an exception."""
-    node: Node = {"selfId": os.path.basename(directory), "rootId": root_id, "status": status}
-    join = os.path.join
-    try:
-        meta = load_state_yaml(join(directory, "dialog.yaml")) or {}
-        latest = load_state_yaml(join(directory, "latest.yaml")) or {}
-        node.update(
-            agentId=meta.get("agentId"),
-            title=latest.get("title") or meta.get("title"),
-            taskDocPath=meta.get("taskDocPath"),
-            createdAt=meta.get("createdAt"),
-            lastModified=latest.get("lastModified"),
-            currentCourse=latest.get("currentCourse", 1),
-            runState=latest.get("runState") or {"kind": "idle"},
-            generating=bool(latest.get("generating")),
-            needsDrive=bool(latest.get("needsDrive")),
-            queuedPrompts=len(latest.get("queuedPrompts") or ()),
-        )
-        if meta.get("id") != meta.get("rootId"):
-            assignment = meta.get("assignmentFromSup") or {}
-            node.update(
-                supdialogId=meta.get("supdialogId"),
-                tellaskSession=meta.get("tellaskSession"),
-                callType=assignment.get("callType"),
-                tellaskHead=assignment.get("tellaskHead"),
-                fbr=bool(meta.get("fbr")),
-            )
-        if "q4h.yaml" in present:
-            questions = (load_state_yaml(join(directory, "q4h.yaml")) or {}).get("questions") or []
-            node["q4h"] = [{"id": q.get("id"), "tellaskHead": q.get("tellaskHead")} for q in questions]
-        if "subdlg.yaml" in present:
-            pending = (load_state_yaml(join(directory, "subdlg.yaml")) or {}).get("pending") or []
-            node["pendingSubdialogs"] = [
-                {k: p.get(k) for k in ("subdialogId", "agentId", "callType", "tellaskSession")} for p in pending
-            ]
-        if "registry.yaml" in present:
-            registry = load_state_yaml(join(directory, "registry.yaml")) or {}
-            node["registry"] = [{"key": key, "subdialogId": e.get("subdialogId")} for key, e in registry.items()]
-    except (OSError, ValueError, AttributeError, TypeError) as exc:
-        node["error"] = f"{type(exc).__name__}: {exc}"
-        node.setdefault("runState", {"kind": "error", "detail": str(exc)})
-    node["_usage"] = _course_usage(directory, sorted(n for n in present if n.startswith("course-")), node, catalog)
-    return node
+def report_json(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None, *, nobody_drives: bool) -> str:
+    """The ``--json`` report's ``"roots":[…],"totals":{…}``, assembled from the index's JSON text without
+    decoding each dialog (what ``collect`` + ``json.dumps`` give, in a fraction of the time)."""
+    pricing = _Pricing(rtws)
+    kept = Derived(index, "status-json-locked" if nobody_drives else "status-json", _salt(pricing), preload=True)
+    encoded: list[tuple[int, str, str]] = []
+    totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}
+    for tree in index.trees(statuses, root=_wanted(rtws, root_filter)):
+        value = kept.get(tree)
+        if value is None:
+            aggregates = _aggregates(tree, pricing)
+            usage = aggregates["usage"]
+            figures = [aggregates["q4hTotal"], usage["inputTokens"] + usage["outputTokens"], usage["costUsd"]]
+            text = _render(tree, nobody_drives, json.dumps(aggregates, ensure_ascii=False, separators=(",", ":"))[1:-1])
+            kept.put(tree, f"{json.dumps(figures)}\n{text}")
+        else:
+            line, _, text = value.partition("\n")
+            figures = json.loads(line)
+        totals["roots"] += 1
+        totals["dialogs"] += len(tree.entries)
+        totals["q4h"] += figures[0]
+        totals["tokens"] += figures[1]
+        totals["costUsd"] += figures[2]
+        encoded.append((DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, text))
+    kept.save()
+    encoded.sort(key=lambda t: t[1], reverse=True)
+    encoded.sort(key=lambda t: t[0])
+    totals["costUsd"] = round(float(totals["costUsd"]), 6)
+    return f'"roots":[{",".join(t[2] for t in encoded)}],"totals":{json.dumps(totals, separators=(",", ":"))}'
 
 
-def _course_usage(directory: str, course_files: list[str], node: Node, catalog: Any) -> dict[str, Any]:
-    """Tokens per ``provider/model`` and the cost over every course (``driver/usage.py``'s counting and
-    pricing, like the daemon's), as ``Usage.to_json``.
+def _render(tree: Tree, nobody_drives: bool, root_extra: str) -> str:
+    """One tree as JSON text: each dialog's stored public facts, its children nested by ``supdialogId``."""
+    from dominds.cli.offline import DRIVING_KINDS, as_seen_now
 
-    A line in the middle of a course that is not a JSON record marks the node with an error (the daemon
-    refuses such a dialog); a torn last line does not (it is what a crash leaves)."""
-    from dominds.driver.usage import Usage, count_finishes
+    ids = {e.self_id for e in tree.entries}
+    children: dict[str, list[Entry]] = defaultdict(list)
+    for sub in tree.subs:  # stored flat; the tree comes from supdialogId
+        children[sub.sup if sub.sup in ids else tree.root.self_id].append(sub)
 
-    usage = Usage()
-    for name in course_files:
-        try:
-            with open(os.path.join(directory, name), "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        bad = _bad_course_line(data)
-        if bad is not None and "error" not in node:
-            node["error"] = f"{name}:{bad}: not a JSON record (the dialog refuses messages until it is repaired)"
-            node["runState"] = {"kind": "error", "detail": node["error"]}
-        usage.add(count_finishes(data, catalog))
-    return usage.to_json()
+    def render(entry: Entry, extra: str) -> str:
+        public = entry.public
+        if nobody_drives and entry.run_kind in DRIVING_KINDS:
+            facts = json.loads(public)
+            facts["runState"] = as_seen_now(facts.get("runState") or {}, nobody_drives=True)
+            public = json.dumps(facts, ensure_ascii=False, separators=(",", ":"))
+        head = json.dumps({"selfId": entry.self_id, "rootId": entry.root_id, "status": entry.status}, separators=(",", ":"))
+        parts = [head[1:-1], public[1:-1], f'"subdialogs":[{",".join(render(c, "") for c in children.get(entry.self_id, ()))}]', extra]
+        return "{" + ",".join(p for p in parts if p) + "}"
+
+    return render(tree.root, root_extra)
 
 
-def _bad_course_line(data: bytes) -> int | None:
-    """Number of the first line before the last that is not shaped like a JSON object, or None (cheap)."""
-    lines = data.rstrip(b"\n").split(b"\n")
-    for number, line in enumerate(lines[:-1], start=1):
-        stripped = line.strip()
-        if stripped and not (stripped.startswith(b"{") and stripped.endswith(b"}")):
-            return number
-    return None
+DERIVED_VERSION = 1
+"""Bump when what ``status`` keeps per tree in the index (``Derived``) changes shape or meaning."""
+
+
+def _salt(pricing: _Pricing) -> str:
+    """What a tree's kept tokens, cost and JSON depend on besides its files: prices and this code."""
+    from dominds import __version__
+
+    return f"{DERIVED_VERSION}:{__version__}:{pricing.sources}"
 
 
 class _Pricing:
-    """The catalog the daemon would use and a fingerprint of its prices (loaded once per run)."""
+    """The catalog the daemon would use (loaded once per run, and only when a tree must be priced)."""
 
     def __init__(self, rtws: Rtws) -> None:
         self.rtws = rtws
         self._catalog: Any = None
-        self._fingerprint = ""
 
-    def _load(self) -> None:
-        from dominds.driver.usage import catalog_in_use, pricing_fingerprint
+    @property
+    def sources(self) -> str:
+        """What the prices come from, cheaply: the (inode, size, mtime) of ``llm.yaml`` and of its last
+        good copy; the built-in catalog changes only with the version. Loading the catalog to
+        fingerprint it would cost more than all the rest of a run when nothing changed."""
+        from dominds.driver.last_good import LastGood
 
-        if self._catalog is None:
-            self._catalog = catalog_in_use(self.rtws)
-            self._fingerprint = pricing_fingerprint(self._catalog)
+        parts = []
+        for path in (self.rtws.llm_yaml, LastGood(self.rtws).copy_of(self.rtws.llm_yaml)):
+            try:
+                st = os.stat(path)
+                parts.append(f"{st.st_ino}.{st.st_size}.{st.st_mtime_ns}")
+            except OSError:
+                parts.append("-")
+        return "|".join(parts)
 
     @property
     def catalog(self) -> Any:
-        self._load()
-        return self._catalog
+        if self._catalog is None:
+            from dominds.driver.usage import catalog_in_use
 
-    @property
-    def fingerprint(self) -> str:
-        self._load()
-        return self._fingerprint
+            self._catalog = catalog_in_use(self.rtws)
+        return self._catalog
 
 
 # ---------------------------------------------------------------- output

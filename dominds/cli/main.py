@@ -35,7 +35,9 @@ def _listing_order(name: str) -> tuple[int, str]:
     return (FIRST_COMMANDS.index(command) if command in FIRST_COMMANDS else len(FIRST_COMMANDS), command)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given ``argv``, only the module of the command it names is imported (start-up time
+    matters for ``serve`` and ``status``), falling back to every command for help and unknown names."""
     parser = argparse.ArgumentParser(
         prog=program(),  # "usage: bin/dominds …" for whoever runs the script
         description="Dominds: a local-first dialog runtime for teams of LLM agents.",
@@ -47,6 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dominds {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     package_dir = Path(__file__).parent
+    named = _command_named(argv)
+    if named is not None and (package_dir / f"cmd_{named.replace('-', '_')}.py").is_file():
+        importlib.import_module(f"dominds.cli.cmd_{named.replace('-', '_')}").register(subparsers)
+        if named in subparsers.choices:
+            return parser
+        parser = build_parser()  # the module registers other names: the full parser answers
+        return parser
     for info in sorted(pkgutil.iter_modules([str(package_dir)]), key=lambda m: _listing_order(m.name)):
         if info.name.startswith("cmd_"):
             module = importlib.import_module(f"dominds.cli.{info.name}")
@@ -54,8 +63,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_named(argv: list[str] | None) -> str | None:
+    """The command word of a command line (after ``-C DIR`` and ``--debug``), if any."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    while words:
+        word = words.pop(0)
+        if word == "-C":
+            if words:
+                words.pop(0)
+        elif word.startswith("-C") or word == "--debug":
+            continue
+        elif word.startswith("-"):
+            return None  # --help, --version, or a mistake: the full parser answers
+        else:
+            return word
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     remember_workspace_option(args.chdir)
     if args.chdir:

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from dominds.cli.client import DaemonInfo, find_daemon, locked_message
 from dominds.cli.common import CliError, command_name
 from dominds.rtws import Rtws
-from dominds.store import fastyaml
 
 if TYPE_CHECKING:
     from dominds.dialog.model import Dialog
@@ -231,19 +230,6 @@ def pending_questions(rtws: Rtws) -> list[dict[str, Any]]:
 
 def load_state_yaml(path: Path | str) -> Any:
     """A state file as plain data (None when missing); ``ValueError`` when it is not valid YAML."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        return None
-    try:
-        return fastyaml.load(text)
-    except (fastyaml.NotFastYaml, ValueError, IndexError):
-        import yaml
+    from dominds.store.index import read_state_yaml
 
-        from dominds.store.fileio import yaml_load
-
-        try:
-            return yaml_load(text)
-        except yaml.YAMLError as exc:
-            raise ValueError(f"{Path(path).name} is not valid YAML: {' '.join(str(exc).split())[:200]}") from exc
+    return read_state_yaml(str(path))

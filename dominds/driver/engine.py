@@ -39,9 +39,11 @@ from dominds.llm.base import Generator
 from dominds.llm.catalog import ProviderConfig
 from dominds.pubchan import PubChan
 from dominds.rtws import Rtws
+from dominds.store import commit as group_commit
 from dominds.store.course_records import CourseStartRecord, GenFinishRecord
 from dominds.store.dialog_store import DialogStore, create_dialog_dir
 from dominds.store.errors import DialogNotFoundError, StoreError
+from dominds.store.index import DialogIndex
 from dominds.store.records import DialogMeta, HumanQuestion, LatestState, QueuedPrompt
 from dominds.taskdoc import TaskdocError, normalize_taskdoc_path
 
@@ -58,6 +60,8 @@ class Engine:
         passes every workflow's; see driver/extensions.py)."""
         self.rtws = rtws
         self.store = DialogStore(rtws)
+        self.index = DialogIndex(rtws)
+        """What listings need about every dialog, a cache of the files (store/index.py)."""
         self.config = ConfigCache(rtws, with_builtins(extensions))
         self.pubchan = PubChan()
         self.providers = Providers(self)
@@ -87,6 +91,7 @@ class Engine:
         self.max_concurrent_drives = 64
         """Drives in flight at once; bounds memory and keeps latency fair under bursts."""
         self._lock = filelock.FileLock(str(rtws.lock_path)) if take_lock else None
+        self._group_commit: group_commit.GroupCommit | None = None
         self.closed = False
 
     # ---------------------------------------------------------------- lifecycle
@@ -102,6 +107,7 @@ class Engine:
                 raise WorkspaceLocked(
                     f"the workspace {self.rtws.root} is locked by another Dominds process ({self.rtws.lock_path})"
                 ) from exc
+        self._group_commit = group_commit.enable()  # fsyncs shared by the writes of a group (store/commit.py)
         recovery.recover(self)
         self.scheduler.start()
 
@@ -113,6 +119,10 @@ class Engine:
         await self.scheduler.stop(timeout)
         await self.providers.close()
         await self.config.mcp.close()
+        if self._group_commit is not None:
+            self._group_commit = None
+            await group_commit.disable()  # everything durable before the lock is released
+        self.index.close()
         if self._lock is not None and self._lock.is_locked:
             self._lock.release()
 
@@ -131,6 +141,31 @@ class Engine:
         if status == "run":
             self.roots[root_id] = root
         return root
+
+    def unload_if_at_rest(self, root_id: str) -> bool:
+        """Forget a loaded tree that has nothing to do (its files are the truth; it is read again when
+        needed), so memory does not grow with dialogs that are not being driven. A tree with a drive, a
+        wanted drive, a failed write, a notice, a workflow or a waiting stream stays."""
+        root = self.roots.get(root_id)
+        if root is None or root.meta.conductor:
+            return False
+        dialogs = list(root.local.values())
+        for dialog in dialogs:
+            if (
+                dialog.is_driving
+                or dialog.latest.needs_drive
+                or dialog.load_error
+                or dialog.notices  # said once, when it was loaded: not on disk
+                or (root_id, dialog.self_id) in self.scheduler.wanted
+                or dialog.self_id in self.active_streams
+                or dialog.drive_mutex.locked()
+            ):
+                return False
+        del self.roots[root_id]
+        for dialog in dialogs:
+            self.sub_roots.pop(dialog.self_id, None)
+            self.scheduler.forget(dialog.self_id)
+        return True
 
     def try_load_sub(self, root: RootDialog, self_id: str) -> SubDialog | None:
         loaded = root.local.get(self_id)
@@ -217,8 +252,14 @@ class Engine:
             dialog.set_run_state(dialog.idle_run_state())
 
     async def wait_idle(self, timeout: float = 10.0) -> None:
-        """Wait until nothing is driving and nothing drivable is waiting (tests, CLI `run`, benches)."""
+        """Wait until nothing is driving, nothing drivable is waiting, and every write is durable and
+        its events delivered (tests, CLI `run`, benches)."""
         await self.scheduler.wait_idle(timeout)
+        await asyncio.wait_for(self.durable(), timeout)
+
+    async def durable(self) -> None:
+        """Return once every write made so far is durable: what an acknowledgement waits for."""
+        await group_commit.durable()
 
     # ---------------------------------------------------------------- providers and health (providers.py)
 

@@ -15,7 +15,8 @@ from dominds.driver.errors import EngineBadRequest, EngineError
 from dominds.driver.intake import announce_queued, queue_durably, refuse_duplicate, require_storable
 from dominds.driver.services import EngineServices
 from dominds.ids import new_dialog_id, now_iso
-from dominds.store.records import HumanQuestion, QueuedPrompt
+from dominds.store.errors import StoreError
+from dominds.store.records import DialogMeta, HumanQuestion, QueuedPrompt
 
 
 def ask(engine: EngineServices, dialog: Dialog, question: HumanQuestion) -> None:
@@ -87,12 +88,16 @@ def unindex_all(engine: EngineServices, dialog: Dialog) -> None:
 
 
 def payload(dialog: Dialog, question: HumanQuestion) -> dict[str, Any]:
+    return _payload(dialog.meta, question, dialog.root_id)
+
+
+def _payload(meta: DialogMeta, question: HumanQuestion, root_id: str) -> dict[str, Any]:
     return {
         "id": question.id,
-        "selfId": dialog.self_id,
-        "rootId": dialog.root_id,
-        "agentId": dialog.agent_id,
-        "taskDocPath": dialog.meta.task_doc_path,
+        "selfId": meta.id,
+        "rootId": root_id,
+        "agentId": meta.agent_id,
+        "taskDocPath": meta.task_doc_path,
         "tellaskHead": question.tellask_head,
         "bodyContent": question.body_content,
         "askedAt": question.asked_at,
@@ -105,10 +110,18 @@ def pending(engine: EngineServices) -> list[dict[str, Any]]:
     """Every pending question, in id order, as the panel and the CLI show it."""
     out = []
     for question_id, (root_id, self_id) in sorted(engine.q4h_index.items()):
-        dialog = engine.try_get_dialog(root_id, self_id)
-        question = next((q for q in dialog.q4h if q.id == question_id), None) if dialog else None
-        if dialog is not None and question is not None:
-            out.append(payload(dialog, question))
+        dialog = engine.find_loaded(self_id)
+        if dialog is not None:
+            meta, asked = dialog.meta, dialog.q4h
+        else:  # read from its files: a dialog waiting for a person is not loaded for that (memory stays flat)
+            try:
+                files = engine.store.files("run", root_id, self_id)
+                meta, asked = files.read_meta(), files.read_q4h().questions
+            except StoreError:
+                continue
+        question = next((q for q in asked if q.id == question_id), None)
+        if question is not None:
+            out.append(_payload(meta, question, root_id))
     return out
 
 

@@ -13,6 +13,7 @@ already persisted but not supplied is supplied, and a supplied one is not suppli
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from dominds.dialog.model import Dialog, RootDialog
@@ -42,8 +43,9 @@ from dominds.store.course_records import (
     TeammateCallResultRecord,
     TeammateResponseRecord,
 )
-from dominds.store.dialog_store import remove_creation_leftovers, remove_stale_temp_files
+from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError
+from dominds.store.index import Entry, Facts
 from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
 from dominds.tellask import parse_segments
 from dominds.tellask_events import TellaskCall
@@ -56,13 +58,25 @@ Dialogs a user stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
 def recover(engine: EngineServices) -> None:
+    """Reconcile every tree of ``run/`` that may have been mid-flight; the others are not even loaded.
+
+    Which trees need a look comes from the dialog index (``store/index.py``: facts checked against the
+    files, so a big idle workspace starts without reading every ``latest.yaml``). Trees recovery loaded
+    and that have nothing to drive are unloaded again (memory does not grow with dialogs at rest) and
+    noted as settled: while their files stay exactly so, the next start does not load them either (a
+    tree waiting for a person or a teammate is such a tree)."""
     remove_creation_leftovers(engine.rtws.run_dir)
-    stale = remove_stale_temp_files(engine.rtws.run_dir)
-    if stale:
-        log.info("removed %d temp files left by interrupted writes", stale)
-    for root_id in engine.store.root_ids("run"):
-        if not _needs_attention(engine, root_id):
+    stale = 0
+    for tree in engine.index.iter_trees(("run",)):
+        entries = tree.entries
+        stale += sum(_remove_stray_temps(engine, e) for e in entries)
+        if tree.settled or not any(needs_attention(e.facts) for e in entries):
+            # At rest, and untouched since the daemon left it so: nothing to reconcile, nothing to load.
+            for entry in entries:
+                for question in entry.facts.get("q4h") or () if "q4h.yaml" in entry.files else ():
+                    engine.q4h_index[str(question.get("id"))] = (entry.root_id, entry.self_id)
             continue
+        root_id = tree.root.root_id
         # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
         remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
         root = engine.load_root(root_id)
@@ -76,30 +90,43 @@ def recover(engine: EngineServices) -> None:
         except StoreError as exc:  # one broken tree must not stop the daemon
             log.error("recovery of %s failed: %s", root_id, exc)
             root.load_error = str(exc)
+        if engine.unload_if_at_rest(root_id):  # at once: thousands of waiting trees never sit in memory together
+            engine.index.settle("run", root_id)
+    if stale:
+        log.info("removed %d temp files left by interrupted writes", stale)
 
 
-def _needs_attention(engine: EngineServices, root_id: str) -> bool:
-    """Cheap check (latest.yaml and index files only) so a big idle workspace starts fast."""
-    for files in engine.store.iter_tree("run", root_id):
-        if files.q4h_yaml.exists() or files.subdlg_yaml.exists():
-            return True
-        try:
-            latest = files.read_latest()
-        except StoreError:
-            return True
-        if latest is None or latest.generating or latest.needs_drive or latest.queued_prompts:
-            return True
-        if latest.run_state.kind in ("proceeding", "stop_requested", "error"):
-            return True
-        if latest.run_state.kind == "interrupted" and latest.run_state.reason in RESUMABLE_REASONS:
-            return True
-        if latest.run_state.kind == "blocked":
-            # Blocked with no index file left: the answer that unblocked it arrived, but the daemon died
-            # before its revival (needsDrive) was saved. Without this it would wait forever.
-            return True
-        if latest.inbound_tellask_backs:
-            return True
-    return False
+def _remove_stray_temps(engine: EngineServices, entry: Entry) -> int:
+    """Temp files of atomic writes a kill interrupted (the index notes them when it reads a directory)."""
+    if not entry.facts.get("strayTemps"):
+        return 0
+    directory = engine.store.files(entry.status, entry.root_id, entry.self_id).dir
+    removed = 0
+    for name in entry.facts["strayTemps"]:
+        with contextlib.suppress(FileNotFoundError):
+            (directory / name).unlink()
+            removed += 1
+    return removed
+
+
+def needs_attention(facts: Facts) -> bool:
+    """Whether a dialog may have been mid-flight (or is corrupt), from its index facts alone."""
+    files = facts.get("files") or ()
+    if "q4h.yaml" in files or "subdlg.yaml" in files or "latest.yaml" not in files or facts.get("error"):
+        return True
+    if facts.get("generating") or facts.get("needsDrive") or facts.get("queuedPrompts"):
+        return True
+    run_state = facts.get("runState") or {}
+    kind = run_state.get("kind")
+    if kind in ("proceeding", "stop_requested", "error"):
+        return True
+    if kind == "interrupted" and run_state.get("reason") in RESUMABLE_REASONS:
+        return True
+    if kind == "blocked":
+        # Blocked with no index file left: the answer that unblocked it arrived, but the daemon died
+        # before its revival (needsDrive) was saved. Without this it would wait forever.
+        return True
+    return bool(facts.get("inboundTellaskBacks"))
 
 
 def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
@@ -154,11 +181,14 @@ def _drop_answered_questions(engine: EngineServices, dialog: Dialog) -> None:
     """A queued answer whose question is still indexed: the daemon died between the two writes."""
     answered = {p.question_id for p in dialog.latest.queued_prompts if p.question_id}
     answered |= {r.question_id for r in dialog.records if isinstance(r, HumanTextRecord) and r.question_id}
+    dropped = False
     for question in list(dialog.q4h):
         if question.id in answered:
             dialog.q4h.remove(question)
             engine.q4h_index.pop(question.id, None)
-    dialog.save_q4h()
+            dropped = True
+    if dropped:  # an unchanged file is not rewritten (a rewrite would make the tree look touched)
+        dialog.save_q4h()
 
 
 def _has_open_generation(dialog: Dialog) -> bool:
@@ -230,6 +260,7 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
 
 
 def _complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog) -> None:
+    pending_before = list(caller.pending)
     supplied = caller.supplied_response_keys()
     for entry in list(caller.pending):
         if (entry.subdialog_id, entry.call_id) in supplied:
@@ -266,7 +297,8 @@ def _complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialo
             result = texts.response_text(caller.agent_id, sub.agent_id, response, entry.tellask_head, fbr=sub.meta.fbr)
             record_response(caller, sub, entry.call_id, entry.call_type, entry.tellask_head, "completed", response, result)
             caller.pending.remove(entry)
-    caller.save_pending()
+    if caller.pending != pending_before:  # an unchanged index is not rewritten
+        caller.save_pending()
     if caller.latest.run_state.kind == "blocked" and caller.can_drive():
         caller.latest.needs_drive = True  # every answer arrived while the daemon was down
 

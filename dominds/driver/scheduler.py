@@ -52,6 +52,11 @@ class Scheduler:
         for task in self.background:
             task.cancel()
 
+    def forget(self, self_id: str) -> None:
+        """A dialog was unloaded: drop its cached transcript."""
+        self.transcripts.pop(self_id, None)
+        self.transcript_sizes.pop(self_id, None)
+
     def want(self, dialog: Dialog) -> None:
         self.wanted.add((dialog.root_id, dialog.self_id))
         self.idle.clear()

@@ -21,6 +21,7 @@ from dominds.pubchan import PubChan
 from dominds.rtws import Rtws
 from dominds.store.course_records import GenFinishRecord
 from dominds.store.dialog_store import DialogStore
+from dominds.store.index import DialogIndex
 from dominds.store.records import DialogMeta, LatestState
 
 
@@ -29,6 +30,8 @@ class EngineServices(Protocol):
 
     rtws: Rtws
     store: DialogStore
+    index: DialogIndex
+    """What listings and the start-up scan need about every dialog (a cache of the files)."""
     config: ConfigCache
     pubchan: PubChan
     conductors: ConductorWaiters
@@ -58,6 +61,8 @@ class EngineServices(Protocol):
     def try_get_dialog(self, root_id: str, self_id: str) -> Dialog | None: ...
 
     def find_loaded(self, self_id: str) -> Dialog | None: ...
+
+    def unload_if_at_rest(self, root_id: str) -> bool: ...
 
     def create_subdialog(self, root: RootDialog, meta: DialogMeta, latest: LatestState) -> SubDialog: ...
 

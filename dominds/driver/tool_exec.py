@@ -16,6 +16,7 @@ from dominds.driver.config import Config
 from dominds.driver.receiver import FuncCallRequest
 from dominds.driver.services import EngineServices
 from dominds.ids import now_iso
+from dominds.store.commit import durable
 from dominds.store.course_records import FuncCallRecord, FuncResultRecord
 from dominds.team import Member, expand_toolsets
 from dominds.tools.base import FuncTool, ToolCallContext, ToolError
@@ -106,6 +107,7 @@ async def _execute_one(
             call_id=call.call_id,
             services={"dialog": dialog, "engine": engine},
         )
+        await durable()  # the call record is on disk before the tool can have any effect (at most once)
         try:
             content = await tool.handler(ctx, parsed)
         except ToolError as exc:

@@ -6,8 +6,9 @@ total per dialog *tree* (a root and all its subdialogs), written by ``format_cos
 rows cached the cost by the mtime of ``latest.yaml`` (a coarse clock left a row at "$0" after a
 generation the header already counted) and ``dominds status`` had its own counting and pricing.
 
-Counting: only the ``gen_finish_record`` lines of a course file are decoded (found by a byte search);
-a torn last line is skipped until it is complete. Each generation is priced on its own
+Counting: ``store.index.finish_generations`` decodes only the ``gen_finish_record`` lines of a course
+file (the dialog index keeps them per dialog, so listings never read a course file that did not
+change); a torn last line is skipped until it is complete. Each generation is priced on its own
 (``per_request``: a long request pays the model's long-context rates), with the catalog in use
 (``catalog_in_use``: the last good ``llm.yaml`` while the live one has errors, like the daemon).
 ``UsageBook`` remembers each file's figures by its (inode, size, mtime) and the prices they were
@@ -17,23 +18,24 @@ computed with, so a listing re-reads only the files that grew.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dominds.driver.last_good import LastGood, has_errors
 from dominds.llm.catalog import Catalog
 from dominds.llm.catalog_yaml import load_catalog
 from dominds.rtws import Rtws
-from dominds.store.dialog_store import DialogStore
 from dominds.store.errors import StoreError
+from dominds.store.index import finish_generations
+
+if TYPE_CHECKING:  # `dominds status` prices without loading the store's records (pydantic)
+    from dominds.store.dialog_store import DialogStore
 
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 TOTAL_KEYS = (*USAGE_FIELDS, "generations", "costUsd")
-_FINISH_MARK = b'"gen_finish_record"'
 
 
 @dataclass
@@ -61,35 +63,23 @@ class Usage:
         return cls({k: [int(x) for x in v] for k, v in (raw.get("byModel") or {}).items()}, float(raw.get("costUsd") or 0))
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
 def count_finishes(data: bytes, catalog: Catalog) -> Usage:
     """The usage recorded in one course file's bytes, each generation priced on its own."""
+    return price_generations(finish_generations(data), catalog)
+
+
+def price_generations(generations: Iterable[Sequence[Any]], catalog: Catalog) -> Usage:
+    """Usage of generations as ``store.index.finish_generations`` lists them, each priced on its own
+    (``per_request``: a long request pays the model's long-context rates)."""
     usage = Usage()
-    start = 0
-    while (found := data.find(_FINISH_MARK, start)) != -1:  # decode only those lines
-        line_start = data.rfind(b"\n", 0, found) + 1
-        line_end = data.find(b"\n", found)
-        start = len(data) if line_end == -1 else line_end
-        try:
-            record = json.loads(data[line_start:start])
-        except ValueError:
-            continue  # a torn last line: that generation is counted once it is complete
-        raw = record.get("usage") if isinstance(record, dict) else None
-        if not isinstance(raw, dict):
-            continue
-        provider, model = str(record.get("provider") or ""), str(record.get("model") or "")
-        counts = [_count(raw.get(f)) for f in USAGE_FIELDS]
-        mine = usage.by_model.setdefault(f"{provider}/{model}", [0, 0, 0, 0, 0])
-        for index, value in enumerate(counts):
+    for key, inputs, outputs, reads, writes, long_writes in generations:
+        mine = usage.by_model.setdefault(key, [0, 0, 0, 0, 0])
+        for index, value in enumerate((inputs, outputs, reads, writes)):
             mine[index] += value
         mine[4] += 1
+        provider, _, model = str(key).partition("/")
         info = catalog.model(provider, model)
         if info is not None and info.pricing is not None:
-            long_writes = _count(raw.get("cacheWriteLongTokens"))
-            inputs, outputs, reads, writes = counts
             usage.cost_usd += info.pricing.cost_usd(inputs, outputs, reads, writes, long_writes, per_request=True)
     return usage
 

@@ -18,10 +18,11 @@ from dominds import __version__
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
-from dominds.server.listing import dialog_tree, dialog_trees
+from dominds.server.listing import Listing, dialog_tree
 from dominds.server.replay import replay_course
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
 from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload, team_payload
+from dominds.store.commit import durable
 from dominds.taskdoc_discovery import discover_taskdocs
 from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
 
@@ -102,12 +103,37 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response({"ok": True, "server": "dominds", "version": __version__})
 
 
-async def list_dialogs(request: web.Request) -> web.Response:
+async def list_dialogs(request: web.Request) -> web.StreamResponse:
+    """``{"dialogs": [...]}``, sent tree by tree: a listing of 100,000 dialogs never sits in memory whole."""
     wanted = tuple(s for s in request.query.get("status", ",".join(DIALOG_STATUSES)).split(",") if s)
     unknown = [s for s in wanted if s not in DIALOG_STATUSES]
     if unknown:
         raise ApiError(400, f"unknown status {unknown[0]!r}; expected some of {', '.join(DIALOG_STATUSES)}")
-    return web.json_response({"dialogs": dialog_trees(_engine(request), request.app[keys.COSTS], wanted)})
+    engine = _engine(request)
+    await durable()  # what it lists is on disk
+    listing = Listing(engine, wanted)
+    response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
+    await response.prepare(request)
+    chunk = bytearray(b'{"dialogs":[')
+    first = True
+    try:
+        for status, root_id, sig in listing.order:
+            text = listing.tree_json(status, root_id, sig)
+            if text is None:
+                continue
+            if not first:
+                chunk += b","
+            chunk += text
+            first = False
+            if len(chunk) > 65536:
+                await response.write(bytes(chunk))
+                chunk.clear()
+    finally:
+        listing.close()
+    chunk += b"]}"
+    await response.write(bytes(chunk))
+    await response.write_eof()
+    return response
 
 
 async def create_dialog(request: web.Request) -> web.Response:
@@ -125,7 +151,7 @@ async def create_dialog(request: web.Request) -> web.Response:
 
 
 async def hierarchy(request: web.Request) -> web.Response:
-    tree = dialog_tree(_engine(request), request.app[keys.COSTS], request.match_info["root"])
+    tree = dialog_tree(_engine(request), request.match_info["root"])
     return web.json_response({"hierarchy": tree})
 
 

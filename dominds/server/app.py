@@ -27,11 +27,11 @@ from dominds.server.auth import (
     tokens_match,
 )
 from dominds.server.hub import Hub
-from dominds.server.listing import CostCache
 from dominds.server.render import highlight_css
 from dominds.server.tools_api import add_tools_routes
 from dominds.server.views import taskdoc_payload
 from dominds.server.ws import websocket_handler
+from dominds.store.commit import durable
 from dominds.store.errors import DialogNotFoundError, StoreError
 from dominds.taskdoc import TaskdocError
 
@@ -65,6 +65,12 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _json_error(403, "forbidden origin")
     if token is not None and request.path not in PUBLIC_API_PATHS and not request_authorized(request, token):
         return _json_error(401, "unauthorized", **{"WWW-Authenticate": "Bearer"})
+    response = await _answer(request, handler)
+    await durable()  # nothing is acknowledged before the writes it reports are durable (store/commit.py)
+    return response
+
+
+async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except ApiError as exc:
@@ -174,7 +180,6 @@ def make_app(
         settings.access.on_change = lambda fresh: engine.secrets.register("daemon access token", fresh)
     app[keys.SETTINGS] = settings
     app[keys.HUB] = Hub(engine, taskdoc_poll_interval=taskdoc_poll_interval)
-    app[keys.COSTS] = CostCache()
     add_api_routes(app)
     app.router.add_post("/api/session", session)
     app.router.add_delete("/api/session", session)

@@ -27,6 +27,7 @@ from dominds.driver.engine import Engine
 from dominds.pubchan import GLOBAL, Event, Subscriber
 from dominds.server import wire
 from dominds.server.render import render_markdown, render_saying
+from dominds.store.commit import after_durable
 
 log = logging.getLogger("dominds.server")
 
@@ -129,10 +130,11 @@ class Connection:
         return tracker
 
     def _deliver(self, event: Event) -> None:
+        """From pubchan, which delivers only once the event's writes are durable: straight to the outbox."""
         dialog = event.get("dialog")
         channel = dialog["selfId"] if dialog else GLOBAL
         if self.tracker(channel).admit(int(event["seq"])):
-            self.send_text(self.hub.encoder.encode(event))
+            self._enqueue(self.hub.encoder.encode(event))
 
     def deliver_missed(self, channel: str, events: list[Event]) -> None:
         tracker = self.tracker(channel)
@@ -144,6 +146,10 @@ class Connection:
         self.send_text(json.dumps(message, ensure_ascii=False))
 
     def send_text(self, text: str) -> None:
+        """Send a reply once every write made before it is durable (and after the events published before it)."""
+        after_durable(lambda: self._enqueue(text))
+
+    def _enqueue(self, text: str) -> None:
         if self._closing:
             return
         if wire.checking():

@@ -7,7 +7,6 @@ from aiohttp import web
 from dominds.driver.engine import Engine
 from dominds.server.auth import AccessToken
 from dominds.server.hub import Hub
-from dominds.server.listing import CostCache
 
 
 class ServerSettings:
@@ -28,4 +27,3 @@ class ServerSettings:
 ENGINE: web.AppKey[Engine] = web.AppKey("engine", Engine)
 SETTINGS: web.AppKey[ServerSettings] = web.AppKey("settings", ServerSettings)
 HUB: web.AppKey[Hub] = web.AppKey("hub", Hub)
-COSTS: web.AppKey[CostCache] = web.AppKey("costs", CostCache)

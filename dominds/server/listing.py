@@ -1,107 +1,134 @@
-"""Dialog lists for the panel and the CLI: trees from root to subdialogs with run state, Q4H and cost.
+"""Dialog lists for the panel: trees from root to subdialogs with run state, Q4H and cost.
 
-Built from ``store.listing`` (``dialog.yaml`` + ``latest.yaml`` per dialog, never transcripts). The
-cost of a tree comes from ``driver/usage.py`` (the one owner of cost), which re-reads a course file
-only when it changed.
+Built from the dialog index (``store/index.py``): facts per dialog kept in SQLite and checked against the
+files at each listing, so only dialogs that changed since are read again, and nothing per dialog stays
+in the daemon's memory between listings. Fields a listing needs come from ``store.index.read_facts``;
+add new ones there (and bump its ``INDEX_VERSION``). The cost of a tree comes from ``driver/usage.py``
+(the one owner of cost), which prices the generations the index keeps per dialog.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import json
 from typing import Any
 
 from dominds.driver import usage
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
-from dominds.store.errors import StoreError
-from dominds.store.listing import DialogSummary, list_roots, summarize
+from dominds.store.errors import DialogNotFoundError
+from dominds.store.index import Derived, Entry
 
 Node = dict[str, Any]
 
 
-class CostCache:
-    """The tree cost of each listed root, from the engine's ``UsageBook`` (cheap when nothing grew)."""
-
-    def totals(self, engine: Engine, root: DialogSummary) -> dict[str, Any] | None:
-        paths = [
-            summary.files.course(number)
-            for summary in (root, *root.subdialogs)
-            for number in range(1, (summary.latest.current_course if summary.latest else 1) + 1)
-        ]
-        try:
-            return usage.totals(engine.usage_book.usage(paths, engine.config.get().catalog))
-        except StoreError:
-            return None
-
-
-def _node(engine: Engine, summary: DialogSummary, q4h_counts: Counter[str]) -> Node:
-    meta, latest = summary.meta, summary.latest
-    loaded = engine.find_loaded(summary.self_id)
-    if loaded is not None and loaded.load_error and not summary.error:
-        summary.error = loaded.load_error  # found when the daemon read it (a corrupt course, a refused write)
+def _node(engine: Engine, entry: Entry) -> Node:
+    facts = entry.facts
+    error = facts.get("error")
+    loaded = engine.find_loaded(entry.self_id)
+    if loaded is not None and loaded.load_error and not error:
+        error = loaded.load_error  # found when the daemon read it (a corrupt course, a refused write)
     node: Node = {
-        "selfId": summary.self_id,
-        "rootId": summary.root_id,
-        "status": summary.status,
-        "title": (latest.title if latest else None) or (meta.title if meta else None),
-        "conductor": meta.conductor if meta else None,
-        "agentId": meta.agent_id if meta else None,
-        "taskDocPath": meta.task_doc_path if meta else None,
-        "createdAt": meta.created_at if meta else None,
-        "lastModified": latest.last_modified if latest else None,
-        "currentCourse": latest.current_course if latest else None,
-        "runState": latest.run_state.to_disk()
-        if latest and not summary.error
-        else {"kind": "error", "detail": summary.error},
-        "q4hCount": q4h_counts.get(summary.self_id, 0),
-        "waitingForSubdialogs": summary.has_pending_subdialogs,
+        "selfId": entry.self_id,
+        "rootId": entry.root_id,
+        "status": entry.status,
+        "title": facts.get("title"),
+        "conductor": facts.get("conductor"),
+        "agentId": facts.get("agentId"),
+        "taskDocPath": facts.get("taskDocPath"),
+        "createdAt": facts.get("createdAt"),
+        "lastModified": facts.get("lastModified"),
+        "currentCourse": facts.get("currentCourse"),
+        "runState": facts.get("runState") if not error else {"kind": "error", "detail": error},
+        "q4hCount": entry.q4h_count,
+        "waitingForSubdialogs": "subdlg.yaml" in entry.files,
         "subdialogs": [],
     }
-    if summary.error:
-        node["error"] = summary.error
-    if meta is not None and not meta.is_root:
-        node["supdialogId"] = meta.supdialog_id
-        node["tellaskSession"] = meta.tellask_session
-        if meta.assignment_from_sup is not None:
-            node["tellaskHead"] = meta.assignment_from_sup.tellask_head
-            node["callType"] = meta.assignment_from_sup.call_type
-        node["fbr"] = meta.fbr
+    if error:
+        node["error"] = error
+    if entry.self_id != entry.root_id:
+        node["supdialogId"] = facts.get("supdialogId")
+        node["tellaskSession"] = facts.get("tellaskSession")
+        if facts.get("tellaskHead") is not None:
+            node["tellaskHead"] = facts.get("tellaskHead")
+            node["callType"] = facts.get("callType")
+        node["fbr"] = bool(facts.get("fbr"))
     return node
 
 
-def _tree(engine: Engine, costs: CostCache, root: DialogSummary, q4h_counts: Counter[str]) -> Node:
-    top = _node(engine, root, q4h_counts)
+def _tree(engine: Engine, root: Entry, subs: list[Entry]) -> Node:
+    top = _node(engine, root)
     nodes = {root.self_id: top}
-    for sub in root.subdialogs:
-        nodes[sub.self_id] = _node(engine, sub, q4h_counts)
-    for sub in root.subdialogs:  # subdialogs are stored flat; the tree comes from supdialogId
-        parent = nodes.get(sub.meta.supdialog_id or "", top) if sub.meta else top
+    for sub in subs:
+        nodes[sub.self_id] = _node(engine, sub)
+    for sub in subs:  # subdialogs are stored flat; the tree comes from supdialogId
+        parent = nodes.get(sub.facts.get("supdialogId") or "", top)
         parent["subdialogs"].append(nodes[sub.self_id])
-    top["subdialogCount"] = len(root.subdialogs)
-    top["q4hTotal"] = sum(q4h_counts.get(s.self_id, 0) for s in (root, *root.subdialogs))
-    top["cost"] = costs.totals(engine, root)
+    top["subdialogCount"] = len(subs)
+    top["q4hTotal"] = sum(n["q4hCount"] for n in nodes.values())
+    top["cost"] = tree_cost(engine, (root, *subs))
     return top
 
 
-def _q4h_counts(engine: Engine) -> Counter[str]:
-    return Counter(self_id for _root, self_id in engine.q4h_index.values())
+def tree_cost(engine: Engine, entries: tuple[Entry, ...]) -> dict[str, Any]:
+    """Tokens and USD of a tree: its generations as the index keeps them, priced by ``driver/usage.py``."""
+    catalog = engine.config.get().catalog
+    total = usage.Usage()
+    for entry in entries:
+        if entry.generations != "[]":
+            total.add(usage.price_generations(json.loads(entry.generations), catalog))
+    return usage.totals(total)
 
 
-def dialog_trees(engine: Engine, costs: CostCache, statuses: tuple[str, ...] = DIALOG_STATUSES) -> list[Node]:
-    """Roots of the given statuses, most recently active first, each with its subdialog tree."""
-    counts = _q4h_counts(engine)
-    roots = list_roots(engine.store, statuses, with_subdialogs=True)
-    trees = [_tree(engine, costs, root, counts) for root in roots]
-    trees.sort(key=lambda n: n["lastModified"] or "", reverse=True)
-    trees.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))  # stable: newest first within a status
-    return trees
+LISTING_VERSION = 1
+"""Bump when the JSON of a listed tree changes shape or meaning (trees kept in the index are redone)."""
 
 
-def dialog_tree(engine: Engine, costs: CostCache, root_id: str) -> Node:
+class Listing:
+    """One listing (``GET /api/dialogs``): the order of its trees, then each tree's JSON.
+
+    A tree nobody loaded keeps its JSON in the index (``store.index.Derived``, under the tree's file
+    signatures and the prices), so a listing of 10,000 unchanged dialogs reads those texts instead of
+    decoding and pricing every dialog. A loaded tree is always built afresh (the daemon may know more
+    than its files: a load error)."""
+
+    def __init__(self, engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> None:
+        from dominds import __version__
+
+        self.engine = engine
+        salt = f"{LISTING_VERSION}:{__version__}:{usage.pricing_fingerprint(engine.config.get().catalog)}"
+        self.kept = Derived(engine.index, "listing", salt, preload=False)
+        keys = [
+            (DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, tree.root.status, tree.root.root_id, tree.sig)
+            for tree in engine.index.iter_trees(statuses)
+        ]
+        keys.sort(key=lambda k: k[1], reverse=True)
+        keys.sort(key=lambda k: k[0])
+        self.order: list[tuple[str, str, str | None]] = [(k[2], k[3], k[4]) for k in keys]
+        """(status, rootId, ``Tree.sig``) of every tree of ``statuses``, most recently active first
+        within a status; the index was brought up to date on the way."""
+
+    def tree_json(self, status: str, root_id: str, sig: str | None) -> bytes | None:
+        """One tree as JSON (None if it is gone since the order was taken)."""
+        loaded = root_id in self.engine.roots
+        if not loaded:
+            text = self.kept.lookup(status, root_id, sig)
+            if text is not None:
+                return text.encode()
+        tree = self.engine.index.stored_tree(status, root_id)
+        if tree is None:
+            return None
+        text = json.dumps(_tree(self.engine, tree.root, tree.subs), ensure_ascii=False, separators=(",", ":"))
+        if not loaded:
+            self.kept.put(tree, text)
+        return text.encode()
+
+    def close(self) -> None:
+        self.kept.save()
+
+
+def dialog_tree(engine: Engine, root_id: str) -> Node:
     """One root's tree; raises ``DialogNotFoundError`` for an unknown root."""
     status = engine.store.locate_root(root_id)
-    root = summarize(engine.store, status, root_id)
-    root.subdialogs = [
-        summarize(engine.store, status, root_id, s) for s in engine.store.subdialog_ids(status, root_id)
-    ]
-    return _tree(engine, costs, root, _q4h_counts(engine))
+    for tree in engine.index.trees(root=(status, root_id)):
+        return _tree(engine, tree.root, tree.subs)
+    raise DialogNotFoundError(f"no dialog {root_id!r} in {engine.rtws.dialogs_dir}")

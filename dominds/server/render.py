@@ -14,20 +14,15 @@ from __future__ import annotations
 
 from functools import lru_cache
 from html import escape
-
-import nh3
-from markdown_it import MarkdownIt
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import get_lexer_by_name
-from pygments.token import STANDARD_TYPES
-from pygments.util import ClassNotFound
+from typing import TYPE_CHECKING
 
 from dominds.tellask import TellaskParser
 from dominds.tellask_events import MarkdownChunk, MarkdownFinish, MarkdownStart
 
-_ALLOWED_TAGS = frozenset(nh3.ALLOWED_TAGS - {"img", "map", "area"})
-_TOKEN_CLASSES = frozenset(c for c in STANDARD_TYPES.values() if c)
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+
+# markdown-it, Pygments and nh3 are imported on the first finished segment, not at start-up.
 MAX_HIGHLIGHT_CHARS = 100_000
 """Longer code blocks are shown plain: highlighting is for reading, not worth stalling a daemon."""
 LIGHT_STYLE, DARK_STYLE = "friendly", "github-dark"
@@ -38,6 +33,11 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
     name = (lang or "").strip().split()[0].lower() if lang and lang.strip() else ""
     if not name or len(code) > MAX_HIGHLIGHT_CHARS:
         return ""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
     try:
         lexer = get_lexer_by_name(name, stripnl=False, ensurenl=False)
     except ClassNotFound:
@@ -48,19 +48,33 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
 
 @lru_cache(maxsize=1)
 def _renderer() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": False, "breaks": True, "highlight": _highlight})
     return md.enable(["table", "strikethrough"])
 
 
+@lru_cache(maxsize=1)
+def _allowed() -> tuple[frozenset[str], frozenset[str]]:
+    """(tags nh3 keeps, Pygments' short token classes)."""
+    import nh3
+    from pygments.token import STANDARD_TYPES
+
+    return frozenset(nh3.ALLOWED_TAGS - {"img", "map", "area"}), frozenset(c for c in STANDARD_TYPES.values() if c)
+
+
 def render_markdown(text: str) -> str:
     """Sanitised HTML of one markdown text."""
+    import nh3
+
     html = _renderer().render(text)
+    tags, token_classes = _allowed()
     return str(
         nh3.clean(
             html,
-            tags=set(_ALLOWED_TAGS),
+            tags=set(tags),
             attributes={**nh3.ALLOWED_ATTRIBUTES, "pre": {"data-lang"}},
-            allowed_classes={"span": set(_TOKEN_CLASSES), "pre": {"highlight"}},
+            allowed_classes={"span": set(token_classes), "pre": {"highlight"}},
             link_rel="noopener noreferrer",
             set_tag_attribute_values={"a": {"target": "_blank"}},
         )
@@ -70,6 +84,8 @@ def render_markdown(text: str) -> str:
 @lru_cache(maxsize=1)
 def highlight_css() -> str:
     """Colours of the highlighted tokens: the light style, and the dark one when the system is dark."""
+    from pygments.formatters import HtmlFormatter
+
     light = HtmlFormatter(style=LIGHT_STYLE).get_style_defs(".md pre.highlight")  # type: ignore[no-untyped-call]
     dark = HtmlFormatter(style=DARK_STYLE).get_style_defs(".md pre.highlight")  # type: ignore[no-untyped-call]
     return (

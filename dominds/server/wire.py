@@ -16,8 +16,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from dominds import events
-
 log = logging.getLogger("dominds.server")
 
 VIOLATIONS: list[str] = []
@@ -31,6 +29,8 @@ def checking() -> bool:
 
 def check_outgoing(message: dict[str, Any]) -> None:
     """Record a frame that has no model or does not match it."""
+    from dominds import events  # the models load only when checking is on: start-up does not need them
+
     kind = message.get("type")
     model = events.MODELS.get(kind) if isinstance(kind, str) else None
     if model is None:

@@ -81,6 +81,7 @@ def follow_dialog(
     if missed is not None and since is not None:
         tracker.cover(min(since.seq, seq))  # the client has everything up to `since`
         texts = [conn.hub.encoder.encode(e) for e in missed if tracker.admit(int(e["seq"]))]
+        tracker.cover(seq)  # events still waiting to be durable are in `missed`: not sent live again
     else:
         texts = [
             json.dumps(e, ensure_ascii=False)
@@ -224,6 +225,7 @@ async def on_resume_global(conn: Connection, msg: m.ResumeGlobal) -> None:
         return
     tracker.cover(msg.since.seq)
     conn.deliver_missed(GLOBAL, missed)
+    tracker.cover(pubchan.last_seq(GLOBAL))  # those still waiting to be durable were in `missed`
     conn.send(_ack(msg, epoch=pubchan.epoch, seq=pubchan.last_seq(GLOBAL)))
 
 

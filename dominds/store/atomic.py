@@ -2,8 +2,10 @@
 
 ``write_atomic`` writes a temp file in the same directory, fsyncs it, renames it over the target
 and fsyncs the directory, so a reader (or a crash) sees either the old or the new content, never a
-mix. Set ``DOMINDS_FSYNC=0`` to skip the fsyncs (benchmarks only: rename stays atomic, durability
-across power loss is lost). See docs/reliability.md for what each costs.
+mix. While a group committer runs on the current event loop (``store/commit.py``: the engine enables
+one), the fsyncs are deferred and shared by every write of the group; the writes themselves still
+happen here, in order. Set ``DOMINDS_FSYNC=0`` to skip the fsyncs (benchmarks only: rename stays
+atomic, durability across power loss is lost). See docs/reliability.md for what each costs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import signal
 from pathlib import Path
 
+from dominds.store import commit
 from dominds.store.errors import WriteFailedError
 
 _FSYNC = os.environ.get("DOMINDS_FSYNC", "1") not in ("0", "false", "no")
@@ -24,8 +27,9 @@ _CRASH_AT = int(os.environ.get("DOMINDS_CRASH_AT", "0") or 0)
 _steps_taken = 0
 
 
-def durable_step(what: str, path: Path) -> None:
-    """Count one durable step (a state-file replace, a course append, a removal, a directory rename).
+def durable_step(what: str, path: Path | None) -> None:
+    """Count one durable step (a state-file replace, a course append, a removal, a directory rename,
+    the fsyncs of a group commit).
 
     With ``DOMINDS_CRASH_AT=N`` the process kills itself with SIGKILL right before step N, exactly as a
     power cut or ``kill -9`` would, so tests can prove recovery from every point of a scenario.
@@ -33,7 +37,7 @@ def durable_step(what: str, path: Path) -> None:
     global _steps_taken
     _steps_taken += 1
     if _CRASH_AT and _steps_taken == _CRASH_AT:
-        os.write(2, f"crashpoint {_steps_taken}: before {what} {path.name}\n".encode())
+        os.write(2, f"crashpoint {_steps_taken}: before {what} {path.name if path else ''}\n".encode())
         os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -43,14 +47,42 @@ def set_fsync(enabled: bool) -> None:
     _FSYNC = enabled
 
 
+def _group() -> commit.GroupCommit | None:
+    """The running loop's group committer when fsyncs are on and one is enabled."""
+    return commit.current() if _FSYNC else None
+
+
 def fsync_dir(directory: Path) -> None:
+    """Make a directory's entries durable: now, or with the current group."""
     if not _FSYNC:
+        return
+    group = commit.current()
+    if group is not None:
+        group.note(None, str(directory))
         return
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def renamed_into_place(directory: Path) -> None:
+    """A directory written under a staging name and renamed into place: make the rename durable.
+
+    Without a group its files were already fsynced as they were written, and the parent is fsynced now.
+    Within a group they were not: its files, the directory and its parent join the group."""
+    if not _FSYNC:
+        return
+    group = commit.current()
+    if group is None:
+        fsync_dir(directory.parent)
+        return
+    for entry in os.scandir(directory):
+        if entry.is_file():
+            group.note(entry.path, None)
+    group.note(None, str(directory))
+    group.note(None, str(directory.parent))
 
 
 def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
@@ -62,6 +94,7 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
     if isinstance(data, str):
         data = data.encode("utf-8")
     directory = path.parent
+    group = _group()
     try:
         directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
@@ -71,7 +104,7 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            if _FSYNC:
+            if _FSYNC and group is None:
                 os.fsync(fd)
         except BaseException:
             os.close(fd)
@@ -85,18 +118,22 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
         except BaseException:
             _unlink_quietly(tmp)
             raise
-        fsync_dir(directory)
+        if group is not None:
+            group.note(str(path), str(directory))  # data first, then the directory: see commit.py
+        else:
+            fsync_dir(directory)
     except OSError as exc:
         raise WriteFailedError(path, _describe(exc)) from exc
 
 
 def append_line(path: Path, line: str, *, sync: bool = True) -> None:
-    """Append one line (a newline is added) with a single write; fsync when ``sync``.
+    """Append one line (a newline is added) with a single write; fsync when ``sync`` (always within a group).
 
     A crash mid-append leaves at most a torn last line, which the JSONL reader ignores.
     """
     durable_step("append", path)
     data = (line + "\n").encode("utf-8")
+    group = _group()  # in a group every append is fsynced (it costs nothing more): events after it wait
     try:
         new_file = not path.exists()
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -107,7 +144,7 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
                 while view:
                     written = os.write(fd, view)
                     view = view[written:]
-                if sync and _FSYNC:
+                if sync and _FSYNC and group is None:
                     os.fsync(fd)
             except OSError:
                 # A full disk may take half a line: cut back to the last good line before anything else is
@@ -117,7 +154,9 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
                 raise
         finally:
             os.close(fd)
-        if new_file:
+        if group is not None:
+            group.note(str(path), str(path.parent) if new_file else None)
+        elif new_file:
             fsync_dir(path.parent)
     except OSError as exc:
         raise WriteFailedError(path, _describe(exc)) from exc

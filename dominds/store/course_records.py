@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import ConfigDict, Field, TypeAdapter
 
 from dominds.store.records import Record
 
@@ -313,4 +313,4 @@ CourseRecord = Annotated[
     Field(discriminator="type"),
 ]
 
-COURSE_RECORD_ADAPTER: TypeAdapter[CourseRecord] = TypeAdapter(CourseRecord)
+COURSE_RECORD_ADAPTER: TypeAdapter[CourseRecord] = TypeAdapter(CourseRecord, config=ConfigDict(defer_build=True))

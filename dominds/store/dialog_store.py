@@ -6,7 +6,6 @@ for every subdialog of that tree whatever its depth. The directory a root is in 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.atomic import durable_step, fsync_dir, remove_file
+from dominds.store.atomic import durable_step, fsync_dir, remove_file, renamed_into_place
 from dominds.store.course_records import CourseRecord
 from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
 from dominds.store.fileio import (
@@ -224,21 +223,7 @@ def create_dialog_dir(files: DialogFiles, meta: DialogMeta, latest: LatestState,
         os.rename(staging, final)
     except OSError as exc:
         raise WriteFailedError(final, exc.strerror or str(exc)) from exc
-    fsync_dir(final.parent)
-
-
-def remove_stale_temp_files(directory: Path) -> int:
-    """Delete temp files of atomic writes a kill interrupted (``.<name>.<pid>.<hex>.tmp``) under ``directory``.
-
-    Only safe while this process holds the workspace lock: no other writer can own them."""
-    removed = 0
-    for dirpath, _dirnames, filenames in os.walk(directory):
-        for name in filenames:
-            if name.startswith(".") and name.endswith(".tmp"):
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(dirpath, name))
-                    removed += 1
-    return removed
+    renamed_into_place(final)
 
 
 def remove_creation_leftovers(directory: Path) -> int:

@@ -22,8 +22,8 @@ class Record(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
-        use_attribute_docstrings=True,
         extra="ignore",
+        defer_build=True,
     )
 
     def to_disk(self) -> dict[str, object]:

@@ -8,6 +8,7 @@ user-visible failure by raising ``ToolError``; its message becomes the result th
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,8 +84,9 @@ class Toolsets:
         return list(tools) if tools is not None else None
 
     def plus(self, other: Toolsets) -> Toolsets:
-        """These toolsets and ``other``'s; a name in both takes ``other``'s tools."""
-        return Toolsets({**self.by_name, **other.by_name})
+        """These toolsets and ``other``'s; a name in both takes ``other``'s tools (neither is loaded:
+        the built-in toolsets import their modules only when first used)."""
+        return Toolsets(ChainMap(other.by_name, self.by_name))  # type: ignore[arg-type]  # read-only use
 
 
 def object_schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +91,12 @@ def test_status_without_and_with_a_daemon(tmp_path: Path) -> None:
 
 def test_the_cache_follows_changes_and_no_cache_leaves_none(tmp_path: Path) -> None:
     ws, ids = _tree_workspace(tmp_path)
-    cache = ws / ".dominds" / "cache" / "status.json"
+    cache = ws / ".dominds" / "cache" / "dialogs.sqlite"  # the dialog index (store/index.py), the daemon's too
+    shutil.rmtree(cache.parent, ignore_errors=True)
     assert dominds(ws, "status", "--no-cache").returncode == 0 and not cache.exists()
     before = _by_id(dominds_json(ws, "status"))
-    assert cache.exists() and len(json.loads(cache.read_text())["dialogs"]) == 5
+    with contextlib.closing(sqlite3.connect(cache)) as db:
+        assert cache.exists() and db.execute("SELECT count(*) FROM dialogs").fetchone()[0] == 5
 
     [question] = dominds_json(ws, "q4h")["questions"]
     answered = dominds(ws, "answer", question["id"], "blue", "--follow")
@@ -100,6 +107,43 @@ def test_the_cache_follows_changes_and_no_cache_leaves_none(tmp_path: Path) -> N
     assert paint["usage"]["generations"] == before[ids["paint"]]["usage"]["generations"] + 1
     assert after[ids["delegate"]] == before[ids["delegate"]], "unchanged trees come from the cache"
     assert after == _by_id(dominds_json(ws, "status", "--no-cache")), "cache and files agree"
+
+
+def _age_dialog_files(ws: Path, seconds: float) -> None:
+    """Date every dialog file and directory ``seconds`` back: older than the index's racy window, so
+    what ``status`` derives per tree is kept and reused."""
+    when = time.time() - seconds
+    for path in (ws / ".dialogs").rglob("*"):
+        os.utime(path, (when, when))
+
+
+def test_what_status_keeps_per_tree_follows_files_and_prices(tmp_path: Path) -> None:
+    """``status`` keeps each unchanged tree's cost and JSON in the index (``derived``) so it neither prices
+    nor renders it again. The risk: a stale copy. It must follow a price change in ``llm.yaml``, an
+    in-place edit of a dialog's file, and agree with a run that reads every file."""
+    ws, ids = _tree_workspace(tmp_path)
+    _age_dialog_files(ws, 60)
+    first = dominds_json(ws, "status")
+    with contextlib.closing(sqlite3.connect(ws / ".dominds" / "cache" / "dialogs.sqlite")) as db:
+        kept = db.execute("SELECT count(*) FROM derived WHERE purpose LIKE 'status-json%'").fetchone()[0]
+    assert kept == 3, "each settled tree was kept"
+    assert dominds_json(ws, "status") == first, "a kept tree reads the same as a computed one"
+    cost = _by_id(first)[ids["delegate"]]["usage"]["costUsd"]
+    assert cost > 0
+
+    llm = ws / ".minds" / "llm.yaml"
+    llm.write_text(llm.read_text().replace("input: 1.0, output: 2.0", "input: 3.0, output: 6.0"))
+    repriced = _by_id(dominds_json(ws, "status"))[ids["delegate"]]["usage"]["costUsd"]
+    assert repriced == round(cost * 3, 6), "new prices reach kept trees"
+
+    latest = next((ws / ".dialogs" / "run" / ids["delegate"]).glob("latest.yaml"))
+    latest.write_text(latest.read_text().replace('title: "delegate"', 'title: "Renamed by hand"', 1))
+    _age_dialog_files(ws, 30)
+    edited = dominds_json(ws, "status")
+    assert _by_id(edited)[ids["delegate"]]["title"] == "Renamed by hand", "an in-place edit reaches a kept tree"
+    assert edited["roots"] == dominds_json(ws, "status", "--no-cache")["roots"], "kept and read from the files agree"
+    text = dominds(ws, "status")
+    assert "Renamed by hand" in text.stdout and "3 trees, 5 dialogs" in text.stdout
 
 
 def test_a_corrupt_dialog_is_shown_with_its_error(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ async def main() -> None:
         print(f"root {root.root_id}", flush=True)
         for number, text in enumerate(args.submit, start=1):
             engine.submit_user_message(root, text, msg_id=f"crash-msg-{number}")
+            await engine.durable()  # an acknowledgement waits for the write to be durable
             print(f"acked crash-msg-{number}", flush=True)
     if args.answer_all:
         for question in engine.q4h_state():

@@ -137,6 +137,24 @@ class WsClient:
             assert reply["type"] == reply_type, reply
         return reply
 
+    async def wait_after(self, earlier: dict[str, Any], predicate: Predicate, timeout: float = 5.0) -> dict[str, Any]:
+        """The first message after ``earlier`` (one already received) that matches; the cursor stays.
+
+        For waits that run concurrently on one socket, where a cursor moved by one would skip the other's."""
+        start = next(i for i, m in enumerate(self.received) if m is earlier) + 1
+
+        async def scan() -> dict[str, Any]:
+            while True:
+                for message in self.received[start:]:
+                    if predicate(message):
+                        return message
+                if self.closed_with is not None:
+                    raise AssertionError(f"socket closed ({self.closed_with}) while waiting")
+                self._changed.clear()
+                await self._changed.wait()
+
+        return await asyncio.wait_for(scan(), timeout)
+
     def seen(self, kind: str, **fields: Any) -> list[dict[str, Any]]:
         """Every message of a type received so far (events published before a reply come before it)."""
         return [

@@ -38,16 +38,18 @@ def _content(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 async def _drive(sock: WsClient, dialog: dict[str, str], content: str, until: str) -> None:
-    await sock.request({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": content}, "ack")
-    await sock.wait_for(
-        lambda m: m["type"] == "saying_finish_evt" and until in m["content"] and m["dialog"] == dialog
+    """One turn; two of these may run at once on one socket, so the waits do not move its cursor."""
+    ack = await sock.request({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": content}, "ack")
+    said = await sock.wait_after(
+        ack, lambda m: m["type"] == "saying_finish_evt" and until in m["content"] and m["dialog"] == dialog
     )
-    await sock.wait_for(
+    await sock.wait_after(
+        said,
         lambda m: (
             m["type"] == "dlg_run_state_evt"
             and m["dialog"] == dialog
             and m["runState"]["kind"] != "proceeding"
-        )
+        ),
     )
 
 

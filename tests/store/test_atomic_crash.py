@@ -21,12 +21,13 @@ from dominds.store.course_records import GenStartRecord
 path = Path(sys.argv[1])
 course = Path(sys.argv[2])
 i = int(sys.argv[3])
-print("ready", flush=True)
 while True:
     i += 1
     # a big-ish payload makes a torn write likely if writes were not atomic
     save_model(path, LatestState(current_course=i, last_modified="t", run_state=RunState(detail="x" * 20000)))
     append_record(course, GenStartRecord(ts="t" * 5000, genseq=i))
+    if i == int(sys.argv[3]) + 1:
+        print("ready", flush=True)  # after one whole round: the kill that follows lands in a later one
 """
 
 

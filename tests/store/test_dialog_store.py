@@ -7,8 +7,7 @@ import pytest
 from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
 from dominds.store.dialog_store import DialogStore
-from dominds.store.errors import CorruptFileError, DialogNotFoundError
-from dominds.store.listing import list_roots
+from dominds.store.errors import DialogNotFoundError
 from dominds.store.records import (
     DialogMeta,
     LatestState,
@@ -88,20 +87,6 @@ def test_index_files_are_deleted_when_empty(tmp_rtws: Rtws) -> None:
     assert not files.subdlg_yaml.exists()
     files.write_q4h(Q4hFile(updated_at=now_iso()))
     assert not files.q4h_yaml.exists()
-
-
-def test_listing_reads_no_transcripts_and_reports_corrupt_dialogs(tmp_rtws: Rtws) -> None:
-    store = DialogStore(tmp_rtws)
-    good, _, _ = _make_tree(store)
-    bad, _, _ = _make_tree(store)
-    store.files("run", bad).latest_yaml.write_text("runState: {kind: 12, reason: [}\n")
-    # a transcript that would fail to parse proves listing never reads it
-    store.files("run", good).course(1).write_text("garbage\ngarbage\n")
-    summaries = {s.root_id: s for s in list_roots(store, with_subdialogs=True)}
-    assert summaries[good].error is None and len(summaries[good].subdialogs) == 2
-    assert summaries[bad].error is not None and "latest.yaml" in summaries[bad].error
-    with pytest.raises(CorruptFileError):
-        store.files("run", bad).read_latest()
 
 
 def test_registry_is_a_plain_map_with_version_header(tmp_rtws: Rtws) -> None:
