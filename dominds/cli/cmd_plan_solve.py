@@ -77,7 +77,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     example.set_defaults(func=lambda args: _help(example))
     data2ppt = examples.add_parser("data2ppt", help="CSV → planned slides → presentation.json and .pptx")
     _add_service_options(data2ppt, confirm_timeout=600.0)
-    data2ppt.add_argument("--question", help="what the presentation should answer")
+    data2ppt.add_argument(
+        "--question",
+        help="what the presentation should answer (default: the demo question, the only one the offline example answers)",
+    )
     data2ppt.add_argument(
         "--json", action="store_true", help="print the event envelopes instead of one line each"
     )

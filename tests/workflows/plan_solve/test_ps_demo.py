@@ -17,10 +17,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from pptx import Presentation
 from ps_kit import PsClient, deck_of, names
 
+from dominds.cli.main import main
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
 from dominds.server import make_app
@@ -33,6 +35,7 @@ from dominds.workflows.plan_solve.web import WS_PATH
 
 TEMPLATE = Path(__file__).resolve().parents[3] / "rtws-template"
 TOKEN = "demo-token-1"
+OTHER_QUESTION = "Which product sells best?"
 
 
 def test_the_template_data_is_the_generators_output_with_tens_of_thousands_of_rows() -> None:
@@ -140,5 +143,39 @@ async def test_a_scripted_miss_ends_the_run_in_an_error_not_in_an_answer(tmp_pat
         assert "scripted" in events[-1]["content"].lower()
         assert "agent.final_answer" not in names(events) and "solver.start" not in names(events)
         assert not list(root.rglob("*.pptx"))
+    finally:
+        await engine.close()
+
+
+def test_the_offline_example_answers_no_other_question_on_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bug: the planner's scripted entry matched its instruction ("Plan the slides"), not the question, so the
+    offline example answered any question with the demo's growth/regions/online deck and exited 0. Only the demo
+    question has scripted answers; another one is a scripted miss the user sees, with no deck."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    code = main(["plan-solve", "example", "data2ppt", "--scripted", "--workdir", "out", "--question", OTHER_QUESTION])
+    printed = capsys.readouterr()
+    assert code == 1, printed.out
+    errors = [line for line in printed.out.splitlines() if line.startswith("[agent.error]")]
+    assert len(errors) == 1 and "scripted response" in errors[0].lower() and "plan_solve_planner" in errors[0], printed.out
+    assert "[agent.final_answer]" not in printed.out and "[solver." not in printed.out
+    assert not list(tmp_path.rglob("*.pptx"))
+
+
+async def test_the_demo_page_answers_no_other_question(tmp_path: Path, aiohttp_client: Any) -> None:
+    """The same bug through the daemon's Plan & Solve service (what the demo panel's page sends): another
+    question got the demo deck; it now ends in ``agent.error`` naming the scripted miss, and the run is failed."""
+    engine, sock, root = await serve_demo(tmp_path, aiohttp_client)
+    try:
+        await sock.ask(OTHER_QUESTION)
+        events = await sock.finish(timeout=30)
+        assert events[-1]["event"] == "agent.error", names(events)
+        assert "scripted response" in events[-1]["content"].lower() and "plan_solve_planner" in events[-1]["content"]
+        assert "agent.final_answer" not in names(events) and "solver.start" not in names(events)
+        assert not list(root.rglob("*.pptx"))
+        record = json.loads((engine.get_dialog(events[0]["metadata"]["dialog_id"]).files.dir / RUN_FILE).read_text())
+        assert record["status"] == "failed" and record["question"] == OTHER_QUESTION
     finally:
         await engine.close()

@@ -82,7 +82,7 @@ def test_cli_serve_and_client_run_the_example_offline(tmp_path: Path) -> None:
         port = re.search(r"ws://127\.0\.0\.1:(\d+) \(also ws://127\.0\.0\.1:\d+/plan-solve/ws", line)
         assert port, line + (server.stderr.read() if server.stderr else "")
         client = subprocess.run(
-            [*command, "client", "--port", port.group(1), "--auto-confirm-plan", "--question", "Sales deck please"],
+            [*command, "client", "--port", port.group(1), "--auto-confirm-plan"],  # the demo question, by default
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30,
         )  # fmt: skip
         assert client.returncode == 0, client.stderr

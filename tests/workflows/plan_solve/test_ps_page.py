@@ -23,6 +23,7 @@ from dominds.rtws import Rtws
 from dominds.server import make_app
 from dominds.store.course_records import HumanTextRecord
 from dominds.workflows.mount import route_adders, workflow_extensions
+from dominds.workflows.plan_solve.example.workspace import DEFAULT_QUESTION
 
 TOKEN = "plan-solve-page-token"
 TEMPLATE = Path(__file__).resolve().parents[3] / "rtws-template"
@@ -61,7 +62,9 @@ async def test_the_demo_plan_is_edited_confirmed_solved_and_downloaded(
     try:
         await page.wait_for_selector("#start:not([disabled])")
         assert "auth=" not in page.url, "the token left the address bar"
-        await page.fill("#question", "Analyse the 2024-2025 sales data and make a 3-slide presentation")
+        # the page's example is the demo question: the only one the offline demo answers
+        assert DEFAULT_QUESTION in (await page.get_attribute("#question", "placeholder") or "")
+        await page.fill("#question", DEFAULT_QUESTION)
         assert await page.is_checked("#confirm-plan")
         await page.click("#start")
         await page.wait_for_selector("#plan-editor:not([hidden])", timeout=15_000)
