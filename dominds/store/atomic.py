@@ -14,32 +14,13 @@ import contextlib
 import errno
 import json
 import os
-import signal
 from pathlib import Path
 
 from dominds.store import commit
+from dominds.store.crashpoints import durable_step
 from dominds.store.errors import WriteFailedError
 
 _FSYNC = os.environ.get("DOMINDS_FSYNC", "1") not in ("0", "false", "no")
-
-_CRASH_AT = int(os.environ.get("DOMINDS_CRASH_AT", "0") or 0)
-"""Crash-point harness (tests only): SIGKILL this process just before its N-th durable step."""
-_steps_taken = 0
-
-
-def durable_step(what: str, path: Path | None) -> None:
-    """Count one durable step (a state-file replace, a course append, a removal, a directory rename,
-    the fsyncs of a group commit).
-
-    With ``DOMINDS_CRASH_AT=N`` the process kills itself with SIGKILL right before step N, exactly as a
-    power cut or ``kill -9`` would, so tests can prove recovery from every point of a scenario.
-    """
-    global _steps_taken
-    _steps_taken += 1
-    if _CRASH_AT and _steps_taken == _CRASH_AT:
-        os.write(2, f"crashpoint {_steps_taken}: before {what} {path.name if path else ''}\n".encode())
-        os.kill(os.getpid(), signal.SIGKILL)
-
 
 def set_fsync(enabled: bool) -> None:
     """Turn fsync on or off for this process (benchmarks measure both)."""

@@ -38,6 +38,8 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from dominds.store import crashpoints
+
 log = logging.getLogger("dominds.store")
 
 FSYNC_THREADS = 16
@@ -114,15 +116,13 @@ class GroupCommit:
         Runs on the loop and blocks it for the length of one fsync round, on purpose: while it runs no
         write can happen, so a directory fsync never makes durable a rename or an unlink issued after
         the group was taken whose data (or whose predecessors' data) is not durable yet."""
-        from dominds.store.atomic import durable_step
-
         self._scheduled = False
         if self.durable >= self.issued:
             return
         target = self.issued
         files, self._files = self._files, set()
         dirs, self._dirs = self._dirs, set()
-        durable_step("commit", None)
+        crashpoints.durable_step("commit", None)
         try:
             self._fsync_all(files, directories=False)
             self._fsync_all(dirs, directories=True)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.atomic import durable_step, fsync_dir, remove_file, renamed_into_place
+from dominds.store.atomic import fsync_dir, remove_file, renamed_into_place
 from dominds.store.course_records import CourseRecord
+from dominds.store.crashpoints import durable_step
 from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
 from dominds.store.fileio import (
     append_record,

@@ -1,7 +1,7 @@
 """Crash-point harness: kill the daemon before every durable step of a scenario, restart, audit (issue 15).
 
 ``DOMINDS_CRASH_AT=N`` makes the process SIGKILL itself right before its N-th durable write (a state-file
-replace, a course append, a removal, a directory rename; ``store/atomic.durable_step``). For each scenario
+replace, a course append, a removal, a directory rename; ``store/crashpoints.durable_step``). For each scenario
 we run N = 1, 2, … until a run finishes without reaching N. After each kill the workspace is recovered
 by a fresh engine and driven to rest, then audited:
 

@@ -35,7 +35,7 @@ from workspace_kit import write_workspace
 
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
-from dominds.store import atomic, commit
+from dominds.store import atomic, commit, crashpoints
 from dominds.store.course_records import AgentWordsRecord
 from dominds.store.dialog_store import DialogStore
 
@@ -178,7 +178,7 @@ def test_a_power_cut_at_any_point_of_a_group_loses_nothing_let_out(
         else:
             real_fsync(fd)
 
-    real_step = atomic.durable_step
+    real_step = crashpoints.durable_step
 
     def durable_step(what: str, path: Path | None) -> None:
         if what == "commit" and model.recording:
@@ -187,7 +187,7 @@ def test_a_power_cut_at_any_point_of_a_group_loses_nothing_let_out(
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(atomic, "_FSYNC", True)
-    monkeypatch.setattr(atomic, "durable_step", durable_step)
+    monkeypatch.setattr(crashpoints, "durable_step", durable_step)
     asyncio.run(_run(rtws, scenario, model))
     model.recording = False
     cuts = _cuts(model.log)
