@@ -8,7 +8,7 @@ For every dialog that was mid-flight when the daemon died:
   and unless ``--no-resume`` the interrupted ones are driven again.
 Half-finished dispatches are completed from the caller's pending index (the commit point): a missing
 subdialog is created, a missing registry key is added, an ask-back never queued is queued, an answer
-already persisted but not supplied is supplied, and a supplied one is not supplied again.
+already persisted but not supplied is supplied, and a supplied one is not supplied again (``recovery_calls.py``).
 """
 
 from __future__ import annotations
@@ -19,17 +19,12 @@ import logging
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
+from dominds.driver.recovery_calls import complete_dispatches, complete_reassignment
 from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import (
-    assignment_msg_id,
-    assignment_of,
-    assignment_prompt,
-    materialize_subdialog,
     runtime_call_id,
-    subdialog_meta,
 )
-from dominds.driver.supply import close_ask_back, record_ask_back_answer, record_response
-from dominds.driver.tellask_exec import queue_tellask_back
+from dominds.driver.supply import close_ask_back, record_ask_back_answer
 from dominds.ids import now_iso
 from dominds.store.course_records import (
     AgentWordsRecord,
@@ -47,7 +42,7 @@ from dominds.store.dialog_facts import Facts
 from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError
 from dominds.store.index import Entry
-from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
+from dominds.store.records import RunState
 from dominds.tellask import parse_segments
 from dominds.tellask_events import TellaskCall
 
@@ -153,10 +148,10 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             start_new_course(engine, dialog, reason="clear_mind")  # queues its prompt: the dialog is driven
     for sub in list(root.local.values()):
         if not sub.is_root and sub.meta.tellask_session and not sub.load_error and not sub.is_dead:
-            _complete_reassignment(root, sub)
+            complete_reassignment(root, sub)
     for dialog in list(root.local.values()):
         if not dialog.load_error:
-            _complete_dispatches(engine, root, dialog)
+            complete_dispatches(engine, root, dialog)
     for dialog in list(root.local.values()):
         if not dialog.load_error:
             _answer_finished_ask_back(engine, dialog)
@@ -260,106 +255,6 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
             )
 
 
-def _complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog) -> None:
-    pending_before = list(caller.pending)
-    supplied = caller.supplied_response_keys()
-    for entry in list(caller.pending):
-        if (entry.subdialog_id, entry.call_id) in supplied:
-            caller.pending.remove(entry)  # supplied before the crash; only the index update was lost
-            continue
-        if entry.call_type == "A":
-            sup = engine.try_get_dialog(root.root_id, entry.subdialog_id)
-            if sup is not None and not any(
-                i.from_dialog_id == caller.self_id and i.call_id == entry.call_id for i in sup.latest.inbound_tellask_backs
-            ) and f"tb-{caller.self_id}-{entry.call_id}" not in sup.recorded_msg_ids():
-                queue_tellask_back(engine, sup, caller, entry.tellask_head, entry.tellask_body, entry.call_id)
-            continue
-        sub = root.local.get(entry.subdialog_id)
-        sub_files = engine.store.files("run", root.root_id, entry.subdialog_id)
-        if sub is None and not sub_files.dialog_yaml.exists():
-            if sub_files.dir.exists():
-                sub = _restore_lost_meta(engine, root, caller, entry)
-            else:
-                sub = materialize_subdialog(engine, root, caller, entry)
-        if entry.call_type == "B" and entry.tellask_session:
-            key = f"{entry.agent_id}!{entry.tellask_session}"
-            if key not in root.type_b:
-                root.type_b[key] = RegistryEntry(
-                    subdialog_id=entry.subdialog_id,
-                    agent_id=entry.agent_id,
-                    tellask_session=entry.tellask_session,
-                    created_at=entry.created_at,
-                    last_accessed=now_iso(),
-                )
-        if sub is None:
-            continue
-        response = _persisted_answer(sub, entry.call_id)
-        if response is not None:
-            result = texts.response_text(caller.agent_id, sub.agent_id, response, entry.tellask_head, fbr=sub.meta.fbr)
-            record_response(caller, sub, entry.call_id, entry.call_type, entry.tellask_head, "completed", response, result)
-            caller.pending.remove(entry)
-    if caller.pending != pending_before:  # an unchanged index is not rewritten
-        caller.save_pending()
-    if caller.latest.run_state.kind == "blocked" and caller.can_drive():
-        caller.latest.needs_drive = True  # every answer arrived while the daemon was down
-
-
-def _complete_reassignment(root: RootDialog, sub: Dialog) -> None:
-    """Finish a TYPE B (re-)tellask cut short between its files, from its intent: the callers' pending entries.
-
-    A tellask to a session writes, in order: the caller's pending entry (the commit point), the session's
-    ``dialog.yaml`` (whom it answers next), its queued assignment prompt in ``latest.yaml``, then a failed
-    "re-assigned" reply to an earlier caller. The newest unanswered call is the session's current assignment;
-    any step after the commit point that is missing is done now, so no caller waits forever and none gets
-    the session's old answer for a request that was never delivered.
-    """
-    waiting = [
-        (caller, entry)
-        for caller in root.local.values()
-        if not caller.load_error
-        for entry in caller.pending
-        if entry.subdialog_id == sub.self_id
-        and entry.call_type == "B"
-        and (sub.self_id, entry.call_id) not in caller.supplied_response_keys()
-    ]
-    if not waiting:
-        return
-    newest_caller, newest = max(waiting, key=lambda w: w[1].created_at)
-    current = sub.meta.assignment_from_sup
-    if current is None or current.call_id != newest.call_id or current.caller_dialog_id != newest_caller.self_id:
-        log.warning("dialog %s: completing a re-tellask cut short by the crash", sub.self_id)
-        sub.meta = sub.meta.model_copy(update={"assignment_from_sup": assignment_of(newest_caller, newest)})
-        sub.files.write_meta(sub.meta)
-    prompt = assignment_prompt(newest_caller, newest)
-    if not any(p.msg_id == prompt.msg_id for p in sub.latest.queued_prompts) and not _ever_recorded(sub, prompt.msg_id):
-        sub.latest.queued_prompts.append(prompt)
-        sub.latest.needs_drive = True
-        sub.save_latest()
-    reason = "the session was re-assigned by a newer tellask; its next answer goes to the newer caller"
-    for caller, entry in waiting:
-        if caller is newest_caller:
-            continue  # the same caller's earlier calls share the answer (supply_response)
-        result = texts.failed_response_text(caller.agent_id, sub.agent_id, reason, entry.tellask_head)
-        record_response(caller, sub, entry.call_id, "B", entry.tellask_head, "failed", "", result)
-        caller.pending.remove(entry)
-        caller.save_pending()
-        if caller.can_drive():
-            caller.latest.needs_drive = True
-
-
-def _ever_recorded(dialog: Dialog, msg_id: str) -> bool:
-    """Whether a prompt was recorded in any course of the dialog (a clear_mind may have started a new one)."""
-    if msg_id in dialog.recorded_msg_ids():
-        return True
-    current = dialog.latest.current_course
-    for number in dialog.files.course_numbers():
-        if number != current and any(
-            isinstance(r, HumanTextRecord) and r.msg_id == msg_id for r in dialog.files.read_course(number)
-        ):
-            return True
-    return False
-
-
 def _answer_finished_ask_back(engine: EngineServices, dialog: Dialog) -> None:
     """The dialog had finished its answer to an ask-back when the daemon died, before it was delivered.
 
@@ -390,44 +285,3 @@ def _last_generation_finished_quietly(dialog: Dialog) -> bool:
         return False
     unread = FuncResultRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
     return not any(isinstance(r, unread) for r in records[start:])
-
-
-def _restore_lost_meta(engine: EngineServices, root: RootDialog, caller: Dialog, entry: PendingSubdialog) -> Dialog | None:
-    """A subdialog lost its ``dialog.yaml`` (a hand edit, a bad disk): rebuild it from the caller's entry.
-
-    If its request never reached its course, it is queued again; the tree keeps working either way."""
-    files = engine.store.files("run", root.root_id, entry.subdialog_id)
-    log.warning("dialog %s: dialog.yaml was missing; rebuilt from its caller's pending entry", entry.subdialog_id)
-    files.write_meta(subdialog_meta(root, caller, entry))
-    sub = engine.try_load_sub(root, entry.subdialog_id)
-    if sub is None or sub.load_error:
-        return sub
-    sub.notices.append("dialog.yaml was missing; it was rebuilt from the caller's pending entry")
-    questions.index_all(engine, sub)
-    prompt = assignment_prompt(caller, entry)
-    if not any(p.msg_id == prompt.msg_id for p in sub.latest.queued_prompts) and not _ever_recorded(sub, prompt.msg_id):
-        sub.latest.queued_prompts.append(prompt)
-        sub.latest.needs_drive = True
-        sub.save_latest()
-    return sub
-
-
-def _persisted_answer(sub: Dialog, call_id: str) -> str | None:
-    """The answer of a subdialog that finished its drive for ``call_id`` before the daemon died."""
-    try:
-        response = sub.files.read_response()
-    except StoreError:
-        response = None
-    if response is not None and response.call_id == call_id and response.status == "completed":
-        return response.response
-    assignment = sub.meta.assignment_from_sup
-    if assignment is None or assignment.call_id != call_id or sub.latest.needs_drive or sub.latest.queued_prompts:
-        return None
-    if sub.meta.tellask_session and not _ever_recorded(sub, assignment_msg_id(call_id, sub.self_id)):
-        return None  # the session never read this request: its last saying answers an older one
-    if sub.latest.generating or sub.pending or sub.q4h or sub.latest.run_state.kind != "idle":
-        return None
-    last = sub.records[-1] if sub.records else None
-    if isinstance(last, GenFinishRecord) and last.status in ("ok", "truncated"):
-        return sub.last_saying()
-    return None
