@@ -24,7 +24,7 @@ from workspace_kit import write_workspace
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
 from dominds.server import auth
-from dominds.store.course_records import FuncResultRecord
+from dominds.store.course_records import FuncCallRecord, FuncResultRecord
 
 SECRET = "sk-ant-SECRET-0123456789abcdef"
 
@@ -137,7 +137,11 @@ async def test_agent_tools_are_confined_and_shell_is_for_specialists(tmp_path: P
         root = engine.create_dialog("researcher", "tasks/t.tsk")
         engine.submit_user_message(root, "probe")
         await engine.wait_idle()
-        results = [r for r in root.files.read_course(1) if isinstance(r, FuncResultRecord)]
+        course = root.files.read_course(1)
+        # Calls run at once and each result is recorded when its call ends: put them back in call order.
+        call_order = [r.id for r in course if isinstance(r, FuncCallRecord)]
+        by_call = {r.id: r for r in course if isinstance(r, FuncResultRecord)}
+        results = [by_call[call_id] for call_id in call_order if call_id in by_call]
         assert len(results) == len(TOOL_CALLS) and all(r.is_error for r in results)
         for result in results[:5]:
             assert "ACCESS_DENIED" in result.content, result.content

@@ -55,7 +55,7 @@ def test_no_usable_provider_fails_without_a_report(
     assert not out.exists() and "final report" not in printed and "host:" not in printed
     error = next(line for line in captured.err.splitlines() if line.startswith("error: "))
     assert "no debater gave a usable answer in round 1" in error and "debate-planner" in error and "debate-critic" in error
-    assert "resume with: dominds debate --resume" in printed
+    assert f"resume with: dominds -C {ws} debate --resume" in printed, "the printed next step works as typed"
     [root] = (ws / ".dialogs" / "run").iterdir()
     state = load_state(root)
     assert state.status == "interrupted" and state.current_round == 0 and state.history == []
