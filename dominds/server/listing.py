@@ -102,7 +102,7 @@ class Listing:
             (DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, tree.root.status, tree.root.root_id, tree.sig)
             for tree in engine.index.iter_trees(statuses)
         ]
-        keys.sort(key=lambda k: k[1], reverse=True)
+        keys.sort(key=lambda k: (k[1], k[3]), reverse=True)  # a tie in activity: the newer dialog first
         keys.sort(key=lambda k: k[0])
         self.order: list[tuple[str, str, str | None]] = [(k[2], k[3], k[4]) for k in keys]
         """(status, rootId, ``Tree.sig``) of every tree of ``statuses``, most recently active first
