@@ -12,7 +12,7 @@ from dominds.driver.generation import GenOutcome, run_generation
 from dominds.driver.services import EngineServices
 from dominds.driver.supply import answer_tellask_back, supply_response
 from dominds.ids import now_iso, short_token
-from dominds.store.course_records import GenFinishRecord, HumanTextRecord, RunMarkerRecord
+from dominds.store.course_records import HumanTextRecord, RunMarkerRecord
 from dominds.store.records import InboundTellaskBack, QueuedPrompt, RunState
 
 MAX_GENERATIONS_PER_DRIVE = 200
@@ -34,7 +34,8 @@ async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
     while True:
         outcome = await run_generation(engine, dialog, next_prompt(dialog))
         generations += 1
-        if outcome.context_overflow and _begin_course_after_overflow(engine, dialog, outcome):
+        if outcome.context_overflow:
+            start_new_course(engine, dialog, reason="context_overflow", carried=_message_being_answered(dialog))
             continue
         if dialog.pending_new_course:
             start_new_course(engine, dialog, reason="clear_mind")
@@ -139,19 +140,6 @@ def answer_of(dialog: Dialog) -> str:
     return dialog.last_saying() or "(no answer was given)"
 
 
-def _begin_course_after_overflow(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> bool:
-    """The provider refused the course as longer than the model's context window: start a new course that
-    carries the message being answered, unless the failed generation was the course's first (a new course
-    would fail the same way, so the dialog stops with the reason). True when the drive goes on."""
-    generations_in_course = sum(isinstance(r, GenFinishRecord) for r in dialog.records)
-    if generations_in_course <= 1:
-        dialog.publish({"type": "stream_error_evt", "error": outcome.error, "course": dialog.latest.current_course,
-                        "genseq": dialog.genseq})  # fmt: skip
-        return False
-    start_new_course(engine, dialog, reason="context_overflow", carried=_message_being_answered(dialog))
-    return True
-
-
 def _message_being_answered(dialog: Dialog) -> str | None:
     """The course's last prompt from someone (a user, a question's answer, a caller), not the runtime's own
     (a diligence push or a runtime note is skipped; the new-course prompt is where the course began)."""
@@ -174,14 +162,9 @@ def start_new_course(engine: EngineServices, dialog: Dialog, *, reason: str, car
     if dialog.meta.assignment_from_sup is not None:
         a = dialog.meta.assignment_from_sup
         assignment = texts.assignment_text(dialog.agent_id, a.origin_member_id, a.tellask_head, a.tellask_body)
-    content = (
-        texts.context_overflow_course_prompt(number, assignment, carried)
-        if reason == "context_overflow"
-        else texts.new_course_prompt(number, assignment)
-    )
     prompt = QueuedPrompt(
         msg_id=f"course-{number}-{short_token(3)}",
-        content=content,
+        content=texts.new_course_prompt(number, assignment, overflow=reason == "context_overflow", carried=carried),
         grammar="markdown",
         origin="new_course",
         queued_at=now_iso(),

@@ -54,7 +54,8 @@ class GenOutcome:
     truncated: bool = False
     """The reply was cut at the output limit (or the context window)."""
     context_overflow: bool = False
-    """The provider refused the prompt as longer than the model's context window (the drive decides)."""
+    """The provider refused the course as longer than the model's context window, and it has earlier
+    generations a new course would drop: the drive starts one."""
     usage: Usage | None = None
 
 
@@ -154,7 +155,11 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         return outcome
     except ContextOverflow as exc:
         outcome.error = f"{exc} — {exc.fix_hint}"
-        outcome.context_overflow = True  # published by the drive if it cannot start a new course
+        if any(isinstance(r, GenFinishRecord) for r in dialog.records):
+            # Earlier generations of this course are what overflowed: the drive starts a new course.
+            outcome.context_overflow = True
+        else:  # the course's first generation: a new course would fail the same way
+            dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
         return outcome
     except ProviderRejected as exc:
         outcome.error = f"provider rejected the request: {exc}" + (f" — {exc.fix_hint}" if exc.fix_hint else "")

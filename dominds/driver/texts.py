@@ -55,25 +55,19 @@ def dominds_note(message: str) -> str:
     return f"[Dominds note] {message}"
 
 
-def new_course_prompt(course: int, assignment: str | None) -> str:
-    text = (
-        f"This is course #{course} of this dialog: your previous messages were cleared to give you a clear mind. "
-        "Your reminders and the Taskdoc are still with you; re-read them and continue the work."
-    )
-    if assignment:
-        return f"{assignment}\n---\n{text}"
-    return text
-
-
-def context_overflow_course_prompt(course: int, assignment: str | None, carried: str | None) -> str:
-    """The first prompt of a course the runtime started because the previous one no longer fit the model's
-    context window; ``carried`` is the prompt the failed generation was answering."""
-    text = (
-        f"This is course #{course} of this dialog. The previous course grew longer than the model's context "
-        "window, so the runtime started this one: your earlier messages and tool results are no longer in view "
-        "(the last of them may have been too large to read whole; read less at a time). Your reminders and the "
-        "Taskdoc are still with you; re-read them and continue the work."
-    )
+def new_course_prompt(course: int, assignment: str | None, *, overflow: bool = False, carried: str | None = None) -> str:
+    """The first prompt of a new course: after ``clear_mind``, or (``overflow``) one the runtime started
+    because the previous course no longer fit the model's context window; ``carried`` is then the message
+    the failed generation was answering."""
+    if overflow:
+        text = (
+            f"This is course #{course} of this dialog. The previous course grew longer than the model's context "
+            "window, so the runtime started this one: your earlier messages and tool results are no longer in view "
+            "(the last of them may have been too large to read whole; read less at a time)."
+        )
+    else:
+        text = f"This is course #{course} of this dialog: your previous messages were cleared to give you a clear mind."
+    text += " Your reminders and the Taskdoc are still with you; re-read them and continue the work."
     if carried:
         text += f"\n\nThe message you were answering when the context overflowed:\n\n{carried}"
     if assignment:
