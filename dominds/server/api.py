@@ -14,12 +14,12 @@ import yaml
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dominds import __version__
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
 from dominds.server.listing import ListingInThread, dialog_tree
 from dominds.server.replay import replay_course
+from dominds.server.starting import health_payload
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
 from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload, team_payload
 from dominds.store.commit import durable
@@ -100,7 +100,7 @@ def _engine(request: web.Request) -> Engine:
 
 
 async def health(request: web.Request) -> web.Response:
-    return web.json_response({"ok": True, "server": "dominds", "version": __version__})
+    return web.json_response(health_payload(ready=True))
 
 
 async def list_dialogs(request: web.Request) -> web.StreamResponse:
