@@ -107,6 +107,28 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
         raise WriteFailedError(path, _describe(exc)) from exc
 
 
+def write_fresh(path: Path, data: bytes | str) -> None:
+    """Write a new file in a directory no reader sees yet (a dialog's staging directory, renamed into
+    place afterwards by ``renamed_into_place``): no temp file and no rename, the directory's rename is
+    the atomic step. Raises ``WriteFailedError`` when the disk refuses or the file already exists."""
+    durable_step("create", path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if _FSYNC and _group() is None:
+                os.fsync(fd)  # within a group, renamed_into_place notes every file of the directory
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise WriteFailedError(path, _describe(exc)) from exc
+
+
 def append_line(path: Path, line: str, *, sync: bool = True) -> None:
     """Append one line (a newline is added) with a single write; fsync when ``sync`` (always within a group).
 
