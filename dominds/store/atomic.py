@@ -51,12 +51,14 @@ def fsync_dir(directory: Path) -> None:
 def renamed_into_place(directory: Path) -> None:
     """A directory written under a staging name and renamed into place: make the rename durable.
 
-    Without a group its files were already fsynced as they were written, and the parent is fsynced now.
-    Within a group they were not: its files, the directory and its parent join the group."""
+    Without a group its files were already fsynced as they were written; the directory (its entries:
+    ``write_fresh`` made no directory fsync) and its parent are fsynced now. Within a group they were
+    not: its files, the directory and its parent join the group."""
     if not _FSYNC:
         return
     group = commit.current()
     if group is None:
+        fsync_dir(directory)
         fsync_dir(directory.parent)
         return
     for entry in os.scandir(directory):

@@ -8,9 +8,11 @@ event loop (the engine enables one while it runs):
   process and every reader see the same files as before, a failed write still raises at its call site,
   and a ``kill -9`` leaves exactly the prefix of writes it left before (the crash-point harness counts
   the same steps);
-- its fsyncs are deferred: the file and its directory are noted, and at the next turn of the loop the
-  group is committed: every noted file, then every noted directory, each fsynced once, in parallel
-  threads (concurrent fsyncs share the filesystem's journal commits);
+- its fsyncs are deferred: the file and its directory are noted, and once the loop has no other work
+  ready (at most ``MAX_COMMIT_DELAY`` later) the group is committed: every noted file, then every
+  noted directory, each fsynced once, in parallel threads (concurrent fsyncs share the filesystem's
+  journal commits);
+- a state write asked for with ``defer`` is made once, when its group commits, before the fsyncs;
 - nothing is acknowledged or published before its fsync: ``after_durable`` runs a callback (deliver an
   event, send a reply) only once every write issued before it is durable, in the order callbacks were
   given; ``durable()`` waits for that (API responses, tool calls, shutdown).
