@@ -1,10 +1,14 @@
 """`dominds serve`: run the daemon and web panel for this workspace.
 
-Start-up order matters: refuse a second daemon before touching anything; start watching ``.minds/``
-and the Taskdocs; ``run_server`` starts the engine (takes the rtws lock, recovers, schedules) and
-binds; only then is ``.dialogs/daemon.json`` written (mode 0600), so a file that exists names a
-listening daemon. SIGINT/SIGTERM stop the server gracefully (``run_server``); the file is removed
-on every way out, and a file left by a SIGKILLed daemon is recognised as stale through the lock.
+Start-up order matters: refuse a second daemon before touching anything; bind the port with the
+standard library (server/listen.py) so it is listening within milliseconds; import aiohttp and serve
+the starting app on it (server/starting.py: ``/api/health`` answers ``ready: false``, the rest "retry
+soon") while a worker thread imports the engine, the records and the panel's API; start watching
+``.minds/`` and the Taskdocs meanwhile; ``run_server`` starts the engine (takes the rtws lock,
+recovers, schedules) and hands the sockets from the starting app to the full one; only then is
+``.dialogs/daemon.json`` written (mode 0600), so a file that exists names a listening, ready daemon.
+SIGINT/SIGTERM stop the server gracefully (``run_server``); the file is removed on every way out, and a
+file left by a SIGKILLed daemon is recognised as stale through the lock.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import json
 import logging
 import os
 import shlex
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +31,10 @@ from dominds.cli.common import CliError, command_name, program
 from dominds.rtws import Rtws, RtwsNotFound, find_rtws
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from dominds.driver.engine import Engine
+    from dominds.watch import WorkspaceWatcher
 
 RESUMED_REASONS = frozenset({"server_shutdown", "server_restart"})
 """Interruptions a process made, not a person: ``serve`` resumes them unless ``--no-resume``."""
@@ -72,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from dominds.server.auth import is_loopback_host
+    from dominds.server.listen import ServerError, bind_listeners, is_loopback_host
 
     if not 0 <= args.port <= 65535:
         raise CliError(f"--port must be between 0 and 65535, not {args.port}")
@@ -84,8 +92,16 @@ def _serve(args: argparse.Namespace) -> int:
         # in whatever directory `serve --demo` was typed in (a checkout)
         os.chdir(rtws.root)
     _refuse_second_daemon(rtws)
+    try:
+        sockets = bind_listeners(args.host, args.port)
+    except ServerError as exc:
+        raise CliError(str(exc)) from exc
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="dominds: %(levelname)s: %(message)s")
-    asyncio.run(_serve_async(rtws, args))
+    try:
+        asyncio.run(_serve_async(rtws, args, sockets))
+    finally:
+        for sock in sockets:
+            sock.close()
     return 0
 
 
@@ -135,26 +151,72 @@ def _refuse_second_daemon(rtws: Rtws) -> None:
         time.sleep(0.05)
 
 
-async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
+async def _serve_async(rtws: Rtws, args: argparse.Namespace, sockets: list[socket.socket]) -> None:
+    from dominds.server.starting import StartingServer
+
+    starting = StartingServer(sockets, token_required=not args.no_auth)
+    await starting.start()  # the port answers from here on
+    try:
+        await _serve_engine(rtws, args, sockets, starting.stop)
+    finally:
+        await starting.stop()
+
+
+def _import_daemon() -> None:
+    """The modules of the full daemon (most of the start-up's CPU time), loaded in a worker thread."""
+    import dominds.driver.engine
+    import dominds.server.run
+    import dominds.workflows.mount  # noqa: F401
+
+
+async def _serve_engine(
+    rtws: Rtws, args: argparse.Namespace, sockets: list[socket.socket], stop_starting: Callable[[], Awaitable[None]]
+) -> None:
+    from dominds.watch import WorkspaceWatcher
+
+    # watching starts first: its watches take a few hundred milliseconds to be in place, as long as the imports
+    started: list[Engine] = []  # an edit before the engine exists needs no announcement: it reads the files
+
+    def minds_changed(paths: list[str]) -> None:
+        for engine in started:
+            announce_minds_change(engine, paths)
+
+    def taskdoc_changed(path: str) -> None:
+        for engine in started:
+            announce_taskdoc_change(engine, path)
+
+    watcher = WorkspaceWatcher(rtws.root, on_minds_changed=minds_changed, on_taskdoc_changed=taskdoc_changed)
+    watch_task = asyncio.create_task(watcher.run(), name="dominds-watch")
+    try:
+        await asyncio.to_thread(_import_daemon)  # the event loop keeps answering the starting app meanwhile
+        await _run_daemon(rtws, args, sockets, stop_starting, watcher, started)
+    finally:
+        watch_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch_task
+
+
+async def _run_daemon(
+    rtws: Rtws,
+    args: argparse.Namespace,
+    sockets: list[socket.socket],
+    stop_starting: Callable[[], Awaitable[None]],
+    watcher: WorkspaceWatcher,
+    started: list[Engine],
+) -> None:
     from dominds import __version__
     from dominds.driver.engine import Engine, WorkspaceLocked
     from dominds.ids import now_iso
     from dominds.server.auth import AccessToken, load_or_create_token
     from dominds.server.run import ServerError, run_server
-    from dominds.watch import WorkspaceWatcher
     from dominds.workflows.mount import route_adders, workflow_extensions
 
     # the workflows' members from the start: recovery may drive workflow steps
     engine = Engine(rtws, resume=not args.no_resume, extensions=workflow_extensions())
+    started.append(engine)
     token = None if args.no_auth else AccessToken(load_or_create_token(rtws.token_path), rtws.token_path)
-    watcher = WorkspaceWatcher(
-        rtws.root,
-        on_minds_changed=lambda paths: announce_minds_change(engine, paths),
-        on_taskdoc_changed=lambda path: announce_taskdoc_change(engine, path),
-    )
     # a new root may name a Taskdoc package created since the last scan: watch it from the start
     engine.pubchan.subscribe(lambda event: watcher.rescan_soon() if event.get("type") == "dialogs_created" else None)
-    watch_task = asyncio.create_task(watcher.run(), name="dominds-watch")
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(watcher.ready.wait(), 5.0)
     written: list[DaemonInfo] = []
@@ -169,7 +231,16 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
         print(f"  pid {info.pid}, port {port}; {rtws.daemon_json} written; Ctrl-C to stop", flush=True)
 
     try:
-        await run_server(engine, args.host, args.port, token=token, on_ready=on_ready, extra_routes=route_adders())
+        await run_server(
+            engine,
+            args.host,
+            args.port,
+            token=token,
+            on_ready=on_ready,
+            extra_routes=route_adders(),
+            sockets=sockets,
+            before_serving=stop_starting,
+        )
     except WorkspaceLocked:
         daemon = find_daemon(rtws)
         if daemon is not None:
@@ -178,9 +249,6 @@ async def _serve_async(rtws: Rtws, args: argparse.Namespace) -> None:
     except ServerError as exc:
         raise CliError(str(exc)) from exc
     finally:
-        watch_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watch_task
         if written:
             _remove_daemon_json(rtws, written[0].pid)
             again = f"{command_name()} serve" if args.demo is None else f"{program()} serve --demo" + (f" {shlex.quote(args.demo)}" if args.demo else "")

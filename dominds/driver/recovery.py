@@ -41,7 +41,7 @@ from dominds.store.course_records import (
 from dominds.store.dialog_facts import Facts
 from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError
-from dominds.store.index import Entry
+from dominds.store.index_entries import Entry
 from dominds.store.records import RunState
 from dominds.tellask import parse_segments
 from dominds.tellask_events import TellaskCall
@@ -62,8 +62,9 @@ def recover(engine: EngineServices) -> None:
     noted as settled: while their files stay exactly so, the next start does not load them either (a
     tree waiting for a person or a teammate is such a tree)."""
     remove_creation_leftovers(engine.rtws.run_dir)
-    stale = 0
+    stale = looked_at = loaded = 0
     for tree in engine.index.iter_trees(("run",)):
+        looked_at += 1
         entries = tree.entries
         stale += sum(_remove_stray_temps(engine, e) for e in entries)
         if tree.settled or not any(needs_attention(e.facts) for e in entries):
@@ -76,6 +77,7 @@ def recover(engine: EngineServices) -> None:
         # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
         remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
         root = engine.load_root(root_id)
+        loaded += 1
         if root.load_error:
             log.error("dialog %s: %s", root_id, root.load_error)
             continue
@@ -90,6 +92,7 @@ def recover(engine: EngineServices) -> None:
             engine.index.settle("run", root_id)
     if stale:
         log.info("removed %d temp files left by interrupted writes", stale)
+    log.info("recovery: %d of %d trees in run/ loaded (the others were settled or had nothing to reconcile)", loaded, looked_at)
 
 
 def _remove_stray_temps(engine: EngineServices, entry: Entry) -> int:

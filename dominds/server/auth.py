@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import os
 import re
 import secrets
@@ -30,11 +29,11 @@ from pathlib import Path
 
 from aiohttp import web
 
+from dominds.server.listen import is_loopback_host as is_loopback_host  # its owner is listen.py
 from dominds.store.atomic import write_atomic
 
 AUTH_SUBPROTOCOL_PREFIX = "dominds-auth."
 PANEL_SUBPROTOCOL = "dominds"
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 SESSION_COOKIE_PREFIX = "dominds_session_"
 SESSION_MAX_AGE_SECONDS = 30 * 24 * 3600
 _TOKEN_RE = re.compile(r"[A-Za-z0-9._~+/=-]{16,512}")
@@ -194,17 +193,6 @@ def origin_allowed(request: web.Request, allowed_origins: frozenset[str]) -> boo
     if origin is None or origin in allowed_origins:
         return True
     return origin.lower() == f"{request.scheme}://{request.host}".lower()
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for a loopback IP address or name (``127.0.0.1``, ``::1``, ``[::1]``, ``localhost``)."""
-    name = host.strip().lower().removeprefix("[").removesuffix("]")
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def host_header_is_loopback(request: web.Request) -> bool:

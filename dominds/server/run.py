@@ -1,8 +1,9 @@
 """Run the daemon's web server until it is told to stop, then shut down gracefully.
 
 ``run_server`` starts the engine (so a locked workspace is reported before any port is taken),
-binds ``host:port`` or the next free port, reports the panel URL through ``on_ready`` (it prints
-nothing itself), and serves until ``stop`` is set, the task is cancelled, or SIGINT/SIGTERM arrive.
+binds ``host:port`` or the next free port (listen.py; ``dominds serve`` binds before it imports this
+module and hands the sockets over, see starting.py), reports the panel URL through ``on_ready`` (it
+prints nothing itself), and serves until ``stop`` is set, the task is cancelled, or SIGINT/SIGTERM arrive.
 Shutdown: stop accepting connections, close every websocket with ``GOING_AWAY``, ``engine.close()``
 (drives are stopped and left resumable; every state change was already persisted), release the port.
 """
@@ -11,24 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import signal
-from collections.abc import Callable, Iterable
+import socket
+from collections.abc import Awaitable, Callable, Iterable
 
 from aiohttp import web
 
 from dominds.driver.engine import Engine
 from dominds.server.app import make_app
-from dominds.server.auth import AccessToken, is_loopback_host
+from dominds.server.auth import AccessToken
+from dominds.server.listen import ServerError, bind_listeners, is_loopback_host, listening_port
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "ServerError", "panel_url", "run_server"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5666
-PORT_ATTEMPTS = 20
-"""How many consecutive ports are tried when the requested one is taken."""
-
-
-class ServerError(Exception):
-    """The server cannot start as asked (the message says why)."""
 
 
 def panel_url(host: str, port: int, token: str | None) -> str:
@@ -36,31 +34,6 @@ def panel_url(host: str, port: int, token: str | None) -> str:
     if host in ("0.0.0.0", "::"):
         shown = "127.0.0.1"
     return f"http://{shown}:{port}/" + (f"?auth={token}" if token else "")
-
-
-async def bind_site(
-    runner: web.AppRunner, host: str, port: int, attempts: int = PORT_ATTEMPTS
-) -> web.TCPSite:
-    """Start a site on ``port`` or the next free one (``port=0``: any free port)."""
-    last_error: OSError | None = None
-    for candidate in [0] if port == 0 else range(port, min(port + attempts, 65536)):
-        site = web.TCPSite(runner, host, candidate, reuse_address=True)
-        try:
-            await site.start()
-        except OSError as exc:
-            await site.stop()  # unregister the failed site from the runner
-            if exc.errno not in (errno.EADDRINUSE, errno.EACCES):
-                raise ServerError(f"cannot listen on {host}:{candidate}: {exc.strerror or exc}") from exc
-            last_error = exc
-            continue
-        return site
-    raise ServerError(f"no free port in {port}..{port + attempts - 1} on {host}: {last_error}")
-
-
-def bound_port(runner: web.AppRunner) -> int:
-    """The port actually listened on (differs from the requested one after a fallback or with port 0)."""
-    address = runner.addresses[0]
-    return int(address[1])
 
 
 async def run_server(
@@ -74,11 +47,15 @@ async def run_server(
     stop: asyncio.Event | None = None,
     handle_signals: bool = True,
     extra_routes: Iterable[Callable[[web.Application], None]] = (),
+    sockets: list[socket.socket] | None = None,
+    before_serving: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve the panel, ``/ws`` and ``/api/*`` for ``engine`` until stopped; see the module docstring.
 
     ``token=None`` turns auth off and is refused unless ``host`` is a loopback address. An
     ``AccessToken`` over the workspace's token file makes a rotation apply without a restart.
+    ``sockets``: listening sockets to serve (bound by the caller; else ``host:port`` is bound here);
+    ``before_serving`` runs right before the app starts accepting on them (stops the starting app).
     """
     if token is None and not is_loopback_host(host):
         raise ServerError(f"--no-auth is only allowed on a loopback address (127.0.0.1, ::1), not {host!r}")
@@ -92,11 +69,16 @@ async def run_server(
     )
     try:
         await runner.setup()
-        await bind_site(runner, host, port)
+        if sockets is None:
+            sockets = bind_listeners(host, port)
+        if before_serving is not None:
+            await before_serving()
+        for sock in sockets:
+            await web.SockSite(runner, sock).start()
         installed = _install_signal_handlers(stop) if handle_signals else []
         try:
             shown = token.current() if isinstance(token, AccessToken) else token
-            on_ready(panel_url(host, bound_port(runner), shown))
+            on_ready(panel_url(host, listening_port(sockets), shown))
             await stop.wait()
         finally:
             _remove_signal_handlers(installed)

@@ -86,3 +86,7 @@ def test_no_auth_is_refused_off_loopback_and_a_bad_port_is_one_line(tmp_path: Pa
     assert refused.stderr.count("\n") == 1
     bad = dominds(ws, "serve", "--port", "70000")
     assert bad.returncode == 1 and "--port must be between 0 and 65535" in bad.stderr
+    # an address of no interface here (TEST-NET-1): the port is bound before anything else, and refused plainly
+    unbindable = dominds(ws, "serve", "--host", "192.0.2.1", "--port", "0")
+    assert unbindable.returncode == 1 and unbindable.stderr.startswith("dominds: cannot listen on 192.0.2.1:0: ")
+    assert unbindable.stderr.count("\n") == 1 and not (ws / ".dialogs" / "daemon.json").exists()
