@@ -60,6 +60,9 @@ class Dialog:
         self.suspension_lock = asyncio.Lock()
         self.drive_task: asyncio.Task[None] | None = None
         self.stop_reason: str | None = None
+        self.new_course_reason = "clear_mind"
+        """Why the pending new course starts: ``clear_mind`` or ``context_health`` (not persisted: a new
+        course still pending after a crash is started as clear_mind's)."""
         self.load_error: str | None = None
         self.genseq = 0
         self._run_state_unpublished = False
