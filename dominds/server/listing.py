@@ -138,6 +138,8 @@ class Listing:
 
 
 CHUNK_BYTES = 65536
+PREFETCH = 256
+"""Trees whose kept JSON one query reads."""
 
 
 def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...]) -> Generator[bytes, None, None]:
@@ -150,7 +152,9 @@ def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...]) -> G
         try:
             chunk = bytearray(b'{"dialogs":[')
             first = True
-            for status, root_id, sig in listing.order:
+            for number, (status, root_id, sig) in enumerate(listing.order):
+                if number % PREFETCH == 0:
+                    listing.kept.prefetch([(s, r) for s, r, _ in listing.order[number : number + PREFETCH]])
                 text = listing.tree_json(status, root_id, sig)
                 if text is None:
                     continue

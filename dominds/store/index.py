@@ -35,7 +35,7 @@ from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store.dialog_facts import current_digest, read_dialog, signature, stat_key
 from dominds.store.index_entries import LIGHT_COLUMNS, Entry, Heavy, Tree, columns, tree_key
 
-INDEX_VERSION = 8
+INDEX_VERSION = 9
 """Bump when the facts change shape: an index of another version is rebuilt."""
 RACY_SECONDS = 2.0
 """Files changed this recently when read are checked by their bytes at the next refresh (mtime granularity)."""
@@ -44,10 +44,11 @@ ROOTS_PER_QUERY = 256
 holds every row at once)."""
 
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS dialogs (key TEXT PRIMARY KEY, status TEXT, root_id TEXT, self_id TEXT,"
-    " sig TEXT, digest TEXT, racy INTEGER, watch TEXT, files TEXT, sup TEXT, last_modified TEXT,"
-    " q4h_count INTEGER, run_kind TEXT, facts TEXT, public TEXT, generations TEXT);"
-    "CREATE INDEX IF NOT EXISTS dialogs_tree ON dialogs (status, root_id);"
+    # what every refresh reads, small rows in tree order; the facts apart (read only when asked for)
+    "CREATE TABLE IF NOT EXISTS dialogs (status TEXT, root_id TEXT, self_id TEXT, sig TEXT, digest TEXT,"
+    " racy INTEGER, watch TEXT, files TEXT, sup TEXT, last_modified TEXT, q4h_count INTEGER, run_kind TEXT,"
+    " PRIMARY KEY (status, root_id, self_id)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, sig TEXT, digest TEXT, facts TEXT, public TEXT, generations TEXT);"
     "CREATE TABLE IF NOT EXISTS trees (key TEXT PRIMARY KEY, sig TEXT, subs TEXT, settled TEXT);"
     "CREATE TABLE IF NOT EXISTS derived (purpose TEXT, tree TEXT, sig TEXT, value TEXT, PRIMARY KEY (purpose, tree));"
 )
@@ -78,7 +79,7 @@ class DialogIndex:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=OFF")  # a cache: lost to a power cut, it is rebuilt
                 if db.execute("PRAGMA user_version").fetchone()[0] != INDEX_VERSION:
-                    db.executescript(f"DROP TABLE IF EXISTS dialogs; DROP TABLE IF EXISTS trees; DROP TABLE IF EXISTS derived; PRAGMA user_version={INDEX_VERSION};")
+                    db.executescript(f"DROP TABLE IF EXISTS dialogs; DROP TABLE IF EXISTS facts; DROP TABLE IF EXISTS trees; DROP TABLE IF EXISTS derived; PRAGMA user_version={INDEX_VERSION};")
                 db.executescript(_SCHEMA)
             except (OSError, sqlite3.Error):  # unreadable or not a database: rebuilt from the files
                 if db is not None:
@@ -123,7 +124,7 @@ class DialogIndex:
     def _load_heavy(self, entry: Entry) -> Heavy:
         """An entry's facts, fetched when first asked for (read from the files if its row changed since)."""
         found = self._connect().execute(
-            "SELECT facts, public, generations FROM dialogs WHERE key = ? AND sig = ? AND digest = ?",
+            "SELECT facts, public, generations FROM facts WHERE key = ? AND sig = ? AND digest = ?",
             (f"{entry.status}/{entry.root_id}/{entry.self_id}", entry.sig, entry.digest),
         ).fetchone()
         if found is not None:
@@ -190,6 +191,7 @@ class DialogIndex:
                 for gone_root in set(trees_known) - set(root_ids):
                     refresh.trees.append((f"{status}/{gone_root}", None, None))
                     db.execute("DELETE FROM dialogs WHERE status = ? AND root_id = ?", (status, gone_root))
+                    db.execute("DELETE FROM facts WHERE key > ? AND key < ?", (f"{status}/{gone_root}/", f"{status}/{gone_root}0"))
                     db.execute("DELETE FROM derived WHERE tree = ?", (f"{status}/{gone_root}",))
         refresh.write(db)
 
@@ -215,16 +217,17 @@ class DialogIndex:
 
     # -- what readers derive per tree ---------------------------------------------------------------
 
-    def derived(self, purpose: str, tree: str | None = None) -> dict[str, tuple[str, str]]:
+    def derived(self, purpose: str, trees: list[str] | None = None) -> dict[str, tuple[str, str]]:
         """What a reader kept per tree for ``purpose`` (see ``Derived``): "status/rootId" → (key, value);
-        every tree's, or only ``tree``'s."""
+        every tree's, or only those of ``trees`` (one query)."""
 
         def work() -> dict[str, tuple[str, str]]:
             db = self._connect()
-            if tree is None:
+            if trees is None:
                 rows = db.execute("SELECT tree, sig, value FROM derived WHERE purpose = ?", (purpose,))
             else:
-                rows = db.execute("SELECT tree, sig, value FROM derived WHERE purpose = ? AND tree = ?", (purpose, tree))
+                marks = ",".join("?" * len(trees))
+                rows = db.execute(f"SELECT tree, sig, value FROM derived WHERE purpose = ? AND tree IN ({marks})", (purpose, *trees))
             return {name: (sig, value) for name, sig, value in rows}
 
         found: dict[str, tuple[str, str]] = self._retrying(work)
@@ -262,16 +265,28 @@ class DialogIndex:
         return bool(self._retrying(work))
 
 
+    def note_settled(self, trees: list[tuple[str, str, str]]) -> None:
+        """``settle`` for trees just refreshed and found at rest: (status, rootId, ``Tree.sig``) each, the
+        key taken by that refresh (a note that no longer matches the files is simply never used)."""
+        if trees:
+            self._retrying(
+                lambda: self._connect().executemany(
+                    "UPDATE trees SET settled = ? WHERE key = ?", [(sig, f"{status}/{root_id}") for status, root_id, sig in trees]
+                )
+            )
+
+
 class _Refresh:
     """One refresh: the clock it judges "too recent" by, and the rows it has yet to write."""
 
     def __init__(self, index: DialogIndex) -> None:
         self.index = index
+        self.load = index._load_heavy
         self.now_ns = time.time_ns()
         self.racy_ns = RACY_SECONDS * 1e9
         self.dialogs: list[tuple[Any, ...]] = []
         self.trees: list[tuple[Any, ...]] = []
-        self.calm: list[tuple[str, str, str]] = []
+        self.calm: list[tuple[str, str, str, str, str]] = []
         """Racy rows whose bytes were found unchanged once old enough: the signature suffices from now on."""
 
     @property
@@ -296,23 +311,22 @@ class _Refresh:
             for self_id in (root_id, *sub_ids)
         ]
         for gone in rows:
-            self.dialogs.append((f"{status}/{root_id}/{gone}", None))
+            self.dialogs.append((f"{status}/{root_id}/{gone}", status, root_id, gone))
         return Tree(entries[0], entries[1:], known[2] is not None and known[2] == tree_key(entries))
 
     def entry(self, status: str, root_id: str, self_id: str, path: str, row: tuple[Any, ...] | None) -> Entry:
-        key = f"{status}/{root_id}/{self_id}"
         if row is not None:
             sig, newest = signature(path, row[3].split())
             if sig == row[0] and (not row[2] or current_digest(path) == row[1]):
                 if row[2] and self.now_ns - newest >= self.racy_ns:
-                    self.calm.append((key, row[0], row[1]))
+                    self.calm.append((status, root_id, self_id, row[0], row[1]))
                     row = (*row[:2], 0, *row[3:])
-                return Entry(status, root_id, self_id, row, None, self.index._load_heavy)
+                return Entry(status, root_id, self_id, row, None, self.load)
         read = read_dialog(path)
         sig, newest = signature(path, read.watch)
         light, heavy = columns(read.facts)
         row = (sig, read.digest, int(self.now_ns - newest < self.racy_ns), " ".join(read.watch), *light)
-        self.dialogs.append((key, status, root_id, self_id, *row, *heavy))
+        self.dialogs.append((f"{status}/{root_id}/{self_id}", status, root_id, self_id, *row, *heavy))
         return Entry(status, root_id, self_id, row, heavy, facts=read.facts)
 
     def write(self, db: sqlite3.Connection) -> None:
@@ -321,11 +335,15 @@ class _Refresh:
         db.execute("BEGIN")
         try:
             for row in self.dialogs:
-                if row[1] is None:
-                    db.execute("DELETE FROM dialogs WHERE key = ?", (row[0],))
+                if len(row) == 4:
+                    db.execute("DELETE FROM dialogs WHERE status = ? AND root_id = ? AND self_id = ?", row[1:])
+                    db.execute("DELETE FROM facts WHERE key = ?", row[:1])
                 else:
-                    db.execute("INSERT OR REPLACE INTO dialogs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row)
-            db.executemany("UPDATE dialogs SET racy = 0 WHERE key = ? AND sig = ? AND digest = ?", self.calm)
+                    db.execute("INSERT OR REPLACE INTO dialogs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row[1:13])
+                    db.execute("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", (row[0], row[4], row[5], *row[13:]))
+            db.executemany(
+                "UPDATE dialogs SET racy = 0 WHERE status = ? AND root_id = ? AND self_id = ? AND sig = ? AND digest = ?", self.calm
+            )
             for key, sig, subs in self.trees:
                 if sig is None:
                     db.execute("DELETE FROM trees WHERE key = ?", (key,))
