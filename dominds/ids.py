@@ -8,7 +8,6 @@ strictly increasing even when many are made in the same millisecond.
 from __future__ import annotations
 
 import re
-import secrets
 import threading
 import time
 from datetime import datetime
@@ -36,6 +35,8 @@ def new_dialog_id() -> str:
         if ms <= _last_ms:
             ms = _last_ms + 1
         _last_ms = ms
+    import secrets  # here: `dominds status` only checks ids, and secrets loads OpenSSL
+
     suffix = "".join(secrets.choice(_ALPHABET) for _ in range(4))
     return f"{_base36(ms, 9)}-{suffix}"
 
@@ -50,4 +51,6 @@ def now_iso() -> str:
 
 
 def short_token(nbytes: int = 6) -> str:
+    import secrets
+
     return secrets.token_hex(nbytes)

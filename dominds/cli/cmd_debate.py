@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from dominds.cli.common import CliError, command_name, workspace
+from dominds.cli.common import CliError, command_name, text_argument, workspace
 from dominds.rtws import Rtws
 from dominds.workflows.debate.settings import EMBEDDER_KINDS
 
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "host's consensus rules, then the Reporter's final report, written to --out. Settings: .minds/debate.yaml."
         ),
     )
-    p.add_argument("question", nargs="?", help="what to debate (omit with --resume)")
+    p.add_argument("question", nargs="?", help="what to debate; `-` reads it from stdin (omit with --resume)")
     p.add_argument("--out", type=Path, metavar="FILE", help="report file (default: ./debate-<session id>.md)")
     p.add_argument("--resume", metavar="RUN", help="continue the interrupted debate RUN (its session id)")
     p.add_argument("--max-rounds", type=int, choices=range(1, 6), metavar="N", help="1..5 (default 5)")
@@ -46,6 +46,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _run(args: argparse.Namespace) -> int:
     if bool(args.question) == bool(args.resume):
         raise CliError("give a question to debate, or --resume RUN (not both)", exit_code=2)
+    if args.question:
+        args.question = text_argument(args.question, "question")
     rtws = workspace()
     # imported here: registers the debate members before the engine loads the team, and keeps
     # `dominds --help` from loading the workflow

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dominds.cli.common import CliError
+from dominds.cli.common import CliError, text_argument
 from dominds.rtws import Rtws, find_rtws, is_rtws
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     client.add_argument("--path", default="/plan-solve/ws", help="websocket path (default: /plan-solve/ws)")
     client.add_argument("--url", help="full websocket URL (overrides --host/--port/--path)")
     client.add_argument("--token", help="the daemon's token when the service is mounted in `dominds serve`")
-    client.add_argument("--question", help="what to ask (default: the example's question)")
+    client.add_argument("--question", help="what to ask; `-` reads it from stdin (default: the example's question)")
     client.add_argument(
         "--cancel-after", type=float, metavar="SECONDS", help="send user.cancel after N seconds"
     )
@@ -79,7 +79,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_service_options(data2ppt, confirm_timeout=600.0)
     data2ppt.add_argument(
         "--question",
-        help="what the presentation should answer (default: the demo question, the only one the offline example answers)",
+        help="what the presentation should answer; `-` reads it from stdin (default: the demo question, the only one the "
+        "offline example answers)",
     )
     data2ppt.add_argument(
         "--json", action="store_true", help="print the event envelopes instead of one line each"
@@ -231,6 +232,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _example_data2ppt(args: argparse.Namespace) -> int:
+    if args.question:
+        args.question = text_argument(args.question, "question")
     if args.serve:
         return _run_service(args, confirm_plan=True)
     from dominds.cli.client import find_daemon
@@ -286,6 +289,8 @@ def _client(args: argparse.Namespace) -> int:
     from dominds.workflows.plan_solve.client import ClientOptions, load_tasks_file, run_client
     from dominds.workflows.plan_solve.example.workspace import DEFAULT_QUESTION
 
+    if args.question:
+        args.question = text_argument(args.question, "question")
     try:
         tasks = load_tasks_file(args.confirm_plan_tasks_file) if args.confirm_plan_tasks_file else None
     except ValueError as exc:

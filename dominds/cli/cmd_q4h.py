@@ -8,9 +8,9 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from dominds.cli.common import command_name, workspace
+from dominds.cli.common import command_name, text_argument, workspace
 from dominds.cli.drive_here import drive_in_process
-from dominds.cli.follow import Plan, message_text, new_msg_id
+from dominds.cli.follow import Plan, new_msg_id
 from dominds.cli.follow_daemon import follow_via_daemon
 from dominds.cli.keys import require_key_here
 
@@ -102,7 +102,7 @@ def _answer(args: argparse.Namespace) -> int:
     from dominds.cli.resolve import resolve_question_id
 
     rtws = workspace()
-    text = message_text(args.text)
+    text = text_argument(args.text)
     msg_id = new_msg_id()
     daemon = find_daemon(rtws)
     if daemon is None:

@@ -6,9 +6,9 @@ import argparse
 import asyncio
 from typing import TYPE_CHECKING
 
-from dominds.cli.common import workspace
+from dominds.cli.common import text_argument, workspace
 from dominds.cli.drive_here import drive_in_process
-from dominds.cli.follow import Plan, message_sender, message_text, new_msg_id
+from dominds.cli.follow import Plan, message_sender, new_msg_id
 from dominds.cli.follow_daemon import follow_via_daemon
 from dominds.cli.keys import require_key_here
 from dominds.cli.resolve import TASKDOC_HELP, chosen_taskdoc
@@ -49,7 +49,7 @@ def _run(args: argparse.Namespace) -> int:
     from dominds.cli.render import at
 
     rtws = workspace()
-    text = message_text(args.message)
+    text = text_argument(args.message)
     taskdoc = chosen_taskdoc(rtws, args.taskdoc, quiet=args.json)
     daemon = find_daemon(rtws)
     if daemon is None:

@@ -20,7 +20,8 @@ from typing import Any
 from dominds.cli.common import command_name, workspace
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store.derived import Derived
-from dominds.store.index import DialogIndex, Entry, Tree
+from dominds.store.index import DialogIndex
+from dominds.store.index_entries import Entry, Tree
 
 Node = dict[str, Any]
 

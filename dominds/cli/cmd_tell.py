@@ -12,9 +12,9 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from dominds.cli.common import command_name, workspace
+from dominds.cli.common import command_name, text_argument, workspace
 from dominds.cli.drive_here import drive_in_process
-from dominds.cli.follow import Plan, message_sender, message_text, new_msg_id
+from dominds.cli.follow import Plan, message_sender, new_msg_id
 from dominds.cli.follow_daemon import follow_via_daemon
 from dominds.cli.keys import require_key_here
 from dominds.cli.resolve import TASKDOC_HELP, chosen_taskdoc
@@ -77,7 +77,7 @@ def _tell(args: argparse.Namespace) -> int:
 
     rtws = workspace()
     self_id = resolve_dialog_id(rtws, args.dialog)
-    text = message_text(args.message)
+    text = text_argument(args.message)
     _status, root_id = locate_dialog(rtws, self_id)
     if args.follow and find_daemon(rtws) is None:
 
@@ -110,7 +110,7 @@ def _new(args: argparse.Namespace) -> int:
     from dominds.cli.offline import create_root, reach_state
 
     rtws = workspace()
-    text = message_text(args.message)
+    text = text_argument(args.message)
     taskdoc = chosen_taskdoc(rtws, args.taskdoc, quiet=args.json)
     if args.follow and find_daemon(rtws) is None:
 

@@ -15,7 +15,7 @@ import asyncio
 import json
 from typing import Any
 
-from dominds.cli.common import CliError, workspace
+from dominds.cli.common import CliError, text_argument, workspace
 from dominds.rtws import Rtws
 
 STEP_TIMEOUT = 300.0
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="solve a problem with a Tree-of-Thoughts search",
         description="Run the Tree-of-Thoughts workflow: decompose, BFS/DFS over generated and scored thoughts, synthesize.",
     )
-    p.add_argument("problem", help='the problem, e.g. "4 9 10 13" (Game of 24)')
+    p.add_argument("problem", help='the problem, e.g. "4 9 10 13" (Game of 24); `-` reads it from stdin')
     p.add_argument("--task-type", choices=("math_reasoning", "creative_writing", "planning", "debugging", "architecture_design"))
     p.add_argument("--strategy", choices=("BFS", "DFS"), type=str.upper)
     p.add_argument("--depth", type=int, metavar="N", help="maximum depth (default: the decomposer's estimate)")
@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
+    args.problem = text_argument(args.problem, "problem")
     from dominds.workflows.tot.orchestrator import TotRequest
     from dominds.workflows.tot.settings import SearchOverrides
 

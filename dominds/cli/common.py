@@ -34,6 +34,15 @@ def workspace(must_exist: bool = True) -> Rtws:
         raise CliError(f"{exc}; {not_found_steps()}") from exc
 
 
+def text_argument(value: str, what: str = "message") -> str:
+    """A text given on the command line, or read from standard input when it is ``-`` (so a long
+    message, problem or question can come from a file: ``… - < FILE``); refused when empty."""
+    text = sys.stdin.read() if value == "-" else value
+    if not text.strip():
+        raise CliError(f"the {what} is empty", exit_code=2 if value != "-" else 1)
+    return text
+
+
 def not_found_steps() -> str:
     """What to do when no workspace was found: make one, point at one, or the demo's."""
     steps = f"`{program()} init` creates one here, -C DIR names another"

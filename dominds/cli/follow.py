@@ -21,8 +21,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dominds.cli.common import CliError
-
 if TYPE_CHECKING:
     from dominds.cli.client import DaemonClient
     from dominds.cli.render import EventRenderer, JsonLinesSink
@@ -47,13 +45,6 @@ def event_sink(json_mode: bool, plan: Plan) -> EventRenderer | JsonLinesSink:
         return JsonLinesSink(sys.stdout)
     writer = TranscriptWriter(sys.stdout, Style.for_stream(sys.stdout))
     return EventRenderer(writer, followed=plan.followed, root_id=plan.root_id, agents=plan.agents)
-
-
-def message_text(value: str) -> str:
-    text = sys.stdin.read() if value == "-" else value
-    if not text.strip():
-        raise CliError("the message is empty")
-    return text
 
 
 def new_msg_id() -> str:

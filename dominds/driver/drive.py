@@ -38,7 +38,7 @@ async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
             start_new_course(engine, dialog, reason="context_overflow", carried=_message_being_answered(dialog))
             continue
         if dialog.pending_new_course:
-            start_new_course(engine, dialog, reason="clear_mind")
+            start_new_course(engine, dialog, reason=dialog.new_course_reason)
         if outcome.stopped or outcome.error:
             break
         if not outcome.had_output:
@@ -155,6 +155,7 @@ def start_new_course(engine: EngineServices, dialog: Dialog, *, reason: str, car
     ``reason`` ``context_overflow``: the runtime's own new course after the provider refused the course as
     too long; its prompt says so and carries ``carried`` (the prompt the failed generation answered)."""
     dialog.pending_new_course = False
+    dialog.new_course_reason = "clear_mind"
     questions.clear_all(engine, dialog)
     number = dialog.latest.current_course + 1
     dialog.start_course(number, reason)
@@ -164,7 +165,7 @@ def start_new_course(engine: EngineServices, dialog: Dialog, *, reason: str, car
         assignment = texts.assignment_text(dialog.agent_id, a.origin_member_id, a.tellask_head, a.tellask_body)
     prompt = QueuedPrompt(
         msg_id=f"course-{number}-{short_token(3)}",
-        content=texts.new_course_prompt(number, assignment, overflow=reason == "context_overflow", carried=carried),
+        content=texts.new_course_prompt(number, assignment, reason=reason, carried=carried),
         grammar="markdown",
         origin="new_course",
         queued_at=now_iso(),

@@ -37,6 +37,7 @@ class ContextHealth:
         if streak >= CRITICAL_COUNTDOWN:
             # The runtime starts a new course itself rather than let the dialog hit the hard limit.
             dialog.pending_new_course = True
+            dialog.new_course_reason = "context_health"
             self._critical_streak[dialog.self_id] = 0
         return {
             "kind": "available",

@@ -16,9 +16,12 @@ import contextlib
 import os
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from dominds.problems import Problem, make_problem
 from dominds.rtws import Rtws
+
+if TYPE_CHECKING:  # `dominds status` prices with the path of a copy: it need not load problems and YAML
+    from dominds.problems import Problem
 
 CONFIG_FALLBACK = "config_fallback"
 """Kind of the problem that says a file's last good version is in use (or that there is none)."""
@@ -78,6 +81,8 @@ class LastGood:
             message = (
                 f"{name} has errors: the last good version (saved {saved_at}) stays in use until they are fixed"
             )
+        from dominds.problems import make_problem
+
         return make_problem(CONFIG_FALLBACK, source, None, message)
 
 

@@ -41,7 +41,7 @@ from dominds.store.course_records import (
 from dominds.store.dialog_facts import Facts
 from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError
-from dominds.store.index import Entry
+from dominds.store.index_entries import Entry
 from dominds.store.records import RunState
 from dominds.tellask import parse_segments
 from dominds.tellask_events import TellaskCall
@@ -59,11 +59,14 @@ def recover(engine: EngineServices) -> None:
     Which trees need a look comes from the dialog index (``store/index.py``: facts checked against the
     files, so a big idle workspace starts without reading every ``latest.yaml``). Trees recovery loaded
     and that have nothing to drive are unloaded again (memory does not grow with dialogs at rest) and
-    noted as settled: while their files stay exactly so, the next start does not load them either (a
-    tree waiting for a person or a teammate is such a tree)."""
+    noted as settled, as are the trees found at rest without loading them: while their files hold the
+    same bytes, the next start neither loads them nor reads their facts (a tree waiting for a person or
+    a teammate is such a tree). The log says how many trees were loaded."""
     remove_creation_leftovers(engine.rtws.run_dir)
-    stale = 0
+    stale = looked_at = loaded = 0
+    at_rest: list[tuple[str, str, str]] = []
     for tree in engine.index.iter_trees(("run",)):
+        looked_at += 1
         entries = tree.entries
         stale += sum(_remove_stray_temps(engine, e) for e in entries)
         if tree.settled or not any(needs_attention(e.facts) for e in entries):
@@ -71,11 +74,14 @@ def recover(engine: EngineServices) -> None:
             for entry in entries:
                 for question in entry.facts.get("q4h") or () if "q4h.yaml" in entry.files else ():
                     engine.q4h_index[str(question.get("id"))] = (entry.root_id, entry.self_id)
+            if not tree.settled:  # found at rest: the next start need not even read its facts
+                at_rest.append(("run", tree.root.root_id, tree.sig))
             continue
         root_id = tree.root.root_id
         # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
         remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
         root = engine.load_root(root_id)
+        loaded += 1
         if root.load_error:
             log.error("dialog %s: %s", root_id, root.load_error)
             continue
@@ -88,8 +94,10 @@ def recover(engine: EngineServices) -> None:
             root.load_error = str(exc)
         if engine.unload_if_at_rest(root_id):  # at once: thousands of waiting trees never sit in memory together
             engine.index.settle("run", root_id)
+    engine.index.note_settled(at_rest)
     if stale:
         log.info("removed %d temp files left by interrupted writes", stale)
+    log.info("recovery: %d of %d trees in run/ loaded (the others were settled or had nothing to reconcile)", loaded, looked_at)
 
 
 def _remove_stray_temps(engine: EngineServices, entry: Entry) -> int:

@@ -55,18 +55,25 @@ def dominds_note(message: str) -> str:
     return f"[Dominds note] {message}"
 
 
-def new_course_prompt(course: int, assignment: str | None, *, overflow: bool = False, carried: str | None = None) -> str:
-    """The first prompt of a new course: after ``clear_mind``, or (``overflow``) one the runtime started
-    because the previous course no longer fit the model's context window; ``carried`` is then the message
-    the failed generation was answering."""
-    if overflow:
+def new_course_prompt(course: int, assignment: str | None, *, reason: str = "clear_mind", carried: str | None = None) -> str:
+    """The first prompt of a new course, saying why it began (``reason``): the agent's ``clear_mind``; the
+    runtime's own after context health stayed critical (``context_health``); or the runtime's own because
+    the previous course no longer fit the model's context window (``context_overflow``: ``carried`` is
+    then the message the failed generation was answering)."""
+    if reason == "context_overflow":
         text = (
             f"This is course #{course} of this dialog. The previous course grew longer than the model's context "
             "window, so the runtime started this one: your earlier messages and tool results are no longer in view "
             "(the last of them may have been too large to read whole; read less at a time)."
         )
+    elif reason == "context_health":
+        text = (
+            f"This is course #{course} of this dialog. Your context stayed past its critical level (close to the "
+            "model's context window) for several generations, so the runtime started this course before it "
+            "overflowed: your earlier messages and tool results are no longer in view."
+        )
     else:
-        text = f"This is course #{course} of this dialog: your previous messages were cleared to give you a clear mind."
+        text = f"This is course #{course} of this dialog: you called clear_mind, so your previous messages were cleared."
     text += " Your reminders and the Taskdoc are still with you; re-read them and continue the work."
     if carried:
         text += f"\n\nThe message you were answering when the context overflowed:\n\n{carried}"

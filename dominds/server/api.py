@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
-from dominds.server.listing import Listing, dialog_tree
+from dominds.server.listing import ListingInThread, dialog_tree
 from dominds.server.replay import replay_course
 from dominds.server.starting import health_payload
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
@@ -111,27 +111,16 @@ async def list_dialogs(request: web.Request) -> web.StreamResponse:
         raise ApiError(400, f"unknown status {unknown[0]!r}; expected some of {', '.join(DIALOG_STATUSES)}")
     engine = _engine(request)
     await durable()  # what it lists is on disk
-    listing = Listing(engine, wanted)
-    response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
-    await response.prepare(request)
-    chunk = bytearray(b'{"dialogs":[')
-    first = True
+    listing = ListingInThread(engine, wanted)  # off the event loop: 100,000 dialogs take seconds
     try:
-        for status, root_id, sig in listing.order:
-            text = listing.tree_json(status, root_id, sig)
-            if text is None:
-                continue
-            if not first:
-                chunk += b","
-            chunk += text
-            first = False
-            if len(chunk) > 65536:
-                await response.write(bytes(chunk))
-                chunk.clear()
+        chunk = await listing.next_chunk()  # a failure before the first piece is a plain error response
+        response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
+        await response.prepare(request)
+        while chunk is not None:
+            await response.write(chunk)
+            chunk = await listing.next_chunk()
     finally:
-        listing.close()
-    chunk += b"]}"
-    await response.write(bytes(chunk))
+        await listing.close()
     await response.write_eof()
     return response
 

@@ -2,14 +2,21 @@
 
 Built from the dialog index (``store/index.py``): facts per dialog kept in SQLite and checked against the
 files at each listing, so only dialogs that changed since are read again, and nothing per dialog stays
-in the daemon's memory between listings. Fields a listing needs come from ``store.dialog_facts.read_facts``;
+in the daemon's memory between listings. Fields a listing needs come from ``store.dialog_facts.read_dialog``;
 add new ones there (and bump ``INDEX_VERSION`` in ``store/index.py``). The cost of a tree comes from ``driver/usage.py``
 (the one owner of cost), which prices the generations the index keeps per dialog.
+
+A whole listing (``listing_chunks``) runs in a worker thread on its own index connection: checking
+100,000 dialogs against their files takes seconds, and the event loop must answer every other request
+and websocket meanwhile. From that thread it only reads the engine (which trees are loaded, and a
+loaded dialog's load error); the prices are taken on the loop before it starts.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Generator
 from typing import Any
 
 from dominds.driver import usage
@@ -17,7 +24,8 @@ from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
 from dominds.store.derived import Derived
 from dominds.store.errors import DialogNotFoundError
-from dominds.store.index import Entry
+from dominds.store.index import DialogIndex
+from dominds.store.index_entries import Entry
 
 Node = dict[str, Any]
 
@@ -25,7 +33,8 @@ Node = dict[str, Any]
 def _node(engine: Engine, entry: Entry) -> Node:
     facts = entry.facts
     error = facts.get("error")
-    loaded = engine.find_loaded(entry.self_id)
+    root = engine.roots.get(entry.root_id)  # read from the listing's thread: one lookup, no iteration
+    loaded = root.local.get(entry.self_id) if root is not None else None
     if loaded is not None and loaded.load_error and not error:
         error = loaded.load_error  # found when the daemon read it (a corrupt course, a refused write)
     node: Node = {
@@ -56,7 +65,7 @@ def _node(engine: Engine, entry: Entry) -> Node:
     return node
 
 
-def _tree(engine: Engine, root: Entry, subs: list[Entry]) -> Node:
+def _tree(engine: Engine, catalog: Any, root: Entry, subs: list[Entry]) -> Node:
     top = _node(engine, root)
     nodes = {root.self_id: top}
     for sub in subs:
@@ -66,13 +75,12 @@ def _tree(engine: Engine, root: Entry, subs: list[Entry]) -> Node:
         parent["subdialogs"].append(nodes[sub.self_id])
     top["subdialogCount"] = len(subs)
     top["q4hTotal"] = sum(n["q4hCount"] for n in nodes.values())
-    top["cost"] = tree_cost(engine, (root, *subs))
+    top["cost"] = tree_cost(catalog, (root, *subs))
     return top
 
 
-def tree_cost(engine: Engine, entries: tuple[Entry, ...]) -> dict[str, Any]:
+def tree_cost(catalog: Any, entries: tuple[Entry, ...]) -> dict[str, Any]:
     """Tokens and USD of a tree: its generations as the index keeps them, priced by ``driver/usage.py``."""
-    catalog = engine.config.get().catalog
     total = usage.Usage()
     for entry in entries:
         if entry.generations != "[]":
@@ -88,37 +96,39 @@ class Listing:
     """One listing (``GET /api/dialogs``): the order of its trees, then each tree's JSON.
 
     A tree nobody loaded keeps its JSON in the index (``store.derived.Derived``, under the tree's file
-    signatures and the prices), so a listing of 10,000 unchanged dialogs reads those texts instead of
-    decoding and pricing every dialog. A loaded tree is always built afresh (the daemon may know more
-    than its files: a load error)."""
+    signatures and digests and the prices), so a listing of 10,000 unchanged dialogs reads those texts
+    instead of decoding and pricing every dialog. A loaded tree is always built afresh (the daemon may
+    know more than its files: a load error)."""
 
-    def __init__(self, engine: Engine, statuses: tuple[str, ...] = DIALOG_STATUSES) -> None:
+    def __init__(self, engine: Engine, index: DialogIndex, catalog: Any, statuses: tuple[str, ...] = DIALOG_STATUSES) -> None:
         from dominds import __version__
 
         self.engine = engine
-        salt = f"{LISTING_VERSION}:{__version__}:{usage.pricing_fingerprint(engine.config.get().catalog)}"
-        self.kept = Derived(engine.index, "listing", salt, preload=False)
+        self.index = index
+        self.catalog = catalog
+        salt = f"{LISTING_VERSION}:{__version__}:{usage.pricing_fingerprint(catalog)}"
+        self.kept = Derived(index, "listing", salt, preload=False)
         keys = [
             (DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, tree.root.status, tree.root.root_id, tree.sig)
-            for tree in engine.index.iter_trees(statuses)
+            for tree in index.iter_trees(statuses)
         ]
         keys.sort(key=lambda k: (k[1], k[3]), reverse=True)  # a tie in activity: the newer dialog first
         keys.sort(key=lambda k: k[0])
-        self.order: list[tuple[str, str, str | None]] = [(k[2], k[3], k[4]) for k in keys]
+        self.order: list[tuple[str, str, str]] = [(k[2], k[3], k[4]) for k in keys]
         """(status, rootId, ``Tree.sig``) of every tree of ``statuses``, most recently active first
         within a status; the index was brought up to date on the way."""
 
-    def tree_json(self, status: str, root_id: str, sig: str | None) -> bytes | None:
+    def tree_json(self, status: str, root_id: str, sig: str) -> bytes | None:
         """One tree as JSON (None if it is gone since the order was taken)."""
         loaded = root_id in self.engine.roots
         if not loaded:
             text = self.kept.lookup(status, root_id, sig)
             if text is not None:
                 return text.encode()
-        tree = self.engine.index.stored_tree(status, root_id)
+        tree = self.index.stored_tree(status, root_id)
         if tree is None:
             return None
-        text = json.dumps(_tree(self.engine, tree.root, tree.subs), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(_tree(self.engine, self.catalog, tree.root, tree.subs), ensure_ascii=False, separators=(",", ":"))
         if not loaded:
             self.kept.put(tree, text)
         return text.encode()
@@ -127,9 +137,63 @@ class Listing:
         self.kept.save()
 
 
+CHUNK_BYTES = 65536
+PREFETCH = 256
+"""Trees whose kept JSON one query reads."""
+
+
+def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...]) -> Generator[bytes, None, None]:
+    """The body of ``GET /api/dialogs`` (``{"dialogs": [...]}``) in pieces of about ``CHUNK_BYTES``, on
+    an index connection of its own: run it in a worker thread (a listing of 100,000 dialogs never sits
+    in memory whole, and never holds the event loop)."""
+    index = DialogIndex(engine.rtws)
+    try:
+        listing = Listing(engine, index, catalog, statuses)
+        try:
+            chunk = bytearray(b'{"dialogs":[')
+            first = True
+            for number, (status, root_id, sig) in enumerate(listing.order):
+                if number % PREFETCH == 0:
+                    listing.kept.prefetch([(s, r) for s, r, _ in listing.order[number : number + PREFETCH]])
+                text = listing.tree_json(status, root_id, sig)
+                if text is None:
+                    continue
+                if not first:
+                    chunk += b","
+                chunk += text
+                first = False
+                if len(chunk) > CHUNK_BYTES:
+                    yield bytes(chunk)
+                    chunk.clear()
+            chunk += b"]}"
+            yield bytes(chunk)
+        finally:
+            listing.close()
+    finally:
+        index.close()
+
+
+class ListingInThread:
+    """``listing_chunks`` stepped in a worker thread, one piece per ``next_chunk``; ``close`` waits for a
+    step still running (a client that went away mid-listing) before closing it on its thread."""
+
+    def __init__(self, engine: Engine, statuses: tuple[str, ...]) -> None:
+        self.chunks = listing_chunks(engine, engine.config.get().catalog, statuses)
+        self.step: asyncio.Future[bytes | None] | None = None
+
+    async def next_chunk(self) -> bytes | None:
+        self.step = asyncio.ensure_future(asyncio.to_thread(next, self.chunks, None))
+        return await asyncio.shield(self.step)
+
+    async def close(self) -> None:
+        if self.step is not None and not self.step.done():
+            await asyncio.wait([self.step])
+        await asyncio.to_thread(self.chunks.close)
+
+
 def dialog_tree(engine: Engine, root_id: str) -> Node:
     """One root's tree; raises ``DialogNotFoundError`` for an unknown root."""
     status = engine.store.locate_root(root_id)
     for tree in engine.index.trees(root=(status, root_id)):
-        return _tree(engine, tree.root, tree.subs)
+        return _tree(engine, engine.config.get().catalog, tree.root, tree.subs)
     raise DialogNotFoundError(f"no dialog {root_id!r} in {engine.rtws.dialogs_dir}")

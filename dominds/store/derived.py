@@ -3,7 +3,8 @@ kept in the index so that an unchanged tree is not computed again (``DialogIndex
 
 from __future__ import annotations
 
-from dominds.store.index import DialogIndex, Tree
+from dominds.store.index import DialogIndex
+from dominds.store.index_entries import Tree
 
 
 class Derived:
@@ -11,10 +12,10 @@ class Derived:
     the index so an unchanged tree is not computed again.
 
     A value is found only under the key it was kept with: the tree's signature (``Tree.sig``: every file
-    of every dialog, so any change to the tree misses) and the reader's ``salt`` (whatever else the value
-    depends on: prices, the code's version). A tree that changed too recently to trust is never kept.
-    ``preload`` reads every kept value at once (a one-shot command); otherwise one tree at a time (the
-    daemon: its memory must not grow with the number of dialogs)."""
+    and digest of every dialog, so any change to the tree misses) and the reader's ``salt`` (whatever else
+    the value depends on: prices, the code's version).
+    ``preload`` reads every kept value at once (a one-shot command); otherwise a batch of trees at a
+    time (``prefetch``) or one (the daemon: its memory must not grow with the number of dialogs)."""
 
     FLUSH = 500
 
@@ -25,25 +26,27 @@ class Derived:
         self.known = index.derived(purpose) if preload else None
         self.fresh: list[tuple[str, str, str]] = []
 
+    def prefetch(self, trees: list[tuple[str, str]]) -> None:
+        """Read what is kept for these (status, rootId) trees in one query; ``lookup`` then answers from
+        it (a listing goes through its trees a batch at a time)."""
+        self.known = self.index.derived(self.purpose, [f"{status}/{root_id}" for status, root_id in trees])
+
     def get(self, tree: Tree) -> str | None:
         return self.lookup(tree.root.status, tree.root.root_id, tree.sig)
 
     def put(self, tree: Tree, value: str) -> None:
         self.keep(tree.root.status, tree.root.root_id, tree.sig, value)
 
-    def lookup(self, status: str, root_id: str, sig: str | None) -> str | None:
+    def lookup(self, status: str, root_id: str, sig: str) -> str | None:
         """The value kept for this tree as it is now (``sig``: its ``Tree.sig``), or None."""
-        if sig is None:
-            return None
         name = f"{status}/{root_id}"
-        found = (self.known if self.known is not None else self.index.derived(self.purpose, name)).get(name)
+        found = (self.known if self.known is not None else self.index.derived(self.purpose, [name])).get(name)
         return found[1] if found is not None and found[0] == f"{self.salt}:{sig}" else None
 
-    def keep(self, status: str, root_id: str, sig: str | None, value: str) -> None:
-        if sig is not None:  # a tree that changed too recently to trust is computed again next time
-            self.fresh.append((f"{status}/{root_id}", f"{self.salt}:{sig}", value))
-            if len(self.fresh) >= self.FLUSH:
-                self.save()
+    def keep(self, status: str, root_id: str, sig: str, value: str) -> None:
+        self.fresh.append((f"{status}/{root_id}", f"{self.salt}:{sig}", value))
+        if len(self.fresh) >= self.FLUSH:
+            self.save()
 
     def save(self) -> None:
         self.index.keep_derived(self.purpose, self.fresh)

@@ -1,20 +1,20 @@
 """What the dialog index knows of one dialog, read from its files: its *facts* and the *signature* of
 the files they came from (``store/index.py`` keeps both per dialog).
 
-``read_facts`` is the one place that turns a dialog directory into facts; ``signature`` is what says
-whether they are still true (the directory's mtime, and inode, size and mtime of the state files and
-the current course file); ``finish_generations`` reads the tokens of a course file's generations
+``read_dialog`` is the one place that turns a dialog directory into facts, with the digest of the bytes
+they were parsed from; ``signature`` is what says whether they are still true (the directory's mtime,
+and inode, size and mtime of every file they were read from); ``content_digest`` settles the case a
+signature cannot (a file rewritten in place within one clock tick, same size); ``finish_generations`` reads the tokens of a course file's generations
 (``driver/usage.py`` prices them).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable
-from typing import Any
-
-from dominds.store import fastyaml
+from typing import Any, NamedTuple
 
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
@@ -27,10 +27,18 @@ Facts = dict[str, Any]
 def read_state_yaml(path: str) -> Any:
     """A state file as plain data (None when missing); ``ValueError`` when it is not valid YAML."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         return None
+    return parse_state_yaml(os.path.basename(path), data)
+
+
+def parse_state_yaml(name: str, data: bytes) -> Any:
+    """A state file's bytes as plain data; ``ValueError`` when they are not valid UTF-8 YAML."""
+    from dominds.store import fastyaml  # only when a dialog is read (most refreshes read none)
+
+    text = data.decode("utf-8")
     try:
         return fastyaml.load(text)
     except fastyaml.NotFastYaml:
@@ -39,23 +47,73 @@ def read_state_yaml(path: str) -> Any:
         try:
             return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as exc:
-            raise ValueError(f"{os.path.basename(path)} is not valid YAML: {' '.join(str(exc).split())[:200]}") from exc
+            raise ValueError(f"{name} is not valid YAML: {' '.join(str(exc).split())[:200]}") from exc
+
+
+class Read(NamedTuple):
+    """One dialog as read from its files: its facts, the digest of the bytes they came from, and the
+    files a signature must watch (those bytes' files)."""
+
+    facts: Facts
+    digest: str
+    watch: list[str]
+
+
+def snapshot(directory: str) -> tuple[set[str], dict[str, bytes]]:
+    """(names of the regular files of a dialog directory, bytes of its state and course files).
+
+    Facts are parsed from these bytes and ``content_digest`` hashes the very same bytes, so a digest
+    always describes what the facts were read from. Raises ``OSError`` when the directory cannot be
+    listed. Only regular files are read (a FIFO or a device named ``latest.yaml`` would block a reader)."""
+    present = {e.name for e in os.scandir(directory) if e.is_file()}
+    data: dict[str, bytes] = {}
+    for name in sorted(present):
+        if name in STATE_FILES or _is_course(name):
+            try:
+                with open(f"{directory}/{name}", "rb") as handle:
+                    data[name] = handle.read()
+            except (FileNotFoundError, IsADirectoryError):
+                continue
+    return present, data
+
+
+def content_digest(data: dict[str, bytes]) -> str:
+    """What a dialog's state and course files hold, as one short hash (names, lengths and bytes)."""
+    hasher = hashlib.blake2b(digest_size=16)
+    for name in sorted(data):
+        hasher.update(f"{name}\0{len(data[name])}\0".encode())
+        hasher.update(data[name])
+    return hasher.hexdigest()
+
+
+def current_digest(directory: str) -> str | None:
+    """``content_digest`` of what the files hold now (None if the directory cannot be listed)."""
+    try:
+        return content_digest(snapshot(directory)[1])
+    except OSError:
+        return None
 
 
 def read_facts(directory: str) -> Facts:
+    """One dialog's facts from its files (``read_dialog`` without the digest)."""
+    return read_dialog(directory).facts
+
+
+def read_dialog(directory: str) -> Read:
     """One dialog's facts from its files; a corrupt file becomes ``error``, never an exception."""
     facts: Facts = {"selfId": os.path.basename(directory)}
     try:
-        present = {e.name for e in os.scandir(directory) if e.is_file()}
+        present, data = snapshot(directory)
     except OSError as exc:
-        return {**facts, "error": f"cannot list {directory}: {exc.strerror or exc}", "runState": {"kind": "error"}}
+        facts.update(error=f"cannot list {directory}: {exc.strerror or exc}", runState={"kind": "error"})
+        return Read(facts, "-", [])
     facts["files"] = sorted(n for n in present if n in STATE_FILES)
     strays = sorted(n for n in present if n.startswith(".") and n.endswith(".tmp"))
     if strays:  # temp files of atomic writes (a kill interrupted them, or one is being written now)
         facts["strayTemps"] = strays
     try:
-        meta = _valid(directory, "dialog.yaml") or {}
-        latest = _valid(directory, "latest.yaml") or {}
+        meta = _valid(data, "dialog.yaml") or {}
+        latest = _valid(data, "latest.yaml") or {}
         facts.update(
             agentId=meta.get("agentId"),
             title=latest.get("title") or meta.get("title"),
@@ -80,33 +138,39 @@ def read_facts(directory: str) -> Facts:
                 tellaskHead=assignment.get("tellaskHead"),
                 fbr=bool(meta.get("fbr")),
             )
-        if "q4h.yaml" in present:
-            questions = (_valid(directory, "q4h.yaml") or {}).get("questions") or []
+        if "q4h.yaml" in data:
+            questions = (_valid(data, "q4h.yaml") or {}).get("questions") or []
             facts["q4h"] = [{"id": q.get("id"), "tellaskHead": q.get("tellaskHead")} for q in questions]
-        if "subdlg.yaml" in present:
-            pending = (_valid(directory, "subdlg.yaml") or {}).get("pending") or []
+        if "subdlg.yaml" in data:
+            pending = (_valid(data, "subdlg.yaml") or {}).get("pending") or []
             facts["pendingSubdialogs"] = [
                 {k: p.get(k) for k in ("subdialogId", "agentId", "callType", "tellaskSession")} for p in pending
             ]
-        if "registry.yaml" in present:
-            registry = _valid(directory, "registry.yaml") or {}
+        if "registry.yaml" in data:
+            registry = _valid(data, "registry.yaml") or {}
             facts["registry"] = [{"key": key, "subdialogId": e.get("subdialogId")} for key, e in registry.items()]
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         facts["error"] = f"{type(exc).__name__}: {exc}"
         facts.setdefault("runState", {"kind": "error", "detail": str(exc)})
-    courses = sorted(n for n in present if n.startswith("course-") and n.endswith(".jsonl"))
-    facts["generations"] = _course_usage(directory, courses, facts)
-    return facts
+    facts["generations"] = _course_usage([n for n in data if _is_course(n)], data, facts)
+    return Read(facts, content_digest(data), sorted(data))
 
 
-def _valid(directory: str, name: str) -> Any:
+def _is_course(name: str) -> bool:
+    return name.startswith("course-") and name.endswith(".jsonl")
+
+
+def _valid(data: dict[str, bytes], name: str) -> Any:
     """A state file's data, checked against its record type as the daemon checks it when it loads it."""
     from pydantic import ValidationError
 
     from dominds.store import records
 
-    data = read_state_yaml(f"{directory}/{name}")
-    if data is None:
+    raw = data.get(name)
+    if raw is None:
+        return None
+    parsed = parse_state_yaml(name, raw)
+    if parsed is None:
         return None
     models: dict[str, type[records.Record]] = {
         "dialog.yaml": records.DialogMeta,
@@ -116,16 +180,16 @@ def _valid(directory: str, name: str) -> Any:
     }
     model = models.get(name)
     try:
-        if not isinstance(data, dict):
-            raise ValueError(f"expected a mapping, found {type(data).__name__}")
+        if not isinstance(parsed, dict):
+            raise ValueError(f"expected a mapping, found {type(parsed).__name__}")
         if model is not None:
-            model.model_validate(data)
+            model.model_validate(parsed)
         else:  # registry.yaml: a map of agentId!tellaskSession -> entry
-            for entry in data.values():
+            for entry in parsed.values():
                 records.RegistryEntry.model_validate(entry)
     except (ValidationError, ValueError, AttributeError) as exc:
         raise ValueError(f"{name} does not match its format: {' '.join(str(exc).split())[:300]}") from exc
-    return data
+    return parsed
 
 
 def finish_generations(data: bytes) -> list[list[Any]]:
@@ -157,22 +221,17 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _course_usage(directory: str, course_files: list[str], facts: Facts) -> list[list[Any]]:
+def _course_usage(course_files: list[str], data: dict[str, bytes], facts: Facts) -> list[list[Any]]:
     """Every generation of every course (``finish_generations``); a line in the middle of a course that
     is not a JSON record marks the dialog with an error (the daemon refuses such a dialog); a torn last
     line does not (it is what a crash leaves)."""
     gens: list[list[Any]] = []
-    for name in course_files:
-        try:
-            with open(os.path.join(directory, name), "rb") as handle:
-                data = handle.read()
-        except OSError:
-            continue
-        bad = _bad_course_line(data)
+    for name in sorted(course_files):
+        bad = _bad_course_line(data[name])
         if bad is not None and "error" not in facts:
             facts["error"] = f"{name}:{bad}: not a JSON record (the dialog refuses messages until it is repaired)"
             facts["runState"] = {"kind": "error", "detail": facts["error"]}
-        gens += finish_generations(data)
+        gens += finish_generations(data[name])
     return gens
 
 
@@ -197,36 +256,27 @@ def stat_key(path: str) -> str:
     return f"{st.st_ino}.{st.st_size}.{st.st_mtime_ns}"
 
 
-_ALWAYS_READ = frozenset({"dialog.yaml", "latest.yaml"})
-
-
-def signature(directory: str, course: int, files: Iterable[str]) -> tuple[str, int]:
+def signature(directory: str, watch: Iterable[str]) -> tuple[str, int]:
     """What the facts of this directory were read from: (signature, newest mtime in ns).
 
     The directory's mtime (a file created, replaced by rename, or removed), and inode, size and mtime of
-    ``dialog.yaml``, ``latest.yaml``, the current course file and the other state files that exist
-    (a file edited in place)."""
+    each file the facts were read from (``Read.watch``: a file edited in place). The hottest loop of a
+    refresh (a ``stat`` per file of every dialog): kept lean."""
+    stat = os.stat
     try:
-        newest = os.stat(directory).st_mtime_ns
+        newest = stat(directory).st_mtime_ns
     except OSError:
         return "gone", 0
-    names = ["dialog.yaml", "latest.yaml", f"course-{course:03d}.jsonl"]
-    names += [n for n in files if n not in _ALWAYS_READ]
     parts = [str(newest)]
-    for name in names:
+    prefix = directory + "/"
+    for name in watch:
         try:
-            st = os.stat(f"{directory}/{name}")
+            st = stat(prefix + name)
         except OSError:
             parts.append("-")
             continue
-        parts.append(f"{st.st_ino}.{st.st_size}.{st.st_mtime_ns}")
-        if st.st_mtime_ns > newest:
-            newest = st.st_mtime_ns
+        mtime = st.st_mtime_ns
+        parts.append(f"{st.st_ino}.{st.st_size}.{mtime}")
+        if mtime > newest:
+            newest = mtime
     return "|".join(parts), newest
-
-
-def course_of(facts: Facts) -> int:
-    try:
-        return int(facts.get("currentCourse") or 1)
-    except (TypeError, ValueError):
-        return 1

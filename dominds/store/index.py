@@ -9,123 +9,55 @@ were read from, in ``.dominds/cache/dialogs.sqlite``:
 - **a cache, never the only copy**: every fact is re-read from the files whenever they changed; delete
   the file (or let it be corrupt) and it is rebuilt from the files on the next refresh;
 - **checked against the files** on every refresh: per dialog the directory (a file created, replaced,
-  renamed or removed changes its mtime), ``dialog.yaml``, ``latest.yaml`` and the current course file
+  renamed or removed changes its mtime) and every file its facts were read from
   (inode, size, mtime) are ``stat``-ed, so hand edits, other writers and a crash between a write and the
-  index update are all seen; a dialog whose files changed within the last two seconds is read again on
-  the next refresh too (a file rewritten in place within the clock's granularity keeps its mtime);
+  index update are all seen; a dialog whose files changed within the last two seconds of its reading
+  (a file rewritten in place within the clock's granularity keeps its mtime, and may keep its size) is
+  *racy*: its files are hashed again at the next refresh and compared with the digest of the bytes its
+  facts came from, until they are old enough for the signature alone;
 - written by whoever refreshes it (the daemon, ``dominds status``): SQLite serialises them.
 
-``store/dialog_facts.py`` reads the facts and signatures; this module keeps them, and what readers
-derive from them per tree (``Derived``).
+``store/dialog_facts.py`` reads the facts, digests and signatures; ``store/index_entries.py`` is what
+this module hands out; readers keep what they derive per tree here too (``store/derived.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from dominds.ids import is_dialog_id
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.dialog_facts import Facts, course_of, read_facts, signature, stat_key
+from dominds.store.dialog_facts import current_digest, read_dialog, signature, stat_key
+from dominds.store.index_entries import LIGHT_COLUMNS, Entry, Heavy, Tree, columns, tree_key
 
-INDEX_VERSION = 7
+INDEX_VERSION = 9
 """Bump when the facts change shape: an index of another version is rebuilt."""
 RACY_SECONDS = 2.0
-"""Files changed this recently when read are read again on the next refresh (mtime granularity)."""
-
-
-# ---------------------------------------------------------------- the index
-
-
-PRIVATE_FACTS = frozenset({"selfId", "files", "generations", "conductor", "inboundTellaskBacks", "dead", "strayTemps"})
-"""Facts the index keeps for the daemon (recovery, cost) but a listing does not show as they are."""
-
-
-class Entry:
-    """One dialog as the index knows it; its facts are decoded on first use.
-
-    ``public`` (the facts a listing shows, as JSON text), ``sup``, ``last_modified``, ``q4h_count``,
-    ``run_kind`` and ``generations`` (JSON text) are kept apart so a listing can be assembled without
-    decoding the facts."""
-
-    __slots__ = (
-        "_facts", "_raw", "files", "last_modified", "public", "q4h_count", "root_id", "run_kind", "self_id", "sig",
-        "status", "sup", "generations",
-    )
-
-    def __init__(self, status: str, root_id: str, self_id: str, sig: str, facts: Facts | str, columns: tuple[Any, ...]) -> None:
-        self.status = status
-        self.root_id = root_id
-        self.self_id = self_id
-        self.sig = sig
-        """The signature of its files when this entry was checked ("racy": changed too recently to trust)."""
-        self._raw = facts if isinstance(facts, str) else None
-        self._facts = facts if isinstance(facts, dict) else None
-        files, self.public, self.sup, self.last_modified, self.q4h_count, self.run_kind, self.generations = columns
-        self.files: list[str] = files.split()
-        """The state files it has (``q4h.yaml`` and so on)."""
-
-    @property
-    def facts(self) -> Facts:
-        if self._facts is None:
-            self._facts = json.loads(self._raw or "{}")
-            self._raw = None
-        return self._facts
-
-
-def _columns(facts: Facts) -> tuple[Any, ...]:
-    """(files, public JSON, supdialogId, lastModified, questions, run state kind, generations JSON) of some facts."""
-    public = {k: v for k, v in facts.items() if k not in PRIVATE_FACTS and v is not None}
-    public.setdefault("runState", {"kind": "idle"})
-    return (
-        " ".join(facts.get("files") or ()),
-        json.dumps(public, ensure_ascii=False, separators=(",", ":")),
-        facts.get("supdialogId"),
-        facts.get("lastModified") or "",
-        len(facts.get("q4h") or ()),
-        str((public.get("runState") or {}).get("kind")),
-        json.dumps(facts.get("generations") or [], separators=(",", ":")),
-    )
-
-
-@dataclass
-class Tree:
-    """A root and its subdialogs (flat, in id order) as the index knows them."""
-
-    root: Entry
-    subs: list[Entry]
-    settled: bool
-    """Its files are exactly as they were when the daemon last left the whole tree at rest."""
-
-    @property
-    def entries(self) -> list[Entry]:
-        return [self.root, *self.subs]
-
-    @property
-    def sig(self) -> str | None:
-        """The signatures of all its dialogs together; None while any changed too recently to trust."""
-        return _tree_sig(self.entries)
-
+"""Files changed this recently when read are checked by their bytes at the next refresh (mtime granularity)."""
+ROOTS_PER_QUERY = 256
+"""Trees whose rows one query reads (a refresh of 100,000 dialogs neither runs a query per tree nor
+holds every row at once)."""
 
 _SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS dialogs (key TEXT PRIMARY KEY, status TEXT, root_id TEXT, self_id TEXT,"
-    " sig TEXT, course INTEGER, facts TEXT, files TEXT, public TEXT, sup TEXT, last_modified TEXT,"
-    " q4h_count INTEGER, run_kind TEXT, generations TEXT);"
-    "CREATE INDEX IF NOT EXISTS dialogs_tree ON dialogs (status, root_id);"
+    # what every refresh reads, small rows in tree order; the facts apart (read only when asked for)
+    "CREATE TABLE IF NOT EXISTS dialogs (status TEXT, root_id TEXT, self_id TEXT, sig TEXT, digest TEXT,"
+    " racy INTEGER, watch TEXT, files TEXT, sup TEXT, last_modified TEXT, q4h_count INTEGER, run_kind TEXT,"
+    " PRIMARY KEY (status, root_id, self_id)) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS facts (key TEXT PRIMARY KEY, sig TEXT, digest TEXT, facts TEXT, public TEXT, generations TEXT);"
     "CREATE TABLE IF NOT EXISTS trees (key TEXT PRIMARY KEY, sig TEXT, subs TEXT, settled TEXT);"
     "CREATE TABLE IF NOT EXISTS derived (purpose TEXT, tree TEXT, sig TEXT, value TEXT, PRIMARY KEY (purpose, tree));"
 )
 
 
 class DialogIndex:
-    """Facts of every dialog of a workspace, refreshed from the files on demand (see the module doc)."""
+    """Facts of every dialog of a workspace, refreshed from the files on demand (see the module doc).
+
+    One connection is used by one thread at a time (the daemon's listing opens its own index)."""
 
     def __init__(self, rtws: Rtws, *, persistent: bool = True) -> None:
         """``persistent=False``: an index in memory only (every dialog read; nothing written)."""
@@ -147,7 +79,7 @@ class DialogIndex:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=OFF")  # a cache: lost to a power cut, it is rebuilt
                 if db.execute("PRAGMA user_version").fetchone()[0] != INDEX_VERSION:
-                    db.executescript(f"DROP TABLE IF EXISTS dialogs; DROP TABLE IF EXISTS trees; DROP TABLE IF EXISTS derived; PRAGMA user_version={INDEX_VERSION};")
+                    db.executescript(f"DROP TABLE IF EXISTS dialogs; DROP TABLE IF EXISTS facts; DROP TABLE IF EXISTS trees; DROP TABLE IF EXISTS derived; PRAGMA user_version={INDEX_VERSION};")
                 db.executescript(_SCHEMA)
             except (OSError, sqlite3.Error):  # unreadable or not a database: rebuilt from the files
                 if db is not None:
@@ -181,6 +113,28 @@ class DialogIndex:
                 self._remove_file()
             return work()
 
+    def _rows(self, db: sqlite3.Connection, status: str, first: str, last: str) -> dict[str, dict[str, tuple[Any, ...]]]:
+        """The light columns of the dialogs of trees ``first``..``last`` of ``status``: rootId → selfId → row."""
+        out: dict[str, dict[str, tuple[Any, ...]]] = {}
+        query = f"SELECT {LIGHT_COLUMNS} FROM dialogs WHERE status = ? AND root_id BETWEEN ? AND ?"
+        for row in db.execute(query, (status, first, last)):
+            out.setdefault(row[0], {})[row[1]] = row[2:]
+        return out
+
+    def _load_heavy(self, entry: Entry) -> Heavy:
+        """An entry's facts, fetched when first asked for (read from the files if its row changed since)."""
+        found = self._connect().execute(
+            "SELECT facts, public, generations FROM facts WHERE key = ? AND sig = ? AND digest = ?",
+            (f"{entry.status}/{entry.root_id}/{entry.self_id}", entry.sig, entry.digest),
+        ).fetchone()
+        if found is not None:
+            return (found[0], found[1], found[2])
+        return columns(read_dialog(self._dialog_dir(entry.status, entry.root_id, entry.self_id)).facts)[1]
+
+    def _dialog_dir(self, status: str, root_id: str, self_id: str) -> str:
+        root_dir = f"{self.rtws.status_dir(status)}/{root_id}"
+        return root_dir if self_id == root_id else f"{root_dir}/subdialogs/{self_id}"
+
     # -- reading -----------------------------------------------------------------------------------
 
     def entries(self, statuses: Iterable[str] = DIALOG_STATUSES, root: tuple[str, str] | None = None) -> list[Entry]:
@@ -197,20 +151,20 @@ class DialogIndex:
         """``trees`` one at a time (a listing of 100,000 dialogs never holds them all); the index is
         brought up to date as they go."""
         wanted = tuple(statuses)
+        done: set[tuple[str, str]] = set()
         try:
-            yield from self._trees(wanted, None)
+            for tree in self._trees(wanted, None):
+                done.add((tree.root.status, tree.root.root_id))
+                yield tree
         except sqlite3.Error:
             self.close()
             if self.persistent:
                 self._remove_file()
-            yield from self._trees(wanted, None)
+            yield from (t for t in self._trees(wanted, None) if (t.root.status, t.root.root_id) not in done)
 
     def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None) -> Iterator[Tree]:
         db = self._connect()
-        now_ns = time.time_ns()
-        racy_ns = RACY_SECONDS * 1e9
-        pending: list[tuple[Any, ...]] = []
-        pending_trees: list[tuple[Any, ...]] = []
+        refresh = _Refresh(self)
         for status in (root[0],) if root else statuses:
             directory = str(self.rtws.status_dir(status))
             if root is not None:
@@ -226,85 +180,20 @@ class DialogIndex:
             else:
                 query, args = "SELECT key, sig, subs, settled FROM trees WHERE key >= ? AND key < ?", (f"{status}/", f"{status}0")
             trees_known = {key.partition("/")[2]: (sig, subs, settled) for key, sig, subs, settled in db.execute(query, args)}
-            seen_roots = set()
-            for root_id in root_ids:
-                seen_roots.add(root_id)
-                root_dir = f"{directory}/{root_id}"
-                subs_dir = f"{root_dir}/subdialogs"
-                subs_sig = stat_key(subs_dir)
-                tree_known = trees_known.get(root_id)
-                if tree_known is not None and tree_known[0] == subs_sig:
-                    sub_ids = tree_known[1].split()
-                else:
-                    try:
-                        sub_ids = sorted(e.name for e in os.scandir(subs_dir) if e.is_dir() and is_dialog_id(e.name))
-                    except OSError:
-                        sub_ids = []
-                    stored = "racy" if now_ns - _mtime_of(subs_sig) < racy_ns else subs_sig
-                    pending_trees.append((f"{status}/{root_id}", stored, " ".join(sub_ids), None))
-                    tree_known = (stored, " ".join(sub_ids), None)
-                rows = {
-                    row[0]: row[1:]
-                    for row in db.execute(
-                        "SELECT self_id, sig, course, facts, files, public, sup, last_modified, q4h_count, run_kind, generations"
-                        " FROM dialogs WHERE status = ? AND root_id = ?",
-                        (status, root_id),
-                    )
-                }
-                entries = []
-                for self_id in (root_id, *sub_ids):
-                    path = root_dir if self_id == root_id else f"{subs_dir}/{self_id}"
-                    row = rows.pop(self_id, None)
-                    if row is not None:
-                        sig, newest = signature(path, row[1], row[3].split())
-                        if sig == row[0]:
-                            entries.append(Entry(status, root_id, self_id, sig, row[2], row[3:]))
-                            continue
-                    facts = read_facts(path)
-                    course, columns = course_of(facts), _columns(facts)
-                    sig, newest = signature(path, course, facts.get("files") or ())
-                    stored = "racy" if now_ns - newest < racy_ns else sig
-                    pending.append(
-                        (f"{status}/{root_id}/{self_id}", status, root_id, self_id, stored, course,
-                         json.dumps(facts, separators=(",", ":")), *columns)
-                    )
-                    entries.append(Entry(status, root_id, self_id, stored, facts, columns))
-                for gone in rows:
-                    pending.append((f"{status}/{root_id}/{gone}", None))
-                settled = tree_known[2] is not None and tree_known[2] == _tree_sig(entries)
-                yield Tree(entries[0], entries[1:], settled)
-                if len(pending) > 500:
-                    self._write(db, pending, pending_trees)
+            for start in range(0, len(root_ids), ROOTS_PER_QUERY):
+                chunk = root_ids[start : start + ROOTS_PER_QUERY]
+                rows = self._rows(db, status, chunk[0], chunk[-1])
+                for root_id in chunk:
+                    yield refresh.tree(status, f"{directory}/{root_id}", root_id, trees_known.get(root_id), rows.get(root_id, {}))
+                    if refresh.big:
+                        refresh.write(db)
             if root is None:
-                for gone_root in set(trees_known) - seen_roots:
-                    pending_trees.append((f"{status}/{gone_root}", None, None, None))
+                for gone_root in set(trees_known) - set(root_ids):
+                    refresh.trees.append((f"{status}/{gone_root}", None, None))
                     db.execute("DELETE FROM dialogs WHERE status = ? AND root_id = ?", (status, gone_root))
+                    db.execute("DELETE FROM facts WHERE key > ? AND key < ?", (f"{status}/{gone_root}/", f"{status}/{gone_root}0"))
                     db.execute("DELETE FROM derived WHERE tree = ?", (f"{status}/{gone_root}",))
-        self._write(db, pending, pending_trees)
-
-    @staticmethod
-    def _write(db: sqlite3.Connection, dialogs: list[tuple[Any, ...]], trees: list[tuple[Any, ...]]) -> None:
-        if not dialogs and not trees:
-            return
-        db.execute("BEGIN")
-        try:
-            for row in dialogs:
-                if row[1] is None:
-                    db.execute("DELETE FROM dialogs WHERE key = ?", (row[0],))
-                else:
-                    db.execute("INSERT OR REPLACE INTO dialogs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)", row)
-            for key, sig, subs, settled in trees:
-                if sig is None:
-                    db.execute("DELETE FROM trees WHERE key = ?", (key,))
-                else:  # a new list of subdialogs: the tree is no longer known to be at rest
-                    db.execute("INSERT OR REPLACE INTO trees VALUES (?,?,?,?)", (key, sig, subs, settled))
-            db.execute("COMMIT")
-        except sqlite3.Error:
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
-            raise
-        dialogs.clear()
-        trees.clear()
+        refresh.write(db)
 
     def stored_tree(self, status: str, root_id: str) -> Tree | None:
         """One tree as the index holds it, without checking the files again (right after a refresh:
@@ -313,38 +202,32 @@ class DialogIndex:
         def work() -> Tree | None:
             db = self._connect()
             found = db.execute("SELECT subs, settled FROM trees WHERE key = ?", (f"{status}/{root_id}",)).fetchone()
-            rows = {
-                row[0]: row[1:]
-                for row in db.execute(
-                    "SELECT self_id, sig, facts, files, public, sup, last_modified, q4h_count, run_kind, generations"
-                    " FROM dialogs WHERE status = ? AND root_id = ?",
-                    (status, root_id),
-                )
-            }
+            rows = self._rows(db, status, root_id, root_id).get(root_id, {})
             if found is None or root_id not in rows:
                 return None
             entries = [
-                Entry(status, root_id, self_id, rows[self_id][0], rows[self_id][1], rows[self_id][2:])
+                Entry(status, root_id, self_id, rows[self_id], None, self._load_heavy)
                 for self_id in (root_id, *found[0].split())
                 if self_id in rows
             ]
-            return Tree(entries[0], entries[1:], found[1] is not None and found[1] == _tree_sig(entries))
+            return Tree(entries[0], entries[1:], found[1] is not None and found[1] == tree_key(entries))
 
         result: Tree | None = self._retrying(work)
         return result
 
     # -- what readers derive per tree ---------------------------------------------------------------
 
-    def derived(self, purpose: str, tree: str | None = None) -> dict[str, tuple[str, str]]:
+    def derived(self, purpose: str, trees: list[str] | None = None) -> dict[str, tuple[str, str]]:
         """What a reader kept per tree for ``purpose`` (see ``Derived``): "status/rootId" → (key, value);
-        every tree's, or only ``tree``'s."""
+        every tree's, or only those of ``trees`` (one query)."""
 
         def work() -> dict[str, tuple[str, str]]:
             db = self._connect()
-            if tree is None:
+            if trees is None:
                 rows = db.execute("SELECT tree, sig, value FROM derived WHERE purpose = ?", (purpose,))
             else:
-                rows = db.execute("SELECT tree, sig, value FROM derived WHERE purpose = ? AND tree = ?", (purpose, tree))
+                marks = ",".join("?" * len(trees))
+                rows = db.execute(f"SELECT tree, sig, value FROM derived WHERE purpose = ? AND tree IN ({marks})", (purpose, *trees))
             return {name: (sig, value) for name, sig, value in rows}
 
         found: dict[str, tuple[str, str]] = self._retrying(work)
@@ -370,26 +253,114 @@ class DialogIndex:
 
     def settle(self, status: str, root_id: str) -> bool:
         """Note that the daemon left this whole tree at rest, as its files are now: the next start need
-        not recover it while they stay exactly so. False when they changed too recently to tell."""
+        not recover it while they hold exactly these bytes. False when the tree is gone."""
 
         def work() -> bool:
             trees = list(self._trees((status,), (status, root_id)))
             if not trees:
                 return False
-            sig = _tree_sig(trees[0].entries)
-            if sig is None:
-                return False
-            self._connect().execute("UPDATE trees SET settled = ? WHERE key = ?", (sig, f"{status}/{root_id}"))
+            self._connect().execute("UPDATE trees SET settled = ? WHERE key = ?", (trees[0].sig, f"{status}/{root_id}"))
             return True
 
         return bool(self._retrying(work))
 
 
-def _tree_sig(entries: list[Entry]) -> str | None:
-    """The signatures of every dialog of a tree together (None while any of them is too recent to trust)."""
-    if any(e.sig == "racy" for e in entries):
-        return None
-    return hashlib.blake2b("\n".join(f"{e.self_id}:{e.sig}" for e in entries).encode(), digest_size=12).hexdigest()
+    def note_settled(self, trees: list[tuple[str, str, str]]) -> None:
+        """``settle`` for trees just refreshed and found at rest: (status, rootId, ``Tree.sig``) each, the
+        key taken by that refresh (a note that no longer matches the files is simply never used)."""
+        if trees:
+            self._retrying(
+                lambda: self._connect().executemany(
+                    "UPDATE trees SET settled = ? WHERE key = ?", [(sig, f"{status}/{root_id}") for status, root_id, sig in trees]
+                )
+            )
+
+
+class _Refresh:
+    """One refresh: the clock it judges "too recent" by, and the rows it has yet to write."""
+
+    def __init__(self, index: DialogIndex) -> None:
+        self.index = index
+        self.load = index._load_heavy
+        self.now_ns = time.time_ns()
+        self.racy_ns = RACY_SECONDS * 1e9
+        self.dialogs: list[tuple[Any, ...]] = []
+        self.trees: list[tuple[Any, ...]] = []
+        self.calm: list[tuple[str, str, str, str, str]] = []
+        """Racy rows whose bytes were found unchanged once old enough: the signature suffices from now on."""
+
+    @property
+    def big(self) -> bool:
+        return len(self.dialogs) + len(self.calm) > 500
+
+    def tree(self, status: str, root_dir: str, root_id: str, known: tuple[Any, ...] | None, rows: dict[str, tuple[Any, ...]]) -> Tree:
+        subs_dir = f"{root_dir}/subdialogs"
+        subs_sig = stat_key(subs_dir)
+        if known is not None and known[0] == subs_sig:
+            sub_ids = known[1].split()
+        else:
+            try:
+                sub_ids = sorted(e.name for e in os.scandir(subs_dir) if e.is_dir() and is_dialog_id(e.name))
+            except OSError:
+                sub_ids = []
+            stored = "racy" if self.now_ns - _mtime_of(subs_sig) < self.racy_ns else subs_sig
+            self.trees.append((f"{status}/{root_id}", stored, " ".join(sub_ids)))
+            known = (stored, " ".join(sub_ids), known[2] if known is not None else None)
+        entries = [
+            self.entry(status, root_id, self_id, root_dir if self_id == root_id else f"{subs_dir}/{self_id}", rows.pop(self_id, None))
+            for self_id in (root_id, *sub_ids)
+        ]
+        for gone in rows:
+            self.dialogs.append((f"{status}/{root_id}/{gone}", status, root_id, gone))
+        return Tree(entries[0], entries[1:], known[2] is not None and known[2] == tree_key(entries))
+
+    def entry(self, status: str, root_id: str, self_id: str, path: str, row: tuple[Any, ...] | None) -> Entry:
+        if row is not None:
+            sig, newest = signature(path, row[3].split())
+            if sig == row[0] and (not row[2] or current_digest(path) == row[1]):
+                if row[2] and self.now_ns - newest >= self.racy_ns:
+                    self.calm.append((status, root_id, self_id, row[0], row[1]))
+                    row = (*row[:2], 0, *row[3:])
+                return Entry(status, root_id, self_id, row, None, self.load)
+        read = read_dialog(path)
+        sig, newest = signature(path, read.watch)
+        light, heavy = columns(read.facts)
+        row = (sig, read.digest, int(self.now_ns - newest < self.racy_ns), " ".join(read.watch), *light)
+        self.dialogs.append((f"{status}/{root_id}/{self_id}", status, root_id, self_id, *row, *heavy))
+        return Entry(status, root_id, self_id, row, heavy, facts=read.facts)
+
+    def write(self, db: sqlite3.Connection) -> None:
+        if not self.dialogs and not self.trees and not self.calm:
+            return
+        db.execute("BEGIN")
+        try:
+            for row in self.dialogs:
+                if len(row) == 4:
+                    db.execute("DELETE FROM dialogs WHERE status = ? AND root_id = ? AND self_id = ?", row[1:])
+                    db.execute("DELETE FROM facts WHERE key = ?", row[:1])
+                else:
+                    db.execute("INSERT OR REPLACE INTO dialogs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row[1:13])
+                    db.execute("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", (row[0], row[4], row[5], *row[13:]))
+            db.executemany(
+                "UPDATE dialogs SET racy = 0 WHERE status = ? AND root_id = ? AND self_id = ? AND sig = ? AND digest = ?", self.calm
+            )
+            for key, sig, subs in self.trees:
+                if sig is None:
+                    db.execute("DELETE FROM trees WHERE key = ?", (key,))
+                else:  # a settled note stays: it names every dialog of the tree (``tree_key``), so it
+                    # can only match the tree it was taken of (a refresh running since must not erase it)
+                    db.execute(
+                        "INSERT INTO trees VALUES (?,?,?,NULL) ON CONFLICT(key) DO UPDATE SET sig = excluded.sig, subs = excluded.subs",
+                        (key, sig, subs),
+                    )
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise
+        self.dialogs.clear()
+        self.trees.clear()
+        self.calm.clear()
 
 
 def _mtime_of(stat_key: str) -> int:

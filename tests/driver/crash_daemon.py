@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from pathlib import Path
 
@@ -23,7 +24,10 @@ async def main() -> None:
     parser.add_argument("--answer-when-asked", help="answer each question with this text as soon as it is asked")
     parser.add_argument("--exit-when-idle", action="store_true")
     parser.add_argument("--no-resume", action="store_true")
+    parser.add_argument("--log-info", action="store_true", help="print the engine's info log on stderr (recovery's summary)")
     args = parser.parse_args()
+    if args.log_info:
+        logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     engine = Engine(Rtws(Path(args.rtws)), resume=not args.no_resume)
 
     def on_event(event: dict) -> None:  # type: ignore[type-arg]
@@ -53,7 +57,13 @@ async def main() -> None:
     if args.answer_all:
         for question in engine.q4h_state():
             engine.answer_question(question["id"], args.answer_all, msg_id=f"answer-{question['id']}")
-    await engine.wait_idle(timeout=60)
+    while True:
+        await engine.wait_idle(timeout=60)
+        # A question published as the work settled is answered by the event handler above (call_soon):
+        # idle means no question left to answer and no drive that answer started (not "idle once").
+        await asyncio.sleep(0)
+        if engine.scheduler.idle.is_set() and not (args.answer_when_asked and engine.q4h_state()):
+            break
     print("idle", flush=True)
     if args.exit_when_idle:
         await engine.close()

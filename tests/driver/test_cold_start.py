@@ -42,8 +42,8 @@ async def test_a_tree_waiting_for_a_person_is_neither_loaded_nor_rewritten_at_st
     await second.close()
     before = _mtimes(ws / ".dialogs")
     reads: list[str] = []
-    real = index_module.read_facts
-    monkeypatch.setattr(index_module, "read_facts", lambda d: reads.append(d) or real(d))
+    real = index_module.read_dialog
+    monkeypatch.setattr(index_module, "read_dialog", lambda d: reads.append(d) or real(d))
 
     third = await make_engine(RESPONSES, root=ws)
     assert third.roots == {}, "a settled tree is not loaded at all"

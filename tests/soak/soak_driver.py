@@ -3,7 +3,8 @@
 Used by tests/soak/test_soak.py (CI, N=20) and bin/soak N (longer runs). Each round starts the daemon,
 fires a random mix of API calls (new roots, messages that trigger TYPE A/B/C tellasks, Q4H, reminders
 via a tool, clear_mind, slow streams) and answers pending questions, then kills the daemon with SIGKILL
-at a random moment. After every kill the files are audited; after the last round the daemon runs to
+at a random moment, or (every other round, on average) at a random moment while the files say a dialog
+is being driven, so that kills inside a drive happen however fast the machine is. After every kill the files are audited; after the last round the daemon runs to
 rest and the end state is audited: nothing acknowledged is lost or duplicated, no tool call ran twice,
 no TYPE B key has two subdialogs, and every dialog is idle or waits on a real question.
 """
@@ -37,7 +38,8 @@ from dominds.store.course_records import (
 from dominds.store.dialog_store import DialogStore
 from dominds.store.errors import StoreError
 
-SLOW = {"chunk_chars": 6, "delay_ms": 3}
+SLOW = {"chunk_chars": 6, "delay_ms": 8}
+"""Slow enough (a reply streams for ~0.1-0.3 s) that a kill can land inside a drive on a fast machine."""
 RESPONSES: list[dict[str, Any]] = [
     {"agent": "lead", "regex": "^chat", "response": "ok " * 30, **SLOW},
     {"agent": "lead", "regex": "^delegate-c", "response": "!?@coder task C\n"},
@@ -135,11 +137,33 @@ def _busy(rtws: Rtws) -> bool:
     return False
 
 
+def _kill_after(daemon: Daemon, rtws: Rtws, delay: float, jitter: float) -> None:
+    """SIGKILL at a random moment, whatever the daemon is doing."""
+    time.sleep(delay + jitter)
+    daemon.kill()
+
+
+def _kill_while_busy(daemon: Daemon, rtws: Rtws, delay: float, jitter: float) -> None:
+    """SIGKILL inside a drive: once the files say a dialog is being driven (or after ``delay`` if none is soon).
+
+    A timer alone missed every drive on a fast machine (replies stream in a few tens of milliseconds), so
+    the soak passed without ever killing the daemon in the middle of one.
+    """
+    deadline = time.monotonic() + max(delay, 2.0)
+    time.sleep(min(delay, 0.1))
+    while time.monotonic() < deadline and daemon.proc.poll() is None and not _busy(rtws):
+        time.sleep(0.005)
+    time.sleep(jitter)
+    daemon.kill()
+
+
 def _round(rtws: Rtws, rng: random.Random, report: SoakReport, roots: list[str], *, kill: bool) -> None:
     daemon = Daemon(rtws)
-    killer: threading.Timer | None = None
+    killer: threading.Thread | None = None
     if kill:
-        killer = threading.Timer(rng.uniform(0.2, 1.2), daemon.kill)
+        delay = rng.uniform(0.2, 1.2)
+        target = _kill_while_busy if rng.random() < 0.5 else _kill_after
+        killer = threading.Thread(target=target, args=(daemon, rtws, delay, rng.uniform(0.0, 0.03)), daemon=True)
         killer.start()
     try:
         for _ in range(rng.randint(3, 10)):
@@ -186,8 +210,6 @@ def _round(rtws: Rtws, rng: random.Random, report: SoakReport, roots: list[str],
                 time.sleep(0.2)
             daemon.terminate()
     finally:
-        if killer is not None:
-            killer.cancel()
         if daemon.proc.poll() is None:
             daemon.kill()
     report.rounds += 1
@@ -260,7 +282,8 @@ def run_soak(workdir: Path, rounds: int, seed: int = 1) -> SoakReport:
         _round(rtws, rng, report, roots, kill=True)
         audit(rtws, report, final=False)
         print(f"round {index + 1}/{rounds}: {len(report.acked_messages)} messages, "
-              f"{len(report.acked_answers)} answers acknowledged, problems: {len(report.problems)}", flush=True)
+              f"{len(report.acked_answers)} answers acknowledged, {report.kills_mid_drive} kills mid-drive, "
+              f"problems: {len(report.problems)}", flush=True)
     _round(rtws, rng, report, roots, kill=False)
     audit(rtws, report, final=True)
     return report

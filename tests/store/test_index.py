@@ -5,6 +5,7 @@ and never the only copy of anything.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -22,7 +23,8 @@ from dominds.store.atomic import set_fsync
 from dominds.store.course_records import CourseStartRecord, GenFinishRecord, Usage
 from dominds.store.dialog_facts import read_facts
 from dominds.store.dialog_store import DialogStore
-from dominds.store.index import DialogIndex, Entry
+from dominds.store.index import DialogIndex
+from dominds.store.index_entries import Entry
 from dominds.store.records import CallSiteRef, DialogMeta, HumanQuestion, LatestState, Q4hFile, RunState
 
 
@@ -82,6 +84,41 @@ def test_a_hand_edit_in_place_is_seen_even_with_the_same_size_and_mtime_tick(sto
     assert facts[root_id]["runState"] == {"kind": "dead"}, "a file changed just before it was indexed is read again"
 
 
+def test_a_tree_just_written_is_settled_at_once_and_an_edit_in_the_same_tick_unsettles_it(
+    store: DialogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug (issue 21): ``settle`` refused a tree whose files had changed within the racy window (always
+    the case right after recovery), so the next start recovered it again. The note now holds the digest
+    of the bytes too: taken at once, and never fooled by an edit keeping inode, size and mtime."""
+    from dominds.store import index as index_module
+
+    rtws = store.rtws
+    root_id, _ = _tree(store)
+    assert DialogIndex(rtws).settle("run", root_id), "files written a moment ago can be settled"
+    [tree] = DialogIndex(rtws).trees(root=("run", root_id))  # a new connection, as the next start
+    assert tree.settled
+
+    monkeypatch.setattr(index_module, "RACY_SECONDS", 0)  # the window has passed: bytes checked once more
+    [tree] = DialogIndex(rtws).trees(root=("run", root_id))
+    assert tree.settled, "a racy dialog whose bytes did not change stays settled when it calms down"
+    with contextlib.closing(sqlite3.connect(DialogIndex(rtws).path)) as db:
+        assert {racy for (racy,) in db.execute("SELECT racy FROM dialogs")} == {0}, "old enough: the signature alone suffices"
+    monkeypatch.undo()
+
+    root_id, _ = _tree(store)
+    assert DialogIndex(rtws).settle("run", root_id)
+    latest = store.files("run", root_id).latest_yaml
+    before = os.stat(latest)
+    text = latest.read_text()
+    edited = text.replace('kind: "idle"', 'kind: "dead"')
+    with open(latest, "r+", encoding="utf-8") as handle:  # same inode, size and mtime: only the bytes tell
+        handle.write(edited)
+    os.utime(latest, ns=(before.st_atime_ns, before.st_mtime_ns))
+    [tree] = DialogIndex(rtws).trees(root=("run", root_id))
+    assert not tree.settled, "the note was taken of other bytes"
+    assert tree.root.facts["runState"] == {"kind": "dead"}
+
+
 def test_the_index_is_rebuilt_when_deleted_or_corrupt(store: DialogStore) -> None:
     rtws = store.rtws
     for _ in range(3):
@@ -136,11 +173,12 @@ def test_the_index_holds_nothing_the_files_do_not(store: DialogStore) -> None:
     index = DialogIndex(rtws)
     _indexed(index)
     db = sqlite3.connect(index.path)
-    rows = db.execute("SELECT status, root_id, self_id, facts FROM dialogs").fetchall()
-    assert len(rows) == 16
+    rows = db.execute("SELECT key, facts FROM facts").fetchall()
+    assert len(rows) == 16 == db.execute("SELECT count(*) FROM dialogs").fetchone()[0]
     import json
 
-    for status, root_id, self_id, facts in rows:
+    for key, facts in rows:
+        status, root_id, self_id = key.split("/")
         assert json.loads(facts) == read_facts(str(store.files(status, root_id, self_id).dir))
 
 

@@ -1,0 +1,76 @@
+"""``GET /api/dialogs`` never holds the event loop, and lists what the files say right after hand edits.
+
+Bug pinned here (issue 21): the listing checked every dialog against its files on the event loop; at
+100,000 dialogs that took 4.7 s during which no other request, websocket message or stream was served.
+It now runs in a worker thread on its own index connection. Here the listing is held inside its
+reading of a dialog (a gate in the one function that reads dialog files) while the panel's other
+requests — a health check, a new websocket, another REST call — must all be answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from server_kit import COST_RESPONSES, ServeFactory
+
+from dominds.store import index as index_module
+
+
+async def _rows(served: Any) -> dict[str, Any]:
+    response = await served.client.get("/api/dialogs", headers=served.auth())
+    assert response.status == 200, await response.text()
+    return {row["selfId"]: row for row in (await response.json())["dialogs"]}
+
+
+def _edit_in_place(latest: Path) -> None:
+    """A hand edit in place, same size and same mtime (within one clock tick): only the bytes tell."""
+    before = os.stat(latest)
+    text = latest.read_text()
+    edited = text.replace('kind: "idle"', 'kind: "dead"')
+    assert len(edited) == len(text) and edited != text
+    with open(latest, "r+", encoding="utf-8") as handle:
+        handle.write(edited)
+    os.utime(latest, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+async def test_other_requests_are_answered_while_a_listing_reads_files(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    served = await serve(COST_RESPONSES)
+    roots = []
+    for _ in range(3):
+        response = await served.client.post("/api/dialogs", json={"taskDocPath": "tasks/t.tsk"}, headers=served.auth())
+        roots.append((await response.json())["rootId"])
+    assert set(await _rows(served)) == set(roots)
+
+    _edit_in_place(served.engine.rtws.run_dir / roots[0] / "latest.yaml")
+
+    entered, release = threading.Event(), threading.Event()
+    real = index_module.read_dialog
+
+    def gated(directory: str) -> Any:
+        entered.set()
+        release.wait(10)  # without a worker thread this holds the event loop itself, and the test fails
+        return real(directory)
+
+    monkeypatch.setattr(index_module, "read_dialog", gated)
+    listing = asyncio.ensure_future(_rows(served))
+    try:
+        assert await asyncio.to_thread(entered.wait, 10), "the listing reads the edited dialog again"
+        health = await asyncio.wait_for(served.client.get("/api/health"), 5)
+        assert health.status == 200
+        sock = await asyncio.wait_for(served.ws(), 5)  # welcome and problems snapshot arrive
+        status, tree = await asyncio.wait_for(served.get(f"/api/dialogs/{roots[1]}/hierarchy"), 5)
+        assert status == 200, tree
+        assert not listing.done(), "all of that was answered while the listing was still reading"
+        await sock.close()
+    finally:
+        release.set()
+    rows = await listing
+    assert set(rows) == set(roots)
+    assert rows[roots[0]]["runState"] == {"kind": "dead"}, "the listing shows the hand edit"
+    monkeypatch.undo()
+    assert await _rows(served) == rows, "and so does the next one"
