@@ -113,10 +113,20 @@ class DialogIndex:
                 self._remove_file()
             return work()
 
-    def _rows(self, db: sqlite3.Connection, status: str, first: str, last: str) -> dict[str, dict[str, tuple[Any, ...]]]:
-        """The light columns of the dialogs of trees ``first``..``last`` of ``status``: rootId → selfId → row."""
+    def _rows(
+        self, db: sqlite3.Connection, status: str, first: str, last: str, facts: bool = False
+    ) -> dict[str, dict[str, tuple[Any, ...]]]:
+        """The light columns of the dialogs of trees ``first``..``last`` of ``status``: rootId → selfId →
+        row; with ``facts``, followed by the heavy ones (None where they were not kept for that row)."""
         out: dict[str, dict[str, tuple[Any, ...]]] = {}
-        query = f"SELECT {LIGHT_COLUMNS} FROM dialogs WHERE status = ? AND root_id BETWEEN ? AND ?"
+        if facts:
+            query = (
+                f"SELECT {', '.join('d.' + c for c in LIGHT_COLUMNS.split(', '))}, f.facts, f.public, f.generations"
+                " FROM dialogs d LEFT JOIN facts f ON f.key = d.status || '/' || d.root_id || '/' || d.self_id"
+                " AND f.sig = d.sig AND f.digest = d.digest WHERE d.status = ? AND d.root_id BETWEEN ? AND ?"
+            )
+        else:
+            query = f"SELECT {LIGHT_COLUMNS} FROM dialogs WHERE status = ? AND root_id BETWEEN ? AND ?"
         for row in db.execute(query, (status, first, last)):
             out.setdefault(row[0], {})[row[1]] = row[2:]
         return out
@@ -142,10 +152,13 @@ class DialogIndex:
         the files and re-read where they changed; each root before its subdialogs, trees in id order."""
         return [entry for tree in self.trees(statuses, root) for entry in tree.entries]
 
-    def trees(self, statuses: Iterable[str] = DIALOG_STATUSES, root: tuple[str, str] | None = None) -> list[Tree]:
-        """``entries`` grouped by tree."""
+    def trees(
+        self, statuses: Iterable[str] = DIALOG_STATUSES, root: tuple[str, str] | None = None, *, facts: bool = False
+    ) -> list[Tree]:
+        """``entries`` grouped by tree; ``facts``: every entry's facts read with it (a reader that shows
+        them all), not on first use one by one."""
         wanted = tuple(statuses)
-        return self._retrying(lambda: list(self._trees(wanted, root)))  # type: ignore[no-any-return]
+        return self._retrying(lambda: list(self._trees(wanted, root, facts)))  # type: ignore[no-any-return]
 
     def iter_trees(self, statuses: Iterable[str] = DIALOG_STATUSES) -> Iterator[Tree]:
         """``trees`` one at a time (a listing of 100,000 dialogs never holds them all); the index is
@@ -162,7 +175,7 @@ class DialogIndex:
                 self._remove_file()
             yield from (t for t in self._trees(wanted, None) if (t.root.status, t.root.root_id) not in done)
 
-    def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None) -> Iterator[Tree]:
+    def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None, facts: bool = False) -> Iterator[Tree]:
         db = self._connect()
         refresh = _Refresh(self)
         for status in (root[0],) if root else statuses:
@@ -182,7 +195,7 @@ class DialogIndex:
             trees_known = {key.partition("/")[2]: (sig, subs, settled) for key, sig, subs, settled in db.execute(query, args)}
             for start in range(0, len(root_ids), ROOTS_PER_QUERY):
                 chunk = root_ids[start : start + ROOTS_PER_QUERY]
-                rows = self._rows(db, status, chunk[0], chunk[-1])
+                rows = self._rows(db, status, chunk[0], chunk[-1], facts)
                 for root_id in chunk:
                     yield refresh.tree(status, f"{directory}/{root_id}", root_id, trees_known.get(root_id), rows.get(root_id, {}))
                     if refresh.big:
@@ -202,11 +215,11 @@ class DialogIndex:
         def work() -> Tree | None:
             db = self._connect()
             found = db.execute("SELECT subs, settled FROM trees WHERE key = ?", (f"{status}/{root_id}",)).fetchone()
-            rows = self._rows(db, status, root_id, root_id).get(root_id, {})
+            rows = self._rows(db, status, root_id, root_id, facts=True).get(root_id, {})
             if found is None or root_id not in rows:
                 return None
             entries = [
-                Entry(status, root_id, self_id, rows[self_id], None, self._load_heavy)
+                Entry(status, root_id, self_id, rows[self_id][:9], _heavy(rows[self_id]), self._load_heavy)
                 for self_id in (root_id, *found[0].split())
                 if self_id in rows
             ]
@@ -321,7 +334,7 @@ class _Refresh:
                 if row[2] and self.now_ns - newest >= self.racy_ns:
                     self.calm.append((status, root_id, self_id, row[0], row[1]))
                     row = (*row[:2], 0, *row[3:])
-                return Entry(status, root_id, self_id, row, None, self.load)
+                return Entry(status, root_id, self_id, row[:9], _heavy(row), self.load)
         read = read_dialog(path)
         sig, newest = signature(path, read.watch)
         light, heavy = columns(read.facts)
@@ -361,6 +374,11 @@ class _Refresh:
         self.dialogs.clear()
         self.trees.clear()
         self.calm.clear()
+
+
+def _heavy(row: tuple[Any, ...]) -> Heavy | None:
+    """The heavy columns that follow a row's light ones, if they were read and kept."""
+    return (row[9], row[10], row[11]) if len(row) > 9 and row[9] is not None else None
 
 
 def _mtime_of(stat_key: str) -> int:
