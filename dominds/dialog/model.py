@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dominds.ids import now_iso
+from dominds.store import commit as group_commit
 from dominds.store.course_records import (
     AgentThoughtRecord,
     AgentWordsRecord,
@@ -65,6 +66,8 @@ class Dialog:
         self.load_error: str | None = None
         self.genseq = 0
         self._run_state_unpublished = False
+        self._latest_dirty = False
+        """``latest`` changed and a deferred save (``save_latest(soon=True)``) has not written it yet."""
         self._pending_commit: asyncio.Future[None] | None = None
         self.notices: list[str] = []
         """Problems found and repaired on load (for example a rebuilt registry), shown with the dialog."""
@@ -184,12 +187,31 @@ class Dialog:
     def publish(self, event: dict[str, Any]) -> dict[str, Any]:
         return self._publish(self.key, event)
 
-    def save_latest(self) -> None:
-        """Persist ``latest.yaml``; a run-state change made since the last save is published after it."""
-        self.files.write_latest(self.latest)
+    def save_latest(self, *, soon: bool = False) -> None:
+        """Persist ``latest.yaml``; a run-state change made since the last save is published after it.
+
+        ``soon``: with the current group commit rather than now (``store/commit.defer``), for a state
+        that the drive saves again before long: a turn of a fast provider then writes the file once.
+        Only where recovery reads the same from the course: the generation's start (its prompt is
+        recorded there, an open generation is closed as interrupted)."""
+        if soon:
+            self._latest_dirty = True
+            group_commit.defer(self, self._flush_latest)
+        else:
+            self._latest_dirty = False
+            self.files.write_latest(self.latest)
         if self._run_state_unpublished:
             self._run_state_unpublished = False
             self.publish({"type": "dlg_run_state_evt", "runState": self.latest.run_state.to_disk()})
+
+    def _flush_latest(self) -> None:
+        if self._latest_dirty:
+            self._latest_dirty = False
+            try:
+                self.files.write_latest(self.latest)
+            except BaseException:
+                self._latest_dirty = True
+                raise
 
     def set_run_state(self, state: RunState, *, save: bool = True) -> None:
         """Change the run state; with ``save=False`` it is persisted (then published) by the next save."""
@@ -213,12 +235,13 @@ class Dialog:
         self.files.write_subdlg(SubdlgFile(pending=list(self.pending), updated_at=now_iso()))
 
     async def commit_pending(self) -> None:
-        """Persist the pending index once for every dispatch made in the same event-loop turn.
+        """Persist the pending index once for every change made to it in the same event-loop turn.
 
         Many tellasks of one message run concurrently; each appends its entry (under the suspension
         lock) and awaits this. The first waiter yields once so its siblings can append, then writes
         the file for all of them: one write instead of one per call, and every caller returns only
-        after its entry is on disk (the commit point of its dispatch).
+        after its entry is on disk (the commit point of its dispatch). Answers arriving together
+        (``supply_response``) remove their entries the same way.
         """
         if self._pending_commit is not None:
             await asyncio.shield(self._pending_commit)

@@ -74,10 +74,11 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         if prompt.origin == "tellask_back":
             dialog.start_serving(prompt.msg_id)
     # One write: generating, the consumed prompt, the obligation it opens, the consumed revival and the
-    # run state together.
+    # run state together; made with the group commit (the drive saves again at its end: a fast turn writes
+    # the file once), except for an ask-back being served (what it waits for is known only here).
     dialog.latest.generating = True
     dialog.latest.needs_drive = False  # this generation sees everything recorded so far
-    dialog.save_latest()
+    dialog.save_latest(soon=prompt is None or prompt.origin != "tellask_back")
     dialog.publish({"type": "generating_start_evt", **gen})
     if prompt is not None:
         _publish_prompt(dialog, prompt, genseq)

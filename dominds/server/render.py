@@ -63,8 +63,27 @@ def _allowed() -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(nh3.ALLOWED_TAGS - {"img", "map", "area"}), frozenset(c for c in STANDARD_TYPES.values() if c)
 
 
+MEMO_MAX_CHARS = 2_000
+"""Texts up to this size are rendered once for their next few uses (see ``render_markdown``)."""
+
+
 def render_markdown(text: str) -> str:
-    """Sanitised HTML of one markdown text."""
+    """Sanitised HTML of one markdown text.
+
+    A short text is often rendered twice within moments: a subdialog's last saying is also the response
+    its caller receives (``saying_finish_evt``, then ``teammate_response_evt``), and a fan-out's answers
+    are alike. A small memo keeps the last few short texts (bounded in count and size)."""
+    if len(text) <= MEMO_MAX_CHARS:
+        return _render_memo(text)
+    return _render(text)
+
+
+@lru_cache(maxsize=128)
+def _render_memo(text: str) -> str:
+    return _render(text)
+
+
+def _render(text: str) -> str:
     import nh3
 
     html = _renderer().render(text)

@@ -51,12 +51,14 @@ def fsync_dir(directory: Path) -> None:
 def renamed_into_place(directory: Path) -> None:
     """A directory written under a staging name and renamed into place: make the rename durable.
 
-    Without a group its files were already fsynced as they were written, and the parent is fsynced now.
-    Within a group they were not: its files, the directory and its parent join the group."""
+    Without a group its files were already fsynced as they were written; the directory (its entries:
+    ``write_fresh`` made no directory fsync) and its parent are fsynced now. Within a group they were
+    not: its files, the directory and its parent join the group."""
     if not _FSYNC:
         return
     group = commit.current()
     if group is None:
+        fsync_dir(directory)
         fsync_dir(directory.parent)
         return
     for entry in os.scandir(directory):
@@ -103,6 +105,28 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
             group.note(str(path), str(directory))  # data first, then the directory: see commit.py
         else:
             fsync_dir(directory)
+    except OSError as exc:
+        raise WriteFailedError(path, _describe(exc)) from exc
+
+
+def write_fresh(path: Path, data: bytes | str) -> None:
+    """Write a new file in a directory no reader sees yet (a dialog's staging directory, renamed into
+    place afterwards by ``renamed_into_place``): no temp file and no rename, the directory's rename is
+    the atomic step. Raises ``WriteFailedError`` when the disk refuses or the file already exists."""
+    durable_step("create", path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if _FSYNC and _group() is None:
+                os.fsync(fd)  # within a group, renamed_into_place notes every file of the directory
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise WriteFailedError(path, _describe(exc)) from exc
 

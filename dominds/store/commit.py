@@ -8,9 +8,11 @@ event loop (the engine enables one while it runs):
   process and every reader see the same files as before, a failed write still raises at its call site,
   and a ``kill -9`` leaves exactly the prefix of writes it left before (the crash-point harness counts
   the same steps);
-- its fsyncs are deferred: the file and its directory are noted, and at the next turn of the loop the
-  group is committed: every noted file, then every noted directory, each fsynced once, in parallel
-  threads (concurrent fsyncs share the filesystem's journal commits);
+- its fsyncs are deferred: the file and its directory are noted, and once the loop has no other work
+  ready (at most ``MAX_COMMIT_DELAY`` later) the group is committed: every noted file, then every
+  noted directory, each fsynced once, in parallel threads (concurrent fsyncs share the filesystem's
+  journal commits);
+- a state write asked for with ``defer`` is made once, when its group commits, before the fsyncs;
 - nothing is acknowledged or published before its fsync: ``after_durable`` runs a callback (deliver an
   event, send a reply) only once every write issued before it is durable, in the order callbacks were
   given; ``durable()`` waits for that (API responses, tool calls, shutdown).
@@ -48,6 +50,8 @@ INLINE_FSYNCS = 3
 """Groups with at most this many files (or directories) fsync them one after the other, on the loop."""
 RETRY_SECONDS = 1.0
 """Pause before an fsync that failed is tried again (held replies and events wait meanwhile)."""
+MAX_COMMIT_DELAY = 0.004
+"""How long a group may wait for the loop's ready work before it is committed anyway (seconds)."""
 
 _GROUP_COMMIT = os.environ.get("DOMINDS_GROUP_COMMIT", "1") not in ("0", "false", "no")
 _committers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, GroupCommit] = weakref.WeakKeyDictionary()
@@ -67,9 +71,13 @@ class GroupCommit:
         """Groups committed (each one fsync round)."""
         self._files: set[str] = set()
         self._dirs: set[str] = set()
+        self._deferred: dict[object, Callable[[], None]] = {}
+        """State writes to make just before the group's fsyncs, one per key (``defer``)."""
         self._gated: deque[tuple[int, Callable[[], None]]] = deque()
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._scheduled = False
+        self._opened: float | None = None
+        """Loop time at which the pending group first deferred its commit for ready work."""
         self._executor: ThreadPoolExecutor | None = None
         self.problem: str | None = None
         """Why the last fsync failed (cleared when a later one succeeds)."""
@@ -82,6 +90,19 @@ class GroupCommit:
             self._files.add(file)
         if directory is not None:
             self._dirs.add(directory)
+        if not self._scheduled:
+            self._scheduled = True
+            self.loop.call_soon(self._commit)
+
+    def defer(self, key: object, write: Callable[[], None]) -> None:
+        """Run ``write`` when this group commits, before its fsyncs (once per ``key`` however often asked).
+
+        For a state file rewritten several times in a row (a dialog's ``latest.yaml`` at a generation's
+        start, then at its end): the write that would be superseded within the group is never made.
+        It counts as issued at once, so every reply or event given after this call waits for it."""
+        if key not in self._deferred:
+            self._deferred[key] = write
+            self.issued += 1
         if not self._scheduled:
             self._scheduled = True
             self.loop.call_soon(self._commit)
@@ -116,9 +137,15 @@ class GroupCommit:
         Runs on the loop and blocks it for the length of one fsync round, on purpose: while it runs no
         write can happen, so a directory fsync never makes durable a rename or an unlink issued after
         the group was taken whose data (or whose predecessors' data) is not durable yet."""
-        self._scheduled = False
         if self.durable >= self.issued:
+            self._scheduled = False
             return
+        if self._more_work_ready():
+            self.loop.call_soon(self._commit)  # let it join this group: one fsync round for all of it
+            return
+        self._scheduled = False
+        self._opened = None
+        self._run_deferred()
         target = self.issued
         files, self._files = self._files, set()
         dirs, self._dirs = self._dirs, set()
@@ -138,6 +165,30 @@ class GroupCommit:
         self.commits += 1
         self.durable = target
         self._release()
+
+    def _run_deferred(self) -> None:
+        while self._deferred:
+            key = next(iter(self._deferred))
+            write = self._deferred.pop(key)
+            try:
+                write()  # its own writes are noted into this group
+            except Exception:  # the owner keeps its state dirty; its next write (or a restart) redoes it
+                log.exception("a deferred state write failed")
+
+    def _more_work_ready(self) -> bool:
+        """Whether callbacks are ready to run on the loop and the group may still wait for them.
+
+        A turn's steps (message accepted, generation started, reply recorded, run state settled) run
+        in successive loop iterations without the loop ever waiting; committing after each would pay
+        one fsync round per step. Deferring while work is ready lets them share one, bounded by
+        ``MAX_COMMIT_DELAY`` so a busy loop still commits (and publishes) steadily."""
+        ready = getattr(self.loop, "_ready", None)  # asyncio's run queue; absent on other loops: commit now
+        if not ready:
+            return False
+        now = self.loop.time()
+        if self._opened is None:
+            self._opened = now
+        return now - self._opened < MAX_COMMIT_DELAY
 
     def _fsync_all(self, paths: set[str], *, directories: bool) -> None:
         if len(paths) <= INLINE_FSYNCS:  # a few: waking threads would cost more than it saves
@@ -235,6 +286,15 @@ def after_durable(callback: Callable[[], None]) -> None:
         callback()
     else:
         committer.after_durable(callback)
+
+
+def defer(key: object, write: Callable[[], None]) -> None:
+    """Run ``write`` with the current group's commit (at once without a committer)."""
+    committer = current()
+    if committer is None:
+        write()
+    else:
+        committer.defer(key, write)
 
 
 async def durable() -> None:

@@ -124,10 +124,10 @@ class DialogFiles:
             latest.status = self.lifecycle_status  # a move between status directories is the truth
         return latest
 
-    def write_latest(self, latest: LatestState) -> None:
+    def write_latest(self, latest: LatestState, *, fresh: bool = False) -> None:
         latest.last_modified = now_iso()
         latest.status = self.lifecycle_status
-        save_model(self.latest_yaml, latest)
+        save_model(self.latest_yaml, latest, fresh=fresh)
 
     def read_reminders(self) -> RemindersFile:
         return load_model(self.reminders_json, RemindersFile) or RemindersFile(updated_at=now_iso())
@@ -216,8 +216,8 @@ def create_dialog_dir(files: DialogFiles, meta: DialogMeta, latest: LatestState,
     except OSError as exc:
         raise WriteFailedError(staging, exc.strerror or str(exc)) from exc
     staged = DialogFiles(staging)
-    staged.write_meta(meta)
-    staged.write_latest(latest)
+    save_model(staged.dialog_yaml, meta, fresh=True)  # no temp file + rename: the directory's rename is atomic
+    staged.write_latest(latest, fresh=True)
     staged.append(latest.current_course, first)
     durable_step("rename", final)
     try:

@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from dominds.store import fastyaml
-from dominds.store.atomic import append_line, write_atomic
+from dominds.store.atomic import append_line, write_atomic, write_fresh
 from dominds.store.course_records import COURSE_RECORD_ADAPTER, CourseRecord
 from dominds.store.errors import CorruptFileError, UnreadableFileError
 from dominds.textcheck import scrub
@@ -81,16 +81,18 @@ def validate(path: Path, model: type[M], raw: dict[str, Any]) -> M:
         raise CorruptFileError(path, f"does not match {model.__name__}: {problems}") from exc
 
 
-def save_model(path: Path, record: BaseModel, header: str = "") -> None:
+def save_model(path: Path, record: BaseModel, header: str = "", *, fresh: bool = False) -> None:
+    """Persist a typed record; ``fresh``: a new file in a staging directory (``atomic.write_fresh``)."""
     data = record.model_dump(mode="json", by_alias=True, exclude_none=True)
-    save_raw(path, data, header)
+    save_raw(path, data, header, fresh=fresh)
 
 
-def save_raw(path: Path, data: Any, header: str = "") -> None:
+def save_raw(path: Path, data: Any, header: str = "", *, fresh: bool = False) -> None:
     if path.suffix == ".json":
-        write_atomic(path, json.dumps(data, ensure_ascii=False, indent=1) + "\n")
+        text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
     else:
-        write_atomic(path, yaml_dump(data, header))
+        text = yaml_dump(data, header)
+    (write_fresh if fresh else write_atomic)(path, text)
 
 
 # ---------------------------------------------------------------- JSONL

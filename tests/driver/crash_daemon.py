@@ -57,7 +57,13 @@ async def main() -> None:
     if args.answer_all:
         for question in engine.q4h_state():
             engine.answer_question(question["id"], args.answer_all, msg_id=f"answer-{question['id']}")
-    await engine.wait_idle(timeout=60)
+    while True:
+        await engine.wait_idle(timeout=60)
+        # A question published as the work settled is answered by the event handler above (call_soon):
+        # idle means no question left to answer and no drive that answer started (not "idle once").
+        await asyncio.sleep(0)
+        if engine.scheduler.idle.is_set() and not (args.answer_when_asked and engine.q4h_state()):
+            break
     print("idle", flush=True)
     if args.exit_when_idle:
         await engine.close()

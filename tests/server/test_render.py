@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dominds.server.render import markdown_runs, render_markdown, render_saying
 
 
@@ -56,3 +58,21 @@ def test_saying_runs_match_the_live_markdown_runs_around_tellask_blocks() -> Non
     assert markdown_runs(saying) == ["Before **one**.\n", "After *two*.\n"]
     assert render_saying(saying) == ["<p>Before <strong>one</strong>.</p>\n", "<p>After <em>two</em>.</p>\n"]
     assert render_saying("!?@human only a call\n") == []
+
+
+def test_a_short_text_rendered_again_soon_is_rendered_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21: a subdialog's last saying and the response its caller receives are the same text, and a
+    fan-out's answers are alike; each was rendered again (markdown-it and nh3, ~0.2 ms apiece)."""
+    from dominds.server import render
+
+    calls: list[str] = []
+    real = render._render
+    monkeypatch.setattr(render, "_render", lambda text: calls.append(text) or real(text))
+    render._render_memo.cache_clear()
+    short = "Part **one** done."
+    assert render.render_markdown(short) == render.render_markdown(short) == real(short)
+    assert calls == [short]
+    long = "word " * (render.MEMO_MAX_CHARS // 4)
+    render.render_markdown(long)
+    render.render_markdown(long)
+    assert calls.count(long) == 2, "a long text is not kept"

@@ -123,3 +123,71 @@ def test_a_thread_without_an_event_loop_writes_synchronously(tmp_path: Path, mon
     assert commit.current() is None
     write_atomic(tmp_path / "t.yaml", "a: 1\n")
     assert len(log.calls) == 2
+
+
+async def test_steps_that_follow_each_other_without_waiting_share_one_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: a turn's steps (message accepted, generation started, reply recorded, run state settled) run in
+    successive loop turns without the loop ever waiting, and each paid a group of fsyncs of its own (four
+    rounds per turn). A group now waits while the loop has ready work, up to ``MAX_COMMIT_DELAY``."""
+    log = FsyncLog(monkeypatch)
+    monkeypatch.setattr(commit, "MAX_COMMIT_DELAY", 60.0)  # a loaded machine must not split the group
+    group = commit.enable()
+    assert group is not None
+    try:
+
+        async def step(index: int) -> None:
+            for _ in range(index):
+                await asyncio.sleep(0)  # each step a loop turn after the previous one
+            write_atomic(tmp_path / "latest.yaml", f"v: {index}\n")
+            append_line(tmp_path / "course-001.jsonl", f'{{"n": {index}}}')
+
+        await asyncio.gather(*(step(i) for i in range(6)))
+        await commit.durable()
+        assert group.commits == 1, "six steps in a row, one group"
+        assert sorted(log.files()) == sorted([str(tmp_path / "latest.yaml"), str(tmp_path / "course-001.jsonl")])
+
+        log.calls.clear()
+        write_atomic(tmp_path / "latest.yaml", "v: idle\n")
+        await asyncio.sleep(0.05)  # the loop waits (a provider's network, a person): the group commits meanwhile
+        assert group.commits == 2 and log.files() == [str(tmp_path / "latest.yaml")]
+
+        monkeypatch.setattr(commit, "MAX_COMMIT_DELAY", 0.0)  # a loop that never runs out of work still commits
+        await asyncio.gather(*(step(i) for i in range(4)))
+        await commit.durable()
+        assert group.commits >= 5, "each step committed on its own once the delay is used up"
+    finally:
+        await commit.disable()
+
+
+async def test_a_deferred_state_write_is_made_once_before_the_groups_fsyncs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``defer``: a state file saved several times within a group is written once, when the group commits,
+    before its fsyncs; anything acknowledged after the request waits for that write to be durable."""
+    log = FsyncLog(monkeypatch)
+    group = commit.enable()
+    assert group is not None
+    writes: list[str] = []
+    released: list[list[tuple[str, bool]]] = []
+    state = {"v": 0}
+
+    def save() -> None:
+        writes.append(f"v: {state['v']}")
+        write_atomic(tmp_path / "latest.yaml", f"v: {state['v']}\n")
+
+    try:
+        for value in range(1, 4):
+            state["v"] = value
+            commit.defer("dialog-1", save)
+        commit.after_durable(lambda: released.append(list(log.calls)))
+        assert writes == [] and released == [], "nothing written or released before the group commits"
+        await commit.durable()
+        assert writes == ["v: 3"], "one write, of the state as it is when the group commits"
+        assert released and (str(tmp_path / "latest.yaml"), False) in released[0], "released after its fsync"
+        assert (tmp_path / "latest.yaml").read_text() == "v: 3\n"
+    finally:
+        await commit.disable()
+    commit.defer("dialog-1", save)  # without a committer: written at once
+    assert writes == ["v: 3", "v: 3"]

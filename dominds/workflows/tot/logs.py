@@ -32,7 +32,7 @@ Level = Literal["info", "progress", "warning", "error"]
 Clock = Callable[[], datetime]
 
 AGENTS = ("orchestrator", "decomposer", "explorer", "generator", "evaluator", "synthesizer")
-RESULT_WORDS = {"completed": "已解决", "unsolved": "未解决", "failed": "失败", "cancelled": "已取消"}
+RESULT_WORDS = {"completed": "已解决", "unsolved": "未解决", "failed": "失败", "cancelled": "已取消", "interrupted": "已中断"}
 """The timeline's ``结果`` line per task-info status."""
 TASK_INFO = "00-task-info.json"
 TIMELINE = "99-merged-timeline.log"

@@ -19,6 +19,7 @@ whatever the synthesizer claimed, and a search that kept no thought at all has n
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -60,7 +61,8 @@ class TotRequest:
 class TotOutcome:
     task_id: str
     status: str
-    """``completed`` (solved), ``unsolved``, ``failed`` or ``cancelled`` (as written to ``00-task-info.json``)."""
+    """``completed`` (solved), ``unsolved``, ``failed``, ``cancelled`` or ``interrupted`` (its process stopped)
+    (as written to ``00-task-info.json``)."""
     task_type: str
     settings: SearchSettings | None = None
     search: SearchOutcome | None = None
@@ -106,8 +108,12 @@ async def run_tot(
     run: ConductorRun | None = None,
     observer: TreeObserver | None = None,
     clock: Clock = utc_now,
+    stopping: Callable[[], bool] | None = None,
 ) -> TotOutcome:
-    """Run ToT on ``request`` with ``backend`` answering the LLM roles; logs go to ``logs_root/<task_id>``."""
+    """Run ToT on ``request`` with ``backend`` answering the LLM roles; logs go to ``logs_root/<task_id>``.
+
+    A cancellation ends the run ``cancelled``, or ``interrupted`` when ``stopping()`` says that its
+    process is stopping (the daemon's shutdown cancels the runs it drives; no user cancelled them)."""
     task_type, settings = check_request(request)
     started = to_ms(clock())  # duration_ms must equal end_time - start_time as written
     task_id = task_id or new_task_id(started)
@@ -119,6 +125,8 @@ async def run_tot(
         "start_time": iso_ms(started), "end_time": None, "duration_ms": None,
         "search_config": settings.search_config().to_dict(), "final_stats": None,
     }  # fmt: skip
+    if run is not None:  # how the panel finds the run's snapshot (tot-run.json) from its id
+        info["root_dialog_id"] = run.root_id
     logs.write_task_info(info)
     orchestrator_log = logs.agent("orchestrator")
 
@@ -166,8 +174,9 @@ async def run_tot(
         if outcome.unsolved_reason:
             orchestrator_log.log("warning", f"⚠️ 未解决: {outcome.unsolved_reason}")
     except asyncio.CancelledError:
-        outcome.status = "cancelled"
-        orchestrator_log.log("warning", "⏹️ 任务已取消")
+        interrupted = stopping is not None and stopping()
+        outcome.status = "interrupted" if interrupted else "cancelled"
+        orchestrator_log.log("warning", "⏹️ 任务已中断 (进程停止)" if interrupted else "⏹️ 任务已取消")
         raise
     except Exception as exc:  # a bug: recorded in the log folder, then raised to the caller
         orchestrator_log.log("error", f"❌ 内部错误: {type(exc).__name__}: {exc}")

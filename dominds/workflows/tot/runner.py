@@ -3,18 +3,24 @@
 ``start_tot_run`` returns at once with the run's ids; the run itself is an asyncio task. Its live
 state (``TotLiveRun``) holds the tree the explorer is growing, so ``GET /api/tot/runs/{id}`` can
 return a snapshot at any moment, and every tree event is also published on the global channel as
-``tot_tree_evt`` for clients of the main ``/ws``.
+``tot_tree_evt`` for clients of the main ``/ws``. The same snapshot is kept on disk in the root
+dialog's ``tot-run.json`` (``run_file.py``) as the run goes, so the run outlives the daemon.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dominds.driver.engine import Engine
+from dominds.ids import now_iso
+from dominds.store.errors import StoreError
+from dominds.workflows.tot import run_file
 from dominds.workflows.tot.explorer import TreeObserver
 from dominds.workflows.tot.logs import new_task_id, utc_now
 from dominds.workflows.tot.model import ThoughtTree
@@ -48,6 +54,7 @@ class TotLiveRun:
     usage: dict[str, Any] | None = None
     log_dir: Path | None = None
     task: asyncio.Task[None] | None = None
+    started_at: str = field(default_factory=now_iso)
 
     def snapshot(self) -> dict[str, Any]:
         outcome = self.outcome
@@ -75,6 +82,9 @@ class TotLiveRun:
     def summary(self) -> dict[str, Any]:
         return {"runId": self.task_id, "rootId": self.root_id, "problem": self.problem, "status": self.status}
 
+    def record(self) -> run_file.TotRunFile:
+        return run_file.TotRunFile.model_validate({**self.snapshot(), "startedAt": self.started_at})
+
     def observe(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "search_started":
             self.tree, self.settings = data["tree"], data["settings"]
@@ -84,16 +94,50 @@ class TotLiveRun:
             self.backtracks = int(data["total_backtracks"])
 
 
+class RunFileWriter:
+    """Keeps ``tot-run.json`` in step with a live run: ``now`` writes at once, ``soon`` within
+    ``run_file.MIN_INTERVAL`` seconds (one write for a burst of tree changes). A write that fails (disk
+    full) is logged and retried by the next one; it never stops the run."""
+
+    def __init__(self, live: TotLiveRun, root_dir: Callable[[], Path]) -> None:
+        self.live = live
+        self.root_dir = root_dir
+        self.last = 0.0
+        self.pending: asyncio.TimerHandle | None = None
+
+    def now(self) -> None:
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+        self.last = time.monotonic()
+        try:
+            run_file.save(self.root_dir(), self.live.record())
+        except (OSError, StoreError) as exc:
+            log.warning("ToT run %s: cannot write %s: %s", self.live.task_id, run_file.RUN_FILE, exc)
+
+    def soon(self) -> None:
+        if self.pending is not None:
+            return
+        delay = self.last + run_file.MIN_INTERVAL - time.monotonic()
+        if delay <= 0:
+            self.now()
+        else:
+            self.pending = asyncio.get_running_loop().call_later(delay, self.now)
+
+
 class TotRunRegistry:
     """The runs started by this process, by run id (= the log folder's task id)."""
 
     def __init__(self) -> None:
         self.runs: dict[str, TotLiveRun] = {}
+        self.stopping = False
+        """The daemon is shutting down: the runs it cancels end ``interrupted``, not ``cancelled``."""
 
     def get(self, run_id: str) -> TotLiveRun | None:
         return self.runs.get(run_id)
 
     async def cancel_all(self) -> None:
+        self.stopping = True
         tasks = [r.task for r in self.runs.values() if r.task is not None and not r.task.done()]
         for task in tasks:
             task.cancel()
@@ -122,10 +166,19 @@ def start_tot_run(
     goals.write_text(f"# Tree-of-Thoughts run {task_id}\n\n{request.problem}\n", encoding="utf-8")
     run = engine.start_workflow_run("tot", ORCHESTRATOR_AGENT_ID, taskdoc, f"ToT: {request.problem[:80]}")
     live = TotLiveRun(task_id, run.root_id, request.problem, symbolic, log_dir=logs_root(engine) / task_id)
+    writer = RunFileWriter(live, lambda: run.root.files.dir)
+    writer.now()  # a run killed before its search started is found (as interrupted) too
     backend = SymbolicGame24Backend() if symbolic else TeammateBackend(run, step_timeout=step_timeout)
+
+    def stopping() -> bool:
+        return registry is not None and registry.stopping
 
     def observe(kind: str, data: dict[str, Any]) -> None:
         live.observe(kind, data)
+        if kind in ("search_started", "layer_done"):
+            writer.now()
+        elif kind != "run_done":  # the end is written once the outcome is known (drive)
+            writer.soon()
         if observer is not None:
             observer(kind, data)
         event = {k: v for k, v in data.items() if k != "tree"}
@@ -133,10 +186,12 @@ def start_tot_run(
 
     async def drive() -> None:
         try:
-            live.outcome = await run_tot(request, backend, logs_root=logs_root(engine), task_id=task_id, run=run, observer=observe)
+            live.outcome = await run_tot(
+                request, backend, logs_root=logs_root(engine), task_id=task_id, run=run, observer=observe, stopping=stopping
+            )
             live.status = live.outcome.status
         except asyncio.CancelledError:
-            live.status = "cancelled"
+            live.status = "interrupted" if stopping() else "cancelled"
             raise
         except Exception as exc:  # a bug in one run must not take the daemon down; the log folder has it too
             log.exception("ToT run %s failed", task_id)
@@ -144,6 +199,7 @@ def start_tot_run(
         finally:
             if not symbolic:
                 live.usage = engine.usage_totals(run.root_id)["total"]
+            writer.now()
 
     live.task = asyncio.create_task(drive(), name=f"tot-{task_id}")
     if registry is not None:

@@ -2,9 +2,14 @@
 
 - ``POST /api/tot/runs`` ``{problem, taskType?, strategy?, depth?, branching?, threshold?, candidates?,
   symbolic?}`` starts a run in the background → ``201 {runId, rootId, status, page}``.
-- ``GET /api/tot/runs`` lists the runs of this daemon; ``GET /api/tot/runs/{id}`` is one run's snapshot:
+- ``GET /api/tot/runs`` lists the workspace's runs, the newest ``RUNS_SHOWN`` (oldest first):
+  ``{"runs": [{runId, rootId, problem, status}]}``; ``GET /api/tot/runs/{id}`` is one run's snapshot:
   status, settings, per-layer reports and the seed's ThoughtTree with scores and pruned nodes.
-- ``POST /api/tot/runs/{id}/cancel`` cancels a running run (its current teammate subdialog is declared dead).
+  Runs in progress come from this daemon's memory, every other run from its ``tot-run.json``
+  (run_file.py), so runs from before a restart or a crash are listed and shown too; a record left
+  ``running`` by a process that stopped reads ``interrupted`` (workflows/run_roots.py).
+- ``POST /api/tot/runs/{id}/cancel`` cancels a running run (its current teammate subdialog is declared
+  dead); a run this daemon does not drive answers 409.
 - ``GET /tot`` is the page that draws the tree live (static/tot.html; no build step, nothing from a CDN).
 
 The app's guard middleware applies the token and Origin checks to ``/api/`` as for every other route.
@@ -20,15 +25,20 @@ from typing import Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dominds.driver.engine import EngineError
+from dominds.driver.engine import Engine, EngineError
 from dominds.server import keys
+from dominds.store.errors import StoreError
+from dominds.workflows import run_roots
+from dominds.workflows.tot import run_file
 from dominds.workflows.tot.orchestrator import TotRequest
 from dominds.workflows.tot.roles import ensure_role_members
-from dominds.workflows.tot.runner import TotRunRegistry, start_tot_run
+from dominds.workflows.tot.runner import TotRunRegistry, logs_root, start_tot_run
 from dominds.workflows.tot.settings import SearchOverrides, SettingsError
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 TOT_RUNS: web.AppKey[TotRunRegistry] = web.AppKey("tot_runs", TotRunRegistry)
+RUNS_SHOWN = 50
+"""Runs ``GET /api/tot/runs`` lists: the newest."""
 
 
 class StartRunBody(BaseModel):
@@ -95,25 +105,67 @@ async def start_run(request: web.Request) -> web.Response:
 
 
 async def list_runs(request: web.Request) -> web.Response:
-    runs = request.app[TOT_RUNS].runs.values()
-    return web.json_response({"runs": [run.summary() for run in runs]})
+    registry = request.app[TOT_RUNS]
+    stored = await asyncio.to_thread(_stored_summaries, request.app[keys.ENGINE], set(registry.runs))
+    runs = {run["runId"]: run for run in stored}
+    runs.update((run_id, live.summary()) for run_id, live in registry.runs.items())  # live runs: their state now
+    newest = sorted(runs.values(), key=lambda run: str(run["rootId"]))[-RUNS_SHOWN:]  # root ids sort by creation time
+    return web.json_response({"runs": newest})
 
 
 async def get_run(request: web.Request) -> web.Response:
-    live = request.app[TOT_RUNS].get(request.match_info["run_id"])
-    if live is None:
-        return _error(404, f"no ToT run {request.match_info['run_id']!r} in this daemon")
-    return web.json_response(live.snapshot())
+    run_id = request.match_info["run_id"]
+    live = request.app[TOT_RUNS].get(run_id)
+    if live is not None:
+        return web.json_response(live.snapshot())
+    record = await asyncio.to_thread(_stored_run, request.app[keys.ENGINE], run_id)
+    if record is None:
+        return _error(404, f"no ToT run {run_id!r} in this workspace")
+    return web.json_response(record.snapshot())
 
 
 async def cancel_run(request: web.Request) -> web.Response:
-    live = request.app[TOT_RUNS].get(request.match_info["run_id"])
+    run_id = request.match_info["run_id"]
+    live = request.app[TOT_RUNS].get(run_id)
     if live is None:
-        return _error(404, f"no ToT run {request.match_info['run_id']!r} in this daemon")
+        record = await asyncio.to_thread(_stored_run, request.app[keys.ENGINE], run_id)
+        if record is None:
+            return _error(404, f"no ToT run {run_id!r} in this workspace")
+        return _error(409, f"ToT run {run_id!r} is not running in this daemon (it is {record.status})")
     if live.task is not None and not live.task.done():
         live.task.cancel()
         await asyncio.wait([live.task], timeout=5)  # so the reply can already say "cancelled"
     return web.json_response(live.summary())
+
+
+def _shown(record: run_file.TotRunFile, live: set[str]) -> run_file.TotRunFile:
+    record.status = run_roots.shown_status(record.status, record.run_id, live)
+    return record
+
+
+def _stored_summaries(engine: Engine, live: set[str]) -> list[dict[str, object]]:
+    """The newest stored runs not driven by this daemon, as summaries (unreadable files are left out)."""
+    out = []
+    for root in run_roots.newest_run_roots(engine.store, run_file.RUN_FILE, RUNS_SHOWN):
+        try:
+            record = run_file.load(root.directory)
+        except run_file.RunFileError:
+            continue
+        if record.run_id not in live:
+            out.append(_shown(record, live).summary())
+    return out
+
+
+def _stored_run(engine: Engine, run_id: str) -> run_file.TotRunFile | None:
+    """A run from its files: the log folder's task info names the root, whose tot-run.json has the snapshot."""
+    root_id = run_file.root_of_run(logs_root(engine), run_id)
+    if root_id is None:
+        return None
+    try:
+        record = run_file.load(engine.store.root_dir(engine.store.locate_root(root_id), root_id))
+    except (run_file.RunFileError, StoreError, ValueError):
+        return None
+    return _shown(record, set()) if record.run_id == run_id else None
 
 
 async def page(request: web.Request) -> web.FileResponse:

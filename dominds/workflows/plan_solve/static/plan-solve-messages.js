@@ -26,7 +26,7 @@ export const MESSAGES = {
     downloadPptx: "Download the deck (.pptx)", downloadJson: "slides as JSON",
     stats: "{calls} LLM calls, {input} input + {output} output tokens.",
     coercion: "The edited plan was refused: {error}", refused: "Refused: {text}",
-    status_completed: "completed", status_failed: "failed", status_cancelled: "cancelled", status_declined: "declined", status_running: "running",
+    status_completed: "completed", status_failed: "failed", status_cancelled: "cancelled", status_declined: "declined", status_running: "running", status_interrupted: "interrupted (the daemon stopped)",
     tokenSaved: "Token saved; connecting again.",
   },
   zh: {
@@ -54,7 +54,7 @@ export const MESSAGES = {
     downloadPptx: "下载演示文稿（.pptx）", downloadJson: "幻灯片 JSON",
     stats: "{calls} 次模型调用，输入 {input} + 输出 {output} 个词元。",
     coercion: "修改后的计划被拒绝：{error}", refused: "被拒绝：{text}",
-    status_completed: "已完成", status_failed: "失败", status_cancelled: "已取消", status_declined: "已拒绝", status_running: "运行中",
+    status_completed: "已完成", status_failed: "失败", status_cancelled: "已取消", status_declined: "已拒绝", status_running: "运行中", status_interrupted: "已中断（守护进程停止）",
     tokenSaved: "令牌已保存，正在重新连接。",
   },
 };

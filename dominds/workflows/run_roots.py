@@ -1,0 +1,64 @@
+"""Past workflow runs, found on disk: the root dialogs that hold a workflow's run file.
+
+A workflow run (ToT, Plan & Solve) is a root dialog with a small record of its own next to
+``dialog.yaml`` (``tot-run.json``, ``plan-solve-run.json``). The runs a daemon started before a
+restart (or a crash) are found here, not in the daemon's memory: the store's root listing gives the
+root ids of each status directory without reading a file, ids sort by creation time, so the newest
+runs come first and the walk stops after ``limit`` of them, with one ``stat`` per root it passes.
+
+"interrupted": a record that still says ``running`` was left so by a process that stopped (a crash, a
+kill, a daemon stop) unless a live run of this process drives it. The daemon holds the workspace
+lock, so no other process can be driving it; readers derive ``interrupted`` when they read (see
+``shown_status``) instead of rewriting records at start-up: nothing is written on the daemon's start
+path, a record from a kill is shown right after the restart, and a record is only ever written by the
+run it belongs to.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Container, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from dominds.rtws import DIALOG_STATUSES
+from dominds.store.dialog_store import DialogStore
+
+INTERRUPTED = "interrupted"
+"""The status shown for a run whose record says ``running`` but which no live run of this process drives."""
+
+
+@dataclass(frozen=True)
+class RunRoot:
+    status: str
+    """The root's status directory (``run``, ``done``, ``archive``)."""
+    root_id: str
+    directory: Path
+
+
+def newest_run_roots(store: DialogStore, run_file: str, limit: int) -> list[RunRoot]:
+    """Up to ``limit`` roots holding ``run_file``, newest first (by root id = creation time)."""
+    found: list[RunRoot] = []
+    for root in _newest_roots(store):
+        if (root.directory / run_file).is_file():
+            found.append(root)
+            if len(found) >= limit:
+                break
+    return found
+
+
+def _newest_roots(store: DialogStore) -> Iterator[RunRoot]:
+    per_status = [_newest_of(store, status) for status in DIALOG_STATUSES]
+    for root_id, status in heapq.merge(*per_status, reverse=True):
+        yield RunRoot(status, root_id, store.root_dir(status, root_id))
+
+
+def _newest_of(store: DialogStore, status: str) -> Iterator[tuple[str, str]]:
+    for root_id in reversed(store.root_ids(status)):
+        yield root_id, status
+
+
+def shown_status(recorded: str, run_key: str, live: Container[str]) -> str:
+    """The status to show for a record: ``running`` only while a live run of this process (``live``: the
+    keys of the runs it drives, as the caller names runs) drives it."""
+    return INTERRUPTED if recorded == "running" and run_key not in live else recorded
