@@ -12,44 +12,17 @@ from __future__ import annotations
 
 import json
 import signal
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 from chromium import launched_chromium
 from cli.test_cli_kit import Daemon, wait_until
-from tot_wf_kit import json_reply, write_workspace
+from tot_wf_kit import SLOW_EVALUATOR, stored_tree, write_workspace
+from tot_wf_kit import daemon_call as call
 from workflow_pages import CHROMIUM, CHROMIUM_PRESENT
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM_PRESENT, reason=f"{CHROMIUM} is not installed")]
-
-SLOW_EVALUATOR = [
-    json_reply("tot-decomposer", "decompose_task", {
-        "thought_granularity": "equation", "intermediate_steps": [], "depth_estimate": 3, "constraints": [], "success_criteria": "24",
-    }),
-    json_reply("tot-generator", "generate_thoughts", {"candidates": [{"temp_id": "c", "content": "13 - 9 = 4 (left: 4 4 10)", "action_type": "-"}]}),
-    # still scoring when the daemon is killed (minutes at this pace); the kill never waits for it
-    {"agent": "tot-evaluator", "contains": "evaluate_thoughts", "response": "x " * 5000, "chunk_chars": 2, "delay_ms": 50},
-]  # fmt: skip
-
-
-def call(daemon: Daemon, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    headers = {**daemon.headers(), "Content-Type": "application/json"}
-    request = urllib.request.Request(f"{daemon.http}{path}", data=data, headers=headers, method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
-
-
-def stored_tree(ws: Path, root_id: str) -> dict[str, Any]:
-    path = ws / ".dialogs" / "run" / root_id / "tot-run.json"
-    return (json.loads(path.read_text()).get("tree") or {}) if path.exists() else {}
-
 
 async def test_runs_and_their_trees_survive_a_kill_and_the_cut_run_reads_interrupted(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
