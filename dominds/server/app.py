@@ -28,6 +28,7 @@ from dominds.server.auth import (
 )
 from dominds.server.hub import Hub
 from dominds.server.render import highlight_css
+from dominds.server.resting import SWEEP_SECONDS
 from dominds.server.tools_api import add_tools_routes
 from dominds.server.views import taskdoc_payload
 from dominds.server.ws import websocket_handler
@@ -169,9 +170,11 @@ def make_app(
     token: str | AccessToken | None,
     allowed_origins: Iterable[str] = (),
     taskdoc_poll_interval: float = 1.0,
+    rest_sweep_interval: float = SWEEP_SECONDS,
     extra_routes: Iterable[Callable[[web.Application], None]] = (),
 ) -> web.Application:
-    """The daemon's web application over a started ``engine``; ``extra_routes`` mount workflows."""
+    """The daemon's web application over a started ``engine``; ``extra_routes`` mount workflows;
+    ``rest_sweep_interval``: seconds between unloads of the trees at rest nobody displays (resting.py)."""
     app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES)
     app[keys.ENGINE] = engine
     settings = keys.ServerSettings(token=token, allowed_origins=frozenset(allowed_origins))
@@ -179,7 +182,7 @@ def make_app(
     if settings.access is not None:
         settings.access.on_change = lambda fresh: engine.secrets.register("daemon access token", fresh)
     app[keys.SETTINGS] = settings
-    app[keys.HUB] = Hub(engine, taskdoc_poll_interval=taskdoc_poll_interval)
+    app[keys.HUB] = Hub(engine, taskdoc_poll_interval=taskdoc_poll_interval, rest_sweep_interval=rest_sweep_interval)
     add_api_routes(app)
     app.router.add_post("/api/session", session)
     app.router.add_delete("/api/session", session)

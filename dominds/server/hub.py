@@ -27,6 +27,7 @@ from dominds.driver.engine import Engine
 from dominds.pubchan import GLOBAL, Event, Subscriber
 from dominds.server import wire
 from dominds.server.render import render_markdown, render_saying
+from dominds.server.resting import SWEEP_SECONDS, RestingTrees
 from dominds.store.commit import after_durable
 
 log = logging.getLogger("dominds.server")
@@ -205,7 +206,9 @@ class Connection:
 class Hub:
     """All live connections of one app, the event encoder and the Taskdoc watcher."""
 
-    def __init__(self, engine: Engine, *, taskdoc_poll_interval: float = 1.0) -> None:
+    def __init__(
+        self, engine: Engine, *, taskdoc_poll_interval: float = 1.0, rest_sweep_interval: float = SWEEP_SECONDS
+    ) -> None:
         self.engine = engine
         self.encoder = EventEncoder()
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
@@ -213,6 +216,14 @@ class Hub:
         self.taskdoc_fingerprints: dict[str, str] = {}
         """Taskdoc path → fingerprint last sent to clients."""
         self._watcher: asyncio.Task[None] | None = None
+        self.resting = RestingTrees(engine, self.displayed)
+        """Unloads the trees at rest no panel displays (resting.py)."""
+        self.rest_sweep_interval = rest_sweep_interval
+        self._sweeper: asyncio.Task[None] | None = None
+
+    def displayed(self) -> set[str]:
+        """selfIds of the dialogs some connection follows."""
+        return {self_id for conn in self.connections for self_id in conn.followed}
 
     def add(self, conn: Connection) -> None:
         self.connections.add(conn)
@@ -223,12 +234,14 @@ class Hub:
 
     def start(self, on_taskdoc_change: Callable[[Hub, str], None]) -> None:
         self._watcher = asyncio.create_task(self._watch_taskdocs(on_taskdoc_change), name="taskdoc-watcher")
+        self._sweeper = asyncio.create_task(self.resting.run(self.rest_sweep_interval), name="resting-trees")
 
     async def stop(self) -> None:
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
+        for task in (self._watcher, self._sweeper):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def close_all(
         self, code: int = WSCloseCode.GOING_AWAY, message: bytes = b"server shutdown"

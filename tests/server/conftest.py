@@ -12,6 +12,7 @@ from server_kit import TOKEN, Served, ServeFactory, write_workspace
 from dominds.driver.engine import Engine
 from dominds.server import make_app
 from dominds.server.auth import AccessToken
+from dominds.server.resting import SWEEP_SECONDS
 
 
 @pytest.fixture
@@ -24,11 +25,18 @@ async def serve(tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[ServeFacto
         token: str | AccessToken | None = TOKEN,
         suggestions: list[str] | None = None,
         allowed_origins: tuple[str, ...] = (),
+        rest_sweep_interval: float = SWEEP_SECONDS,
     ) -> Served:
         rtws = write_workspace(tmp_path / "ws", responses, suggestions)
         engine = Engine(rtws)
         await engine.start()
-        app = make_app(engine, token=token, allowed_origins=allowed_origins, taskdoc_poll_interval=0.05)
+        app = make_app(
+            engine,
+            token=token,
+            allowed_origins=allowed_origins,
+            taskdoc_poll_interval=0.05,
+            rest_sweep_interval=rest_sweep_interval,
+        )
         client = await aiohttp_client(app)
         served = Served(engine, client, token.current() if isinstance(token, AccessToken) else token, [])
         started.append(served)

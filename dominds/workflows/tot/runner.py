@@ -105,7 +105,8 @@ class RunFileWriter:
         self.last = 0.0
         self.pending: asyncio.TimerHandle | None = None
 
-    def now(self) -> None:
+    def now(self) -> bool:
+        """Write now; False when the write failed."""
         if self.pending is not None:
             self.pending.cancel()
             self.pending = None
@@ -114,6 +115,8 @@ class RunFileWriter:
             run_file.save(self.root_dir(), self.live.record())
         except (OSError, StoreError) as exc:
             log.warning("ToT run %s: cannot write %s: %s", self.live.task_id, run_file.RUN_FILE, exc)
+            return False
+        return True
 
     def soon(self) -> None:
         if self.pending is not None:
@@ -126,7 +129,9 @@ class RunFileWriter:
 
 
 class TotRunRegistry:
-    """The runs started by this process, by run id (= the log folder's task id)."""
+    """The runs this process drives, by run id (= the log folder's task id). A run leaves it once its
+    end is written to ``tot-run.json`` (then the file answers for it); one whose end could not be
+    written stays, so it is still shown."""
 
     def __init__(self) -> None:
         self.runs: dict[str, TotLiveRun] = {}
@@ -199,7 +204,8 @@ def start_tot_run(
         finally:
             if not symbolic:
                 live.usage = engine.usage_totals(run.root_id)["total"]
-            writer.now()
+            if writer.now() and registry is not None:  # on disk for good: the registry holds runs in progress
+                registry.runs.pop(task_id, None)
 
     live.task = asyncio.create_task(drive(), name=f"tot-{task_id}")
     if registry is not None:

@@ -1,0 +1,77 @@
+"""Memory of the real ``dominds serve`` (fsync on) as it drives more and more dialogs.
+
+The goal is RSS ≤ 60 MiB idle at any dialog count: memory must not grow with dialogs that are not
+being driven. For each stage (``--dialogs 200,1000``: cumulative counts), dialogs are created and
+driven one turn each over the websocket (50 per connection, each followed by its connection while it
+runs, as a panel does); when a stage is done its connections are closed, and the daemon's RSS is read
+at once and again after ``--idle`` seconds (two sweeps of the resting trees, server/resting.py).
+
+    .venv/bin/python bench/bench_memory.py [--dialogs 200,1000] [--idle 21] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import Figure, machine, make_workspace, print_figures, rss_mib, serve
+from bench_ws import RESPONSES, sequential
+
+PER_CONNECTION = 50
+
+
+async def drive(base: str, token: str, count: int) -> None:
+    async with aiohttp.ClientSession() as session:
+        while count > 0:
+            await sequential(session, base, token, min(PER_CONNECTION, count))
+            count -= PER_CONNECTION
+
+
+def run(stages: list[int], idle: float) -> list[Figure]:
+    rtws = make_workspace(RESPONSES)
+    daemon = serve(rtws.root)
+    base = f"ws://{daemon.base.removeprefix('http://')}"
+    figures: list[Figure] = []
+    try:
+        time.sleep(1.0)
+        figures.append(Figure("memory: RSS idle after start (empty workspace)", "MiB", [rss_mib(daemon.pid)], ("<=", 60)))
+        driven = 0
+        for stage in stages:
+            asyncio.run(drive(base, daemon.token, stage - driven))
+            driven = stage
+            at_once = rss_mib(daemon.pid)
+            time.sleep(idle)
+            figures.append(Figure(f"memory: RSS right after {driven:,} dialogs driven", "MiB", [at_once]))
+            figures.append(
+                Figure(f"memory: RSS {idle:g} s after {driven:,} dialogs driven", "MiB", [rss_mib(daemon.pid)], ("<=", 60))
+            )
+    finally:
+        daemon.stop()
+        shutil.rmtree(rtws.root, ignore_errors=True)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--dialogs", default="200,1000", help="cumulative dialog counts, comma-separated")
+    parser.add_argument("--idle", type=float, default=21.0, help="seconds idle before the second reading")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    stages = sorted({int(n) for n in args.dialogs.split(",") if n.strip()})
+    figures = run(stages, args.idle)
+    print_figures(f"Memory of the real `dominds serve` — {machine()}", figures)
+    if args.json:
+        args.json.write_text(json.dumps([f.to_json() for f in figures], indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Trees at rest are unloaded when no panel displays them (server/resting.py), and come back when needed.
+
+Bug pinned here: a tree the daemon drove stayed in ``engine.roots`` until the daemon stopped (only
+recovery unloaded trees at rest), so a daemon's memory grew with every dialog it ever drove.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from server_kit import ServeFactory
+
+
+async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.02)):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the condition did not hold in time")
+
+
+def _sayings(shown: dict[str, Any]) -> list[str]:
+    return [e["content"] for e in shown["events"] if e["type"] == "saying_finish_evt"]
+
+
+async def test_trees_at_rest_are_unloaded_unless_displayed_and_are_read_again_when_needed(serve: ServeFactory) -> None:
+    served = await serve(rest_sweep_interval=0.05)
+    engine = served.engine
+    roots = {}
+    for name, message in (("idle", "hello"), ("asking", "paint"), ("shown", "hello"), ("delegating", "delegate")):
+        _, created = await served.post("/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
+        roots[name] = created["rootId"]
+        await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": message})
+    await engine.wait_idle()
+    sock = await served.ws()
+    await sock.request({"type": "display_dialog", "dialog": {"selfId": roots["shown"]}}, "dialog_ready")
+    _, tree = await served.get(f"/api/dialogs/{roots['delegating']}/hierarchy")
+    [coder] = tree["hierarchy"]["subdialogs"]
+    sub = {"selfId": coder["selfId"], "rootId": roots["delegating"]}
+    await sock.request({"type": "display_dialog", "dialog": sub, "follow": "add"}, "dialog_ready")
+
+    # displayed: a root, and the tree of a displayed subdialog; every other tree at rest is unloaded
+    await _until(lambda: set(engine.roots) == {roots["shown"], roots["delegating"]})
+    _, listing = await served.get("/api/dialogs")
+    states = {d["rootId"]: (d["runState"]["kind"], d["q4hCount"]) for d in listing["dialogs"] if d["selfId"] == d["rootId"]}
+    assert states[roots["idle"]] == ("idle", 0) and states[roots["asking"]] == ("blocked", 1)
+
+    # an unloaded tree is read again when it is needed: its question answered, a new message driven
+    [question] = (await served.get("/api/q4h"))[1]["questions"]
+    status, _ = await served.post(f"/api/q4h/{question['id']}/answer", {"content": "blue"})
+    assert status == 202
+    await served.post(f"/api/dialogs/{roots['idle']}/messages", {"content": "hello"})
+    await engine.wait_idle()
+    assert _sayings((await served.get(f"/api/dialogs/{roots['asking']}"))[1])[-1] == "Painting it blue."
+    assert len(_sayings((await served.get(f"/api/dialogs/{roots['idle']}"))[1])) == 2
+
+    # the displayed dialog kept its followers: a new turn reaches the socket live
+    await served.post(f"/api/dialogs/{roots['shown']}/messages", {"content": "hello"})
+    await sock.wait_for(lambda m: m.get("type") == "saying_finish_evt" and m["dialog"]["selfId"] == roots["shown"], 10)
+    await _until(lambda: set(engine.roots) == {roots["shown"], roots["delegating"]})
