@@ -96,7 +96,7 @@ def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filt
     pricing = _Pricing(rtws)
     kept = Derived(index, "status-aggregates", _salt(pricing), preload=True)
     out = []
-    for tree in index.trees(statuses, root=_wanted(rtws, root_filter)):
+    for tree in index.trees(statuses, root=_wanted(rtws, root_filter), facts=True):  # every dialog is shown
         node = _tree(tree)
         value = kept.get(tree)
         if value is None:

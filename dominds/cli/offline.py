@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,65 +54,64 @@ def reach_state(rtws: Rtws, *, wait: float = LOCK_WAIT_SECONDS, read_only: bool 
         yield Access(None)  # nothing to read, and nothing to create for a reader
         return
     rtws.ensure_layout()
-    if read_only:
-        yield from _read_access(rtws, wait)
-        return
-    import filelock
-
+    take_lock = _flock_now if read_only else _filelock_now
     deadline = time.monotonic() + wait
     while True:
         daemon = find_daemon(rtws)
         if daemon is not None:
             yield Access(daemon)
             return
-        lock = filelock.FileLock(str(rtws.lock_path))
-        try:
-            lock.acquire(timeout=0)
-        except filelock.Timeout:
+        release = take_lock(rtws.lock_path)
+        if release is None:
             if time.monotonic() < deadline:
                 time.sleep(0.05)
                 continue
             if read_only:
                 yield Access(None)
                 return
-            raise CliError(locked_message(rtws)) from None
+            raise CliError(locked_message(rtws))
         try:
             yield Access(None, locked=True)
         finally:
-            lock.release()
+            release()
         return
 
 
-def _read_access(rtws: Rtws, wait: float) -> Iterator[Access]:
-    """``reach_state`` for a reader: the daemon, else the rtws lock if it comes within ``wait``, else
-    no lock (a reader reads anyway). The lock is taken as ``filelock`` takes it — an exclusive ``flock``
-    on the same file, so the two exclude each other — without importing ``filelock`` (with its
-    ``logging`` and ``decimal``, ~20 ms of a `dominds status` that should take 0.3 s)."""
+def _filelock_now(path: Path) -> Callable[[], None] | None:
+    """The rtws lock if it is free (its release), else None."""
+    import filelock
+
+    lock = filelock.FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        return None
+    return lock.release
+
+
+def _flock_now(path: Path) -> Callable[[], None] | None:
+    """``_filelock_now`` for readers: taken as ``filelock`` takes it (an exclusive ``flock`` on the same
+    file, so the two exclude each other) without importing ``filelock``, whose ``logging`` and
+    ``decimal`` cost ~20 ms of a `dominds status` that should take 0.3 s."""
     import fcntl
 
-    deadline = time.monotonic() + wait
-    while True:
-        daemon = find_daemon(rtws)
-        if daemon is not None:
-            yield Access(daemon)
-            return
-        fd = os.open(rtws.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:  # held elsewhere
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+
+    def release() -> None:
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                if time.monotonic() < deadline:
-                    time.sleep(0.05)
-                    continue
-                yield Access(None)
-                return
-            try:
-                yield Access(None, locked=True)
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            return
+            fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
+
+    return release
 
 
 DRIVING_KINDS = frozenset({"proceeding", "stop_requested"})

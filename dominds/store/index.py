@@ -17,8 +17,8 @@ were read from, in ``.dominds/cache/dialogs.sqlite``:
   facts came from, until they are old enough for the signature alone;
 - written by whoever refreshes it (the daemon, ``dominds status``): SQLite serialises them.
 
-``store/dialog_facts.py`` reads the facts, digests and signatures; ``store/index_entries.py`` is what
-this module hands out; readers keep what they derive per tree here too (``store/derived.py``).
+``store/dialog_facts.py`` reads the facts, digests and signatures; ``store/index_refresh.py`` checks
+them against the files; ``store/index_entries.py`` is what this module hands out; readers keep what they derive per tree here too (``store/derived.py``).
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from dominds.ids import is_dialog_id
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.dialog_facts import current_digest, read_dialog, signature, stat_key
+from dominds.store.dialog_facts import read_dialog
 from dominds.store.index_entries import LIGHT_COLUMNS, Entry, Heavy, Tree, columns, tree_key
+from dominds.store.index_refresh import Refresh, heavy_of
 
 INDEX_VERSION = 9
 """Bump when the facts change shape: an index of another version is rebuilt."""
@@ -113,10 +113,20 @@ class DialogIndex:
                 self._remove_file()
             return work()
 
-    def _rows(self, db: sqlite3.Connection, status: str, first: str, last: str) -> dict[str, dict[str, tuple[Any, ...]]]:
-        """The light columns of the dialogs of trees ``first``..``last`` of ``status``: rootId → selfId → row."""
+    def _rows(
+        self, db: sqlite3.Connection, status: str, first: str, last: str, facts: bool = False
+    ) -> dict[str, dict[str, tuple[Any, ...]]]:
+        """The light columns of the dialogs of trees ``first``..``last`` of ``status``: rootId → selfId →
+        row; with ``facts``, followed by the heavy ones (None where they were not kept for that row)."""
         out: dict[str, dict[str, tuple[Any, ...]]] = {}
-        query = f"SELECT {LIGHT_COLUMNS} FROM dialogs WHERE status = ? AND root_id BETWEEN ? AND ?"
+        if facts:
+            query = (
+                f"SELECT {', '.join('d.' + c for c in LIGHT_COLUMNS.split(', '))}, f.facts, f.public, f.generations"
+                " FROM dialogs d LEFT JOIN facts f ON f.key = d.status || '/' || d.root_id || '/' || d.self_id"
+                " AND f.sig = d.sig AND f.digest = d.digest WHERE d.status = ? AND d.root_id BETWEEN ? AND ?"
+            )
+        else:
+            query = f"SELECT {LIGHT_COLUMNS} FROM dialogs WHERE status = ? AND root_id BETWEEN ? AND ?"
         for row in db.execute(query, (status, first, last)):
             out.setdefault(row[0], {})[row[1]] = row[2:]
         return out
@@ -142,10 +152,13 @@ class DialogIndex:
         the files and re-read where they changed; each root before its subdialogs, trees in id order."""
         return [entry for tree in self.trees(statuses, root) for entry in tree.entries]
 
-    def trees(self, statuses: Iterable[str] = DIALOG_STATUSES, root: tuple[str, str] | None = None) -> list[Tree]:
-        """``entries`` grouped by tree."""
+    def trees(
+        self, statuses: Iterable[str] = DIALOG_STATUSES, root: tuple[str, str] | None = None, *, facts: bool = False
+    ) -> list[Tree]:
+        """``entries`` grouped by tree; ``facts``: every entry's facts read with it (a reader that shows
+        them all), not on first use one by one."""
         wanted = tuple(statuses)
-        return self._retrying(lambda: list(self._trees(wanted, root)))  # type: ignore[no-any-return]
+        return self._retrying(lambda: list(self._trees(wanted, root, facts)))  # type: ignore[no-any-return]
 
     def iter_trees(self, statuses: Iterable[str] = DIALOG_STATUSES) -> Iterator[Tree]:
         """``trees`` one at a time (a listing of 100,000 dialogs never holds them all); the index is
@@ -162,9 +175,9 @@ class DialogIndex:
                 self._remove_file()
             yield from (t for t in self._trees(wanted, None) if (t.root.status, t.root.root_id) not in done)
 
-    def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None) -> Iterator[Tree]:
+    def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None, facts: bool = False) -> Iterator[Tree]:
         db = self._connect()
-        refresh = _Refresh(self)
+        refresh = Refresh(self._load_heavy, RACY_SECONDS)
         for status in (root[0],) if root else statuses:
             directory = str(self.rtws.status_dir(status))
             if root is not None:
@@ -182,7 +195,7 @@ class DialogIndex:
             trees_known = {key.partition("/")[2]: (sig, subs, settled) for key, sig, subs, settled in db.execute(query, args)}
             for start in range(0, len(root_ids), ROOTS_PER_QUERY):
                 chunk = root_ids[start : start + ROOTS_PER_QUERY]
-                rows = self._rows(db, status, chunk[0], chunk[-1])
+                rows = self._rows(db, status, chunk[0], chunk[-1], facts)
                 for root_id in chunk:
                     yield refresh.tree(status, f"{directory}/{root_id}", root_id, trees_known.get(root_id), rows.get(root_id, {}))
                     if refresh.big:
@@ -202,11 +215,11 @@ class DialogIndex:
         def work() -> Tree | None:
             db = self._connect()
             found = db.execute("SELECT subs, settled FROM trees WHERE key = ?", (f"{status}/{root_id}",)).fetchone()
-            rows = self._rows(db, status, root_id, root_id).get(root_id, {})
+            rows = self._rows(db, status, root_id, root_id, facts=True).get(root_id, {})
             if found is None or root_id not in rows:
                 return None
             entries = [
-                Entry(status, root_id, self_id, rows[self_id], None, self._load_heavy)
+                Entry(status, root_id, self_id, rows[self_id][:9], heavy_of(rows[self_id]), self._load_heavy)
                 for self_id in (root_id, *found[0].split())
                 if self_id in rows
             ]
@@ -274,97 +287,3 @@ class DialogIndex:
                     "UPDATE trees SET settled = ? WHERE key = ?", [(sig, f"{status}/{root_id}") for status, root_id, sig in trees]
                 )
             )
-
-
-class _Refresh:
-    """One refresh: the clock it judges "too recent" by, and the rows it has yet to write."""
-
-    def __init__(self, index: DialogIndex) -> None:
-        self.index = index
-        self.load = index._load_heavy
-        self.now_ns = time.time_ns()
-        self.racy_ns = RACY_SECONDS * 1e9
-        self.dialogs: list[tuple[Any, ...]] = []
-        self.trees: list[tuple[Any, ...]] = []
-        self.calm: list[tuple[str, str, str, str, str]] = []
-        """Racy rows whose bytes were found unchanged once old enough: the signature suffices from now on."""
-
-    @property
-    def big(self) -> bool:
-        return len(self.dialogs) + len(self.calm) > 500
-
-    def tree(self, status: str, root_dir: str, root_id: str, known: tuple[Any, ...] | None, rows: dict[str, tuple[Any, ...]]) -> Tree:
-        subs_dir = f"{root_dir}/subdialogs"
-        subs_sig = stat_key(subs_dir)
-        if known is not None and known[0] == subs_sig:
-            sub_ids = known[1].split()
-        else:
-            try:
-                sub_ids = sorted(e.name for e in os.scandir(subs_dir) if e.is_dir() and is_dialog_id(e.name))
-            except OSError:
-                sub_ids = []
-            stored = "racy" if self.now_ns - _mtime_of(subs_sig) < self.racy_ns else subs_sig
-            self.trees.append((f"{status}/{root_id}", stored, " ".join(sub_ids)))
-            known = (stored, " ".join(sub_ids), known[2] if known is not None else None)
-        entries = [
-            self.entry(status, root_id, self_id, root_dir if self_id == root_id else f"{subs_dir}/{self_id}", rows.pop(self_id, None))
-            for self_id in (root_id, *sub_ids)
-        ]
-        for gone in rows:
-            self.dialogs.append((f"{status}/{root_id}/{gone}", status, root_id, gone))
-        return Tree(entries[0], entries[1:], known[2] is not None and known[2] == tree_key(entries))
-
-    def entry(self, status: str, root_id: str, self_id: str, path: str, row: tuple[Any, ...] | None) -> Entry:
-        if row is not None:
-            sig, newest = signature(path, row[3].split())
-            if sig == row[0] and (not row[2] or current_digest(path) == row[1]):
-                if row[2] and self.now_ns - newest >= self.racy_ns:
-                    self.calm.append((status, root_id, self_id, row[0], row[1]))
-                    row = (*row[:2], 0, *row[3:])
-                return Entry(status, root_id, self_id, row, None, self.load)
-        read = read_dialog(path)
-        sig, newest = signature(path, read.watch)
-        light, heavy = columns(read.facts)
-        row = (sig, read.digest, int(self.now_ns - newest < self.racy_ns), " ".join(read.watch), *light)
-        self.dialogs.append((f"{status}/{root_id}/{self_id}", status, root_id, self_id, *row, *heavy))
-        return Entry(status, root_id, self_id, row, heavy, facts=read.facts)
-
-    def write(self, db: sqlite3.Connection) -> None:
-        if not self.dialogs and not self.trees and not self.calm:
-            return
-        db.execute("BEGIN")
-        try:
-            for row in self.dialogs:
-                if len(row) == 4:
-                    db.execute("DELETE FROM dialogs WHERE status = ? AND root_id = ? AND self_id = ?", row[1:])
-                    db.execute("DELETE FROM facts WHERE key = ?", row[:1])
-                else:
-                    db.execute("INSERT OR REPLACE INTO dialogs VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row[1:13])
-                    db.execute("INSERT OR REPLACE INTO facts VALUES (?,?,?,?,?,?)", (row[0], row[4], row[5], *row[13:]))
-            db.executemany(
-                "UPDATE dialogs SET racy = 0 WHERE status = ? AND root_id = ? AND self_id = ? AND sig = ? AND digest = ?", self.calm
-            )
-            for key, sig, subs in self.trees:
-                if sig is None:
-                    db.execute("DELETE FROM trees WHERE key = ?", (key,))
-                else:  # a settled note stays: it names every dialog of the tree (``tree_key``), so it
-                    # can only match the tree it was taken of (a refresh running since must not erase it)
-                    db.execute(
-                        "INSERT INTO trees VALUES (?,?,?,NULL) ON CONFLICT(key) DO UPDATE SET sig = excluded.sig, subs = excluded.subs",
-                        (key, sig, subs),
-                    )
-            db.execute("COMMIT")
-        except sqlite3.Error:
-            with contextlib.suppress(sqlite3.Error):
-                db.execute("ROLLBACK")
-            raise
-        self.dialogs.clear()
-        self.trees.clear()
-        self.calm.clear()
-
-
-def _mtime_of(stat_key: str) -> int:
-    try:
-        return int(stat_key.rsplit(".", 1)[1])
-    except (IndexError, ValueError):
-        return 0

@@ -183,3 +183,24 @@ def test_a_lock_held_by_another_process_is_named(tmp_path: Path) -> None:
         holder.wait()
     with reach_state(rtws, wait=0.2) as access:
         assert access.daemon is None and lock_holders(rtws.lock_path) != set()
+
+
+def test_a_reader_takes_the_same_lock_as_the_daemon_without_filelock(tmp_path: Path) -> None:
+    """A reader (``dominds status``) takes the rtws lock with ``flock`` itself, to spare filelock's import:
+    it must still be the daemon's lock — neither can take it while the other holds it."""
+    import filelock
+
+    rtws = Rtws(write_workspace(tmp_path / "ws"))
+    with reach_state(rtws, wait=0.2, read_only=True) as access:
+        assert access.locked, "the lock was free: the reader holds it"
+        with pytest.raises(filelock.Timeout):
+            filelock.FileLock(str(rtws.lock_path)).acquire(timeout=0)
+    daemon_lock = filelock.FileLock(str(rtws.lock_path))
+    daemon_lock.acquire(timeout=0)
+    try:
+        with reach_state(rtws, wait=0.1, read_only=True) as access:
+            assert not access.locked, "held by the daemon's kind of lock: the reader reads without it"
+    finally:
+        daemon_lock.release()
+    with reach_state(rtws, wait=0.1, read_only=True) as access:
+        assert access.locked, "released again after each reader"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from helpers import sayings
 
-from dominds.store import index as index_module
+from dominds.store import index_refresh
 
 RESPONSES = [
     {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
@@ -28,7 +28,6 @@ def _mtimes(root: Path) -> dict[str, int]:
 
 
 async def test_a_tree_waiting_for_a_person_is_neither_loaded_nor_rewritten_at_start(make_engine, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(index_module, "RACY_SECONDS", 0)  # files just written count as settled (test_index holds the guard)
     ws = tmp_path / "ws"
     engine = await make_engine(RESPONSES, root=ws)
     root = engine.create_dialog("lead", "tasks/t.tsk")
@@ -42,8 +41,8 @@ async def test_a_tree_waiting_for_a_person_is_neither_loaded_nor_rewritten_at_st
     await second.close()
     before = _mtimes(ws / ".dialogs")
     reads: list[str] = []
-    real = index_module.read_dialog
-    monkeypatch.setattr(index_module, "read_dialog", lambda d: reads.append(d) or real(d))
+    real = index_refresh.read_dialog
+    monkeypatch.setattr(index_refresh, "read_dialog", lambda d: reads.append(d) or real(d))
 
     third = await make_engine(RESPONSES, root=ws)
     assert third.roots == {}, "a settled tree is not loaded at all"
@@ -57,7 +56,6 @@ async def test_a_tree_waiting_for_a_person_is_neither_loaded_nor_rewritten_at_st
 
 async def test_a_settled_tree_changed_on_disk_is_recovered_again(make_engine, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A hand edit, another writer, or a crash after the tree was settled: the files win."""
-    monkeypatch.setattr(index_module, "RACY_SECONDS", 0)
     ws = tmp_path / "ws"
     engine = await make_engine(RESPONSES, root=ws)
     root = engine.create_dialog("lead", "tasks/t.tsk")

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from server_kit import COST_RESPONSES, ServeFactory
 
-from dominds.store import index as index_module
+from dominds.store import index_refresh
 
 
 async def _rows(served: Any) -> dict[str, Any]:
@@ -49,14 +49,14 @@ async def test_other_requests_are_answered_while_a_listing_reads_files(serve: Se
     _edit_in_place(served.engine.rtws.run_dir / roots[0] / "latest.yaml")
 
     entered, release = threading.Event(), threading.Event()
-    real = index_module.read_dialog
+    real = index_refresh.read_dialog
 
     def gated(directory: str) -> Any:
         entered.set()
         release.wait(10)  # without a worker thread this holds the event loop itself, and the test fails
         return real(directory)
 
-    monkeypatch.setattr(index_module, "read_dialog", gated)
+    monkeypatch.setattr(index_refresh, "read_dialog", gated)
     listing = asyncio.ensure_future(_rows(served))
     try:
         assert await asyncio.to_thread(entered.wait, 10), "the listing reads the edited dialog again"

@@ -12,7 +12,7 @@ self-similarity series of the stubborn check, the final report and why the run s
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -175,6 +175,24 @@ class DebateState:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DebateStateError(f"malformed debate state: {type(exc).__name__}: {exc}") from exc
+
+
+ORPHANED_REASON = "process_ended"
+"""``stop_reason`` shown for a debate left ``in_progress`` by a process that ended without saving (a crash,
+a kill): nothing drives it any more, and it resumes from its last completed round like any interrupted one."""
+
+
+def as_shown(state: DebateState, live: bool) -> DebateState:
+    """The state as readers should see it: a saved ``in_progress`` that no live run drives is
+    ``interrupted`` (derived when read; the file stays as its run left it, and a resume rewrites it).
+    Returns ``state`` itself when nothing changes, else a copy."""
+    if live or state.status != "in_progress":
+        return state
+    agents = {
+        role: AgentSlot("idle" if slot.status in ("running", "waiting") else slot.status, slot.last_output)
+        for role, slot in state.agents.items()
+    }
+    return replace(state, status="interrupted", stop_reason=ORPHANED_REASON, agents=agents)
 
 
 def slot_status(output: AgentOutput) -> str:

@@ -6,8 +6,11 @@ run; ``{"sessionId": "<id>"}`` resumes one from its last completed round. The an
 when nothing was sent for ``keepalive_s``, and ``data: [DONE]`` at the end. Errors found before the
 stream starts are JSON (400 bad body, 404 unknown session, 409 not resumable).
 
-``GET /api/multi-agent/{sessionId}`` is the saved §4 state (agent statuses as they are now);
-``GET /api/multi-agent/{sessionId}/session`` is the §6.2 ``multi_agent_session`` object (view.py).
+``GET /api/multi-agent/{sessionId}`` is the saved §4 state (agent statuses as they are now) with
+``running`` and ``resumable``; ``GET /api/multi-agent/{sessionId}/session`` is the §6.2
+``multi_agent_session`` object (view.py). A state saved ``in_progress`` that no live run drives (its
+process was killed or crashed) is shown ``interrupted`` with ``stop_reason: process_ended``
+(``state.as_shown``): derived when read, as for the other workflows (workflows/run_roots.py).
 
 A client that disconnects stops the run (it is saved as ``interrupted``; resume it with its
 ``sessionId``); so does ``POST /api/multi-agent/{sessionId}/stop``. Browsers cannot POST with
@@ -35,7 +38,7 @@ from dominds.workflows.debate.launch import DebateRequestError, open_debate
 from dominds.workflows.debate.session import ACTIVE_SESSIONS
 from dominds.workflows.debate.settings import MAX_ROUNDS_CAP
 from dominds.workflows.debate.similarity import PositionComparer
-from dominds.workflows.debate.state import DebateStateError, load_state
+from dominds.workflows.debate.state import DebateStateError, as_shown, load_state
 from dominds.workflows.debate.view import session_object
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -158,7 +161,14 @@ async def debate_state(request: web.Request) -> web.Response:
         return _error(404, f"no debate {session_id!r}")
     except DebateStateError as exc:
         return _error(404, str(exc))
-    return web.json_response({**state.to_json(), "running": session_id in ACTIVE_SESSIONS})
+    running = _driven_here(engine, session_id)
+    state = as_shown(state, running)
+    return web.json_response({**state.to_json(), "running": running, "resumable": not running and not state.finished})
+
+
+def _driven_here(engine: object, session_id: str) -> bool:
+    session = ACTIVE_SESSIONS.get(session_id)
+    return session is not None and session.run.engine is engine
 
 
 async def debate_session_object(request: web.Request) -> web.Response:
@@ -174,7 +184,7 @@ async def debate_session_object(request: web.Request) -> web.Response:
         return _error(404, f"no debate {session_id!r}")
     except DebateStateError as exc:
         return _error(404, str(exc))
-    return web.json_response(session_object(state))
+    return web.json_response(session_object(as_shown(state, _driven_here(engine, session_id))))
 
 
 async def debate_page(request: web.Request) -> web.FileResponse:

@@ -58,6 +58,7 @@ class PlanSolveRun:
         ppt_root: Path,
         confirm_plan: bool | None = None,
         on_start: Callable[[str], None] | None = None,
+        stopping: Callable[[], bool] | None = None,
     ) -> None:
         self.engine = engine
         self.settings = settings
@@ -69,6 +70,8 @@ class PlanSolveRun:
         """Ask ``agent.user_confirm`` after planning (the service's setting unless the message chose)."""
         self.on_start = on_start
         """Told the run's root dialog id once its record is written."""
+        self.stopping = stopping
+        """Says whether the server is stopping: a cancellation then ends the run ``interrupted``."""
         self.output_dir: Path | None = None
         self.record: run_record.RunRecord | None = None
         self.table: DataTable | None = None
@@ -154,7 +157,7 @@ class PlanSolveRun:
             final_text = await self._solve_and_aggregate(plan, question, brief, plan_statistics)
             return final_text
         except asyncio.CancelledError:
-            self._ended = "cancelled"
+            self._ended = "interrupted" if self.stopping is not None and self.stopping() else "cancelled"
             raise
         except BaseException:
             self._ended = "failed"

@@ -8,7 +8,8 @@ moves it too.
 Format (JSON, camelCase like every Dominds record): ``format`` = ``dominds.plan-solve-run``, ``version``
 = 1, ``question``, ``data`` (``{path, table, rows, columns}`` or null), ``outputDir`` (workspace-relative
 when inside the workspace), ``startedAt``, ``updatedAt``, ``status`` (``running`` | ``completed`` |
-``failed`` | ``cancelled`` | ``declined``), ``finalText``, ``deck`` (``{pptx, json, slides, template}``
+``failed`` | ``cancelled`` | ``declined`` | ``interrupted`` = its server stopped mid-run; a reader shows a
+``running`` record that no live run drives as ``interrupted`` too, see ``workflows/run_roots.py``), ``finalText``, ``deck`` (``{pptx, json, slides, template}``
 or null). Unknown keys are ignored when read.
 """
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 RUN_FILE = "plan-solve-run.json"
 FORMAT = "dominds.plan-solve-run"
 VERSION = 1
-RunStatus = Literal["running", "completed", "failed", "cancelled", "declined"]
+RunStatus = Literal["running", "completed", "failed", "cancelled", "declined", "interrupted"]
 
 
 class RunRecordError(Exception):

@@ -40,8 +40,17 @@ class PlanSolveService:
         self.cleanups: set[asyncio.Task[None]] = set()
         """Connection cleanups in flight (kept referenced until they finish)."""
         self.started_at = time.monotonic()
-        self.run_ids: list[str] = []
-        """Root dialog ids of the runs this service started, oldest first (the page lists them)."""
+        self.stopping = False
+        """The server is shutting down: the runs it stops end ``interrupted``, not ``cancelled``."""
+
+    def live_run_ids(self) -> set[str]:
+        """Root dialog ids of the runs this service is driving now (a record of any other run that
+        says ``running`` was left so by a process that stopped: it reads ``interrupted``)."""
+        return {
+            session.pipeline.conductor.root_id
+            for session in self.sessions.values()
+            if session.pipeline is not None and session.pipeline.conductor is not None and session.pipeline.phase != "done"
+        }
 
     @property
     def workspace_root(self) -> Path:
@@ -126,7 +135,7 @@ class Session:
             csv_path=csv_path,
             ppt_root=service.ppt_root(),
             confirm_plan=confirm_plan,
-            on_start=service.run_ids.append,
+            stopping=lambda: service.stopping,
         )
         self.state = "running"
         self._run_task = asyncio.create_task(self._run(self.pipeline, question), name=f"plan-solve-{self.id}")

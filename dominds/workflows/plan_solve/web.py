@@ -126,6 +126,7 @@ async def _heartbeat(service: PlanSolveService, conn: Connection) -> None:
 
 async def _close_all(app: web.Application) -> None:
     service = app[PLAN_SOLVE]
+    service.stopping = True  # the runs closed below were not cancelled by anyone: they are interrupted
     for conn in list(service.connections):
         await close_connection(service, conn)
         await conn.ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutdown")

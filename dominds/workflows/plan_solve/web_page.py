@@ -3,9 +3,13 @@
 - ``GET /plan-solve``: the page (static/plan-solve.html; no build step, nothing from a CDN). It runs a
   question over ``/plan-solve/ws``, shows the plan for confirmation and editing, each slide's progress
   and queries with cancel/restart, and the finished deck.
-- ``GET /api/plan-solve/runs``: the runs this service started since it started, newest first:
-  ``{"runs": [{"run_id", ...run record}]}``.
+- ``GET /api/plan-solve/runs``: the workspace's newest ``RUNS_SHOWN`` runs, newest first, also those
+  from before a restart: ``{"runs": [{"run_id", ...run record}]}``. They are the root dialogs holding a
+  ``plan-solve-run.json``, found by walking the store's root listing newest first
+  (workflows/run_roots.py), not from memory.
 - ``GET /api/plan-solve/runs/{run_id}``: one run's record (any run of the workspace, also older ones).
+  In both, a record that says ``running`` while no live run of this service drives it (a crash or a kill
+  cut it) reads ``interrupted``.
 - ``GET /api/plan-solve/runs/{run_id}/deck.pptx`` and ``…/deck.json``: the deck's files, as downloads.
 
 In ``dominds serve`` the daemon's guard protects ``/api/*`` (the page's requests carry the session cookie
@@ -23,6 +27,7 @@ from aiohttp import web
 from dominds.server import keys
 from dominds.server.auth import host_header_is_loopback, request_authorized
 from dominds.store.errors import StoreError
+from dominds.workflows import run_roots
 from dominds.workflows.plan_solve import run_record
 from dominds.workflows.plan_solve.session import PlanSolveService
 
@@ -35,12 +40,9 @@ def add_page_routes(app: web.Application, service_key: web.AppKey[PlanSolveServi
     async def list_runs(request: web.Request) -> web.Response:
         _check(request)
         service = request.app[service_key]
-        runs = []
-        for run_id in reversed(service.run_ids[-RUNS_SHOWN:]):
-            record = await _record(service, run_id)
-            if record is not None:
-                runs.append({"run_id": run_id, **record.model_dump(mode="json", by_alias=False)})
-        return web.json_response({"runs": runs})
+        live = service.live_run_ids()
+        runs = await asyncio.to_thread(_newest_records, service)
+        return web.json_response({"runs": [_shown(run_id, record, live) for run_id, record in runs]})
 
     async def get_run(request: web.Request) -> web.Response:
         _check(request)
@@ -48,7 +50,7 @@ def add_page_routes(app: web.Application, service_key: web.AppKey[PlanSolveServi
         record = await _record(request.app[service_key], run_id)
         if record is None:
             return _error(404, f"no Plan & Solve run {run_id!r}")
-        return web.json_response({"run_id": run_id, **record.model_dump(mode="json", by_alias=False)})
+        return web.json_response(_shown(run_id, record, request.app[service_key].live_run_ids()))
 
     async def deck(request: web.Request) -> web.StreamResponse:
         _check(request)
@@ -86,6 +88,23 @@ def _check(request: web.Request) -> None:
 
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+def _shown(run_id: str, record: run_record.RunRecord, live: set[str]) -> dict[str, object]:
+    shown = {"run_id": run_id, **record.model_dump(mode="json", by_alias=False)}
+    shown["status"] = run_roots.shown_status(record.status, run_id, live)
+    return shown
+
+
+def _newest_records(service: PlanSolveService) -> list[tuple[str, run_record.RunRecord]]:
+    """The newest runs' records (an unreadable record is left out: ``GET …/runs/{id}`` says why not)."""
+    out = []
+    for root in run_roots.newest_run_roots(service.engine.store, run_record.RUN_FILE, RUNS_SHOWN):
+        try:
+            out.append((root.root_id, run_record.load(root.directory)))
+        except run_record.RunRecordError:
+            continue
+    return out
 
 
 async def _record(service: PlanSolveService, run_id: str) -> run_record.RunRecord | None:

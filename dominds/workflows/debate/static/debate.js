@@ -21,7 +21,7 @@ const MESSAGES = {
     status_terminated: "Session {id}: ended without consensus after {n} round(s).",
     interrupted: "Session {id} interrupted ({reason}) after round {n}; resume it with its id.",
     failed: "The debate failed in round {n} and was stopped; nothing was reported. Fix the cause, then resume session {id}.",
-    error: "Error: {message}", connectionLost: "Connection lost: {message}", tokenSaved: "Token saved; start again.",
+    error: "Error: {message}", connectionLost: "Connection lost: {message}", resumeLater: " The debate is saved after each round: once the daemon is back, press Resume to go on with session {id}.", tokenSaved: "Token saved; start again.",
     method_jaccard: "Positions compared by word overlap (Jaccard).", method_embedding: "Positions compared by embeddings ({model}).",
     thresholdsUsed: " Converge above {converge}, force opposition at or below {oppose}.",
     converge_label: "converge > {value}", oppose_label: "oppose ≤ {value}",
@@ -47,7 +47,7 @@ const MESSAGES = {
     status_terminated: "会话 {id}：{n} 轮后结束，未达成共识。",
     interrupted: "会话 {id} 在第 {n} 轮后中断（{reason}）；可用会话 ID 继续。",
     failed: "辩论在第 {n} 轮失败，已停止，没有生成报告。排除原因后继续会话 {id}。",
-    error: "错误：{message}", connectionLost: "连接中断：{message}", tokenSaved: "令牌已保存；请重新开始。",
+    error: "错误：{message}", connectionLost: "连接中断：{message}", resumeLater: "辩论在每轮结束后都会保存：守护进程恢复后，点击“继续”即可继续会话 {id}。", tokenSaved: "令牌已保存；请重新开始。",
     method_jaccard: "立场按词语重叠（Jaccard）比较。", method_embedding: "立场按向量嵌入比较（{model}）。",
     thresholdsUsed: "高于 {converge} 收敛，不高于 {oppose} 强制反方。",
     converge_label: "收敛 > {value}", oppose_label: "反方 ≤ {value}",
@@ -290,7 +290,8 @@ async function stream(body) {
       }
     }
   } catch (err) {
-    if (err.name !== "AbortError") setStatus(t("connectionLost", { message: err.message }), "bad");
+    // the daemon went away (a restart, a crash): the session is resumable from its last saved round
+    if (err.name !== "AbortError") setStatus(t("connectionLost", { message: err.message }) + (sessionId ? t("resumeLater", { id: sessionId }) : ""), "bad");
   } finally {
     setRunning(false);
   }

@@ -1,0 +1,71 @@
+"""A debate cut by a killed daemon reads interrupted and resumable after the restart, not in progress.
+
+The bug: a SIGKILL leaves ``debate-state.json`` at ``status: in_progress`` with the speaking agent
+``running``; after the restart ``GET /api/multi-agent/{id}`` and its ``/session`` object said so
+forever, though nothing drove the debate any more.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from cli.test_cli_kit import Daemon, wait_until
+from test_debate_kit import step, write_workspace
+
+JACCARD = "embedder: {kind: jaccard}\n"
+PLANNER_ANSWER = json.dumps({"agent_id": "planner", "output_type": "plan", "content": "x",
+                             "metadata": {"position": {"conclusion": "x", "confidence": 0.7}}})  # fmt: skip
+
+
+async def get(http: aiohttp.ClientSession, daemon: Daemon, path: str) -> dict[str, Any]:
+    async with http.get(f"{daemon.http}{path}", headers=daemon.headers()) as answer:
+        assert answer.status == 200, await answer.text()
+        body: dict[str, Any] = await answer.json()
+        return body
+
+
+async def first_event(http: aiohttp.ClientSession, daemon: Daemon, body: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """POST /api/multi-agent and read its first SSE event; the response stays open (closing it stops the run)."""
+    answer = await http.post(f"{daemon.http}/api/multi-agent", json=body, headers=daemon.headers())
+    assert answer.status == 200, await answer.text()
+    while True:
+        line = (await answer.content.readline()).decode()
+        if line.startswith("data: {"):
+            return answer, json.loads(line[6:])
+
+
+async def test_a_debate_cut_by_a_kill_reads_interrupted_and_resumes(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    # the round-1 planner is still speaking when the daemon is killed (minutes at this pace)
+    write_workspace(ws, [step("planner", 1, PLANNER_ANSWER * 20, chunk_chars=1, delay_ms=200)], JACCARD)
+    first = Daemon(ws)
+    try:
+        async with aiohttp.ClientSession() as http:
+            stream, started = await first_event(http, first, {"message": "IELTS?", "maxRounds": 2})
+            session_id = started["sessionId"]
+            root_dir = ws / ".dialogs" / "run" / session_id
+            wait_until(lambda: any(root_dir.glob("subdialogs/*/dialog.yaml")), timeout=60)  # the planner's step began
+            live = await get(http, first, f"/api/multi-agent/{session_id}")
+            assert (live["status"], live["running"]) == ("in_progress", True)
+            first.stop(signal.SIGKILL)
+            stream.close()
+    finally:
+        first.stop(signal.SIGKILL)
+    assert json.loads((root_dir / "debate-state.json").read_text())["status"] == "in_progress", "the kill left it so"
+
+    with Daemon(ws) as second:
+        async with aiohttp.ClientSession() as http:
+            state = await get(http, second, f"/api/multi-agent/{session_id}")
+            assert (state["status"], state["running"], state["resumable"]) == ("interrupted", False, True)
+            assert state["stop_reason"] == "process_ended"
+            assert all(agent["status"] not in ("running", "waiting") for agent in state["agents"].values()), state["agents"]
+            shown = await get(http, second, f"/api/multi-agent/{session_id}/session")
+            assert (shown["status"], shown["stopReason"]) == ("interrupted", "process_ended")
+            stream, resumed = await first_event(http, second, {"sessionId": session_id})  # resumable, as it says
+            assert resumed["sessionId"] == session_id
+            assert (await get(http, second, f"/api/multi-agent/{session_id}"))["running"] is True
+            stream.close()
