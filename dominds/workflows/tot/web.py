@@ -19,6 +19,8 @@ Events also go out on the main ``/ws`` as global ``tot_tree_evt`` messages (see 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -145,27 +147,25 @@ def _shown(record: run_file.TotRunFile, live: set[str]) -> run_file.TotRunFile:
 
 def _stored_summaries(engine: Engine, live: set[str]) -> list[dict[str, object]]:
     """The newest stored runs not driven by this daemon, as summaries (unreadable files are left out)."""
-    out = []
-    for root in run_roots.newest_run_roots(engine.store, run_file.RUN_FILE, RUNS_SHOWN):
-        try:
-            record = run_file.load(root.directory)
-        except run_file.RunFileError:
-            continue
-        if record.run_id not in live:
-            out.append(_shown(record, live).summary())
-    return out
+    return [_shown(record, live).summary() for record in _newest_records(engine) if record.run_id not in live]
 
 
 def _stored_run(engine: Engine, run_id: str) -> run_file.TotRunFile | None:
     """A run from its files: the log folder's task info names the root, whose tot-run.json has the snapshot."""
     root_id = run_file.root_of_run(logs_root(engine), run_id)
-    if root_id is None:
-        return None
+    if root_id is None:  # no task info to point at it (its log folder could not be written): the newest runs
+        return next((_shown(r, set()) for r in _newest_records(engine) if r.run_id == run_id), None)
     try:
         record = run_file.load(engine.store.root_dir(engine.store.locate_root(root_id), root_id))
     except (run_file.RunFileError, StoreError, ValueError):
         return None
     return _shown(record, set()) if record.run_id == run_id else None
+
+
+def _newest_records(engine: Engine) -> Iterator[run_file.TotRunFile]:
+    for root in run_roots.newest_run_roots(engine.store, run_file.RUN_FILE, RUNS_SHOWN):
+        with contextlib.suppress(run_file.RunFileError):
+            yield run_file.load(root.directory)
 
 
 async def page(request: web.Request) -> web.FileResponse:

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from chromium import CHROMIUM, CHROMIUM_PRESENT, launched_chromium
-from cli.test_cli_kit import Daemon
+from cli.test_cli_kit import Daemon, cli_env
 from ps_kit import PsClient, plan_json, planner, solver, write_workspace
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM_PRESENT, reason=f"{CHROMIUM} is not installed")]
@@ -78,9 +80,10 @@ async def test_past_runs_are_listed_after_a_kill_and_a_stop_and_cut_runs_read_in
             assert await items.count() == 2 and "Slow deck" in await items.nth(0).inner_text()
             assert "completed" in await items.nth(1).inner_text()
             assert errors == []
-            async with aiohttp.ClientSession() as http:  # a daemon stopped mid-run: the run it stops is interrupted
-                stopped = await _run(http, second, "Slow deck", finish=False)
-                second.stop(signal.SIGTERM)
+            # a daemon stopped mid-run of `dominds plan-solve client`: the run it stops is interrupted, and
+            # the client says so (it used to exit 1 without a word)
+            stopped, code, err = _client_run_cut_by_a_stop(second)
+            assert code == 1 and "closed the connection before the run ended: the run is interrupted" in err
         finally:
             second.stop(signal.SIGKILL)
     assert record_status(ws, stopped) == "interrupted"
@@ -107,3 +110,22 @@ async def _run(http: aiohttp.ClientSession, daemon: Daemon, question: str, *, fi
     else:
         OPEN.append(sock)
     return run_id
+
+
+def _client_run_cut_by_a_stop(daemon: Daemon) -> tuple[str, int, str]:
+    """`dominds plan-solve client` asks the slow question; the daemon is stopped (SIGTERM) once the run
+    began: (run id, the client's exit status, its stderr)."""
+    client = subprocess.Popen(
+        [sys.executable, "-m", "dominds", "plan-solve", "client", "--port", str(daemon.port), "--token", str(daemon.token),
+         "--question", "Slow deck"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+    )  # fmt: skip
+    try:
+        assert client.stdout is not None
+        started = next(json.loads(line) for line in client.stdout if '"plan.start"' in line)
+        daemon.stop(signal.SIGTERM)
+        _, err = client.communicate(timeout=30)
+    finally:
+        if client.poll() is None:
+            client.kill()
+    return str(started["metadata"]["dialog_id"]), client.returncode, err
