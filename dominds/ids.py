@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 DIALOG_ID_RE = re.compile(r"^[0-9a-z]{9}-[0-9a-z]{4}$")
@@ -45,9 +45,23 @@ def is_dialog_id(value: str) -> bool:
     return bool(DIALOG_ID_RE.match(value))
 
 
+_ZONE_CHECK_SECONDS = 30.0
+_zone: tuple[float, tzinfo | None] = (float("-inf"), None)
+
+
 def now_iso() -> str:
-    """The current local time as ISO 8601 with offset, millisecond precision."""
-    return datetime.now().astimezone().isoformat(timespec="milliseconds")
+    """The current local time as ISO 8601 with offset, millisecond precision.
+
+    The local offset is looked up at most every 30 s (the lookup asks the C library, which checks the
+    zone file each time; a turn takes dozens of timestamps): after a change of offset (daylight saving)
+    a few timestamps may still carry the old one, each still naming the right instant."""
+    global _zone
+    now = time.time()
+    checked, zone = _zone
+    if zone is None or now - checked > _ZONE_CHECK_SECONDS:
+        zone = datetime.fromtimestamp(now).astimezone().tzinfo
+        _zone = (now, zone)
+    return datetime.fromtimestamp(now, zone).isoformat(timespec="milliseconds")
 
 
 def short_token(nbytes: int = 6) -> str:

@@ -79,9 +79,13 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
     directory = path.parent
     group = _group()
     try:
-        directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode)
+        flags, perms = os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode
+        try:
+            fd = os.open(tmp, flags, perms)
+        except FileNotFoundError:  # the directory is made on first use (not a mkdir before every write)
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, flags, perms)
         try:
             view = memoryview(data)
             while view:
