@@ -57,11 +57,12 @@ async def supply_response(
                 result = texts.response_text(caller.agent_id, sub.agent_id, response, call.tellask_head, fbr=sub.meta.fbr)
             record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, status, response, result)
             caller.pending.remove(call)
+    # Revived before the index is rewritten: the files never show the tree at rest while a drive is due.
+    engine.after_unblock(caller)
     # One index write for every answer that arrives in the same loop turn (a fan-out's answers come
     # together: a write per answer rewrote a 100-entry file 100 times). The course records above are
     # the truth; a crash before this write leaves answered entries that recovery drops.
     await caller.commit_pending()
-    engine.after_unblock(caller)
     engine.conductors.resolve(sub, entry.call_id, response, status, failure_reason)
     return True
 
