@@ -1,11 +1,11 @@
 """`dominds serve`: run the daemon and web panel for this workspace.
 
 Start-up order matters: refuse a second daemon before touching anything; bind the port with the
-standard library (server/listen.py) so it is listening within milliseconds; import aiohttp and serve
-the starting app on it (server/starting.py: ``/api/health`` answers ``ready: false``, the rest "retry
-soon") while a worker thread imports the engine, the records and the panel's API; start watching
-``.minds/`` and the Taskdocs meanwhile; ``run_server`` starts the engine (takes the rtws lock,
-recovers, schedules) and hands the sockets from the starting app to the full one; only then is
+standard library (server/listen.py) and answer it at once from a thread (server/starting.py:
+``/api/health`` answers ``ready: false``, the rest "retry soon") while a worker thread imports aiohttp,
+the engine, the records and the panel's API and the event loop starts watching ``.minds/`` and the
+Taskdocs; ``run_server`` starts the engine (takes the rtws lock, recovers, schedules) and hands the
+sockets from the starting server to the full app; only then is
 ``.dialogs/daemon.json`` written (mode 0600), so a file that exists names a listening, ready daemon.
 SIGINT/SIGTERM stop the server gracefully (``run_server``); the file is removed on every way out, and a
 file left by a SIGKILLed daemon is recognised as stale through the lock.
@@ -96,9 +96,13 @@ def _serve(args: argparse.Namespace) -> int:
         sockets = bind_listeners(args.host, args.port)
     except ServerError as exc:
         raise CliError(str(exc)) from exc
+    from dominds.server.starting import StartingServer
+
+    starting = StartingServer(sockets, token_required=not args.no_auth)
+    starting.start()  # the port answers from here on
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="dominds: %(levelname)s: %(message)s")
     try:
-        asyncio.run(_serve_async(rtws, args, sockets))
+        asyncio.run(_serve_async(rtws, args, sockets, starting.stop))
     finally:
         for sock in sockets:
             sock.close()
@@ -151,19 +155,18 @@ def _refuse_second_daemon(rtws: Rtws) -> None:
         time.sleep(0.05)
 
 
-async def _serve_async(rtws: Rtws, args: argparse.Namespace, sockets: list[socket.socket]) -> None:
-    from dominds.server.starting import StartingServer
-
-    starting = StartingServer(sockets, token_required=not args.no_auth)
-    await starting.start()  # the port answers from here on
+async def _serve_async(
+    rtws: Rtws, args: argparse.Namespace, sockets: list[socket.socket], stop_starting: Callable[[], Awaitable[None]]
+) -> None:
     try:
-        await _serve_engine(rtws, args, sockets, starting.stop)
+        await _serve_engine(rtws, args, sockets, stop_starting)
     finally:
-        await starting.stop()
+        await stop_starting()
 
 
 def _import_daemon() -> None:
-    """The modules of the full daemon (most of the start-up's CPU time), loaded in a worker thread."""
+    """The modules of the full daemon (most of the start-up's CPU time), loaded in a worker thread so the
+    event loop sets the workspace watcher up meanwhile."""
     import dominds.driver.engine
     import dominds.server.run
     import dominds.workflows.mount  # noqa: F401
@@ -188,7 +191,7 @@ async def _serve_engine(
     watcher = WorkspaceWatcher(rtws.root, on_minds_changed=minds_changed, on_taskdoc_changed=taskdoc_changed)
     watch_task = asyncio.create_task(watcher.run(), name="dominds-watch")
     try:
-        await asyncio.to_thread(_import_daemon)  # the event loop keeps answering the starting app meanwhile
+        await asyncio.to_thread(_import_daemon)
         await _run_daemon(rtws, args, sockets, stop_starting, watcher, started)
     finally:
         watch_task.cancel()

@@ -176,7 +176,8 @@ def _print_result(result: dict[str, Any]) -> None:
     if result["status"] == "unsolved":
         print(f"Unsolved: {result['unsolved_reason']}.")
     elif result["status"] != "completed":
-        print(f"No answer: the run {result['status']}.")
+        ended = {"cancelled": "was cancelled", "interrupted": "was interrupted (its daemon stopped while it ran)"}
+        print(f"No answer: the run {ended.get(result['status'], result['status'])}.")
     if solution is not None:
         verification = solution["verification"]
         if result["solved"] and verification["is_valid"]:

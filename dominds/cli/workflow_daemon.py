@@ -61,7 +61,13 @@ async def tot_on_daemon(daemon: DaemonInfo, body: dict[str, Any], *, quiet: bool
             print(f"(run {run_id} on the daemon {daemon.describe()}; dialog {started.get('rootId')})", flush=True)
         try:
             while True:
-                snapshot = await client.get(f"/api/tot/runs/{run_id}")
+                try:
+                    snapshot = await client.get(f"/api/tot/runs/{run_id}")
+                except CliError as exc:
+                    raise CliError(
+                        f"{exc}\nThe daemon went away while run {run_id} ran: the run is interrupted. What it had "
+                        f"reached is kept; once the daemon runs again, `dominds url` gives the panel, and /tot?run={run_id} shows it."
+                    ) from exc
                 printer.feed(snapshot)
                 if snapshot.get("status") != "running":
                     break

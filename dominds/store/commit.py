@@ -50,8 +50,9 @@ INLINE_FSYNCS = 3
 """Groups with at most this many files (or directories) fsync them one after the other, on the loop."""
 RETRY_SECONDS = 1.0
 """Pause before an fsync that failed is tried again (held replies and events wait meanwhile)."""
-MAX_COMMIT_DELAY = 0.004
-"""How long a group may wait for the loop's ready work before it is committed anyway (seconds)."""
+MAX_COMMIT_DELAY = float(os.environ.get("DOMINDS_COMMIT_DELAY_MS", "") or 4) / 1000
+"""How long a group may wait for the loop's ready work before it is committed anyway (seconds;
+``DOMINDS_COMMIT_DELAY_MS``). Only a saturated loop waits this long: an idle one commits at once."""
 
 _GROUP_COMMIT = os.environ.get("DOMINDS_GROUP_COMMIT", "1") not in ("0", "false", "no")
 _committers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, GroupCommit] = weakref.WeakKeyDictionary()
@@ -196,9 +197,17 @@ class GroupCommit:
                 fsync_path(path, directories)
             return
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(FSYNC_THREADS, thread_name_prefix="dominds-fsync")
-        for _ in self._executor.map(fsync_path, paths, [directories] * len(paths)):
-            pass  # re-raises the first failure
+            self._executor = ThreadPoolExecutor(FSYNC_THREADS - 1, thread_name_prefix="dominds-fsync")
+        # One task per thread, each fsyncing its share in turn (a future per path cost more than its
+        # fsync's own CPU); the loop's thread takes a share too instead of only waiting.
+        ordered = list(paths)
+        shares = [ordered[i :: FSYNC_THREADS] for i in range(min(FSYNC_THREADS, len(ordered)))]
+        running = [self._executor.submit(_fsync_share, share, directories) for share in shares[1:]]
+        try:
+            _fsync_share(shares[0], directories)
+        finally:
+            for future in running:
+                future.result()  # re-raises the first failure (after every share is done)
 
     def _release(self) -> None:
         while self._gated and self._gated[0][0] <= self.durable:
@@ -220,6 +229,11 @@ class GroupCommit:
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None
+
+
+def _fsync_share(paths: list[str], directories: bool) -> None:
+    for path in paths:
+        fsync_path(path, directories)
 
 
 def fsync_path(path: str, directory: bool) -> None:

@@ -17,6 +17,7 @@ run it belongs to.
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,18 +40,14 @@ class RunRoot:
 def newest_run_roots(store: DialogStore, run_file: str, limit: int) -> list[RunRoot]:
     """Up to ``limit`` roots holding ``run_file``, newest first (by root id = creation time)."""
     found: list[RunRoot] = []
-    for root in _newest_roots(store):
-        if (root.directory / run_file).is_file():
-            found.append(root)
+    folders = {status: str(store.rtws.status_dir(status)) for status in DIALOG_STATUSES}
+    per_status = [_newest_of(store, status) for status in DIALOG_STATUSES]
+    for root_id, status in heapq.merge(*per_status, reverse=True):
+        if os.path.isfile(f"{folders[status]}/{root_id}/{run_file}"):  # plain strings: one stat, little else
+            found.append(RunRoot(status, root_id, store.root_dir(status, root_id)))
             if len(found) >= limit:
                 break
     return found
-
-
-def _newest_roots(store: DialogStore) -> Iterator[RunRoot]:
-    per_status = [_newest_of(store, status) for status in DIALOG_STATUSES]
-    for root_id, status in heapq.merge(*per_status, reverse=True):
-        yield RunRoot(status, root_id, store.root_dir(status, root_id))
 
 
 def _newest_of(store: DialogStore, status: str) -> Iterator[tuple[str, str]]:

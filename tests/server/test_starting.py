@@ -33,7 +33,7 @@ async def test_the_port_answers_while_starting_and_the_full_app_takes_over_the_s
     sockets = bind_listeners("127.0.0.1", 0)
     port = listening_port(sockets)
     starting = StartingServer(sockets, token_required=True)
-    await starting.start()
+    starting.start()
     auth = {"Authorization": f"Bearer {TOKEN}"}
     async with aiohttp.ClientSession() as http:
         async with http.get(f"http://127.0.0.1:{port}/api/health") as response:
@@ -79,7 +79,7 @@ async def test_without_a_token_the_starting_app_answers_loopback_host_names_only
     sockets = bind_listeners("127.0.0.1", 0)
     port = listening_port(sockets)
     starting = StartingServer(sockets, token_required=False)
-    await starting.start()
+    starting.start()
     try:
         assert (await _raw_get(port, "/api/health", host="evil.example"))[0] == 403
         status, headers, body = await _raw_get(port, "/api/health", host="localhost")

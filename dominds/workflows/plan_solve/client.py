@@ -96,7 +96,10 @@ async def run_client(
         finally:
             if canceller is not None:
                 canceller.cancel()
-    return 1  # the server closed the socket before the run ended
+    # the server closed the socket before the run ended (a daemon stopped or crashed): say so, on stderr
+    # (stdout carries only the service's events)
+    print(f"the service at {options.url} closed the connection before the run ended: the run is interrupted", file=sys.stderr)
+    return 1
 
 
 async def _cancel_later(ws: aiohttp.ClientWebSocketResponse, session_id: str, delay: float) -> None:

@@ -95,38 +95,61 @@ class TotLiveRun:
 
 
 class RunFileWriter:
-    """Keeps ``tot-run.json`` in step with a live run: ``now`` writes at once, ``soon`` within
-    ``run_file.MIN_INTERVAL`` seconds (one write for a burst of tree changes). A write that fails (disk
-    full) is logged and retried by the next one; it never stops the run."""
+    """Keeps ``tot-run.json`` in step with a live run. The snapshot is taken on the event loop (the tree
+    changes there) and written in a worker thread (a 5,000-node tree is a 2 MB file: tens of ms with its
+    fsync), one write at a time and in order. ``request`` asks for a write: at once when ``urgent`` (the
+    search starts, a layer ends), else at most every ``run_file.MIN_INTERVAL`` seconds, one write for a
+    burst of changes. ``finish`` writes the end and says whether it is on disk. A write that fails (disk
+    full) is logged and the next one tries again; it never stops the run."""
 
     def __init__(self, live: TotLiveRun, root_dir: Callable[[], Path]) -> None:
         self.live = live
         self.root_dir = root_dir
         self.last = 0.0
-        self.pending: asyncio.TimerHandle | None = None
+        self.dirty = False
+        self.urgent = False
+        self.flushing: asyncio.Task[bool] | None = None
 
-    def now(self) -> None:
-        if self.pending is not None:
-            self.pending.cancel()
-            self.pending = None
+    def write_first(self) -> None:
+        """The first record, before the run's task starts (small: no tree yet), so a run killed at once is found."""
         self.last = time.monotonic()
+        self._save(self.live.record())
+
+    def request(self, *, urgent: bool = False) -> None:
+        self.dirty = True
+        self.urgent = self.urgent or urgent
+        if self.flushing is None or self.flushing.done():
+            self.flushing = asyncio.get_running_loop().create_task(self._flush(), name=f"tot-run-file-{self.live.task_id}")
+
+    async def finish(self) -> bool:
+        self.request(urgent=True)
+        assert self.flushing is not None
+        return await asyncio.shield(self.flushing)  # a second cancel must not leave a write half done
+
+    async def _flush(self) -> bool:
+        written = True
+        while self.dirty:
+            wait = self.last + run_file.MIN_INTERVAL - time.monotonic()
+            if wait > 0 and not self.urgent:
+                await asyncio.sleep(wait)
+            self.dirty = self.urgent = False
+            self.last = time.monotonic()
+            written = await asyncio.to_thread(self._save, self.live.record())
+        return written
+
+    def _save(self, record: run_file.TotRunFile) -> bool:
         try:
-            run_file.save(self.root_dir(), self.live.record())
+            run_file.save(self.root_dir(), record)
         except (OSError, StoreError) as exc:
             log.warning("ToT run %s: cannot write %s: %s", self.live.task_id, run_file.RUN_FILE, exc)
-
-    def soon(self) -> None:
-        if self.pending is not None:
-            return
-        delay = self.last + run_file.MIN_INTERVAL - time.monotonic()
-        if delay <= 0:
-            self.now()
-        else:
-            self.pending = asyncio.get_running_loop().call_later(delay, self.now)
+            return False
+        return True
 
 
 class TotRunRegistry:
-    """The runs started by this process, by run id (= the log folder's task id)."""
+    """The runs this process drives, by run id (= the log folder's task id). A run leaves it once its
+    end is written to ``tot-run.json`` (then the file answers for it); one whose end could not be
+    written stays, so it is still shown."""
 
     def __init__(self) -> None:
         self.runs: dict[str, TotLiveRun] = {}
@@ -167,7 +190,7 @@ def start_tot_run(
     run = engine.start_workflow_run("tot", ORCHESTRATOR_AGENT_ID, taskdoc, f"ToT: {request.problem[:80]}")
     live = TotLiveRun(task_id, run.root_id, request.problem, symbolic, log_dir=logs_root(engine) / task_id)
     writer = RunFileWriter(live, lambda: run.root.files.dir)
-    writer.now()  # a run killed before its search started is found (as interrupted) too
+    writer.write_first()
     backend = SymbolicGame24Backend() if symbolic else TeammateBackend(run, step_timeout=step_timeout)
 
     def stopping() -> bool:
@@ -175,10 +198,8 @@ def start_tot_run(
 
     def observe(kind: str, data: dict[str, Any]) -> None:
         live.observe(kind, data)
-        if kind in ("search_started", "layer_done"):
-            writer.now()
-        elif kind != "run_done":  # the end is written once the outcome is known (drive)
-            writer.soon()
+        if kind != "run_done":  # the end is written once the outcome is known (drive)
+            writer.request(urgent=kind in ("search_started", "layer_done"))
         if observer is not None:
             observer(kind, data)
         event = {k: v for k, v in data.items() if k != "tree"}
@@ -199,7 +220,8 @@ def start_tot_run(
         finally:
             if not symbolic:
                 live.usage = engine.usage_totals(run.root_id)["total"]
-            writer.now()
+            if await writer.finish() and registry is not None:  # on disk for good: the registry holds runs in progress
+                registry.runs.pop(task_id, None)
 
     live.task = asyncio.create_task(drive(), name=f"tot-{task_id}")
     if registry is not None:

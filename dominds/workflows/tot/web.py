@@ -19,6 +19,8 @@ Events also go out on the main ``/ws`` as global ``tot_tree_evt`` messages (see 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -105,9 +107,14 @@ async def start_run(request: web.Request) -> web.Response:
 
 
 async def list_runs(request: web.Request) -> web.Response:
-    registry = request.app[TOT_RUNS]
-    stored = await asyncio.to_thread(_stored_summaries, request.app[keys.ENGINE], set(registry.runs))
-    runs = {run["runId"]: run for run in stored}
+    registry, engine = request.app[TOT_RUNS], request.app[keys.ENGINE]
+    stored = await asyncio.to_thread(lambda: list(_newest_records(engine)))
+    # Who is live is asked only now, after the files were read: a run leaves the registry once its end
+    # is on disk, so one read as running that is no longer live either ended meanwhile (read it again)
+    # or was cut by a stopped process (interrupted).
+    ended = [r.run_id for r in stored if r.status == "running" and r.run_id not in registry.runs]
+    again = await asyncio.to_thread(lambda: {run_id: _stored_run(engine, run_id) for run_id in ended}) if ended else {}
+    runs = {r.run_id: (again.get(r.run_id) or _shown(r, set())).summary() for r in stored if r.run_id not in registry.runs}
     runs.update((run_id, live.summary()) for run_id, live in registry.runs.items())  # live runs: their state now
     newest = sorted(runs.values(), key=lambda run: str(run["rootId"]))[-RUNS_SHOWN:]  # root ids sort by creation time
     return web.json_response({"runs": newest})
@@ -143,29 +150,22 @@ def _shown(record: run_file.TotRunFile, live: set[str]) -> run_file.TotRunFile:
     return record
 
 
-def _stored_summaries(engine: Engine, live: set[str]) -> list[dict[str, object]]:
-    """The newest stored runs not driven by this daemon, as summaries (unreadable files are left out)."""
-    out = []
-    for root in run_roots.newest_run_roots(engine.store, run_file.RUN_FILE, RUNS_SHOWN):
-        try:
-            record = run_file.load(root.directory)
-        except run_file.RunFileError:
-            continue
-        if record.run_id not in live:
-            out.append(_shown(record, live).summary())
-    return out
-
-
 def _stored_run(engine: Engine, run_id: str) -> run_file.TotRunFile | None:
     """A run from its files: the log folder's task info names the root, whose tot-run.json has the snapshot."""
     root_id = run_file.root_of_run(logs_root(engine), run_id)
-    if root_id is None:
-        return None
+    if root_id is None:  # no task info to point at it (its log folder could not be written): the newest runs
+        return next((_shown(r, set()) for r in _newest_records(engine) if r.run_id == run_id), None)
     try:
         record = run_file.load(engine.store.root_dir(engine.store.locate_root(root_id), root_id))
     except (run_file.RunFileError, StoreError, ValueError):
         return None
     return _shown(record, set()) if record.run_id == run_id else None
+
+
+def _newest_records(engine: Engine) -> Iterator[run_file.TotRunFile]:
+    for root in run_roots.newest_run_roots(engine.store, run_file.RUN_FILE, RUNS_SHOWN):
+        with contextlib.suppress(run_file.RunFileError):
+            yield run_file.load(root.directory)
 
 
 async def page(request: web.Request) -> web.FileResponse:

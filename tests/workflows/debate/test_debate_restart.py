@@ -2,7 +2,8 @@
 
 The bug: a SIGKILL leaves ``debate-state.json`` at ``status: in_progress`` with the speaking agent
 ``running``; after the restart ``GET /api/multi-agent/{id}`` and its ``/session`` object said so
-forever, though nothing drove the debate any more.
+forever, though nothing drove the debate any more. The page, whose stream broke, said only
+"Connection lost".
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
+from chromium import CHROMIUM, CHROMIUM_PRESENT, launched_chromium
 from cli.test_cli_kit import Daemon, wait_until
 from test_debate_kit import step, write_workspace
 
@@ -69,3 +72,36 @@ async def test_a_debate_cut_by_a_kill_reads_interrupted_and_resumes(tmp_path: Pa
             assert resumed["sessionId"] == session_id
             assert (await get(http, second, f"/api/multi-agent/{session_id}"))["running"] is True
             stream.close()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not CHROMIUM_PRESENT, reason=f"{CHROMIUM} is not installed")
+async def test_the_page_of_a_debate_cut_by_a_kill_says_it_can_be_resumed_and_resumes_it(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write_workspace(ws, [step("planner", 1, PLANNER_ANSWER * 20, chunk_chars=1, delay_ms=200)], JACCARD)
+    async with launched_chromium() as browser:
+        page = await browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        await page.add_init_script("localStorage.setItem('dominds.uiLanguage', 'en')")
+        first = Daemon(ws)
+        try:
+            await page.goto(f"{first.http}/debate?auth={first.token}")
+            await page.fill("#question", "IELTS?")
+            await page.click("#start")
+            await page.wait_for_function("document.getElementById('resume-id').value !== ''", timeout=15_000)
+            session_id = await page.input_value("#resume-id")
+            wait_until(lambda: any((ws / ".dialogs" / "run" / session_id).glob("subdialogs/*/dialog.yaml")), timeout=60)
+            first.stop(signal.SIGKILL)
+        finally:
+            first.stop(signal.SIGKILL)
+        await page.wait_for_function("document.getElementById('status').textContent.includes('Connection lost')")
+        assert f"press Resume to go on with session {session_id}" in await page.inner_text("#status")
+        with Daemon(ws, "--port", str(first.port)) as second:
+            await page.click("#resume")
+            await page.wait_for_function(
+                f"document.getElementById('status').textContent === 'Session {session_id}, resumed after round 0'", timeout=15_000
+            )
+            async with aiohttp.ClientSession() as http:
+                assert (await get(http, second, f"/api/multi-agent/{session_id}"))["running"] is True
+        assert errors == []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cli.test_cli_kit import Daemon
 from workspace_kit import LLM_YAML, team_yaml
 
 from dominds.driver.engine import Engine
@@ -183,3 +186,33 @@ GAME_RESPONSES = [
 ]
 """Teammate answers for `4 9 10 13` searched with b=1, k=2 and comparative voting (one vote per layer):
 8 role calls, 10 input and 5 output tokens each, ending in a verified answer."""
+
+
+# ---------------------------------------------------------------- runs on a real daemon process
+
+SLOW_EVALUATOR = [
+    json_reply("tot-decomposer", "decompose_task", {
+        "thought_granularity": "equation", "intermediate_steps": [], "depth_estimate": 3, "constraints": [], "success_criteria": "24",
+    }),
+    json_reply("tot-generator", "generate_thoughts", {"candidates": [{"temp_id": "c", "content": "13 - 9 = 4 (left: 4 4 10)", "action_type": "-"}]}),
+    # still scoring when the daemon is killed (minutes at this pace); the kill never waits for it
+    {"agent": "tot-evaluator", "contains": "evaluate_thoughts", "response": "x " * 5000, "chunk_chars": 2, "delay_ms": 50},
+]  # fmt: skip
+
+
+def daemon_call(daemon: Daemon, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    """(status, JSON body) of one request to a `dominds serve` process, with its token."""
+    data = None if body is None else json.dumps(body).encode()
+    headers = {**daemon.headers(), "Content-Type": "application/json"}
+    request = urllib.request.Request(f"{daemon.http}{path}", data=data, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def stored_tree(ws: Path, root_id: str) -> dict[str, Any]:
+    """The ThoughtTree a run's ``tot-run.json`` holds ({} before there is one)."""
+    path = ws / ".dialogs" / "run" / root_id / "tot-run.json"
+    return (json.loads(path.read_text()).get("tree") or {}) if path.exists() else {}

@@ -50,12 +50,17 @@ function setRunning(running) {
 
 // ---------------------------------------------------------------- the socket
 
+let reconnectDelay = 500;
+let reconnectTimer = null;
+
 function connect() {
+  clearTimeout(reconnectTimer);
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   ws = new WebSocket(`${scheme}://${location.host}/plan-solve/ws`, token ? [`dominds-auth.${token}`] : []);
   $("conn").dataset.state = "connecting";
   $("conn").textContent = t("connecting");
   ws.onopen = () => {
+    reconnectDelay = 500;
     $("conn").dataset.state = "open";
     $("conn").textContent = t("connected");
     send({ event: "user.create_session" });
@@ -70,10 +75,13 @@ function connect() {
       $("token-form").hidden = false;
       return;
     }
-    if (run.running) {
-      setStatus("failed", {}, "bad");
+    if (run.running) {  // a closed socket ends its runs: this one is over (listed once the daemon answers)
+      setStatus("interruptedRun", {}, "bad");
       showError(t("connectionLost", { reason: closed.reason || closed.code }));
     }
+    // the daemon went away (a restart, a crash): reconnect by itself, less and less often
+    reconnectTimer = setTimeout(connect, reconnectDelay);
+    reconnectDelay = Math.min(reconnectDelay * 2, 5000);
   };
 }
 
