@@ -6,7 +6,7 @@ the bench can knock from the very first moment). For each run, from the spawn:
 - *port answers*: the first complete HTTP answer to ``GET /api/health`` (``200`` with ``ok: true``; a
   refused or unanswered connection is retried every 5 ms). A TCP connect alone does not count: the
   daemon listens within milliseconds, and the kernel queues connections until something answers them.
-  While the engine loads the answer is the starting app's (``"ready": false``; server/starting.py);
+  While the engine loads the answer is the starting server's (``"ready": false``; server/starting.py);
 - *ready*: the first ``200`` to an authorised ``GET /api/dialogs`` (the engine started, the full app
   serving) — what a panel needs (asked every 20 ms);
 - *URL printed*: when ``serve`` printed the panel URL (``.dialogs/daemon.json`` written);
@@ -139,7 +139,7 @@ def run(runs: int) -> list[Figure]:
             "s",
             answers,
             ("<=", 0.3),
-            note=f"answered by the starting app in {runs - said_ready} of {runs} runs, by the full app in {said_ready}",
+            note=f"answered by the starting server in {runs - said_ready} of {runs} runs, by the full app in {said_ready}",
         ),
         Figure("start-up: CPU the daemon used until the port answered", "s", answer_cpus),
         Figure("start-up: spawned until ready (GET /api/dialogs 200)", "s", readies),

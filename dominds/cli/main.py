@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import importlib
 import os
-import pkgutil
 import sys
 from pathlib import Path
 
@@ -56,6 +55,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             return parser
         parser = build_parser()  # the module registers other names: the full parser answers
         return parser
+    import pkgutil  # only for help and unknown names: one command imports only itself
+
     for info in sorted(pkgutil.iter_modules([str(package_dir)]), key=lambda m: _listing_order(m.name)):
         if info.name.startswith("cmd_"):
             module = importlib.import_module(f"dominds.cli.{info.name}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dominds.driver import usage
@@ -173,22 +174,27 @@ def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...]) -> G
         index.close()
 
 
+_LISTING_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dominds-listing")
+"""Every listing's steps run on this one thread: listings at once take turns piece by piece, and the
+daemon's memory gains one thread's allocations, not one per worker of the default pool."""
+
+
 class ListingInThread:
-    """``listing_chunks`` stepped in a worker thread, one piece per ``next_chunk``; ``close`` waits for a
-    step still running (a client that went away mid-listing) before closing it on its thread."""
+    """``listing_chunks`` stepped on the listing thread, one piece per ``next_chunk``; ``close`` waits
+    for a step still running (a client that went away mid-listing) before closing it on that thread."""
 
     def __init__(self, engine: Engine, statuses: tuple[str, ...]) -> None:
         self.chunks = listing_chunks(engine, engine.config.get().catalog, statuses)
         self.step: asyncio.Future[bytes | None] | None = None
 
     async def next_chunk(self) -> bytes | None:
-        self.step = asyncio.ensure_future(asyncio.to_thread(next, self.chunks, None))
+        self.step = asyncio.get_running_loop().run_in_executor(_LISTING_THREAD, next, self.chunks, None)
         return await asyncio.shield(self.step)
 
     async def close(self) -> None:
         if self.step is not None and not self.step.done():
             await asyncio.wait([self.step])
-        await asyncio.to_thread(self.chunks.close)
+        await asyncio.get_running_loop().run_in_executor(_LISTING_THREAD, self.chunks.close)
 
 
 def dialog_tree(engine: Engine, root_id: str) -> Node:

@@ -78,6 +78,7 @@ class DialogIndex:
                 db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=OFF")  # a cache: lost to a power cut, it is rebuilt
+                db.execute("PRAGMA cache_size=-256")  # read in one pass: a big page cache only costs memory
                 if db.execute("PRAGMA user_version").fetchone()[0] != INDEX_VERSION:
                     db.executescript(f"DROP TABLE IF EXISTS dialogs; DROP TABLE IF EXISTS facts; DROP TABLE IF EXISTS trees; DROP TABLE IF EXISTS derived; PRAGMA user_version={INDEX_VERSION};")
                 db.executescript(_SCHEMA)

@@ -108,6 +108,8 @@ class Tree:
     subs: list[Entry]
     settled: bool
     """Its files are exactly as they were when the daemon last left the whole tree at rest."""
+    key: str | None = None
+    """``tree_key`` of its entries, once computed."""
 
     @property
     def entries(self) -> list[Entry]:
@@ -116,7 +118,9 @@ class Tree:
     @property
     def sig(self) -> str:
         """What every dialog of the tree was read from, as one key (``tree_key``)."""
-        return tree_key(self.entries)
+        if self.key is None:
+            self.key = tree_key(self.entries)
+        return self.key
 
 
 def tree_key(entries: list[Entry]) -> str:

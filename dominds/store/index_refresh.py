@@ -52,7 +52,8 @@ class Refresh:
         ]
         for gone in rows:
             self.dialogs.append((f"{status}/{root_id}/{gone}", status, root_id, gone))
-        return Tree(entries[0], entries[1:], known[2] is not None and known[2] == tree_key(entries))
+        key = tree_key(entries)
+        return Tree(entries[0], entries[1:], known[2] is not None and known[2] == key, key)
 
     def entry(self, status: str, root_id: str, self_id: str, path: str, row: tuple[Any, ...] | None) -> Entry:
         if row is not None:

@@ -44,12 +44,13 @@ class PlanSolveService:
         """The server is shutting down: the runs it stops end ``interrupted``, not ``cancelled``."""
 
     def live_run_ids(self) -> set[str]:
-        """Root dialog ids of the runs this service is driving now (a record of any other run that
-        says ``running`` was left so by a process that stopped: it reads ``interrupted``)."""
+        """Root dialog ids of the runs this service is driving now, until their end record is written (a
+        session stays ``running`` until its pipeline returned); a record of any other run that says
+        ``running`` was left so by a process that stopped: it reads ``interrupted``."""
         return {
             session.pipeline.conductor.root_id
             for session in self.sessions.values()
-            if session.pipeline is not None and session.pipeline.conductor is not None and session.pipeline.phase != "done"
+            if session.state == "running" and session.pipeline is not None and session.pipeline.conductor is not None
         }
 
     @property

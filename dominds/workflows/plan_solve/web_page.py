@@ -40,8 +40,8 @@ def add_page_routes(app: web.Application, service_key: web.AppKey[PlanSolveServi
     async def list_runs(request: web.Request) -> web.Response:
         _check(request)
         service = request.app[service_key]
-        live = service.live_run_ids()
         runs = await asyncio.to_thread(_newest_records, service)
+        live = service.live_run_ids()  # after the read: a run stays live until its end record is written
         return web.json_response({"runs": [_shown(run_id, record, live) for run_id, record in runs]})
 
     async def get_run(request: web.Request) -> web.Response:

@@ -107,9 +107,14 @@ async def start_run(request: web.Request) -> web.Response:
 
 
 async def list_runs(request: web.Request) -> web.Response:
-    registry = request.app[TOT_RUNS]
-    stored = await asyncio.to_thread(_stored_summaries, request.app[keys.ENGINE], set(registry.runs))
-    runs = {run["runId"]: run for run in stored}
+    registry, engine = request.app[TOT_RUNS], request.app[keys.ENGINE]
+    stored = await asyncio.to_thread(lambda: list(_newest_records(engine)))
+    # Who is live is asked only now, after the files were read: a run leaves the registry once its end
+    # is on disk, so one read as running that is no longer live either ended meanwhile (read it again)
+    # or was cut by a stopped process (interrupted).
+    ended = [r.run_id for r in stored if r.status == "running" and r.run_id not in registry.runs]
+    again = await asyncio.to_thread(lambda: {run_id: _stored_run(engine, run_id) for run_id in ended}) if ended else {}
+    runs = {r.run_id: (again.get(r.run_id) or _shown(r, set())).summary() for r in stored if r.run_id not in registry.runs}
     runs.update((run_id, live.summary()) for run_id, live in registry.runs.items())  # live runs: their state now
     newest = sorted(runs.values(), key=lambda run: str(run["rootId"]))[-RUNS_SHOWN:]  # root ids sort by creation time
     return web.json_response({"runs": newest})
@@ -143,11 +148,6 @@ async def cancel_run(request: web.Request) -> web.Response:
 def _shown(record: run_file.TotRunFile, live: set[str]) -> run_file.TotRunFile:
     record.status = run_roots.shown_status(record.status, record.run_id, live)
     return record
-
-
-def _stored_summaries(engine: Engine, live: set[str]) -> list[dict[str, object]]:
-    """The newest stored runs not driven by this daemon, as summaries (unreadable files are left out)."""
-    return [_shown(record, live).summary() for record in _newest_records(engine) if record.run_id not in live]
 
 
 def _stored_run(engine: Engine, run_id: str) -> run_file.TotRunFile | None:

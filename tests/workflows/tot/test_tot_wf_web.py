@@ -130,3 +130,17 @@ async def test_the_tot_page_is_served_self_contained(client: TestClient[Any, Any
     html = await response.text()
     assert "/api/tot/runs" in html and "textContent" in html
     assert "src=\"http" not in html and "href=\"http" not in html, "nothing from a CDN"
+
+
+async def test_a_run_is_never_listed_as_interrupted_while_it_runs_or_ends(client: TestClient[Any, Any]) -> None:
+    """The run list reads the runs' files in a worker thread while runs go on (here a fast run that writes
+    its file many times) and only then asks which runs are live, re-reading any that left meanwhile: a run
+    is never listed as interrupted while it runs or as it ends. (The window this guards — a run's end
+    written after its file was read as running — is too narrow to hit on purpose: this checks the
+    invariant under load, it does not reproduce that race deterministically.)"""
+    started = await (await client.post("/api/tot/runs", json={"problem": "4 9 10 13", "symbolic": True, "branching": 3}, headers=AUTH)).json()
+    seen: list[str] = []
+    while not seen or seen[-1] == "running":
+        listed = await (await client.get("/api/tot/runs", headers=AUTH)).json()
+        seen += [run["status"] for run in listed["runs"] if run["runId"] == started["runId"]]
+    assert set(seen) <= {"running", "completed"} and seen[-1] == "completed", seen
