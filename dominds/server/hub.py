@@ -147,6 +147,14 @@ class Connection:
     def send(self, message: dict[str, Any]) -> None:
         self.send_text(json.dumps(message, ensure_ascii=False))
 
+    def send_first(self, message: dict[str, Any]) -> None:
+        """A message that reports no write (the welcome, the problems snapshot): into the outbox at once.
+
+        Through ``send`` the welcome waited behind the fsync of a write made just before the socket
+        connected, and that write's event, delivered to every socket once durable, reached the new
+        socket before its welcome, which the protocol promises is the first message."""
+        self._enqueue(json.dumps(message, ensure_ascii=False))
+
     def send_text(self, text: str) -> None:
         """Send a reply once every write made before it is durable (and after the events published before it)."""
         after_durable(lambda: self._enqueue(text))

@@ -1,20 +1,23 @@
-"""What the port answers while the daemon starts: ``/api/health`` says so, anything else is "retry soon".
+"""What the port does while the daemon starts: ``/api/health`` says so at once, every other request waits.
 
 ``dominds serve`` binds its sockets first (listen.py) and serves them at once with the standard
 library's ``http.server`` in a thread of its own (no aiohttp yet), while the main thread imports
 aiohttp, the engine, the records and the panel's API and starts the engine (most of the start-up).
-So the port answers honestly from the first tenth of a second: ``GET /api/health`` is
-``{"ok": true, "ready": false, ...}`` (the full app answers ``"ready": true``), a page is a 503 that
-reloads itself each second, and every other request (the websocket too) is a 503 JSON error with
-``Retry-After: 1``. Nothing here reads or writes the workspace, and nothing needs the token: no data is
-served; without a token only loopback ``Host`` names are answered, as by the full app. ``run_server``
-stops this server right before the full app serves the same sockets; connections made in between
-wait in the kernel's accept queue.
+``GET /api/health`` is answered from the first tenth of a second: ``{"ok": true, "ready": false, ...}``
+(the full app answers ``"ready": true``). Every other request (a page, the API, the websocket) is
+held until the full app serves the port and is then passed to it byte for byte over a loopback
+connection: a client that connects early gets the full app's answer, only later. (It used to get a 503
+with ``Retry-After``; a client that waits for the port, or for ``/api/health``, and then calls the API
+took that 503 for an answer.) Nothing here reads or writes the workspace; without a token only loopback
+``Host`` names are answered, as by the full app, which applies every other check to what is relayed.
+``run_server`` stops this server right before the full app serves the same sockets; connections made
+in between wait in the kernel's accept queue.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -27,11 +30,11 @@ from dominds.server.listen import is_loopback_host
 RETRY_SECONDS = 1
 POLL_SECONDS = 0.02
 """How often a serving thread looks whether it was told to stop (the hand-over waits at most this)."""
+HOLD_SECONDS = 600.0
+"""How long a request waits for the full app before it is answered 503 (a start-up recovering a huge
+workspace can take minutes; a daemon that fails to start stops holding at once)."""
+RELAY_CHUNK = 64 * 1024
 MAX_DRAINED_BYTES = 1024 * 1024
-STARTING_PAGE = (
-    '<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="1">'
-    "<title>Dominds is starting</title></head><body><p>Dominds is starting…</p></body></html>"
-)
 
 
 def health_payload(ready: bool) -> dict[str, object]:
@@ -43,7 +46,8 @@ class StartingServer:
     """Serves the starting answers on the daemon's sockets until ``stop()`` (idempotent)."""
 
     def __init__(self, sockets: list[socket.socket], *, token_required: bool) -> None:
-        handler = type("Handler", (_StartingHandler,), {"token_required": token_required})
+        self._handed_over = threading.Event()
+        handler = type("Handler", (_StartingHandler,), {"token_required": token_required, "handed_over": self._handed_over})
         self._servers = [_SocketServer(sock, handler) for sock in sockets]
         self._threads: list[threading.Thread] = []
 
@@ -57,7 +61,7 @@ class StartingServer:
             self._threads.append(thread)
 
     async def stop(self) -> None:
-        """Stop accepting (the sockets stay open for the full app); answers in progress finish."""
+        """Stop accepting (the sockets stay open for the full app); held requests then go to the full app."""
         if self._threads:
             self._threads = []
             await asyncio.to_thread(self._shutdown)
@@ -65,6 +69,8 @@ class StartingServer:
     def _shutdown(self) -> None:
         for server in self._servers:
             server.shutdown()  # returns once its thread stopped accepting
+        # only now: a relayed request's own connection must reach the full app, never this server
+        self._handed_over.set()
 
 
 class _SocketServer(ThreadingHTTPServer):
@@ -83,32 +89,49 @@ class _SocketServer(ThreadingHTTPServer):
 
 class _StartingHandler(BaseHTTPRequestHandler):
     token_required = True
+    handed_over = threading.Event()
     protocol_version = "HTTP/1.1"
     server_version = "dominds"
     sys_version = ""
+    rbufsize = 0
+    """Read the request head byte by byte: nothing after it leaves the socket, so a held request's body
+    (and anything a websocket client sends next) is still there for the relay."""
 
     def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
         if not self._host_allowed():
             return
-        if path == "/api/health":
+        if self.path.split("?", 1)[0] == "/api/health":
             self._send(200, "application/json", json.dumps(health_payload(ready=False)), retry=False)
-        elif path.startswith("/api/") or path == "/ws":
-            self._not_yet()
         else:
-            self._send(503, "text/html; charset=utf-8", STARTING_PAGE, retry=True)
-
-    def do_HEAD(self) -> None:
-        self.do_GET()
+            self._relay()
 
     def _other(self) -> None:
-        length = self.headers.get("Content-Length", "0")
-        if length.isdigit() and 0 < int(length) <= MAX_DRAINED_BYTES:
-            self.rfile.read(int(length))  # a body left unread would reset the connection under the answer
         if self._host_allowed():
-            self._not_yet()
+            self._relay()
 
-    do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _other
+    do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _other
+
+    def _relay(self) -> None:
+        """Hold the request until the full app serves the port, then pass the connection to it as it is."""
+        if not self.handed_over.wait(HOLD_SECONDS):
+            self._not_yet()
+            return
+        try:
+            upstream = socket.create_connection(_loopback_of(self.connection.getsockname()))
+        except OSError:
+            self._not_yet()  # the daemon failed to start and closed its port
+            return
+        head = f"{self.requestline}\r\n".encode("latin-1") + b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in self.headers.items())
+        self.close_connection = True
+        with upstream:
+            try:
+                upstream.sendall(head + b"\r\n")
+            except OSError:
+                return
+            onward = threading.Thread(target=_pipe, args=(self.connection, upstream), name="dominds-relay", daemon=True)
+            onward.start()
+            _pipe(upstream, self.connection)
+            onward.join()
 
     def _host_allowed(self) -> bool:
         host = (self.headers.get("Host") or "").strip()
@@ -123,6 +146,7 @@ class _StartingHandler(BaseHTTPRequestHandler):
         self._send(503, "application/json", json.dumps({"error": "the daemon is starting; retry in a moment"}), retry=True)
 
     def _send(self, status: int, content_type: str, body: str, *, retry: bool) -> None:
+        self._drain_body()
         data = body.encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -136,5 +160,34 @@ class _StartingHandler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         self.close_connection = True
 
+    def _drain_body(self) -> None:
+        """Read a body we answer without (a body left unread would reset the connection under the answer)."""
+        length = self.headers.get("Content-Length", "0")
+        left = int(length) if length.isdigit() and int(length) <= MAX_DRAINED_BYTES else 0
+        while left > 0 and (chunk := self.rfile.read(left)):
+            left -= len(chunk)
+
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the daemon logs nothing per request
+
+
+def _loopback_of(address: tuple[Any, ...]) -> tuple[str, int]:
+    """Where this process reaches its own listening socket: the address the client reached (a wildcard
+    one, should it ever be given, through loopback)."""
+    host, port = address[0], address[1]
+    if host in ("0.0.0.0", ""):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return host, port
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    """Copy bytes until ``source`` ends, then end ``sink``'s sending side (either side may be gone)."""
+    try:
+        while data := source.recv(RELAY_CHUNK):
+            sink.sendall(data)
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)

@@ -47,8 +47,8 @@ async def websocket_handler(request: web.Request) -> web.StreamResponse:
         return ws
     conn = Connection(hub, ws)
     hub.add(conn)
-    conn.send(welcome(hub.engine))
-    conn.send(problems_snapshot(hub.engine))
+    conn.send_first(welcome(hub.engine))
+    conn.send_first(problems_snapshot(hub.engine))
     try:
         async for frame in ws:
             if frame.type == WSMsgType.TEXT:

@@ -1,5 +1,9 @@
 """The daemon's first moments: the port answers honestly while the engine loads, and no connection is lost
-when the full app takes the sockets over (server/listen.py, server/starting.py, ``run_server(sockets=...)``)."""
+when the full app takes the sockets over (server/listen.py, server/starting.py, ``run_server(sockets=...)``).
+
+Bug: while starting, every request but ``/api/health`` was answered 503 (``Retry-After: 1``): a client
+that waits for the port to accept, or for ``/api/health`` to answer 200, and then creates a dialog got a
+503 instead of the dialog. Now such requests wait and get the full app's answer."""
 
 from __future__ import annotations
 
@@ -35,19 +39,26 @@ async def test_the_port_answers_while_starting_and_the_full_app_takes_over_the_s
     starting = StartingServer(sockets, token_required=True)
     starting.start()
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    async with aiohttp.ClientSession() as http:
-        async with http.get(f"http://127.0.0.1:{port}/api/health") as response:
-            health = await response.json()
-            assert response.status == 200 and health["ok"] is True and health["ready"] is False
-            assert health["server"] == "dominds" and response.headers["Cache-Control"] == "no-store"
-        async with http.get(f"http://127.0.0.1:{port}/api/dialogs", headers=auth) as response:
-            assert response.status == 503 and response.headers["Retry-After"] == "1"
-            assert "starting" in (await response.json())["error"]
-        async with http.post(f"http://127.0.0.1:{port}/api/dialogs", headers=auth, json={}) as response:
-            assert response.status == 503, "nothing is accepted (or lost) before the engine runs"
-        async with http.get(f"http://127.0.0.1:{port}/?auth={TOKEN}", allow_redirects=False) as response:
-            page = await response.text()
-            assert response.status == 503 and 'http-equiv="refresh"' in page, "the panel page reloads itself"
+    http = aiohttp.ClientSession()
+    async with http.get(f"http://127.0.0.1:{port}/api/health") as response:
+        health = await response.json()
+        assert response.status == 200 and health["ok"] is True and health["ready"] is False
+        assert health["server"] == "dominds" and response.headers["Cache-Control"] == "no-store"
+
+    async def call(method: str, path: str, body: object = None) -> tuple[int, object]:
+        async with http.request(method, f"http://127.0.0.1:{port}{path}", headers=auth, json=body) as response:
+            return response.status, await response.json() if response.content_type == "application/json" else await response.text()
+
+    async def ws_hello() -> object:
+        async with http.ws_connect(f"http://127.0.0.1:{port}/ws", protocols=("dominds", f"dominds-auth.{TOKEN}")) as ws:
+            return (await ws.receive_json(timeout=10))["type"]
+
+    # made while the engine loads: held, not refused
+    created = asyncio.create_task(call("POST", "/api/dialogs", {"taskDocPath": "tasks/t.tsk", "agentId": "lead"}))
+    page = asyncio.create_task(call("GET", "/"))
+    socket_hello = asyncio.create_task(ws_hello())
+    await asyncio.sleep(0.2)
+    assert not (created.done() or page.done() or socket_hello.done()), "nothing is answered for the full app"
 
     # between the two apps nobody accepts: a connection made then waits in the kernel's queue
     await starting.stop()
@@ -64,9 +75,15 @@ async def test_the_port_answers_while_starting_and_the_full_app_takes_over_the_s
     assert await asyncio.wait_for(ready, 10) == f"http://127.0.0.1:{port}/?auth={TOKEN}", "the same port"
     status, _headers, body = await asyncio.wait_for(waiting, 10)
     assert status == 200 and json.loads(body)["ready"] is True, "the queued connection is answered by the full app"
-    async with aiohttp.ClientSession() as http:
-        async with http.get(f"http://127.0.0.1:{port}/api/dialogs", headers=auth) as response:
-            assert response.status == 200 and (await response.json())["dialogs"] == []
+    status, dialog = await asyncio.wait_for(created, 10)
+    assert status == 201 and isinstance(dialog, dict), "the held request (with its body) reached the full app"
+    status, html = await asyncio.wait_for(page, 10)
+    assert status == 200 and "<html" in str(html).lower()
+    assert await asyncio.wait_for(socket_hello, 10) == "welcome", "a websocket opened while starting works"
+    async with http.get(f"http://127.0.0.1:{port}/api/dialogs", headers=auth) as response:
+        listed = (await response.json())["dialogs"]
+        assert response.status == 200 and [d["rootId"] for d in listed] == [dialog["rootId"]]
+    await http.close()
     stop.set()
     await asyncio.wait_for(server, 10)
     with socket.socket() as probe:  # the listener is closed with the full app
