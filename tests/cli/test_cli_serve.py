@@ -90,3 +90,41 @@ def test_no_auth_is_refused_off_loopback_and_a_bad_port_is_one_line(tmp_path: Pa
     unbindable = dominds(ws, "serve", "--host", "192.0.2.1", "--port", "0")
     assert unbindable.returncode == 1 and unbindable.stderr.startswith("dominds: cannot listen on 192.0.2.1:0: ")
     assert unbindable.stderr.count("\n") == 1 and not (ws / ".dialogs" / "daemon.json").exists()
+
+
+def test_a_client_that_calls_the_api_as_soon_as_the_port_accepts_gets_real_answers(tmp_path: Path) -> None:
+    """Bug: while the engine loaded, the port already accepted and answered every API call 503 "starting";
+    a client that waits for the port (or for /api/health) and then creates a dialog got that 503. Now
+    the call waits for the engine and gets its real answer."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from test_cli_kit import cli_env
+
+    ws = write_workspace(tmp_path / "ws")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "dominds", "serve", "--port", str(port), "--no-auth"], cwd=ws,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=cli_env())
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # as a client that only knows the port does: until it accepts
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, proc.stderr and proc.stderr.read()
+                time.sleep(0.005)
+        body = json.dumps({"taskDocPath": "tasks/t.tsk"}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/dialogs", data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 201 and json.load(response)["rootId"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/dialogs", timeout=30) as response:
+            assert len(json.load(response)["dialogs"]) == 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
