@@ -43,8 +43,10 @@ async def first_event(http: aiohttp.ClientSession, daemon: Daemon, body: dict[st
 
 async def test_a_debate_cut_by_a_kill_reads_interrupted_and_resumes(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    # the round-1 planner is still speaking when the daemon is killed (minutes at this pace)
-    write_workspace(ws, [step("planner", 1, PLANNER_ANSWER * 20, chunk_chars=1, delay_ms=200)], JACCARD)
+    # the round-1 planner is still speaking when the daemon is killed (minutes at this pace). (Its script
+    # once said "round 1 of 5" for a 2-round debate: the planner's step failed at once and, half the time,
+    # ended the debate before the kill.)
+    write_workspace(ws, [step("planner", 1, PLANNER_ANSWER * 20, max_rounds=2, chunk_chars=1, delay_ms=200)], JACCARD)
     first = Daemon(ws)
     try:
         async with aiohttp.ClientSession() as http:
