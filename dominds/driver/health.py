@@ -33,12 +33,14 @@ class ContextHealth:
         critical = (model.critical_max_tokens if model else None) or int(limit * 0.9)
         level = "critical" if prompt > critical else "caution" if prompt > optimal else "healthy"
         streak = self._critical_streak.get(dialog.self_id, 0) + 1 if level == "critical" else 0
-        self._critical_streak[dialog.self_id] = streak
         if streak >= CRITICAL_COUNTDOWN:
             # The runtime starts a new course itself rather than let the dialog hit the hard limit.
             dialog.pending_new_course = True
             dialog.new_course_reason = "context_health"
-            self._critical_streak[dialog.self_id] = 0
+        if 0 < streak < CRITICAL_COUNTDOWN:
+            self._critical_streak[dialog.self_id] = streak
+        else:  # only dialogs in a critical streak are kept: the map does not grow with every dialog driven
+            self._critical_streak.pop(dialog.self_id, None)
         return {
             "kind": "available",
             "promptTokens": prompt,
