@@ -21,9 +21,15 @@ import os
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import ValidationError
 
 from dominds.rtws import DIALOG_STATUSES
 from dominds.store.dialog_store import DialogStore
+from dominds.store.records import Record
+
+RecordT = TypeVar("RecordT", bound=Record)
 
 INTERRUPTED = "interrupted"
 """The status shown for a run whose record says ``running`` but which no live run of this process drives."""
@@ -59,3 +65,25 @@ def shown_status(recorded: str, run_key: str, live: Container[str]) -> str:
     """The status to show for a record: ``running`` only while a live run of this process (``live``: the
     keys of the runs it drives, as the caller names runs) drives it."""
     return INTERRUPTED if recorded == "running" and run_key not in live else recorded
+
+
+def load_run_file(root_dir: Path, file_name: str, model: type[RecordT], *, run_kind: str, fmt: str, version: int,
+                  error: type[Exception]) -> RecordT:
+    """The run file ``file_name`` of the root ``root_dir``, validated as ``model`` of format ``fmt`` v``version``;
+    ``error`` with the reason when it is missing, unreadable, invalid or of another format (``run_kind``:
+    "a ToT run", "a Plan & Solve run")."""
+    path = root_dir / file_name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise error(f"{root_dir.name} is not {run_kind} (no {file_name})") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path} cannot be read: {exc}") from exc
+    try:
+        record = model.model_validate_json(text)
+    except ValidationError as exc:
+        raise error(f"{path} is not a valid {file_name}: {exc.errors()[0]['msg']}") from exc
+    found = (getattr(record, "format", None), getattr(record, "version", None))
+    if found != (fmt, version):
+        raise error(f"{path} has format {found[0]} v{found[1]}; expected {fmt} v{version}")
+    return record

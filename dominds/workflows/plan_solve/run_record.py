@@ -18,11 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import ValidationError
-
 from dominds.ids import now_iso
 from dominds.store.atomic import write_atomic
 from dominds.store.records import Record
+from dominds.workflows.run_roots import load_run_file
 
 if TYPE_CHECKING:
     from dominds.workflows.plan_solve.dataset import DataTable
@@ -87,20 +86,9 @@ def save(root_dir: Path, record: RunRecord) -> None:
 
 
 def load(root_dir: Path) -> RunRecord:
-    path = root_dir / RUN_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise RunRecordError(f"{root_dir.name} is not a Plan & Solve run (no {RUN_FILE})") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunRecordError(f"{path} cannot be read: {exc}") from exc
-    try:
-        record = RunRecord.model_validate_json(text)
-    except ValidationError as exc:
-        raise RunRecordError(f"{path} is not a valid run record: {exc.errors()[0]['msg']}") from exc
-    if record.format != FORMAT or record.version != VERSION:
-        raise RunRecordError(f"{path} has format {record.format} v{record.version}; expected {FORMAT} v{VERSION}")
-    return record
+    return load_run_file(
+        root_dir, RUN_FILE, RunRecord, run_kind="a Plan & Solve run", fmt=FORMAT, version=VERSION, error=RunRecordError
+    )
 
 
 def data_of(table: DataTable | None, workspace_root: Path) -> RunData | None:

@@ -28,11 +28,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from dominds.ids import now_iso
 from dominds.store.atomic import write_atomic
 from dominds.store.records import Record
+from dominds.workflows.run_roots import load_run_file
 from dominds.workflows.tot.logs import TASK_INFO
 
 RUN_FILE = "tot-run.json"
@@ -84,20 +83,7 @@ def save(root_dir: Path, record: TotRunFile) -> None:
 
 
 def load(root_dir: Path) -> TotRunFile:
-    path = root_dir / RUN_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise RunFileError(f"{root_dir.name} is not a ToT run (no {RUN_FILE})") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RunFileError(f"{path} cannot be read: {exc}") from exc
-    try:
-        record = TotRunFile.model_validate_json(text)
-    except ValidationError as exc:
-        raise RunFileError(f"{path} is not a valid ToT run file: {exc.errors()[0]['msg']}") from exc
-    if record.format != FORMAT or record.version != VERSION:
-        raise RunFileError(f"{path} has format {record.format} v{record.version}; expected {FORMAT} v{VERSION}")
-    return record
+    return load_run_file(root_dir, RUN_FILE, TotRunFile, run_kind="a ToT run", fmt=FORMAT, version=VERSION, error=RunFileError)
 
 
 def root_of_run(logs_root: Path, run_id: str) -> str | None:
