@@ -72,10 +72,11 @@ def test_a_killed_debate_resumes_from_its_last_completed_round(tmp_path: Path, c
     session_id = lines[0].split()[1].rstrip(":")
     root_dir = ws / ".dialogs" / "run" / session_id
     deadline = time.monotonic() + 60
-    while len(list(root_dir.glob("subdialogs/*/dialog.yaml"))) < 3 and time.monotonic() < deadline:
+    while not _third_step_pending(root_dir) and time.monotonic() < deadline:
         time.sleep(0.02)  # until the round-2 critic step exists: the kill lands in the middle of it
-    # (A 10 s wait ran out on a loaded machine and the kill came before that step existed.)
-    assert len(list(root_dir.glob("subdialogs/*/dialog.yaml"))) == 3, "the round-2 critic step started"
+    # (It waited for three `subdialogs/*/dialog.yaml`, which a step still being created, in its
+    # `.creating-…` staging directory, matched too: killed then, there was no step to retire.)
+    assert _third_step_pending(root_dir), "the round-2 critic step started"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     assert lines[-1].startswith("[round 1] host: force_opposition"), lines
@@ -95,6 +96,17 @@ def test_a_killed_debate_resumes_from_its_last_completed_round(tmp_path: Path, c
     stale: list[Any] = [d for d in (root_dir / "subdialogs").iterdir() if "declared_by_user" in (d / "latest.yaml").read_text()]
     assert len(stale) == 1, "the step the killed process left running was retired, not answered twice"
     assert out.read_text().startswith("# IELTS plan")
+
+
+def _third_step_pending(root_dir: Path) -> bool:
+    """Three steps were created (staging directories of creations in progress not counted) and the newest
+    one is in the root's index of pending steps."""
+    steps = sorted(p.parent.name for p in root_dir.glob("subdialogs/*/dialog.yaml") if not p.parent.name.startswith("."))
+    try:
+        pending = (root_dir / "subdlg.yaml").read_text()
+    except FileNotFoundError:
+        return False
+    return len(steps) == 3 and steps[-1] in pending
 
 
 @pytest.mark.parametrize(

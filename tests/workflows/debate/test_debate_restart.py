@@ -53,7 +53,8 @@ async def test_a_debate_cut_by_a_kill_reads_interrupted_and_resumes(tmp_path: Pa
             stream, started = await first_event(http, first, {"message": "IELTS?", "maxRounds": 2})
             session_id = started["sessionId"]
             root_dir = ws / ".dialogs" / "run" / session_id
-            wait_until(lambda: any(root_dir.glob("subdialogs/*/dialog.yaml")), timeout=60)  # the planner's step began
+            wait_until(lambda: any(not p.parent.name.startswith(".") for p in root_dir.glob("subdialogs/*/dialog.yaml")),
+                       timeout=60)  # the planner's step began (a `.creating-…` staging directory is not one yet)
             live = await get(http, first, f"/api/multi-agent/{session_id}")
             assert (live["status"], live["running"]) == ("in_progress", True)
             first.stop(signal.SIGKILL)
@@ -93,7 +94,8 @@ async def test_the_page_of_a_debate_cut_by_a_kill_says_it_can_be_resumed_and_res
             await page.click("#start")
             await page.wait_for_function("document.getElementById('resume-id').value !== ''", timeout=15_000)
             session_id = await page.input_value("#resume-id")
-            wait_until(lambda: any((ws / ".dialogs" / "run" / session_id).glob("subdialogs/*/dialog.yaml")), timeout=60)
+            wait_until(lambda: any(not p.parent.name.startswith(".")
+                                   for p in (ws / ".dialogs" / "run" / session_id).glob("subdialogs/*/dialog.yaml")), timeout=60)
             first.stop(signal.SIGKILL)
         finally:
             first.stop(signal.SIGKILL)
