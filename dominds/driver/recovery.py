@@ -165,19 +165,23 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             _answer_finished_ask_back(engine, dialog)
     if root.type_b != registry_before:
         root.save_registry()
+    # A workflow run's steps are driven for the workflow code that awaits their answers, and that code
+    # died with the process: a step revived here would answer nobody (spending tokens, and racing a
+    # resumed run that retires it and asks again). The run reads interrupted until its workflow resumes it.
+    workflow_run = bool(root.meta.conductor)
     for dialog in list(root.local.values()):
         if dialog.load_error:
             continue
         if dialog.latest.run_state.kind == "interrupted" and dialog.latest.run_state.reason in RESUMABLE_REASONS:
-            if engine.resume_on_start and dialog.can_drive():
+            if engine.resume_on_start and dialog.can_drive() and not workflow_run:
                 dialog.latest.needs_drive = True
         if dialog.latest.run_state.kind in ("idle", "blocked"):
             dialog.latest.run_state = dialog.idle_run_state()
-        if dialog.latest.queued_prompts:
+        if dialog.latest.queued_prompts and not workflow_run:
             dialog.latest.needs_drive = True
         if dialog.latest != latest_before.get(dialog.self_id):  # unchanged files are not rewritten
             dialog.save_latest()
-        if dialog.latest.needs_drive:
+        if dialog.latest.needs_drive and not workflow_run:
             engine.want(dialog)
 
 
