@@ -87,12 +87,7 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
             directory.mkdir(parents=True, exist_ok=True)
             fd = os.open(tmp, flags, perms)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if _FSYNC and group is None:
-                os.fsync(fd)
+            _write_all(fd, data, sync=_FSYNC and group is None)
         except BaseException:
             os.close(fd)
             _unlink_quietly(tmp)
@@ -113,6 +108,16 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
         raise WriteFailedError(path, _describe(exc)) from exc
 
 
+def _write_all(fd: int, data: bytes, *, sync: bool) -> None:
+    """Write every byte of ``data`` (``os.write`` may take fewer), then fsync when ``sync``."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+    if sync:
+        os.fsync(fd)
+
+
 def write_fresh(path: Path, data: bytes | str) -> None:
     """Write a new file in a directory no reader sees yet (a dialog's staging directory, renamed into
     place afterwards by ``renamed_into_place``): no temp file and no rename, the directory's rename is
@@ -123,12 +128,8 @@ def write_fresh(path: Path, data: bytes | str) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            if _FSYNC and _group() is None:
-                os.fsync(fd)  # within a group, renamed_into_place notes every file of the directory
+            # within a group, renamed_into_place notes every file of the directory
+            _write_all(fd, data, sync=_FSYNC and _group() is None)
         finally:
             os.close(fd)
     except OSError as exc:
