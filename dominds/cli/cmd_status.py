@@ -15,7 +15,6 @@ import json
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from dominds.cli.common import command_name, workspace
@@ -169,7 +168,8 @@ def report_json(
     encoded: list[tuple[int, str, str]] = []
     totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}
     wanted = _wanted(rtws, root_filter)
-    for tree in _prefetched(kept, index.trees(statuses, root=wanted) if wanted else index.iter_trees(statuses)):
+    trees = index.trees(statuses, root=wanted) if wanted else index.iter_trees(statuses)
+    for tree in kept.batched(trees, lambda t: (t.root.status, t.root.root_id)):
         value = kept.get(tree)
         if value is None:
             aggregates = _aggregates(tree, pricing)
@@ -191,20 +191,6 @@ def report_json(
     encoded.sort(key=lambda t: t[0])
     totals["costUsd"] = round(float(totals["costUsd"]), 6)
     return [t[2] for t in encoded], json.dumps(totals, separators=(",", ":"))
-
-
-def _prefetched(kept: Derived, trees: Iterable[Tree], batch: int = 256) -> Iterator[Tree]:
-    """``trees`` as they come from the index, with what ``kept`` holds for them read a batch at a time
-    (only the output stays in memory, never every tree of 100,000 dialogs)."""
-    pending: list[Tree] = []
-    for tree in trees:
-        pending.append(tree)
-        if len(pending) == batch:
-            kept.prefetch([(t.root.status, t.root.root_id) for t in pending])
-            yield from pending
-            pending.clear()
-    kept.prefetch([(t.root.status, t.root.root_id) for t in pending])
-    yield from pending
 
 
 def _render(tree: Tree, nobody_drives: bool, root_extra: str) -> str:

@@ -139,8 +139,6 @@ class Listing:
 
 
 CHUNK_BYTES = 65536
-PREFETCH = 256
-"""Trees whose kept JSON one query reads."""
 
 
 def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...]) -> Generator[bytes, None, None]:
@@ -153,9 +151,7 @@ def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...]) -> G
         try:
             chunk = bytearray(b'{"dialogs":[')
             first = True
-            for number, (status, root_id, sig) in enumerate(listing.order):
-                if number % PREFETCH == 0:
-                    listing.kept.prefetch([(s, r) for s, r, _ in listing.order[number : number + PREFETCH]])
+            for status, root_id, sig in listing.kept.batched(listing.order, lambda o: (o[0], o[1])):
                 text = listing.tree_json(status, root_id, sig)
                 if text is None:
                     continue

@@ -3,8 +3,15 @@ kept in the index so that an unchanged tree is not computed again (``DialogIndex
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
+
 from dominds.store.index import DialogIndex
 from dominds.store.index_entries import Tree
+
+T = TypeVar("T")
+PREFETCH = 256
+"""Trees whose kept values one query reads (``batched``)."""
 
 
 class Derived:
@@ -30,6 +37,20 @@ class Derived:
         """Read what is kept for these (status, rootId) trees in one query; ``lookup`` then answers from
         it (a listing goes through its trees a batch at a time)."""
         self.known = self.index.derived(self.purpose, [f"{status}/{root_id}" for status, root_id in trees])
+
+    def batched(self, items: Iterable[T], tree_of: Callable[[T], tuple[str, str]]) -> Iterator[T]:
+        """``items`` as they come, with what is kept for their trees (``tree_of``: its status and rootId)
+        read ``PREFETCH`` at a time: only one batch is ever held, never every tree of 100,000 dialogs."""
+        pending: list[T] = []
+        for item in items:
+            pending.append(item)
+            if len(pending) == PREFETCH:
+                self.prefetch([tree_of(i) for i in pending])
+                yield from pending
+                pending.clear()
+        if pending:
+            self.prefetch([tree_of(i) for i in pending])
+            yield from pending
 
     def get(self, tree: Tree) -> str | None:
         return self.lookup(tree.root.status, tree.root.root_id, tree.sig)
