@@ -144,8 +144,9 @@ class Engine:
 
     def unload_if_at_rest(self, root_id: str) -> bool:
         """Forget a loaded tree that has nothing to do (its files are the truth; it is read again when
-        needed), so memory does not grow with dialogs that are not being driven. A tree with a drive, a
-        wanted drive, a failed write, a notice, a workflow or a waiting stream stays."""
+        needed), so memory does not grow with dialogs that are not being driven, and note it settled in
+        the dialog index. A tree with a drive, a wanted drive, a failed write, a notice, a workflow or a
+        waiting stream stays."""
         root = self.roots.get(root_id)
         if root is None or root.meta.conductor:
             return False
@@ -165,6 +166,10 @@ class Engine:
         for dialog in dialogs:
             self.sub_roots.pop(dialog.self_id, None)
             self.scheduler.forget(dialog.self_id)
+        try:  # noted as settled: the next start need not load it either
+            self.index.settle("run", root_id)
+        except Exception:  # a cache: the next start recovers the tree instead
+            log.warning("could not note %s as settled", root_id, exc_info=True)
         return True
 
     def try_load_sub(self, root: RootDialog, self_id: str) -> SubDialog | None:

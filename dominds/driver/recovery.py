@@ -92,8 +92,7 @@ def recover(engine: EngineServices) -> None:
         except StoreError as exc:  # one broken tree must not stop the daemon
             log.error("recovery of %s failed: %s", root_id, exc)
             root.load_error = str(exc)
-        if engine.unload_if_at_rest(root_id):  # at once: thousands of waiting trees never sit in memory together
-            engine.index.settle("run", root_id)
+        engine.unload_if_at_rest(root_id)  # at once: thousands of waiting trees never sit in memory together
     engine.index.note_settled(at_rest)
     if stale:
         log.info("removed %d temp files left by interrupted writes", stale)

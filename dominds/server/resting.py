@@ -41,12 +41,8 @@ class RestingTrees:
         candidates = set(engine.roots) - shown
         unloaded = []
         for root_id in sorted(candidates & self._candidates):
-            if engine.unload_if_at_rest(root_id):
+            if engine.unload_if_at_rest(root_id):  # and notes it settled, as recovery's unloads
                 unloaded.append(root_id)
-                try:
-                    engine.index.settle("run", root_id)
-                except Exception:  # a cache: the next start recovers the tree instead
-                    log.warning("could not note %s as settled", root_id, exc_info=True)
         self._candidates = candidates - set(unloaded)
         return unloaded
 
