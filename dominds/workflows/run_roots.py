@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Container, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -54,6 +54,20 @@ def newest_run_roots(store: DialogStore, run_file: str, limit: int) -> list[RunR
             if len(found) >= limit:
                 break
     return found
+
+
+def newest_run_records(
+    store: DialogStore, run_file: str, limit: int, load: Callable[[Path], RecordT], error: type[Exception]
+) -> list[tuple[str, RecordT]]:
+    """(rootId, record) of the newest ``limit`` runs whose ``run_file`` ``load`` reads; a record it
+    refuses with ``error`` is left out (reading that run alone says why)."""
+    out = []
+    for root in newest_run_roots(store, run_file, limit):
+        try:
+            out.append((root.root_id, load(root.directory)))
+        except error:
+            continue
+    return out
 
 
 def _newest_of(store: DialogStore, status: str) -> Iterator[tuple[str, str]]:

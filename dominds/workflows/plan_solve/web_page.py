@@ -98,13 +98,9 @@ def _shown(run_id: str, record: run_record.RunRecord, live: set[str]) -> dict[st
 
 def _newest_records(service: PlanSolveService) -> list[tuple[str, run_record.RunRecord]]:
     """The newest runs' records (an unreadable record is left out: ``GET …/runs/{id}`` says why not)."""
-    out = []
-    for root in run_roots.newest_run_roots(service.engine.store, run_record.RUN_FILE, RUNS_SHOWN):
-        try:
-            out.append((root.root_id, run_record.load(root.directory)))
-        except run_record.RunRecordError:
-            continue
-    return out
+    return run_roots.newest_run_records(
+        service.engine.store, run_record.RUN_FILE, RUNS_SHOWN, run_record.load, run_record.RunRecordError
+    )
 
 
 async def _record(service: PlanSolveService, run_id: str) -> run_record.RunRecord | None:

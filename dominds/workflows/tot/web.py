@@ -19,8 +19,6 @@ Events also go out on the main ``/ws`` as global ``tot_tree_evt`` messages (see 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -108,7 +106,7 @@ async def start_run(request: web.Request) -> web.Response:
 
 async def list_runs(request: web.Request) -> web.Response:
     registry, engine = request.app[TOT_RUNS], request.app[keys.ENGINE]
-    stored = await asyncio.to_thread(lambda: list(_newest_records(engine)))
+    stored = await asyncio.to_thread(_newest_records, engine)
     # Who is live is asked only now, after the files were read: a run leaves the registry once its end
     # is on disk, so one read as running that is no longer live either ended meanwhile (read it again)
     # or was cut by a stopped process (interrupted).
@@ -162,10 +160,9 @@ def _stored_run(engine: Engine, run_id: str) -> run_file.TotRunFile | None:
     return _shown(record, set()) if record.run_id == run_id else None
 
 
-def _newest_records(engine: Engine) -> Iterator[run_file.TotRunFile]:
-    for root in run_roots.newest_run_roots(engine.store, run_file.RUN_FILE, RUNS_SHOWN):
-        with contextlib.suppress(run_file.RunFileError):
-            yield run_file.load(root.directory)
+def _newest_records(engine: Engine) -> list[run_file.TotRunFile]:
+    found = run_roots.newest_run_records(engine.store, run_file.RUN_FILE, RUNS_SHOWN, run_file.load, run_file.RunFileError)
+    return [record for _root_id, record in found]
 
 
 async def page(request: web.Request) -> web.FileResponse:
