@@ -1,8 +1,8 @@
 """`dominds serve`: run the daemon and web panel for this workspace.
 
 Start-up order matters: refuse a second daemon before touching anything; bind the port with the
-standard library (server/listen.py) and answer it at once from a thread (server/starting.py:
-``/api/health`` answers ``ready: false``, the rest "retry soon") while a worker thread imports aiohttp,
+standard library (server/listen.py) and serve it at once from a thread (server/starting.py:
+``/api/health`` answers ``ready: false``, every other request waits and is relayed to the full app) while a worker thread imports aiohttp,
 the engine, the records and the panel's API and the event loop starts watching ``.minds/`` and the
 Taskdocs; ``run_server`` starts the engine (takes the rtws lock, recovers, schedules) and hands the
 sockets from the starting server to the full app; only then is

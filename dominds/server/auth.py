@@ -29,7 +29,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from dominds.server.listen import is_loopback_host as is_loopback_host  # its owner is listen.py
+from dominds.server.listen import is_loopback_host
 from dominds.store.atomic import write_atomic
 
 AUTH_SUBPROTOCOL_PREFIX = "dominds-auth."

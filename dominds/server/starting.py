@@ -117,7 +117,8 @@ class _StartingHandler(BaseHTTPRequestHandler):
             self._not_yet()
             return
         try:
-            upstream = socket.create_connection(_loopback_of(self.connection.getsockname()))
+            # the address this client reached: a connected socket's own address is never a wildcard
+            upstream = socket.create_connection(self.connection.getsockname()[:2])
         except OSError:
             self._not_yet()  # the daemon failed to start and closed its port
             return
@@ -169,17 +170,6 @@ class _StartingHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # the daemon logs nothing per request
-
-
-def _loopback_of(address: tuple[Any, ...]) -> tuple[str, int]:
-    """Where this process reaches its own listening socket: the address the client reached (a wildcard
-    one, should it ever be given, through loopback)."""
-    host, port = address[0], address[1]
-    if host in ("0.0.0.0", ""):
-        host = "127.0.0.1"
-    elif host == "::":
-        host = "::1"
-    return host, port
 
 
 def _pipe(source: socket.socket, sink: socket.socket) -> None:

@@ -94,11 +94,6 @@ def current_digest(directory: str) -> str | None:
         return None
 
 
-def read_facts(directory: str) -> Facts:
-    """One dialog's facts from its files (``read_dialog`` without the digest)."""
-    return read_dialog(directory).facts
-
-
 def read_dialog(directory: str) -> Read:
     """One dialog's facts from its files; a corrupt file becomes ``error``, never an exception."""
     facts: Facts = {"selfId": os.path.basename(directory)}

@@ -6,7 +6,8 @@ import pytest
 from aiohttp import WSMsgType
 from server_kit import TOKEN, ServeFactory
 
-from dominds.server.auth import host_header_is_loopback, is_loopback_host, tokens_match
+from dominds.server.auth import host_header_is_loopback, tokens_match
+from dominds.server.listen import is_loopback_host
 from dominds.server.run import ServerError, run_server
 
 

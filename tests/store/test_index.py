@@ -21,7 +21,7 @@ from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
 from dominds.store.atomic import set_fsync
 from dominds.store.course_records import CourseStartRecord, GenFinishRecord, Usage
-from dominds.store.dialog_facts import read_facts
+from dominds.store.dialog_facts import read_dialog
 from dominds.store.dialog_store import DialogStore
 from dominds.store.index import DialogIndex
 from dominds.store.index_entries import Entry
@@ -166,7 +166,7 @@ def test_corrupt_state_files_are_errors_in_the_facts_not_exceptions(store: Dialo
 
 
 def test_the_index_holds_nothing_the_files_do_not(store: DialogStore) -> None:
-    """Never the only copy: every fact in the index is what ``read_facts`` reads from the files."""
+    """Never the only copy: every fact in the index is what ``read_dialog`` reads from the files."""
     rtws = store.rtws
     for _ in range(4):
         _tree(store, subs=3)
@@ -179,7 +179,7 @@ def test_the_index_holds_nothing_the_files_do_not(store: DialogStore) -> None:
 
     for key, facts in rows:
         status, root_id, self_id = key.split("/")
-        assert json.loads(facts) == read_facts(str(store.files(status, root_id, self_id).dir))
+        assert json.loads(facts) == read_dialog(str(store.files(status, root_id, self_id).dir)).facts
 
 
 class IndexAgainstFiles(RuleBasedStateMachine):

@@ -23,11 +23,11 @@ from dominds.server import keys
 from dominds.server.auth import (
     choose_subprotocol,
     host_header_is_loopback,
-    is_loopback_host,
     offered_subprotocols,
     origin_allowed,
     websocket_authorized,
 )
+from dominds.server.listen import is_loopback_host
 from dominds.workflows.plan_solve.events import make_event
 from dominds.workflows.plan_solve.members import plan_solve_extensions
 from dominds.workflows.plan_solve.protocol import handle_frame
