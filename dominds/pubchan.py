@@ -46,6 +46,9 @@ class _Channel:
     """Its events in the replay buffer or waiting to be durable."""
     unloaded: bool = False
     """Its dialog was unloaded: the channel goes once it holds no event (``PubChan.forget``)."""
+    stamp: dict[str, str] | None = None
+    """The ``dialog`` field of its events: ``{selfId, rootId}``, one dict shared by all of them (read
+    only; 184 bytes less per event in the replay buffer)."""
 
 
 @dataclass(eq=False)
@@ -92,7 +95,9 @@ class PubChan:
         event["epoch"] = self.epoch
         channel.next_seq += 1
         if dialog is not None:
-            event["dialog"] = {"selfId": dialog[0], "rootId": dialog[1]}
+            if channel.stamp is None or channel.stamp["rootId"] != dialog[1]:
+                channel.stamp = {"selfId": dialog[0], "rootId": dialog[1]}
+            event["dialog"] = channel.stamp
         event.setdefault("timestamp", now_iso())
         self._pending.append((key, event))
         after_durable(self._deliver_next)
