@@ -68,10 +68,13 @@ def renamed_into_place(directory: Path) -> None:
     group.note(None, str(directory.parent))
 
 
-def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
+def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, hold: bool = False) -> None:
     """Replace ``path`` with ``data`` atomically; create parent directories as needed.
 
     Raises ``WriteFailedError`` (the old content is left untouched) when the disk refuses.
+    ``hold``: within a group commit, the temp file is written now and renamed over ``path`` later
+    (before the next write elsewhere, or with the group's fsyncs; see ``store/commit.py``): a dialog's
+    ``latest.yaml``, saved when a message is queued and again when its turn settles, is renamed once.
     """
     durable_step("replace", path)
     if isinstance(data, str):
@@ -79,20 +82,12 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
     directory = path.parent
     group = _group()
     try:
-        tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        flags, perms = os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode
-        try:
-            fd = os.open(tmp, flags, perms)
-        except FileNotFoundError:  # the directory is made on first use (not a mkdir before every write)
-            directory.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, flags, perms)
-        try:
-            _write_all(fd, data, sync=_FSYNC and group is None)
-        except BaseException:
-            os.close(fd)
-            _unlink_quietly(tmp)
-            raise
-        os.close(fd)
+        if group is not None:
+            if hold and mode is None:
+                _write_held(group, path, data)
+                return
+            group.release_held()
+        tmp = _write_temp(path, data, sync=_FSYNC and group is None, mode=mode)
         if mode is not None:
             os.chmod(tmp, mode)  # exact, whatever the umask (daemon.json must be 0600)
         try:
@@ -106,6 +101,38 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
             fsync_dir(directory)
     except OSError as exc:
         raise WriteFailedError(path, _describe(exc)) from exc
+
+
+def _write_temp(path: Path, data: bytes, *, sync: bool, mode: int | None = None) -> Path:
+    """A new temp file beside ``path`` holding ``data`` (removed again if writing it fails)."""
+    directory = path.parent
+    tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    flags, perms = os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode
+    try:
+        fd = os.open(tmp, flags, perms)
+    except FileNotFoundError:  # the directory is made on first use (not a mkdir before every write)
+        directory.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, flags, perms)
+    try:
+        _write_all(fd, data, sync=sync)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def _write_held(group: commit.GroupCommit, path: Path, data: bytes) -> None:
+    """The temp file now, its rename later (``GroupCommit.hold``); a held older content is dropped."""
+    target = str(path)
+    previous = group.held_temp(target)
+    if previous is None:
+        group.release_held()  # another file's held replace lands first: program order across files
+    tmp = _write_temp(path, data, sync=False)
+    group.hold(target, str(tmp), str(path.parent))
+    if previous is not None:
+        _unlink_quietly(Path(previous))
 
 
 def _write_all(fd: int, data: bytes, *, sync: bool) -> None:
@@ -126,6 +153,7 @@ def write_fresh(path: Path, data: bytes | str) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8")
     try:
+        commit.release_held()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             # within a group, renamed_into_place notes every file of the directory
@@ -146,6 +174,10 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
     group = _group()  # in a group every append is fsynced (it costs nothing more): events after it wait
     try:
         new_file = not path.exists()
+        if group is not None:
+            # Its own dialog's held latest.yaml may lag its course, never a new course file (which
+            # latest.yaml names: a crash would leave the new course unread).
+            group.release_held(appending_in=None if new_file else str(path.parent))
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             good_size = _mend_torn_tail(fd, os.fstat(fd).st_size)
@@ -203,6 +235,7 @@ def remove_file(path: Path) -> None:
     """Delete ``path`` if it exists and make the deletion durable."""
     durable_step("remove", path)
     try:
+        commit.release_held()
         path.unlink()
     except FileNotFoundError:
         return
