@@ -38,9 +38,14 @@ BROADCAST_TYPES = frozenset(
 
 @dataclass
 class _Channel:
-    next_seq: int = 1
-    dropped_through: int = 0
-    """Highest seq of this channel already evicted from the replay buffer."""
+    first_seq: int
+    next_seq: int
+    dropped_through: int
+    """Highest seq of this channel already evicted from the replay buffer (``first_seq - 1`` at first)."""
+    held: int = 0
+    """Its events in the replay buffer or waiting to be durable."""
+    unloaded: bool = False
+    """Its dialog was unloaded: the channel goes once it holds no event (``PubChan.forget``)."""
 
 
 @dataclass(eq=False)
@@ -51,17 +56,23 @@ class Subscriber:
     following: set[str] = field(default_factory=set)
     wants_all: bool = False
     """Receive every dialog's events (a CLI `--follow` on a whole tree, or a bench client)."""
+    forget: Callable[[str], None] | None = None
+    """Called with a channel's key when the channel is dropped (``PubChan.forget``)."""
 
 
 class PubChan:
     def __init__(self, buffer_events: int = 4096, buffer_chars: int = 8 * 1024 * 1024) -> None:
         self.epoch = secrets.token_hex(4)
-        self._channels: dict[str, _Channel] = {}
+        self._channels: dict[str, _Channel] = {GLOBAL: _Channel(1, 1, 0)}
+        self._stamped = 0
+        """Events stamped so far, all channels together: every seq handed out is at most this."""
+        self._dropped_any = False
         self._subscribers: list[Subscriber] = []
         # One bounded buffer for all channels: memory stays flat however many dialogs exist,
         # while a client that reconnects within seconds still gets an exact catch-up.
         self._buffer: deque[tuple[str, Event, int]] = deque()
-        self._buffer_cap = buffer_events
+        self.buffer_events = buffer_events
+        """Capacity of the replay buffer, in events of all channels together."""
         self._buffer_chars_cap = buffer_chars
         """Also bounded by text size: a few huge messages must not keep hundreds of MiB alive."""
         self._buffer_chars = 0
@@ -71,7 +82,12 @@ class PubChan:
     def publish(self, dialog: tuple[str, str] | None, event: Event) -> Event:
         """Stamp an event and deliver it once durable. ``dialog`` is ``(selfId, rootId)`` or None for global events."""
         key = dialog[0] if dialog else GLOBAL
-        channel = self._channels.setdefault(key, _Channel())
+        channel = self._channels.get(key)
+        if channel is None:
+            channel = self._channels[key] = self._new_channel()
+        channel.unloaded = False
+        channel.held += 1
+        self._stamped += 1
         event["seq"] = channel.next_seq
         event["epoch"] = self.epoch
         channel.next_seq += 1
@@ -87,17 +103,61 @@ class PubChan:
         size = _text_size(event)
         self._buffer.append((key, event, size))
         self._buffer_chars += size
-        while len(self._buffer) > self._buffer_cap or (self._buffer_chars > self._buffer_chars_cap and len(self._buffer) > 1):
+        while len(self._buffer) > self.buffer_events or (self._buffer_chars > self._buffer_chars_cap and len(self._buffer) > 1):
             old_key, old, old_size = self._buffer.popleft()
             self._buffer_chars -= old_size
-            self._channels[old_key].dropped_through = old["seq"]
+            old_channel = self._channels[old_key]
+            old_channel.dropped_through = old["seq"]
+            old_channel.held -= 1
+            if old_channel.unloaded and not old_channel.held:
+                self._drop(old_key)
         broadcast = key == GLOBAL or event.get("type") in BROADCAST_TYPES
         for sub in list(self._subscribers):
             if broadcast or sub.wants_all or key in sub.following:
                 sub.deliver(event)
 
-    def subscribe(self, deliver: Callable[[Event], None], *, wants_all: bool = False) -> Subscriber:
-        sub = Subscriber(deliver=deliver, wants_all=wants_all)
+    def _new_channel(self) -> _Channel:
+        """From seq 1; once a channel was dropped, above every seq handed out so far: a dialog whose
+        channel was dropped and comes back must never repeat (or go below) a seq of its past."""
+        first = self._stamped + 1 if self._dropped_any else 1
+        return _Channel(first, first, first - 1)
+
+    def forget(self, self_ids: list[str]) -> None:
+        """These dialogs were unloaded: drop their channels, at once or when their last event leaves the
+        replay buffer (until then a client resuming ``since`` a seq is still served from it)."""
+        for key in self_ids:
+            channel = self._channels.get(key)
+            if channel is None or key == GLOBAL:
+                continue
+            if channel.held:
+                channel.unloaded = True
+            else:
+                self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        del self._channels[key]
+        self._dropped_any = True
+        for sub in list(self._subscribers):
+            if sub.forget is not None:
+                sub.forget(key)
+
+    def seq_floor(self, key: str) -> int:
+        """Every seq this channel has handed out since it was created, or will, is above this."""
+        channel = self._channels.get(key)
+        return channel.first_seq - 1 if channel is not None else self._stamped if self._dropped_any else 0
+
+    def channel_keys(self) -> set[str]:
+        """Channels held now: the global one (``""``), and one per dialog published to and not yet forgotten."""
+        return set(self._channels)
+
+    def subscribe(
+        self,
+        deliver: Callable[[Event], None],
+        *,
+        wants_all: bool = False,
+        forget: Callable[[str], None] | None = None,
+    ) -> Subscriber:
+        sub = Subscriber(deliver=deliver, wants_all=wants_all, forget=forget)
         self._subscribers.append(sub)
         return sub
 
@@ -107,7 +167,7 @@ class PubChan:
 
     def last_seq(self, dialog_self_id: str) -> int:
         channel = self._channels.get(dialog_self_id)
-        return channel.next_seq - 1 if channel else 0
+        return channel.next_seq - 1 if channel else self.seq_floor(dialog_self_id)
 
     def events_since(self, dialog_self_id: str, epoch: str, seq: int) -> list[Event] | None:
         """Buffered events after ``seq``; None when they cannot be served exactly (replay from files)."""
@@ -115,7 +175,7 @@ class PubChan:
             return None
         channel = self._channels.get(dialog_self_id)
         if channel is None:
-            return [] if seq == 0 else None
+            return [] if seq == self.seq_floor(dialog_self_id) else None
         if seq >= channel.next_seq - 1:
             return []
         if channel.dropped_through > seq:

@@ -16,10 +16,8 @@ class RtwsNotFound(Exception):
 
 @dataclass(frozen=True)
 class Rtws:
-    """Paths of one workspace. All paths are absolute.
-
-    Each path is built once per ``Rtws`` (``cached_property``): the engine asks for some of them at
-    every generation (the config files it checks for hand edits)."""
+    """Paths of one workspace. All paths are absolute (each computed once: the driver asks for some at
+    every generation)."""
 
     root: Path
 
@@ -44,6 +42,8 @@ class Rtws:
         return self.root / ".dialogs"
 
     def status_dir(self, status: str) -> Path:
+        if status == "run":
+            return self.run_dir
         if status not in DIALOG_STATUSES:
             raise ValueError(f"unknown dialog status {status!r}; expected one of {DIALOG_STATUSES}")
         return self.dialogs_dir / status

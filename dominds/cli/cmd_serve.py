@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -192,6 +193,10 @@ async def _serve_engine(
     watch_task = asyncio.create_task(watcher.run(), name="dominds-watch")
     try:
         await asyncio.to_thread(_import_daemon)
+        # The imports' objects live as long as the daemon: out of the cycle collector's sight, so its
+        # full collections (one after each sweep that unloads resting trees, server/resting.py) walk
+        # only what was created since. Before the engine starts: no tree is loaded yet.
+        gc.freeze()
         await _run_daemon(rtws, args, sockets, stop_starting, watcher, started)
     finally:
         watch_task.cancel()

@@ -166,6 +166,7 @@ class Engine:
         for dialog in dialogs:
             self.sub_roots.pop(dialog.self_id, None)
             self.scheduler.forget(dialog.self_id)
+        self.pubchan.forget([dialog.self_id for dialog in dialogs])
         try:  # noted as settled: the next start need not load it either
             self.index.settle("run", root_id)
         except Exception:  # a cache: the next start recovers the tree instead

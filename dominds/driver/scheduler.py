@@ -63,25 +63,28 @@ class Scheduler:
         self.wake.set()
 
     async def _schedule_forever(self) -> None:
-        engine = self.engine
         while True:
             await self.wake.wait()
             self.wake.clear()
-            for root_id, self_id in sorted(self.wanted):
-                dialog = engine.try_get_dialog(root_id, self_id)
-                if dialog is None or not dialog.latest.needs_drive or dialog.root.status != "run":
-                    self.wanted.discard((root_id, self_id))
-                    continue
-                if dialog.is_driving or not dialog.can_drive():
-                    continue
-                if len(self.drives) >= engine.max_concurrent_drives:
-                    break  # the rest wait for a slot; a finishing drive wakes the scheduler
+            self._start_wanted()  # a function of its own: no dialog stays referenced while this waits
+
+    def _start_wanted(self) -> None:
+        engine = self.engine
+        for root_id, self_id in sorted(self.wanted):
+            dialog = engine.try_get_dialog(root_id, self_id)
+            if dialog is None or not dialog.latest.needs_drive or dialog.root.status != "run":
                 self.wanted.discard((root_id, self_id))
-                task = asyncio.create_task(self._drive(dialog), name=f"drive-{self_id}")
-                dialog.drive_task = task
-                self.drives.add(task)
-            if not self.drives and not self._drivable_wanted():
-                self.idle.set()
+                continue
+            if dialog.is_driving or not dialog.can_drive():
+                continue
+            if len(self.drives) >= engine.max_concurrent_drives:
+                break  # the rest wait for a slot; a finishing drive wakes the scheduler
+            self.wanted.discard((root_id, self_id))
+            task = asyncio.create_task(self._drive(dialog), name=f"drive-{self_id}")
+            dialog.drive_task = task
+            self.drives.add(task)
+        if not self.drives and not self._drivable_wanted():
+            self.idle.set()
 
     def _drivable_wanted(self) -> bool:
         for root_id, self_id in self.wanted:

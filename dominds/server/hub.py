@@ -120,7 +120,9 @@ class Connection:
         self._drained.set()
         self._closing = False
         self._closer: asyncio.Task[bool] | None = None
-        self.subscriber: Subscriber = hub.engine.pubchan.subscribe(self._deliver)
+        self.subscriber: Subscriber = hub.engine.pubchan.subscribe(self._deliver, forget=self._forget_channel)
+        """Dropping a channel drops its tracker: none of its seqs can be delivered again, and a
+        long-lived panel must not keep one per dialog it ever heard of."""
         self._writer = asyncio.create_task(self._write_forever(), name="ws-writer")
 
     # -- delivery (synchronous: called from pubchan.publish) ---------------------------------------
@@ -131,11 +133,18 @@ class Connection:
             tracker = self.trackers[channel] = SeqTracker()
         return tracker
 
+    def _forget_channel(self, channel: str) -> None:
+        self.trackers.pop(channel, None)
+
     def _deliver(self, event: Event) -> None:
         """From pubchan, which delivers only once the event's writes are durable: straight to the outbox."""
         dialog = event.get("dialog")
         channel = dialog["selfId"] if dialog else GLOBAL
-        if self.tracker(channel).admit(int(event["seq"])):
+        tracker = self.tracker(channel)
+        seq = int(event["seq"])
+        if seq > tracker.upto + 1:  # a gap: maybe the channel was dropped and started again above it
+            tracker.cover(self.hub.engine.pubchan.seq_floor(channel))
+        if tracker.admit(seq):
             self._enqueue(self.hub.encoder.encode(event))
 
     def deliver_missed(self, channel: str, events: list[Event]) -> None:

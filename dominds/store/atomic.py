@@ -14,6 +14,7 @@ import contextlib
 import errno
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from dominds.store import commit
@@ -48,12 +49,13 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def renamed_into_place(directory: Path) -> None:
+def renamed_into_place(directory: Path, names: Iterable[str]) -> None:
     """A directory written under a staging name and renamed into place: make the rename durable.
 
-    Without a group its files were already fsynced as they were written; the directory (its entries:
-    ``write_fresh`` made no directory fsync) and its parent are fsynced now. Within a group they were
-    not: its files, the directory and its parent join the group."""
+    ``names``: the files written into it (``write_fresh``). Without a group they were already fsynced
+    as they were written; the directory (its entries: ``write_fresh`` made no directory fsync) and its
+    parent are fsynced now. Within a group they were not: its files, the directory and its parent join
+    the group."""
     if not _FSYNC:
         return
     group = commit.current()
@@ -61,9 +63,8 @@ def renamed_into_place(directory: Path) -> None:
         fsync_dir(directory)
         fsync_dir(directory.parent)
         return
-    for entry in os.scandir(directory):
-        if entry.is_file():
-            group.note(entry.path, None)
+    for name in names:
+        group.note(os.path.join(directory, name), None)
     group.note(None, str(directory))
     group.note(None, str(directory.parent))
 
@@ -156,7 +157,7 @@ def write_fresh(path: Path, data: bytes | str) -> None:
         commit.release_held()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
-            # within a group, renamed_into_place notes every file of the directory
+            # within a group, renamed_into_place notes the files it is given
             _write_all(fd, data, sync=_FSYNC and _group() is None)
         finally:
             os.close(fd)
@@ -173,12 +174,23 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
     data = (line + "\n").encode("utf-8")
     group = _group()  # in a group every append is fsynced (it costs nothing more): events after it wait
     try:
-        new_file = not path.exists()
-        if group is not None:
-            # Its own dialog's held latest.yaml may lag its course, never a new course file (which
-            # latest.yaml names: a crash would leave the new course unread).
-            group.release_held(appending_in=None if new_file else str(path.parent))
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        # A group's held latest.yaml may stay held behind an append to its own dialog's course, never
+        # behind a new course file (which latest.yaml names: a crash would leave the new course unread).
+        try:  # the file exists but once per course: no stat before every append
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            new_file = False
+        except FileNotFoundError:
+            if group is not None:
+                group.release_held()
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            new_file = True
+        else:
+            if group is not None:
+                try:
+                    group.release_held(appending_in=str(path.parent))
+                except BaseException:
+                    os.close(fd)
+                    raise
         try:
             good_size = _mend_torn_tail(fd, os.fstat(fd).st_size)
             try:

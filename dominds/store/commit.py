@@ -12,7 +12,10 @@ event loop (the engine enables one while it runs):
   ready (at most ``MAX_COMMIT_DELAY`` later) the group is committed: every noted file, then every
   noted directory, each fsynced once, in parallel threads (concurrent fsyncs share the filesystem's
   journal commits);
-- a state write asked for with ``defer`` is made once, when its group commits, before the fsyncs;
+- a state write asked for with ``defer`` is made once, when its group commits, before the fsyncs; a
+  group committed only because the loop stayed busy past ``MAX_COMMIT_DELAY`` carries it over to the
+  next group once (its owner usually saves again meanwhile: the write is then never made), and
+  everything issued after it waits for that next group;
 - a replace asked to be held (``atomic.write_atomic(..., hold=True)``: a dialog's ``latest.yaml``) writes
   its temp file at once (a full disk still fails at its call site) and renames it over the target later:
   before any other write, or when the group commits. A newer content of the same file replaces the held
@@ -82,7 +85,7 @@ class GroupCommit:
         """Groups committed (each one fsync round)."""
         self._files: set[str] = set()
         self._dirs: set[str] = set()
-        self._deferred: dict[object, Callable[[], None]] = {}
+        self._deferred: dict[object, _Deferred] = {}
         """State writes to make just before the group's fsyncs, one per key (``defer``)."""
         self._held: tuple[str, str, str] | None = None
         """The replace held back (``hold``): target path, its temp file, their directory."""
@@ -112,10 +115,13 @@ class GroupCommit:
 
         For a state file rewritten several times in a row (a dialog's ``latest.yaml`` at a generation's
         start, then at its end): the write that would be superseded within the group is never made.
-        It counts as issued at once, so every reply or event given after this call waits for it."""
+        It counts as issued at once, so every reply or event given after this call waits for it. A group
+        committed while the loop still has work ready (``MAX_COMMIT_DELAY`` used up) carries it over to
+        the next group, once: a saturated loop (a 100-way fan-out) would otherwise write the state of
+        every generation that is under way at that moment, and write it again when it ends."""
         if key not in self._deferred:
-            self._deferred[key] = write
             self.issued += 1
+            self._deferred[key] = _Deferred(self.issued, write)
         if not self._scheduled:
             self._scheduled = True
             self.loop.call_soon(self._commit)
@@ -186,13 +192,14 @@ class GroupCommit:
         if self.durable >= self.issued:
             self._scheduled = False
             return
-        if self._more_work_ready():
+        ready = self._work_ready()
+        if ready and self._may_wait():
             self.loop.call_soon(self._commit)  # let it join this group: one fsync round for all of it
             return
         self._scheduled = False
         self._opened = None
-        self._run_deferred()
-        target = self.issued
+        carried = self._run_deferred(carry=ready)
+        target = self.issued if carried is None else carried - 1  # what was issued before a carried write
         try:
             self.release_held()
         except WriteFailedError as exc:
@@ -219,26 +226,40 @@ class GroupCommit:
         self.commits += 1
         self.durable = target
         self._release()
+        if self.durable < self.issued and not self._scheduled:  # carried writes: the next group
+            self._scheduled = True
+            self.loop.call_soon(self._commit)
 
-    def _run_deferred(self) -> None:
+    def _run_deferred(self, *, carry: bool) -> int | None:
+        """Make the deferred writes; with ``carry``, keep those not carried yet for the next group.
+
+        Returns the lowest ticket of the writes kept (None: none kept)."""
+        kept: dict[object, _Deferred] = {}
         while self._deferred:
             key = next(iter(self._deferred))
-            write = self._deferred.pop(key)
+            deferred = self._deferred.pop(key)
+            if carry and not deferred.carried:
+                deferred.carried = True
+                kept[key] = deferred
+                continue
             try:
-                write()  # its own writes are noted into this group
+                deferred.write()  # its own writes are noted into this group
             except Exception:  # the owner keeps its state dirty; its next write (or a restart) redoes it
                 log.exception("a deferred state write failed")
+        self._deferred = kept
+        return min((d.ticket for d in kept.values()), default=None)
 
-    def _more_work_ready(self) -> bool:
-        """Whether callbacks are ready to run on the loop and the group may still wait for them.
+    def _work_ready(self) -> bool:
+        """Whether callbacks are ready to run on the loop (asyncio's run queue; other loops: never)."""
+        return bool(getattr(self.loop, "_ready", None))
+
+    def _may_wait(self) -> bool:
+        """Whether the group may still wait for the loop's ready work.
 
         A turn's steps (message accepted, generation started, reply recorded, run state settled) run
         in successive loop iterations without the loop ever waiting; committing after each would pay
         one fsync round per step. Deferring while work is ready lets them share one, bounded by
         ``MAX_COMMIT_DELAY`` so a busy loop still commits (and publishes) steadily."""
-        ready = getattr(self.loop, "_ready", None)  # asyncio's run queue; absent on other loops: commit now
-        if not ready:
-            return False
         now = self.loop.time()
         if self._opened is None:
             self._opened = now
@@ -282,6 +303,17 @@ class GroupCommit:
         if self._executor is not None:
             self._executor.shutdown(wait=False)
             self._executor = None
+
+
+class _Deferred:
+    """A deferred state write: its ticket (the ``issued`` count it took) and whether a group carried it."""
+
+    __slots__ = ("ticket", "write", "carried")
+
+    def __init__(self, ticket: int, write: Callable[[], None]) -> None:
+        self.ticket = ticket
+        self.write = write
+        self.carried = False
 
 
 def _fsync_share(paths: list[str], directories: bool) -> None:

@@ -29,6 +29,7 @@ from dominds.store.fileio import (
     save_model,
     save_raw,
     validate,
+    write_first_record,
 )
 from dominds.store.records import (
     REGISTRY_HEADER,
@@ -92,7 +93,14 @@ class DialogFiles:
         return self.dir / REGISTRY_YAML
 
     def course(self, number: int) -> Path:
-        return self.dir / course_file_name(number)
+        path = self._courses.get(number)
+        if path is None:
+            path = self._courses[number] = self.dir / course_file_name(number)
+        return path
+
+    @cached_property
+    def _courses(self) -> dict[int, Path]:
+        return {}
 
     def subdialog_files(self) -> list[DialogFiles]:
         """For a root: the files of every subdialog of its tree (flat), in id order."""
@@ -213,21 +221,26 @@ def create_dialog_dir(files: DialogFiles, meta: DialogMeta, latest: LatestState,
     final = files.dir
     staging = final.parent / f"{CREATING_PREFIX}{final.name}-{os.getpid()}"
     try:
-        if staging.exists():
+        try:
+            staging.mkdir(parents=True)
+        except FileExistsError:  # a leftover of this pid's earlier life
             shutil.rmtree(staging)
-        staging.mkdir(parents=True)
+            staging.mkdir()
     except OSError as exc:
         raise WriteFailedError(staging, exc.strerror or str(exc)) from exc
     staged = DialogFiles(staging)
-    save_model(staged.dialog_yaml, meta, fresh=True)  # no temp file + rename: the directory's rename is atomic
+    # Each file is written once, as a new file: no temp file + rename (the directory's rename is atomic),
+    # and nothing is noted for the group under the staging name (renamed_into_place notes the final paths).
+    save_model(staged.dialog_yaml, meta, fresh=True)
     staged.write_latest(latest, fresh=True)
-    staged.append(latest.current_course, first)
+    course = course_file_name(latest.current_course)
+    write_first_record(staging / course, first)
     durable_step("rename", final)
     try:
         os.rename(staging, final)
     except OSError as exc:
         raise WriteFailedError(final, exc.strerror or str(exc)) from exc
-    renamed_into_place(final)
+    renamed_into_place(final, (DIALOG_YAML, LATEST_YAML, course))
 
 
 def remove_creation_leftovers(directory: Path) -> int:

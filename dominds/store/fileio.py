@@ -102,11 +102,21 @@ def save_raw(path: Path, data: Any, header: str = "", *, fresh: bool = False, ho
 # ---------------------------------------------------------------- JSONL
 
 
-def append_record(path: Path, record: BaseModel, *, sync: bool = True) -> None:
+def record_line(record: BaseModel) -> str:
+    """One course record as its JSONL line (without the newline)."""
     line = json.dumps(
         record.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False, separators=(",", ":")
     )
-    append_line(path, scrub(line), sync=sync)  # a lone surrogate can never make a line unwritable
+    return scrub(line)  # a lone surrogate can never make a line unwritable
+
+
+def append_record(path: Path, record: BaseModel, *, sync: bool = True) -> None:
+    append_line(path, record_line(record), sync=sync)
+
+
+def write_first_record(path: Path, record: BaseModel) -> None:
+    """A new course file holding one record, in a staging directory (``atomic.write_fresh``)."""
+    write_fresh(path, record_line(record) + "\n")
 
 
 def read_course(path: Path) -> list[CourseRecord]:

@@ -9,11 +9,10 @@ caller's whole pending index (``subdlg.yaml``, 100 entries, 100 times).
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-import os
 
 import pytest
 

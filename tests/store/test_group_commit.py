@@ -191,3 +191,62 @@ async def test_a_deferred_state_write_is_made_once_before_the_groups_fsyncs(
         await commit.disable()
     commit.defer("dialog-1", save)  # without a committer: written at once
     assert writes == ["v: 3", "v: 3"]
+
+
+async def test_a_group_committed_on_a_busy_loop_carries_a_deferred_write_over_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: on a saturated loop (a 100-way fan-out) groups commit every ``MAX_COMMIT_DELAY`` while
+    generations are under way, and each such group made the deferred start-of-generation state write of
+    every dialog generating at that moment, which the generation's end then wrote again: ~100 extra
+    replaces of ``latest.yaml`` (and their fsyncs) per fan-out. A group committed only because the loop
+    stayed busy now carries a deferred write over to the next group, once; whatever was issued after it
+    is released only with that group."""
+    log = FsyncLog(monkeypatch)
+    monkeypatch.setattr(commit, "MAX_COMMIT_DELAY", 0.0)
+    group = commit.enable()
+    assert group is not None
+    latest, course = tmp_path / "latest.yaml", tmp_path / "course-001.jsonl"
+    state = {"dirty": False, "v": "start"}
+    writes: list[str] = []
+    released: list[str] = []
+
+    def save() -> None:  # a dialog's deferred save: a no-op once the state was saved since
+        if state["dirty"]:
+            state["dirty"] = False
+            writes.append(state["v"])
+            write_atomic(latest, f"v: {state['v']}\n")
+
+    loop = asyncio.get_running_loop()
+    stop = False
+
+    def busy() -> None:  # other work always ready: every group is committed because the delay is used up
+        if not stop:
+            loop.call_soon(busy)
+
+    busy()
+    try:
+        await asyncio.sleep(0)
+        append_line(course, '{"n": 1}')
+        commit.after_durable(lambda: released.append("before"))
+        state["dirty"] = True
+        commit.defer("dialog-1", save)  # the generation's start
+        commit.after_durable(lambda: released.append("after"))
+        await asyncio.sleep(0)  # the group commits in this loop turn, before this task resumes
+        assert group.commits == 1 and released == ["before"], "what came before the deferred write is released"
+        assert writes == [] and str(course) in log.files(), "the write was carried over; the course is durable"
+
+        state["dirty"] = False  # the generation's end saves the state itself: the carried write is moot
+        write_atomic(latest, "v: end\n")
+        await commit.durable()
+        assert writes == [] and released == ["before", "after"]
+        assert latest.read_text() == "v: end\n"
+
+        state["dirty"] = True  # carried over once only: a state still unsaved is written by the next group
+        state["v"] = "again"
+        commit.defer("dialog-1", save)
+        await commit.durable()
+        assert writes == ["again"] and latest.read_text() == "v: again\n"
+    finally:
+        stop = True
+        await commit.disable()
