@@ -189,25 +189,19 @@ class Dialog:
     def publish(self, event: dict[str, Any]) -> dict[str, Any]:
         return self._publish(self.key, event)
 
-    def save_latest(self, *, soon: bool = False, hold: bool = False) -> None:
+    def save_latest(self, *, soon: bool = False) -> None:
         """Persist ``latest.yaml``; a run-state change made since the last save is published after it.
 
         ``soon``: with the current group commit rather than now (``store/commit.defer``), for a state
         that the drive saves again before long: a turn of a fast provider then writes the file once.
         Only where recovery reads the same from the course: the generation's start (its prompt is
-        recorded there, an open generation is closed as interrupted).
-
-        ``hold``: written now (a full disk fails here) but renamed into place with the group commit,
-        and appends to this dialog's course may land before it (``atomic.write_atomic``): a message
-        queued and its turn settled rename the file once. Only for a state whose lag behind the
-        course recovery reads the same: a queued message (unacknowledged until the commit; a
-        generation that consumed it recorded it) and a settled drive (its course is complete)."""
+        recorded there, an open generation is closed as interrupted)."""
         if soon:
             self._latest_dirty = True
             group_commit.defer(self, self._flush_latest)
         else:
             self._latest_dirty = False
-            self.files.write_latest(self.latest, hold=hold)
+            self.files.write_latest(self.latest)
         if self._run_state_unpublished:
             self._run_state_unpublished = False
             self.publish({"type": "dlg_run_state_evt", "runState": self.latest.run_state.to_disk()})

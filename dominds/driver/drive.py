@@ -70,9 +70,7 @@ def _settle(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> None
     else:
         state = dialog.idle_run_state()
     dialog.set_run_state(state, save=False)
-    # Held (renamed with the group commit, the course may land first) unless a stop or a failure is
-    # recorded: a crash must not lose the reason the drive stopped (a stopped dialog is not resumed).
-    dialog.save_latest(hold=state.kind != "interrupted")
+    dialog.save_latest()
     if state.kind == "interrupted":
         dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason=state.reason))
         dialog.publish({"type": "dlg_run_state_marker_evt", "kind": "interrupted", "reason": state.reason})

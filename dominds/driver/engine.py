@@ -234,11 +234,11 @@ class Engine:
 
     # ---------------------------------------------------------------- scheduling (scheduler.py)
 
-    def request_drive(self, dialog: Dialog, *, hold: bool = False) -> None:
-        """Persist ``needsDrive`` and wake the scheduler (``hold``: see ``Dialog.save_latest``)."""
+    def request_drive(self, dialog: Dialog) -> None:
+        """Persist ``needsDrive`` and wake the scheduler."""
         if not dialog.latest.needs_drive:
             dialog.latest.needs_drive = True
-        dialog.save_latest(hold=hold)
+        dialog.save_latest()
         self.scheduler.want(dialog)
 
     def want(self, dialog: Dialog) -> None:
@@ -369,7 +369,7 @@ class Engine:
         prompt = QueuedPrompt(msg_id=msg_id, content=content, grammar=grammar, origin="user", queued_at=now_iso())  # type: ignore[arg-type]
         titled = titles.title_first_message(dialog, content)  # saved by the same write as the queue
         try:
-            queue_durably(self, dialog, prompt, hold=True)  # the turn's settle renames latest.yaml once
+            queue_durably(self, dialog, prompt)
         except StoreError:
             if titled:
                 dialog.latest.title = None

@@ -17,14 +17,12 @@ from dominds.store.records import QueuedPrompt
 from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
 
 
-def queue_durably(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt, *, hold: bool = False) -> None:
-    """Queue a prompt and persist it; if the disk refuses, the in-memory queue is rolled back too.
-
-    ``hold``: the rename of ``latest.yaml`` may wait for the group commit (``Dialog.save_latest``)."""
+def queue_durably(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt) -> None:
+    """Queue a prompt and persist it; if the disk refuses, the in-memory queue is rolled back too."""
     dialog.latest.queued_prompts.append(prompt)
     was_needed = dialog.latest.needs_drive
     try:
-        engine.request_drive(dialog, hold=hold)
+        engine.request_drive(dialog)
     except StoreError:
         dialog.latest.queued_prompts.remove(prompt)
         dialog.latest.needs_drive = was_needed

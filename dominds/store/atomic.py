@@ -69,13 +69,10 @@ def renamed_into_place(directory: Path, names: Iterable[str]) -> None:
     group.note(None, str(directory.parent))
 
 
-def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, hold: bool = False) -> None:
+def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> None:
     """Replace ``path`` with ``data`` atomically; create parent directories as needed.
 
     Raises ``WriteFailedError`` (the old content is left untouched) when the disk refuses.
-    ``hold``: within a group commit, the temp file is written now and renamed over ``path`` later
-    (before the next write elsewhere, or with the group's fsyncs; see ``store/commit.py``): a dialog's
-    ``latest.yaml``, saved when a message is queued and again when its turn settles, is renamed once.
     """
     durable_step("replace", path)
     if isinstance(data, str):
@@ -83,12 +80,20 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, hold
     directory = path.parent
     group = _group()
     try:
-        if group is not None:
-            if hold and mode is None:
-                _write_held(group, path, data)
-                return
-            group.release_held()
-        tmp = _write_temp(path, data, sync=_FSYNC and group is None, mode=mode)
+        tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+        flags, perms = os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode
+        try:
+            fd = os.open(tmp, flags, perms)
+        except FileNotFoundError:  # the directory is made on first use (not a mkdir before every write)
+            directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, flags, perms)
+        try:
+            _write_all(fd, data, sync=_FSYNC and group is None)
+        except BaseException:
+            os.close(fd)
+            _unlink_quietly(tmp)
+            raise
+        os.close(fd)
         if mode is not None:
             os.chmod(tmp, mode)  # exact, whatever the umask (daemon.json must be 0600)
         try:
@@ -102,38 +107,6 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, hold
             fsync_dir(directory)
     except OSError as exc:
         raise WriteFailedError(path, _describe(exc)) from exc
-
-
-def _write_temp(path: Path, data: bytes, *, sync: bool, mode: int | None = None) -> Path:
-    """A new temp file beside ``path`` holding ``data`` (removed again if writing it fails)."""
-    directory = path.parent
-    tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    flags, perms = os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode
-    try:
-        fd = os.open(tmp, flags, perms)
-    except FileNotFoundError:  # the directory is made on first use (not a mkdir before every write)
-        directory.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, flags, perms)
-    try:
-        _write_all(fd, data, sync=sync)
-    except BaseException:
-        os.close(fd)
-        _unlink_quietly(tmp)
-        raise
-    os.close(fd)
-    return tmp
-
-
-def _write_held(group: commit.GroupCommit, path: Path, data: bytes) -> None:
-    """The temp file now, its rename later (``GroupCommit.hold``); a held older content is dropped."""
-    target = str(path)
-    previous = group.held_temp(target)
-    if previous is None:
-        group.release_held()  # another file's held replace lands first: program order across files
-    tmp = _write_temp(path, data, sync=False)
-    group.hold(target, str(tmp), str(path.parent))
-    if previous is not None:
-        _unlink_quietly(Path(previous))
 
 
 def _write_all(fd: int, data: bytes, *, sync: bool) -> None:
@@ -154,7 +127,6 @@ def write_fresh(path: Path, data: bytes | str) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8")
     try:
-        commit.release_held()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             # within a group, renamed_into_place notes the files it is given
@@ -174,23 +146,12 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
     data = (line + "\n").encode("utf-8")
     group = _group()  # in a group every append is fsynced (it costs nothing more): events after it wait
     try:
-        # A group's held latest.yaml may stay held behind an append to its own dialog's course, never
-        # behind a new course file (which latest.yaml names: a crash would leave the new course unread).
         try:  # the file exists but once per course: no stat before every append
             fd = os.open(path, os.O_RDWR | os.O_APPEND)
             new_file = False
         except FileNotFoundError:
-            if group is not None:
-                group.release_held()
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
             new_file = True
-        else:
-            if group is not None:
-                try:
-                    group.release_held(appending_in=str(path.parent))
-                except BaseException:
-                    os.close(fd)
-                    raise
         try:
             good_size = _mend_torn_tail(fd, os.fstat(fd).st_size)
             try:
@@ -247,7 +208,6 @@ def remove_file(path: Path) -> None:
     """Delete ``path`` if it exists and make the deletion durable."""
     durable_step("remove", path)
     try:
-        commit.release_held()
         path.unlink()
     except FileNotFoundError:
         return

@@ -16,14 +16,6 @@ event loop (the engine enables one while it runs):
   group committed only because the loop stayed busy past ``MAX_COMMIT_DELAY`` carries it over to the
   next group once (its owner usually saves again meanwhile: the write is then never made), and
   everything issued after it waits for that next group;
-- a replace asked to be held (``atomic.write_atomic(..., hold=True)``: a dialog's ``latest.yaml``) writes
-  its temp file at once (a full disk still fails at its call site) and renames it over the target later:
-  before any other write, or when the group commits. A newer content of the same file replaces the held
-  temp file, so a turn that saves ``latest.yaml`` when the message is queued and again when it settles
-  renames it once. Only one replace is held at a time, and only appends to files of its own directory
-  (the same dialog's course) may overtake it: the dialog's ``latest.yaml`` then lags its course, a state
-  recovery reads already (the generation start's save is deferred the same way). Every other write keeps
-  its program order (``release_held`` runs first);
 - nothing is acknowledged or published before its fsync: ``after_durable`` runs a callback (deliver an
   event, send a reply) only once every write issued before it is durable, in the order callbacks were
   given; ``durable()`` waits for that (API responses, tool calls, shutdown).
@@ -50,10 +42,8 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from dominds.store import crashpoints
-from dominds.store.errors import WriteFailedError
 
 log = logging.getLogger("dominds.store")
 
@@ -87,8 +77,6 @@ class GroupCommit:
         self._dirs: set[str] = set()
         self._deferred: dict[object, _Deferred] = {}
         """State writes to make just before the group's fsyncs, one per key (``defer``)."""
-        self._held: tuple[str, str, str] | None = None
-        """The replace held back (``hold``): target path, its temp file, their directory."""
         self._gated: deque[tuple[int, Callable[[], None]]] = deque()
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._scheduled = False
@@ -125,39 +113,6 @@ class GroupCommit:
         if not self._scheduled:
             self._scheduled = True
             self.loop.call_soon(self._commit)
-
-    # -- held replaces (atomic.write_atomic with hold=True) --------------------------------------
-
-    def held_temp(self, path: str) -> str | None:
-        """The temp file of ``path`` if its replace is the one held (a newer content may take its place)."""
-        held = self._held
-        return held[1] if held is not None and held[0] == path else None
-
-    def hold(self, path: str, temp: str, directory: str) -> None:
-        """Rename ``temp`` over ``path`` later (see the module docstring); replaces an earlier hold of ``path``."""
-        if self._held is not None and self._held[0] != path:
-            self.release_held()
-        self._held = (path, temp, directory)
-        self.note(path, directory)
-
-    def release_held(self, *, appending_in: str | None = None) -> None:
-        """Make the held rename now: another write is about to happen and must land after it.
-
-        ``appending_in``: the other write is an append to a file of this directory; the held replace of
-        the same directory (its dialog's ``latest.yaml``) may stay held. Raises ``WriteFailedError``
-        (the hold stays, the next write or commit tries again) when the rename fails."""
-        held = self._held
-        if held is None or held[2] == appending_in:
-            return
-        path, temp, _ = held
-        crashpoints.durable_step("rename", Path(path))
-        try:
-            os.replace(temp, path)
-        except FileNotFoundError:
-            log.warning("the held replace of %s found no temp file (its directory was moved or removed)", path)
-        except OSError as exc:
-            raise WriteFailedError(Path(path), exc.strerror or str(exc)) from exc
-        self._held = None
 
     @property
     def pending(self) -> bool:
@@ -200,14 +155,6 @@ class GroupCommit:
         self._opened = None
         carried = self._run_deferred(carry=ready)
         target = self.issued if carried is None else carried - 1  # what was issued before a carried write
-        try:
-            self.release_held()
-        except WriteFailedError as exc:
-            self.problem = str(exc)
-            log.error("%s; replies and events wait until the disk takes it", self.problem)
-            self._scheduled = True
-            self.loop.call_later(RETRY_SECONDS, self._commit)
-            return
         files, self._files = self._files, set()
         dirs, self._dirs = self._dirs, set()
         crashpoints.durable_step("commit", None)
@@ -385,14 +332,6 @@ def after_durable(callback: Callable[[], None]) -> None:
         callback()
     else:
         committer.after_durable(callback)
-
-
-def release_held() -> None:
-    """Make the current group's held replace now (before a write made outside ``atomic``: a directory
-    rename or removal)."""
-    committer = current()
-    if committer is not None:
-        committer.release_held()
 
 
 def defer(key: object, write: Callable[[], None]) -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store import commit
 from dominds.store.atomic import fsync_dir, remove_file, renamed_into_place
 from dominds.store.course_records import CourseRecord
 from dominds.store.crashpoints import durable_step
@@ -133,12 +132,10 @@ class DialogFiles:
             latest.status = self.lifecycle_status  # a move between status directories is the truth
         return latest
 
-    def write_latest(self, latest: LatestState, *, fresh: bool = False, hold: bool = False) -> None:
-        """``hold``: the rename may wait for the group commit while appends to this dialog's current
-        course overtake it (``atomic.write_atomic``); only for a state that may lag the course."""
+    def write_latest(self, latest: LatestState, *, fresh: bool = False) -> None:
         latest.last_modified = now_iso()
         latest.status = self.lifecycle_status
-        save_model(self.latest_yaml, latest, fresh=fresh, hold=hold)
+        save_model(self.latest_yaml, latest, fresh=fresh)
 
     def read_reminders(self) -> RemindersFile:
         return load_model(self.reminders_json, RemindersFile) or RemindersFile(updated_at=now_iso())
@@ -326,7 +323,6 @@ class DialogStore:
         dst.parent.mkdir(parents=True, exist_ok=True)
         durable_step("rename", dst)
         try:
-            commit.release_held()  # a held latest.yaml of the tree lands before the move
             os.rename(src, dst)  # same filesystem: atomic
         except OSError as exc:
             raise WriteFailedError(dst, exc.strerror or str(exc)) from exc
@@ -341,7 +337,6 @@ class DialogStore:
                 save_model(files.latest_yaml, latest)
 
     def delete_root(self, status: str, root_id: str) -> None:
-        commit.release_held()
         shutil.rmtree(self.root_dir(status, root_id))
         fsync_dir(self.rtws.status_dir(status))
 

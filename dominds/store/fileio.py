@@ -81,22 +81,18 @@ def validate(path: Path, model: type[M], raw: dict[str, Any]) -> M:
         raise CorruptFileError(path, f"does not match {model.__name__}: {problems}") from exc
 
 
-def save_model(path: Path, record: BaseModel, header: str = "", *, fresh: bool = False, hold: bool = False) -> None:
-    """Persist a typed record; ``fresh``: a new file in a staging directory (``atomic.write_fresh``);
-    ``hold``: its rename may wait for the group commit (``atomic.write_atomic``)."""
+def save_model(path: Path, record: BaseModel, header: str = "", *, fresh: bool = False) -> None:
+    """Persist a typed record; ``fresh``: a new file in a staging directory (``atomic.write_fresh``)."""
     data = record.model_dump(mode="json", by_alias=True, exclude_none=True)
-    save_raw(path, data, header, fresh=fresh, hold=hold)
+    save_raw(path, data, header, fresh=fresh)
 
 
-def save_raw(path: Path, data: Any, header: str = "", *, fresh: bool = False, hold: bool = False) -> None:
+def save_raw(path: Path, data: Any, header: str = "", *, fresh: bool = False) -> None:
     if path.suffix == ".json":
         text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
     else:
         text = yaml_dump(data, header)
-    if fresh:
-        write_fresh(path, text)
-    else:
-        write_atomic(path, text, hold=hold)
+    (write_fresh if fresh else write_atomic)(path, text)
 
 
 # ---------------------------------------------------------------- JSONL

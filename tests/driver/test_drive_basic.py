@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from helpers import generations, records, sayings, types
 
-from dominds.store import commit as group_commit
 from dominds.store.course_records import FuncResultRecord, HumanTextRecord, TeammateCallResultRecord
 
 
@@ -106,12 +105,7 @@ async def test_messages_are_durable_and_never_duplicated(make_engine) -> None:  
     root = engine.create_dialog("lead", "tasks/t.tsk")
     engine.submit_user_message(root, "one", msg_id="m1")
     engine.submit_user_message(root, "two", msg_id="m2")
-    # By the time they may be acknowledged (every write before durable), latest.yaml queues both; the
-    # rename of a queued message's latest.yaml waits for the group commit (it is renamed once per turn).
-    await group_commit.durable()
-    queued = [p.msg_id for p in root.files.read_latest().queued_prompts]  # type: ignore[union-attr]
-    recorded = [r.msg_id for r in root.files.read_course(1) if isinstance(r, HumanTextRecord)]
-    assert sorted(queued + recorded) == ["m1", "m2"], "each message is on disk once: queued or recorded"
+    assert [p.msg_id for p in root.files.read_latest().queued_prompts] == ["m1", "m2"]  # type: ignore[union-attr]
     await engine.wait_idle()
     humans = [r.msg_id for r in records(root) if isinstance(r, HumanTextRecord)]
     assert humans == ["m1", "m2"]
