@@ -28,7 +28,16 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Figure, cpu_seconds, machine, make_workspace, print_figures, rss_mib, serve
+from _common import (
+    Figure,
+    cpu_seconds,
+    machine,
+    make_workspace,
+    print_figures,
+    rss_mib,
+    serve,
+    user_cpu_seconds,
+)
 
 RESPONSES: list[dict[str, Any]] = [
     {"agent": "lead", "message": "fanout", "response": "".join(f"!?@worker task {i}\n\n" for i in range(100))},
@@ -162,7 +171,7 @@ async def run(base: str, token: str, rounds: int, pid: int | None) -> list[Figur
         seq: list[float] = []
         walls: list[float] = []
         fans: list[float] = []
-        cpu: dict[str, list[float]] = {"seq": [], "conc": [], "fan": []}
+        cpu: dict[str, list[float]] = {"seq": [], "conc": [], "fan": [], "fan_user": []}
         for _ in range(rounds):
             before = _cpu(pid)
             seq += await sequential(session, base, token, 20)
@@ -170,9 +179,10 @@ async def run(base: str, token: str, rounds: int, pid: int | None) -> list[Figur
             before = _cpu(pid)
             walls.append(await concurrent(session, base, token, 20))
             cpu["conc"].append((_cpu(pid) - before) * 1000)
-            before = _cpu(pid)
+            before, user_before = _cpu(pid), _user_cpu(pid)
             fans.append(await fan_out_tellasks(session, base, token))
             cpu["fan"].append(_cpu(pid) - before)
+            cpu["fan_user"].append(_user_cpu(pid) - user_before)
         spread = await stream_to_clients(session, base, token, 50)
     figures = [
         Figure("ws: one turn, 20 dialogs in turn on one connection", "ms", [v * 1000 for v in seq], ("<=", 4)),
@@ -183,13 +193,20 @@ async def run(base: str, token: str, rounds: int, pid: int | None) -> list[Figur
     if pid is not None:
         figures[1:1] = [Figure("ws: daemon CPU per turn (create + turn), in turn", "ms", cpu["seq"])]
         figures[3:3] = [Figure("ws: daemon CPU for the 20 turns at once (creates excluded)", "ms", cpu["conc"])]
-        figures[5:5] = [Figure("ws: daemon CPU for the 100-way fan-out", "s", cpu["fan"])]
+        figures[5:5] = [
+            Figure("ws: daemon CPU for the 100-way fan-out", "s", cpu["fan"]),
+            Figure("ws: ... of it user CPU (the rest: the kernel's file work)", "s", cpu["fan_user"]),
+        ]
         figures.append(Figure("ws: daemon RSS after these workloads", "MiB", [rss_mib(pid)], ("<=", 60)))
     return figures
 
 
 def _cpu(pid: int | None) -> float:
     return cpu_seconds(pid) if pid is not None else float("nan")
+
+
+def _user_cpu(pid: int | None) -> float:
+    return user_cpu_seconds(pid) if pid is not None else float("nan")
 
 
 def main() -> int:

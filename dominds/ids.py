@@ -47,6 +47,7 @@ def is_dialog_id(value: str) -> bool:
 
 _ZONE_CHECK_SECONDS = 30.0
 _zone: tuple[float, tzinfo | None] = (float("-inf"), None)
+_last_stamp: tuple[int, str] = (-1, "")
 
 
 def now_iso() -> str:
@@ -55,13 +56,18 @@ def now_iso() -> str:
     The local offset is looked up at most every 30 s (the lookup asks the C library, which checks the
     zone file each time; a turn takes dozens of timestamps): after a change of offset (daylight saving)
     a few timestamps may still carry the old one, each still naming the right instant."""
-    global _zone
+    global _zone, _last_stamp
     now = time.time()
+    millis = int(now * 1000)
+    if millis == _last_stamp[0]:
+        return _last_stamp[1]  # a turn takes dozens of timestamps, many in the same millisecond
     checked, zone = _zone
     if zone is None or now - checked > _ZONE_CHECK_SECONDS:
         zone = datetime.fromtimestamp(now).astimezone().tzinfo
         _zone = (now, zone)
-    return datetime.fromtimestamp(now, zone).isoformat(timespec="milliseconds")
+    text = datetime.fromtimestamp(now, zone).isoformat(timespec="milliseconds")
+    _last_stamp = (millis, text)
+    return text
 
 
 def short_token(nbytes: int = 6) -> str:

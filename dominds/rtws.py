@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 DIALOG_STATUSES = ("run", "done", "archive")
@@ -15,58 +16,65 @@ class RtwsNotFound(Exception):
 
 @dataclass(frozen=True)
 class Rtws:
-    """Paths of one workspace. All paths are absolute."""
+    """Paths of one workspace. All paths are absolute (each computed once: the driver asks for some at
+    every generation)."""
 
     root: Path
 
-    @property
+    @cached_property
     def minds_dir(self) -> Path:
         return self.root / ".minds"
 
-    @property
+    @cached_property
     def team_yaml(self) -> Path:
         return self.minds_dir / "team.yaml"
 
-    @property
+    @cached_property
     def llm_yaml(self) -> Path:
         return self.minds_dir / "llm.yaml"
 
-    @property
+    @cached_property
+    def mcp_yaml(self) -> Path:
+        return self.minds_dir / "mcp.yaml"
+
+    @cached_property
     def dialogs_dir(self) -> Path:
         return self.root / ".dialogs"
 
     def status_dir(self, status: str) -> Path:
+        if status == "run":
+            return self.run_dir
         if status not in DIALOG_STATUSES:
             raise ValueError(f"unknown dialog status {status!r}; expected one of {DIALOG_STATUSES}")
         return self.dialogs_dir / status
 
-    @property
+    @cached_property
     def run_dir(self) -> Path:
         return self.dialogs_dir / "run"
 
-    @property
+    @cached_property
     def done_dir(self) -> Path:
         return self.dialogs_dir / "done"
 
-    @property
+    @cached_property
     def archive_dir(self) -> Path:
         return self.dialogs_dir / "archive"
 
-    @property
+    @cached_property
     def lock_path(self) -> Path:
         """The lock file held by the daemon, or by a CLI command that writes without one."""
         return self.dialogs_dir / ".rtws.lock"
 
-    @property
+    @cached_property
     def daemon_json(self) -> Path:
         return self.dialogs_dir / "daemon.json"
 
-    @property
+    @cached_property
     def token_path(self) -> Path:
         """The daemon's access token (mode 0600), kept across restarts; see ``server/auth.py``."""
         return self.state_dir / "auth-token"
 
-    @property
+    @cached_property
     def state_dir(self) -> Path:
         """Runtime state that is not a dialog (workflow sessions, caches)."""
         return self.root / ".dominds"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from dominds.ids import now_iso
@@ -56,6 +57,7 @@ class Dialog:
         self.q4h: list[HumanQuestion] = []
         self.pending: list[PendingSubdialog] = []
         self._records: list[CourseRecord] | None = []
+        self._record_keys: _RecordKeys | None = None
         self.drive_mutex = asyncio.Lock()  # FIFO: asyncio wakes waiters in order
         self.suspension_lock = asyncio.Lock()
         self.drive_task: asyncio.Task[None] | None = None
@@ -280,12 +282,14 @@ class Dialog:
     @records.setter
     def records(self, value: list[CourseRecord]) -> None:
         self._records = value
+        self._record_keys = None
 
     def release_transcript(self, *, drive_over: bool = False) -> None:
         """Drop the in-memory copy of the course (the file is the truth); only while not driving
         (``drive_over``: called by the drive itself as it ends)."""
         if drive_over or not self.is_driving:
             self._records = None
+            self._record_keys = None
 
     def transcript_chars(self) -> int:
         """Characters of text held by the in-memory transcript (0 when it is not loaded)."""
@@ -299,11 +303,23 @@ class Dialog:
                     total += len(value)
         return total
 
-    def recorded_msg_ids(self) -> set[str]:
-        return {r.msg_id for r in self.records if isinstance(r, HumanTextRecord)}
+    def recorded_msg_ids(self) -> AbstractSet[str]:
+        return self._keys().msg_ids
 
-    def supplied_response_keys(self) -> set[tuple[str, str]]:
-        return {(r.callee_dialog_id, r.call_id) for r in self.records if isinstance(r, TeammateResponseRecord)}
+    def supplied_response_keys(self) -> AbstractSet[tuple[str, str]]:
+        """(calleeDialogId, callId) of every teammate response recorded in the current course."""
+        return self._keys().responses
+
+    def _keys(self) -> _RecordKeys:
+        """The keys of the current course's records, kept up to date as records are appended (a
+        100-way fan-out asked for its caller's responses once per answer: a scan of every record each time)."""
+        records = self.records
+        keys = self._record_keys
+        if keys is None or keys.records is not records or keys.seen > len(records):
+            keys = self._record_keys = _RecordKeys(records)
+        if keys.seen < len(records):
+            keys.catch_up()
+        return keys
 
     def last_saying(self) -> str | None:
         """The answer: the last saying since the last prompt or teammate response of the current course.
@@ -354,3 +370,23 @@ class RootDialog(Dialog):
 
     def save_registry(self) -> None:
         self.files.write_registry(self.type_b)
+
+
+class _RecordKeys:
+    """Keys of one in-memory course (its list only grows by appends or is replaced as a whole)."""
+
+    __slots__ = ("records", "seen", "msg_ids", "responses")
+
+    def __init__(self, records: list[CourseRecord]) -> None:
+        self.records = records
+        self.seen = 0
+        self.msg_ids: set[str] = set()
+        self.responses: set[tuple[str, str]] = set()
+
+    def catch_up(self) -> None:
+        for record in self.records[self.seen :]:
+            if isinstance(record, HumanTextRecord):
+                self.msg_ids.add(record.msg_id)
+            elif isinstance(record, TeammateResponseRecord):
+                self.responses.add((record.callee_dialog_id, record.call_id))
+        self.seen = len(self.records)

@@ -94,7 +94,7 @@ class ConfigCache:
             config = load_mcp_config(rtws, frozenset(self.extensions.toolsets.names()))
             return config, config.problems
 
-        config, problems, _ = self._load(self.rtws.minds_dir / "mcp.yaml", read)
+        config, problems, _ = self._load(self.rtws.mcp_yaml, read)
         self.mcp.reload(config)
         self._mcp_problems = self.mcp.config_problems = problems
 
@@ -112,7 +112,7 @@ class ConfigCache:
             self._taskdocs.popitem(last=False)
 
     def get(self) -> Config:
-        mcp_signature = _signature(self.rtws.minds_dir / "mcp.yaml")
+        mcp_signature = _signature(self.rtws.mcp_yaml)
         signature = (_signature(self.rtws.team_yaml), _signature(self.rtws.llm_yaml), mcp_signature)
         if self._config is None or signature != self._signature:
             if mcp_signature != self._mcp_signature or self._config is None:

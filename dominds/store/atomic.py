@@ -146,8 +146,12 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
     data = (line + "\n").encode("utf-8")
     group = _group()  # in a group every append is fsynced (it costs nothing more): events after it wait
     try:
-        new_file = not path.exists()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:  # the file exists but once per course: no stat before every append
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            new_file = False
+        except FileNotFoundError:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            new_file = True
         try:
             good_size = _mend_torn_tail(fd, os.fstat(fd).st_size)
             try:

@@ -92,7 +92,14 @@ class DialogFiles:
         return self.dir / REGISTRY_YAML
 
     def course(self, number: int) -> Path:
-        return self.dir / course_file_name(number)
+        path = self._courses.get(number)
+        if path is None:
+            path = self._courses[number] = self.dir / course_file_name(number)
+        return path
+
+    @cached_property
+    def _courses(self) -> dict[int, Path]:
+        return {}
 
     def subdialog_files(self) -> list[DialogFiles]:
         """For a root: the files of every subdialog of its tree (flat), in id order."""
