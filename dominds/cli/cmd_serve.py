@@ -230,9 +230,10 @@ async def _run_daemon(
     written: list[DaemonInfo] = []
 
     def on_ready(url: str) -> None:
-        from dominds.server.memory import give_back_memory
+        from dominds.server.memory import BIG_WORK_TREES, give_back_memory
 
-        give_back_memory()  # what recovery's scan of the workspace freed (server/memory.py)
+        if engine.trees_at_start > BIG_WORK_TREES:
+            give_back_memory()  # what recovery's scan of a big workspace freed (server/memory.py)
         port = urlparse(url).port or args.port
         info = DaemonInfo(pid=os.getpid(), host=args.host, port=port, token=token.current() if token else None, url=url)
         _write_daemon_json(rtws, daemon_json_payload(info, rtws, now_iso(), __version__))

@@ -93,6 +93,8 @@ class Engine:
         self._lock = filelock.FileLock(str(rtws.lock_path)) if take_lock else None
         self._group_commit: group_commit.GroupCommit | None = None
         self.closed = False
+        self.trees_at_start = 0
+        """Trees of ``run/`` recovery went through when the engine started."""
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -108,7 +110,7 @@ class Engine:
                     f"the workspace {self.rtws.root} is locked by another Dominds process ({self.rtws.lock_path})"
                 ) from exc
         self._group_commit = group_commit.enable()  # fsyncs shared by the writes of a group (store/commit.py)
-        recovery.recover(self)
+        self.trees_at_start = recovery.recover(self)
         self.scheduler.start()
 
     async def close(self, timeout: float = 5.0) -> None:

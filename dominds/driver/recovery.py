@@ -53,7 +53,7 @@ RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown"})
 Dialogs a user stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
-def recover(engine: EngineServices) -> None:
+def recover(engine: EngineServices) -> int:
     """Reconcile every tree of ``run/`` that may have been mid-flight; the others are not even loaded.
 
     Which trees need a look comes from the dialog index (``store/index.py``: facts checked against the
@@ -61,7 +61,8 @@ def recover(engine: EngineServices) -> None:
     and that have nothing to drive are unloaded again (memory does not grow with dialogs at rest) and
     noted as settled, as are the trees found at rest without loading them: while their files hold the
     same bytes, the next start neither loads them nor reads their facts (a tree waiting for a person or
-    a teammate is such a tree). The log says how many trees were loaded."""
+    a teammate is such a tree). The log says how many trees were loaded; returns how many trees of
+    ``run/`` it went through."""
     remove_creation_leftovers(engine.rtws.run_dir)
     stale = looked_at = loaded = 0
     at_rest: list[tuple[str, str, str]] = []
@@ -97,6 +98,7 @@ def recover(engine: EngineServices) -> None:
     if stale:
         log.info("removed %d temp files left by interrupted writes", stale)
     log.info("recovery: %d of %d trees in run/ loaded (the others were settled or had nothing to reconcile)", loaded, looked_at)
+    return looked_at
 
 
 def _remove_stray_temps(engine: EngineServices, entry: Entry) -> int:

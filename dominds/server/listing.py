@@ -23,7 +23,7 @@ from typing import Any
 from dominds.driver import usage
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES
-from dominds.server.memory import give_back_memory
+from dominds.server.memory import BIG_WORK_TREES, give_back_memory
 from dominds.store.derived import Derived
 from dominds.store.errors import DialogNotFoundError
 from dominds.store.index import DialogIndex
@@ -142,10 +142,6 @@ class Listing:
 CHUNK_BYTES = 65536
 
 
-BIG_LISTING_TREES = 1000
-"""After a listing of more trees than this, the memory it freed is given back (server/memory.py)."""
-
-
 def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...]) -> Generator[bytes, None, None]:
     """The body of ``GET /api/dialogs`` (``{"dialogs": [...]}``) in pieces of about ``CHUNK_BYTES``, on
     an index connection of its own: run it in a worker thread (a listing of 100,000 dialogs never sits
@@ -154,7 +150,7 @@ def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...]) -> G
     try:
         yield from _listing_chunks(engine, catalog, statuses, trees)
     finally:
-        if trees[0] > BIG_LISTING_TREES:  # its objects are all freed by now (the generator above is done)
+        if trees[0] > BIG_WORK_TREES:  # its objects are all freed by now (the generator above is done)
             give_back_memory()
 
 

@@ -84,7 +84,7 @@ async def test_a_big_listing_gives_back_the_memory_it_freed_once_done_on_its_own
     """Bug pinned here (issue 21): after the first listing of 100,000 dialogs the daemon stayed ~10 MiB
     bigger (65.4 → 76.3 MiB): the listing's short-lived objects were freed, but free lists kept
     pymalloc arenas in use and glibc kept the freed pages. A listing of more than
-    ``BIG_LISTING_TREES`` trees now ends with a full collection and ``malloc_trim``, once its body is
+    ``BIG_WORK_TREES`` trees now ends with a full collection and ``malloc_trim``, once its body is
     complete and on the listing thread (a full collection must not stall the event loop)."""
     served = await serve()
     for _ in range(3):
@@ -96,8 +96,8 @@ async def test_a_big_listing_gives_back_the_memory_it_freed_once_done_on_its_own
         give_back_memory()
 
     monkeypatch.setattr(listing, "give_back_memory", give_back)
-    monkeypatch.setattr(listing, "BIG_LISTING_TREES", 3)
+    monkeypatch.setattr(listing, "BIG_WORK_TREES", 3)
     assert len(await _rows(served)) == 3 and calls == []  # not a big one
-    monkeypatch.setattr(listing, "BIG_LISTING_TREES", 2)
+    monkeypatch.setattr(listing, "BIG_WORK_TREES", 2)
     assert len(await _rows(served)) == 3
     assert len(calls) == 1 and calls[0].startswith("dominds-listing")
