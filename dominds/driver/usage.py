@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,12 +132,22 @@ def pricing_fingerprint(catalog: Catalog) -> str:
     return hashlib.blake2b(repr(prices).encode(), digest_size=8).hexdigest()
 
 
+BOOK_FILES = 1024
+"""Course files whose figures ``UsageBook`` keeps, the most recently asked for: the panel asks for the
+usage of every dialog it shows, and a book that kept every file ever asked for grew with every dialog
+a person ever looked at, driven or not."""
+
+
 class UsageBook:
     """Figures per course file, recomputed only when the file (inode, size, mtime) or the prices changed."""
 
     def __init__(self) -> None:
-        self._files: dict[str, tuple[tuple[int, int, int, str], Usage]] = {}
+        self._files: OrderedDict[str, tuple[tuple[int, int, int, str], Usage]] = OrderedDict()
         self._prices: tuple[Catalog, str] | None = None
+
+    def __len__(self) -> int:
+        """Course files whose figures are kept (at most ``BOOK_FILES``)."""
+        return len(self._files)
 
     def _fingerprint(self, catalog: Catalog) -> str:
         if self._prices is None or self._prices[0] is not catalog:
@@ -155,6 +166,7 @@ class UsageBook:
         signature = (info.st_ino, info.st_size, info.st_mtime_ns, self._fingerprint(catalog))
         cached = self._files.get(key)
         if cached is not None and cached[0] == signature:
+            self._files.move_to_end(key)
             return cached[1]
         try:
             data = path.read_bytes()
@@ -164,6 +176,9 @@ class UsageBook:
             raise StoreError(f"{path}: {exc.strerror or exc}") from exc
         usage = count_finishes(data, catalog)
         self._files[key] = (signature, usage)
+        self._files.move_to_end(key)
+        while len(self._files) > BOOK_FILES:
+            self._files.popitem(last=False)
         return usage
 
     def usage(self, course_files: Iterable[Path], catalog: Catalog) -> Usage:

@@ -71,3 +71,25 @@ async def test_the_row_the_header_and_the_cli_show_one_figure(serve: ServeFactor
     assert tree["usage"]["generations"] == header["generations"]
     text = await _cli(served, "status")
     assert "$0.0571" in text and text.count("$0.0571") == 2, "the tree line and the total line"
+
+
+async def test_the_usage_book_keeps_a_bounded_number_of_course_files(serve: ServeFactory, monkeypatch: Any) -> None:
+    """Bug pinned here (issue 21): the usage book kept the figures of every course file whose usage was
+    ever asked for (the panel asks for each dialog it shows), so the daemon grew with every dialog a
+    person looked at. It keeps the most recent ``BOOK_FILES``; one asked for again is counted again,
+    to the same figure."""
+    from dominds.driver import usage
+
+    monkeypatch.setattr(usage, "BOOK_FILES", 2)
+    served = await serve(COST_RESPONSES)
+    roots = []
+    for _ in range(3):
+        root = (await _post(served, "/api/dialogs", {"taskDocPath": "tasks/t.tsk"}))["rootId"]
+        await _post(served, f"/api/dialogs/{root}/messages", {"content": "hello"})
+        roots.append(root)
+    await served.engine.wait_idle()
+    first = [await _get(served, f"/api/dialogs/{root}/usage") for root in roots]
+    assert len(served.engine.usage_book) == 2
+    again = [await _get(served, f"/api/dialogs/{root}/usage") for root in roots]
+    assert again == first and first[0]["total"]["costUsd"] > 0
+    assert len(served.engine.usage_book) == 2
