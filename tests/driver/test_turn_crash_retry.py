@@ -78,7 +78,7 @@ def _audit(rtws: Rtws, point: int, refusal: str | None) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_a_message_recorded_before_its_held_queue_save_is_answered_after_a_kill(tmp_path: Path) -> None:
+def test_a_kill_at_any_step_of_a_turn_leaves_its_message_answered_once(tmp_path: Path) -> None:
     problems: list[str] = []
     for point in range(1, 60):
         rtws = write_workspace(tmp_path / f"p{point}", SCENARIO.responses)
