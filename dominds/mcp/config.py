@@ -112,7 +112,7 @@ _KEYS = ("transport", "command", "args", "env", "cwd", "url", "headers", "tools"
 def load_mcp_config(rtws: Rtws, reserved: frozenset[str] | set[str] = frozenset()) -> McpConfig:
     """Read ``.minds/mcp.yaml``; ``reserved`` are toolset names a server id may not take (the built-ins)."""
     collector = ProblemCollector(MCP_CONFIG_ERROR, MCP_YAML)
-    path = rtws.minds_dir / "mcp.yaml"
+    path = rtws.mcp_yaml
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
