@@ -220,8 +220,20 @@ def assignment_prompt(caller: Dialog, entry: PendingSubdialog) -> QueuedPrompt:
         content=content,
         grammar="markdown",
         origin="assignment",
+        assignment=assignment_of(caller, entry),
         queued_at=now_iso(),
     )
+
+
+def assignment_event_fields(assignment: Assignment) -> dict[str, str]:
+    """The ``assignment`` of an ``end_of_user_saying_evt``: the tellask as its caller wrote it."""
+    return {
+        "fromAgentId": assignment.origin_member_id,
+        "callerDialogId": assignment.caller_dialog_id,
+        "callId": assignment.call_id,
+        "tellaskHead": assignment.tellask_head,
+        "tellaskBody": assignment.tellask_body,
+    }
 
 
 async def _reassign(

@@ -72,6 +72,17 @@ class Question(WireModel):
     """``{course, messageIndex}``."""
 
 
+class PromptAssignment(WireModel):
+    """The tellask behind a subdialog's assignment prompt, as its caller wrote it."""
+
+    fromAgentId: str
+    callerDialogId: str
+    callId: str
+    tellaskHead: str
+    tellaskBody: str
+    bodyHtml: str | None = None
+
+
 class Reminder(WireModel):
     id: str
     content: str

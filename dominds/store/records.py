@@ -125,6 +125,9 @@ class QueuedPrompt(Record):
     """For a tellask-back prompt: the subdialog asking."""
     call_id: str | None = None
     """For a tellask-back prompt: the asking call's id."""
+    assignment: Assignment | None = None
+    """For an assignment: the tellask as the caller wrote it (``content`` frames it for the model; the
+    panel shows this instead). Absent before format v1 grew it: readers fall back to ``dialog.yaml``."""
     queued_at: str
     """ISO time it was accepted."""
 
