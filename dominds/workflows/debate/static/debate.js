@@ -147,10 +147,12 @@ function drawChart() {
   const y = (value) => top + (1 - Math.max(0, Math.min(1, value))) * height;
   chart.append(svg("line", { class: "chart-axis", x1: left, y1: top + height, x2: left + width, y2: top + height }));
   for (const v of [0, 0.5, 1]) chart.append(svg("text", { class: "chart-label", x: 4, y: y(v) + 3 }, v.toFixed(1)));
-  const lines = [[thresholds.converge_above, "converge_label", "var(--converge)"], [thresholds.oppose_at_or_below, "oppose_label", "var(--oppose)"]];
-  for (const [value, key, color] of lines) {
+  // converge is the higher line: its label sits above it, oppose's below it, so close thresholds
+  // (calibrated ones can be 0.02 apart) never print one label over the other
+  const lines = [[thresholds.converge_above, "converge_label", "var(--converge)", -3], [thresholds.oppose_at_or_below, "oppose_label", "var(--oppose)", 10]];
+  for (const [value, key, color, dy] of lines) {
     chart.append(svg("line", { class: "chart-threshold", stroke: color, x1: left, y1: y(value), x2: left + width, y2: y(value) }));
-    chart.append(svg("text", { class: "chart-label", x: left + width - 90, y: y(value) - 3 }, t(key, { value: value.toFixed(2) })));
+    chart.append(svg("text", { class: "chart-label", "data-threshold": key, x: left + width - 90, y: y(value) + dy }, t(key, { value: value.toFixed(2) })));
   }
   for (let round = 1; round <= maxRounds; round++) {
     chart.append(svg("text", { class: "chart-label", x: x(round) - 3, y: top + height + 14 }, String(round)));
