@@ -83,6 +83,17 @@ class PromptAssignment(WireModel):
     bodyHtml: str | None = None
 
 
+class PromptAskBack(WireModel):
+    """The ask-back behind a tellask-back prompt, as the asking subdialog wrote it."""
+
+    fromAgentId: str
+    fromDialogId: str
+    callId: str
+    tellaskHead: str
+    tellaskBody: str
+    bodyHtml: str | None = None
+
+
 class Reminder(WireModel):
     id: str
     content: str

@@ -19,7 +19,7 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.receiver import finish_event_fields, incomplete_fields, parser_event_payloads
-from dominds.driver.subdialogs import assignment_event_fields, assignment_msg_id
+from dominds.driver.subdialogs import assignment_msg_id, prompt_event_fields
 from dominds.server.render import render_markdown, render_saying
 from dominds.store.course_records import (
     AgentThoughtRecord,
@@ -79,7 +79,9 @@ class _CourseReplay:
             }
             assignment = self._assignment(record)
             if assignment is not None:
-                event["assignment"] = {**assignment_event_fields(assignment), "bodyHtml": render_markdown(assignment.tellask_body)}
+                record = record.model_copy(update={"assignment": assignment})
+            for key, shown in prompt_event_fields(record).items():
+                event[key] = {**shown, "bodyHtml": render_markdown(shown["tellaskBody"])}
             return [event]
         if isinstance(record, GenStartRecord):
             return [{"type": "generating_start_evt", "course": course, "genseq": record.genseq}]

@@ -157,19 +157,19 @@ export class Transcript {
     return true;
   }
 
-  /** A subdialog's assignment as its caller wrote it (headline, markdown body), with a link back to the
-   * call; the framed prompt the model reads stays available, folded. */
-  assignmentBubble(e) {
-    const a = e.assignment;
+  /** A prompt that frames a tellask for the model (a subdialog's assignment, an ask-back) as its sender
+   * wrote it: who, a link back to the call, the headline, the body as markdown; the framed prompt the
+   * model reads stays available, folded. */
+  tellaskBubble(e, a) {
     const body = h("div", { class: "md" });
     if (a.bodyHtml !== undefined && a.bodyHtml !== null) setTrustedHtml(body, a.bodyHtml);
     else body.textContent = a.tellaskBody;
     const content = a.tellaskBody.length > LONG_TEXT
       ? h("details", { class: "fold assignment-body" }, h("summary", {}, h("span", { class: "fold-preview", text: oneLine(a.tellaskBody, 160) }), h("span", { class: "fold-more", text: t("showAll") })), body)
       : body;
-    const target = { selfId: a.callerDialogId, rootId: this.ref?.rootId || a.callerDialogId, call: a.callId };
+    const target = { selfId: a.dialogId, rootId: this.ref?.rootId || a.dialogId, call: a.callId };
     const back = h("a", {
-      class: "caller-link", href: linkTo(target), text: `↩ ${t("assignmentCall")}`,
+      class: "caller-link", href: linkTo(target), text: `↩ ${t(a.back)}`,
       onclick: (ev) => {
         if (!plainClick(ev)) return;
         ev.preventDefault();
@@ -178,8 +178,8 @@ export class Transcript {
     });
     const framed = h("details", { class: "framed-prompt" },
       h("summary", { text: t("promptAsRead") }), h("div", { class: "plain", text: e.content }));
-    return h("div", { class: "bubble user origin-assignment assigned-work", dataset: { msgId: e.msgId, callId: a.callId } },
-      h("div", { class: "who" }, h("span", { text: t("assignmentFrom", { agent: a.fromAgentId }) }), back),
+    return h("div", { class: `bubble user origin-${e.origin} framed-tellask`, dataset: { msgId: e.msgId, callId: a.callId } },
+      h("div", { class: "who" }, h("span", { text: t(a.label, { agent: a.fromAgentId }) }), back),
       h("div", { class: "tellask-head", text: a.tellaskHead.trim() }),
       a.tellaskBody.trim() ? content : null, framed);
   }
@@ -223,8 +223,11 @@ const HANDLERS = {
     const body = e.origin === "user" || e.origin === "q4h_answer"
       ? h("div", { class: "plain", text: e.content })
       : foldable("plain", e.content, t("showAll"));
-    const bubble = e.assignment
-      ? this.assignmentBubble(e)
+    const framed = e.assignment
+      ? { ...e.assignment, dialogId: e.assignment.callerDialogId, label: "assignmentFrom", back: "assignmentCall" }
+      : e.askBack && { ...e.askBack, dialogId: e.askBack.fromDialogId, label: "askBackFrom", back: "askBackCall" };
+    const bubble = framed
+      ? this.tellaskBubble(e, framed)
       : h("div", { class: `bubble user origin-${e.origin}`, dataset: { msgId: e.msgId } }, h("div", { class: "who", text: label }), body);
     // the prompt is recorded by the generation that consumes it, just after generating_start_evt
     if (this.gen && this.gen.genseq === e.genseq) this.gen.el.before(bubble);

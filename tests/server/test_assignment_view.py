@@ -1,10 +1,12 @@
-"""A subdialog's assignment is shown as its caller wrote it, live, replayed and from older files.
+"""A subdialog's assignment (and an ask-back) is shown as its sender wrote it, live, replayed and from older files.
 
 The bug: the first prompt of a subdialog reached the panel only as the model reads it ("Hi @coder,
 this is @lead speaking, now:" and the tellask quoted line by line), so the panel showed that framing as
 raw text instead of the caller's request rendered like every other bubble. Now the
 ``end_of_user_saying_evt`` of an assignment carries ``assignment`` (the caller's headline and body, and
-the body as sanitised HTML); ``content`` stays the text the model reads.
+the body as sanitised HTML); ``content`` stays the text the model reads. The same held for an ask-back
+("Hi @lead, while working on the following original task: … `@coder` TellaskBack: …"): its prompt now
+carries ``askBack``.
 """
 
 from __future__ import annotations
@@ -103,3 +105,35 @@ async def test_a_course_file_written_before_assignments_were_kept_still_shows_th
     sock = await served.ws()
     await sock.request({"type": "display_dialog", "dialog": {"selfId": sub_id, "rootId": root_id}}, "dialog_ready")
     _check_shown_as_written(_assignment_prompt(sock.events_of(sub_id, replay=True)), root_id)
+
+
+ASKING_BACK = [
+    {"agent": "lead", "message": "delegate", "response": "!?@coder write the parser\n"},
+    {"agent": "coder", "contains": "write the parser", "response": "!?@tellasker Which **language**?\n!?- Rust\n!?- Go\n"},
+    {"agent": "lead", "contains": "TellaskBack", "response": "Use Rust."},
+    {"agent": "coder", "contains": "Use Rust.", "response": "Parser written in Rust."},
+    {"agent": "lead", "contains": "Parser written", "response": "Done."},
+]
+
+
+async def test_an_ask_back_is_sent_as_the_asker_wrote_it_live_and_in_a_replay(serve: ServeFactory) -> None:
+    served = await serve(ASKING_BACK)
+    _, created = await served.post("/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
+    root_id = created["rootId"]
+    sock = await served.ws()
+    epoch = sock.seen("welcome")[0]["epoch"]
+    await served.post(f"/api/dialogs/{root_id}/messages", {"content": "delegate"})
+    await served.engine.wait_idle()
+    _, tree = await served.get(f"/api/dialogs/{root_id}/hierarchy")
+    [coder] = tree["hierarchy"]["subdialogs"]
+    root = {"selfId": root_id}
+    await sock.request({"type": "display_dialog", "dialog": root, "since": {"epoch": epoch, "seq": 0}}, "dialog_ready")
+    replaying = await served.ws()
+    await replaying.request({"type": "display_dialog", "dialog": root}, "dialog_ready")
+    for events in (sock.events_of(root_id), replaying.events_of(root_id, replay=True)):
+        [prompt] = [e for e in events if e["type"] == "end_of_user_saying_evt" and e["origin"] == "tellask_back"]
+        assert prompt["content"].startswith("Hi @lead, while working on the following original task:"), "the model's text"
+        asked = prompt["askBack"]
+        assert asked["fromAgentId"] == "coder" and asked["fromDialogId"] == coder["selfId"]
+        assert asked["tellaskHead"] == "@tellasker Which **language**?\n" and asked["tellaskBody"] == "- Rust\n- Go\n"
+        assert asked["bodyHtml"].count("<li>") == 2 and "assignment" not in prompt
