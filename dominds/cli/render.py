@@ -58,6 +58,8 @@ ORIGIN_LABELS = {
     "new_course": "new course",
     "diligence": "diligence push",
 }
+FRAMED_LABELS = {"assignment": "task", "tellask_back": "ask-back"}
+"""Labels of a prompt shown as its sender wrote it (``… from @agent``)."""
 RESULT_PREVIEW_LINES = 6
 PROMPT_PREVIEW_LINES = 12
 
@@ -286,7 +288,12 @@ class EventRenderer:
             self.w.line("you (answer) ›", "bold", "blue")
             self.w.text(content.rstrip("\n") + "\n", prefix="  ")
         else:
-            self.w.line(f"[{ORIGIN_LABELS.get(origin, origin.replace('_', ' '))}]", "dim")
+            label = ORIGIN_LABELS.get(origin, origin.replace("_", " "))
+            framed = event.get("assignment") or event.get("askBack")
+            if isinstance(framed, dict):  # a tellask framed for the model: shown as its sender wrote it
+                label = f"{FRAMED_LABELS.get(origin, label)} from @{framed.get('fromAgentId', '?')}"
+                content = f"{framed.get('tellaskHead', '')}{framed.get('tellaskBody', '')}"
+            self.w.line(f"[{label}]", "dim")
             self.w.text(_preview(content, PROMPT_PREVIEW_LINES) + "\n", "dim", prefix="  ")
         self._speaker = None
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
 from dominds.driver.services import EngineServices
-from dominds.driver.subdialogs import CallToRun, runtime_call_id
+from dominds.driver.subdialogs import CallToRun, prompt_event_fields, runtime_call_id
 from dominds.driver.tellask_exec import execute_tellasks
 from dominds.driver.tool_exec import execute_func_calls, tools_for
 from dominds.ids import now_iso
@@ -230,23 +231,25 @@ def _record_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:
                 question_id=prompt.question_id,
                 from_dialog_id=prompt.from_dialog_id,
                 call_id=prompt.call_id,
+                assignment=prompt.assignment,
+                ask_back=prompt.ask_back,
             )
         )
     dialog.latest.queued_prompts = [p for p in dialog.latest.queued_prompts if p.msg_id != prompt.msg_id]
 
 
 def _publish_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:
-    dialog.publish(
-        {
-            "type": "end_of_user_saying_evt",
-            "course": dialog.latest.current_course,
-            "genseq": genseq,
-            "msgId": prompt.msg_id,
-            "content": prompt.content,
-            "grammar": prompt.grammar,
-            "origin": prompt.origin,
-        }
-    )
+    event: dict[str, Any] = {
+        "type": "end_of_user_saying_evt",
+        "course": dialog.latest.current_course,
+        "genseq": genseq,
+        "msgId": prompt.msg_id,
+        "content": prompt.content,
+        "grammar": prompt.grammar,
+        "origin": prompt.origin,
+    }
+    event.update(prompt_event_fields(prompt))
+    dialog.publish(event)
 
 
 async def _run_human_tellasks(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> bool:

@@ -14,7 +14,7 @@ from dominds.dialog.model import Dialog, RootDialog, SubDialog
 from dominds.driver import texts
 from dominds.driver.services import EngineServices
 from dominds.ids import new_dialog_id, now_iso
-from dominds.store.course_records import SubdialogCreatedRecord, TeammateCallResultRecord
+from dominds.store.course_records import HumanTextRecord, SubdialogCreatedRecord, TeammateCallResultRecord
 from dominds.store.records import (
     Assignment,
     DialogMeta,
@@ -220,8 +220,39 @@ def assignment_prompt(caller: Dialog, entry: PendingSubdialog) -> QueuedPrompt:
         content=content,
         grammar="markdown",
         origin="assignment",
+        assignment=assignment_of(caller, entry),
         queued_at=now_iso(),
     )
+
+
+def prompt_event_fields(prompt: QueuedPrompt | HumanTextRecord) -> dict[str, dict[str, str]]:
+    """What an ``end_of_user_saying_evt`` adds for a prompt that frames a tellask for the model: the
+    tellask as it was written (``assignment`` of a subdialog, ``askBack`` of a tellask-back)."""
+    if prompt.assignment is not None:
+        return {"assignment": assignment_event_fields(prompt.assignment)}
+    if prompt.ask_back is not None and prompt.from_dialog_id and prompt.call_id:
+        asked = prompt.ask_back
+        return {
+            "askBack": {
+                "fromAgentId": asked.from_agent_id,
+                "fromDialogId": prompt.from_dialog_id,
+                "callId": prompt.call_id,
+                "tellaskHead": asked.tellask_head,
+                "tellaskBody": asked.tellask_body,
+            }
+        }
+    return {}
+
+
+def assignment_event_fields(assignment: Assignment) -> dict[str, str]:
+    """The ``assignment`` of an ``end_of_user_saying_evt``: the tellask as its caller wrote it."""
+    return {
+        "fromAgentId": assignment.origin_member_id,
+        "callerDialogId": assignment.caller_dialog_id,
+        "callId": assignment.call_id,
+        "tellaskHead": assignment.tellask_head,
+        "tellaskBody": assignment.tellask_body,
+    }
 
 
 async def _reassign(

@@ -19,6 +19,7 @@ from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import CallToRun, dispatch, record_note
 from dominds.ids import now_iso
 from dominds.store.records import (
+    AskedBack,
     CallSiteRef,
     HumanQuestion,
     InboundTellaskBack,
@@ -210,6 +211,7 @@ def queue_tellask_back(engine: EngineServices, sup: Dialog, asker: Dialog, headl
             origin="tellask_back",
             from_dialog_id=asker.self_id,
             call_id=call_id,
+            ask_back=AskedBack(from_agent_id=asker.agent_id, tellask_head=headline, tellask_body=body),
             queued_at=now_iso(),
         )
     )

@@ -72,6 +72,28 @@ class Question(WireModel):
     """``{course, messageIndex}``."""
 
 
+class PromptAssignment(WireModel):
+    """The tellask behind a subdialog's assignment prompt, as its caller wrote it."""
+
+    fromAgentId: str
+    callerDialogId: str
+    callId: str
+    tellaskHead: str
+    tellaskBody: str
+    bodyHtml: str | None = None
+
+
+class PromptAskBack(WireModel):
+    """The ask-back behind a tellask-back prompt, as the asking subdialog wrote it."""
+
+    fromAgentId: str
+    fromDialogId: str
+    callId: str
+    tellaskHead: str
+    tellaskBody: str
+    bodyHtml: str | None = None
+
+
 class Reminder(WireModel):
     id: str
     content: str

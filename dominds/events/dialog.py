@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from dominds.events.common import DialogEvent, DialogIdent, Gen, Question, Reminder
+from dominds.events.common import (
+    DialogEvent,
+    DialogIdent,
+    Gen,
+    PromptAskBack,
+    PromptAssignment,
+    Question,
+    Reminder,
+)
 
 
 class GeneratingStart(Gen):
@@ -39,6 +47,10 @@ class EndOfUserSaying(Gen):
     """`tellask` text is parsed for calls (what people write); `markdown` never is (the runtime's prompts)."""
     origin: Literal["user", "q4h_answer", "assignment", "tellask_back", "new_course", "diligence", "system"]
     """Who produced it: the user, an answer to a question, a caller's assignment, a subdialog's ask-back, a new course, a Diligence Push, the runtime."""
+    assignment: PromptAssignment | None = None
+    """Only on an assignment: the caller's tellask as written (`fromAgentId`, `callerDialogId`, `callId`, `tellaskHead`, `tellaskBody`; `bodyHtml` is the body as sanitised HTML, added by the server), which the panel shows instead of `content`, the framed text the model reads. Absent for an old record whose assignment is not the subdialog's current one."""
+    askBack: PromptAskBack | None = None
+    """Only on an ask-back (`tellask_back`): the question as the asking subdialog wrote it (`fromAgentId`, `fromDialogId`, `callId`, `tellaskHead`, `tellaskBody`, `bodyHtml` added by the server), shown instead of the framed `content`. Absent in records written before it was kept."""
 
 
 class ThinkingStart(Gen):

@@ -34,7 +34,7 @@ class ApiError(Exception):
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore")
+    model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)  # built on first use, as messages.py
 
 
 class CreateDialogBody(_Body):

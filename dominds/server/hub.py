@@ -102,6 +102,11 @@ def enrich(event: Event) -> None:
         event["markdownHtml"] = render_saying(str(event.get("content", "")))
     elif kind == "teammate_response_evt" and "responseHtml" not in event:
         event["responseHtml"] = render_markdown(str(event.get("response", "")))
+    elif kind == "end_of_user_saying_evt":
+        for key in ("assignment", "askBack"):  # a framed tellask: its body as the panel shows it
+            shown = event.get(key)
+            if isinstance(shown, dict) and "bodyHtml" not in shown:
+                shown["bodyHtml"] = render_markdown(str(shown.get("tellaskBody", "")))
 
 
 class Connection:

@@ -19,6 +19,7 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.receiver import finish_event_fields, incomplete_fields, parser_event_payloads
+from dominds.driver.subdialogs import assignment_msg_id, prompt_event_fields
 from dominds.server.render import render_markdown, render_saying
 from dominds.store.course_records import (
     AgentThoughtRecord,
@@ -35,6 +36,7 @@ from dominds.store.course_records import (
     TeammateCallResultRecord,
     TeammateResponseRecord,
 )
+from dominds.store.records import Assignment
 from dominds.tellask import TellaskParser
 
 Event = dict[str, Any]
@@ -49,22 +51,38 @@ class _CourseReplay:
         self.segments: dict[int, int] = {}
         """genseq → saying segments seen so far (the live receiver numbers them 1.. per generation)."""
 
+    def _assignment(self, record: HumanTextRecord) -> Assignment | None:
+        """The tellask behind an assignment prompt; records written before they kept it fall back to
+        ``dialog.yaml``'s current assignment when the prompt is that one (older ones show as framed)."""
+        if record.origin != "assignment":
+            return None
+        if record.assignment is not None:
+            return record.assignment
+        current = self.dialog.meta.assignment_from_sup
+        if current is not None and record.msg_id == assignment_msg_id(current.call_id, self.dialog.self_id):
+            return current
+        return None
+
     def events(self, record: CourseRecord) -> list[Event]:
         course = self.course
         if isinstance(record, CourseStartRecord):
             return []
         if isinstance(record, HumanTextRecord):
-            return [
-                {
-                    "type": "end_of_user_saying_evt",
-                    "course": course,
-                    "genseq": record.genseq,
-                    "msgId": record.msg_id,
-                    "content": record.content,
-                    "grammar": record.grammar,
-                    "origin": record.origin,
-                }
-            ]
+            event: Event = {
+                "type": "end_of_user_saying_evt",
+                "course": course,
+                "genseq": record.genseq,
+                "msgId": record.msg_id,
+                "content": record.content,
+                "grammar": record.grammar,
+                "origin": record.origin,
+            }
+            assignment = self._assignment(record)
+            if assignment is not None:
+                record = record.model_copy(update={"assignment": assignment})
+            for key, shown in prompt_event_fields(record).items():
+                event[key] = {**shown, "bodyHtml": render_markdown(shown["tellaskBody"])}
+            return [event]
         if isinstance(record, GenStartRecord):
             return [{"type": "generating_start_evt", "course": course, "genseq": record.genseq}]
         if isinstance(record, AgentThoughtRecord):

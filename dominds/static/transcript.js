@@ -10,6 +10,7 @@ import { artifactImages } from "./artifacts.js";
 import { h, onCtrlEnter, plainClick, setTrustedHtml, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { linkTo } from "./router.js";
+import { argumentGist, foldable, LONG_TEXT, oneLine, prettyArguments } from "./text_blocks.js";
 
 const USER_ORIGIN_LABEL = {
   user: "youWrote",
@@ -20,7 +21,6 @@ const USER_ORIGIN_LABEL = {
   diligence: "origin_diligence",
   system: "origin_system",
 };
-const LONG_TEXT = 600; // characters: a longer request or reply starts folded
 
 export class Transcript {
   /** actions: { openDialog(ref), answer(question, text): Promise, followLink(target) } */
@@ -157,6 +157,33 @@ export class Transcript {
     return true;
   }
 
+  /** A prompt that frames a tellask for the model (a subdialog's assignment, an ask-back) as its sender
+   * wrote it: who, a link back to the call, the headline, the body as markdown; the framed prompt the
+   * model reads stays available, folded. */
+  tellaskBubble(e, a) {
+    const body = h("div", { class: "md" });
+    if (a.bodyHtml !== undefined && a.bodyHtml !== null) setTrustedHtml(body, a.bodyHtml);
+    else body.textContent = a.tellaskBody;
+    const content = a.tellaskBody.length > LONG_TEXT
+      ? h("details", { class: "fold assignment-body" }, h("summary", {}, h("span", { class: "fold-preview", text: oneLine(a.tellaskBody, 160) }), h("span", { class: "fold-more", text: t("showAll") })), body)
+      : body;
+    const target = { selfId: a.dialogId, rootId: this.ref?.rootId || a.dialogId, call: a.callId };
+    const back = h("a", {
+      class: "caller-link", href: linkTo(target), text: `↩ ${t(a.back)}`,
+      onclick: (ev) => {
+        if (!plainClick(ev)) return;
+        ev.preventDefault();
+        this.actions.followLink(target);
+      },
+    });
+    const framed = h("details", { class: "framed-prompt" },
+      h("summary", { text: t("promptAsRead") }), h("div", { class: "plain", text: e.content }));
+    return h("div", { class: `bubble user origin-${e.origin} framed-tellask`, dataset: { msgId: e.msgId, callId: a.callId } },
+      h("div", { class: "who" }, h("span", { text: t(a.label, { agent: a.fromAgentId }) }), back),
+      h("div", { class: "tellask-head", text: a.tellaskHead.trim() }),
+      a.tellaskBody.trim() ? content : null, framed);
+  }
+
   subdialogLink(ref, agentId) {
     return h("a", {
       href: linkTo(ref), class: "subdialog-link", dataset: { selfId: ref.selfId },
@@ -174,44 +201,6 @@ function ancestors(el, selector) {
   const found = [];
   for (let node = el; node; node = node.parentElement?.closest(selector)) if (node.matches?.(selector)) found.push(node);
   return found;
-}
-
-/** Arguments of a function call as readable text: pretty JSON when it parses, else as given. */
-function prettyArguments(text) {
-  try {
-    const value = JSON.parse(text);
-    return JSON.stringify(value, null, 2);
-  } catch {
-    return String(text ?? "");
-  }
-}
-
-/** A one-line gist of a function call's arguments for its summary line. */
-function argumentGist(text) {
-  let value;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return oneLine(text, 80);
-  }
-  if (value && typeof value === "object" && !Array.isArray(value)) {
-    return oneLine(Object.entries(value).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`).join(", "), 80);
-  }
-  return oneLine(JSON.stringify(value), 80);
-}
-
-function oneLine(text, limit) {
-  const flat = String(text ?? "").replace(/\s+/g, " ").trim();
-  return flat.length > limit ? `${flat.slice(0, limit - 1)}…` : flat;
-}
-
-/** A block of text that folds when it is long (the first lines stay visible). */
-function foldable(className, text, label) {
-  const long = String(text || "").length > LONG_TEXT;
-  if (!long) return h("div", { class: className, text });
-  return h("details", { class: `fold ${className}` },
-    h("summary", {}, h("span", { class: "fold-preview", text: oneLine(text, 160) }), h("span", { class: "fold-more", text: label })),
-    h("div", { class: "fold-body", text }));
 }
 
 const INCOMPLETE_LABELS = { stopped: "incompleteStopped", broken: "incompleteBroken" };
@@ -234,8 +223,12 @@ const HANDLERS = {
     const body = e.origin === "user" || e.origin === "q4h_answer"
       ? h("div", { class: "plain", text: e.content })
       : foldable("plain", e.content, t("showAll"));
-    const bubble = h("div", { class: `bubble user origin-${e.origin}`, dataset: { msgId: e.msgId } },
-      h("div", { class: "who", text: label }), body);
+    const framed = e.assignment
+      ? { ...e.assignment, dialogId: e.assignment.callerDialogId, label: "assignmentFrom", back: "assignmentCall" }
+      : e.askBack && { ...e.askBack, dialogId: e.askBack.fromDialogId, label: "askBackFrom", back: "askBackCall" };
+    const bubble = framed
+      ? this.tellaskBubble(e, framed)
+      : h("div", { class: `bubble user origin-${e.origin}`, dataset: { msgId: e.msgId } }, h("div", { class: "who", text: label }), body);
     // the prompt is recorded by the generation that consumes it, just after generating_start_evt
     if (this.gen && this.gen.genseq === e.genseq) this.gen.el.before(bubble);
     else this.root.append(bubble);

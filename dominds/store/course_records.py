@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, TypeAdapter
 
-from dominds.store.records import Record
+from dominds.store.records import AskedBack, Assignment, Record
 
 COURSE_FORMAT_VERSION = 1
 
@@ -97,6 +97,11 @@ class HumanTextRecord(Record):
     """Tellask-back prompts: the asking subdialog."""
     call_id: str | None = None
     """Tellask-back prompts: the asking call."""
+    assignment: Assignment | None = None
+    """Assignments: the tellask as the caller wrote it (``content`` is the framed text the model reads).
+    Since v1; absent in older records."""
+    ask_back: AskedBack | None = None
+    """Tellask-back prompts: the ask-back as the asker wrote it. Since v1; absent in older records."""
 
 
 class GenStartRecord(Record):

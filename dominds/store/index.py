@@ -165,16 +165,18 @@ class DialogIndex:
         """``trees`` one at a time (a listing of 100,000 dialogs never holds them all); the index is
         brought up to date as they go."""
         wanted = tuple(statuses)
-        done: set[tuple[str, str]] = set()
+        last: tuple[int, str] | None = None
+        """(status, rootId) of the last tree handed out: trees come in that order (statuses as given,
+        ids sorted), so a rebuild after a corrupt index skips up to it (no set of every tree seen)."""
         try:
             for tree in self._trees(wanted, None):
-                done.add((tree.root.status, tree.root.root_id))
+                last = (wanted.index(tree.root.status), tree.root.root_id)
                 yield tree
         except sqlite3.Error:
             self.close()
             if self.persistent:
                 self._remove_file()
-            yield from (t for t in self._trees(wanted, None) if (t.root.status, t.root.root_id) not in done)
+            yield from (t for t in self._trees(wanted, None) if last is None or (wanted.index(t.root.status), t.root.root_id) > last)
 
     def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None, facts: bool = False) -> Iterator[Tree]:
         db = self._connect()
@@ -188,26 +190,39 @@ class DialogIndex:
                     root_ids = sorted(e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name))
                 except FileNotFoundError:
                     root_ids = []
-            args: tuple[str, ...]
-            if root is not None:
-                query, args = "SELECT key, sig, subs, settled FROM trees WHERE key = ?", (f"{status}/{root[1]}",)
-            else:
-                query, args = "SELECT key, sig, subs, settled FROM trees WHERE key >= ? AND key < ?", (f"{status}/", f"{status}0")
-            trees_known = {key.partition("/")[2]: (sig, subs, settled) for key, sig, subs, settled in db.execute(query, args)}
+            above = f"{status}/"
+            """Trees of the index with a key above this one are not compared with the directory yet."""
             for start in range(0, len(root_ids), ROOTS_PER_QUERY):
                 chunk = root_ids[start : start + ROOTS_PER_QUERY]
                 rows = self._rows(db, status, chunk[0], chunk[-1], facts)
+                # The index's trees of this chunk's range, one query per chunk: at 100,000 dialogs a
+                # dict of every tree of the status took 8 MB, and the daemon's memory stayed that high.
+                last = f"{status}/{chunk[-1]}"
+                if root is not None:
+                    found = db.execute("SELECT key, sig, subs, settled FROM trees WHERE key = ?", (last,))
+                else:
+                    found = db.execute("SELECT key, sig, subs, settled FROM trees WHERE key > ? AND key <= ?", (above, last))
+                    above = last
+                known = {key.partition("/")[2]: (sig, subs, settled) for key, sig, subs, settled in found}
                 for root_id in chunk:
-                    yield refresh.tree(status, f"{directory}/{root_id}", root_id, trees_known.get(root_id), rows.get(root_id, {}))
+                    yield refresh.tree(status, f"{directory}/{root_id}", root_id, known.pop(root_id, None), rows.get(root_id, {}))
                     if refresh.big:
                         refresh.write(db)
+                if root is None:
+                    self._forget_roots(db, refresh, status, list(known))  # in the index, not in the directory
             if root is None:
-                for gone_root in set(trees_known) - set(root_ids):
-                    refresh.trees.append((f"{status}/{gone_root}", None, None))
-                    db.execute("DELETE FROM dialogs WHERE status = ? AND root_id = ?", (status, gone_root))
-                    db.execute("DELETE FROM facts WHERE key > ? AND key < ?", (f"{status}/{gone_root}/", f"{status}/{gone_root}0"))
-                    db.execute("DELETE FROM derived WHERE tree = ?", (f"{status}/{gone_root}",))
+                gone = [key.partition("/")[2] for (key,) in db.execute("SELECT key FROM trees WHERE key > ? AND key < ?", (above, f"{status}0"))]
+                self._forget_roots(db, refresh, status, gone)
         refresh.write(db)
+
+    @staticmethod
+    def _forget_roots(db: sqlite3.Connection, refresh: Refresh, status: str, root_ids: list[str]) -> None:
+        """Trees the index holds whose directories are gone."""
+        for gone_root in root_ids:
+            refresh.trees.append((f"{status}/{gone_root}", None, None))
+            db.execute("DELETE FROM dialogs WHERE status = ? AND root_id = ?", (status, gone_root))
+            db.execute("DELETE FROM facts WHERE key > ? AND key < ?", (f"{status}/{gone_root}/", f"{status}/{gone_root}0"))
+            db.execute("DELETE FROM derived WHERE tree = ?", (f"{status}/{gone_root}",))
 
     def stored_tree(self, status: str, root_id: str) -> Tree | None:
         """One tree as the index holds it, without checking the files again (right after a refresh:

@@ -31,7 +31,7 @@ class Refresh:
 
     @property
     def big(self) -> bool:
-        return len(self.dialogs) + len(self.calm) > 500
+        return len(self.dialogs) + len(self.calm) + len(self.trees) > 500
 
     def tree(self, status: str, root_dir: str, root_id: str, known: tuple[Any, ...] | None, rows: dict[str, tuple[Any, ...]]) -> Tree:
         subs_dir = f"{root_dir}/subdialogs"

@@ -108,6 +108,17 @@ class RunState(Record):
     """Human-readable detail (an error message, a note)."""
 
 
+class AskedBack(Record):
+    """The ask-back behind a tellask-back prompt, as the asking subdialog wrote it."""
+
+    from_agent_id: str
+    """Agent of the asking subdialog."""
+    tellask_head: str
+    """The ask-back's headline, verbatim (``@tellasker …``)."""
+    tellask_body: str = ""
+    """Its body, verbatim."""
+
+
 class QueuedPrompt(Record):
     """A prompt accepted for a dialog but not yet recorded in its course (survives crashes)."""
 
@@ -125,6 +136,11 @@ class QueuedPrompt(Record):
     """For a tellask-back prompt: the subdialog asking."""
     call_id: str | None = None
     """For a tellask-back prompt: the asking call's id."""
+    assignment: Assignment | None = None
+    """For an assignment: the tellask as the caller wrote it (``content`` frames it for the model; the
+    panel shows this instead). Absent before format v1 grew it: readers fall back to ``dialog.yaml``."""
+    ask_back: AskedBack | None = None
+    """For a tellask-back prompt: the ask-back as written (``content`` frames it for the model). Since v1."""
     queued_at: str
     """ISO time it was accepted."""
 

@@ -134,6 +134,18 @@ def test_show_renders_the_transcript_with_colour_only_when_asked(tmp_path: Path)
     assert offline_follow.returncode == 1 and "needs a running daemon" in offline_follow.stderr
 
 
+def test_show_gives_a_subdialogs_task_as_its_caller_wrote_it(tmp_path: Path) -> None:
+    """The bug: `show` of a subdialog printed its first prompt as the model reads it ("Hi @coder, this is
+    @lead speaking, now:" and the request quoted), under "[task from a teammate]"."""
+    ws = write_workspace(tmp_path / "ws")
+    dominds(ws, "run", "--taskdoc", "tasks/t.tsk", "delegate")
+    sub_id = dominds_json(ws, "status")["roots"][0]["subdialogs"][0]["selfId"]
+    shown = dominds(ws, "show", sub_id)
+    assert shown.returncode == 0, shown.stderr
+    assert "[task from @lead]\n  @coder please implement X\n" in shown.stdout
+    assert "speaking, now" not in shown.stdout
+
+
 def test_lifecycle_moves_roots_offline_and_refuses_subdialogs(tmp_path: Path) -> None:
     ws = write_workspace(tmp_path / "ws")
     done = dominds(ws, "run", "--taskdoc", "tasks/t.tsk", "delegate", "--json")

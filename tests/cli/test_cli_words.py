@@ -39,7 +39,7 @@ def test_a_demo_walkthrough_and_every_help_text_use_the_products_words(tmp_path:
     say("tell", root, "Build it with the coder", "--follow")
     session = say("status")
     assert "session coder!demo-build → " in session and "!demo-build" in session, session
-    assert "[ask-back]" in say("show", root)
+    assert "[ask-back from @coder]" in say("show", root)
     say("check", "--no-connect")
     say("tot", "4 9 10 13")
     say("debate", "Help me plan three months of IELTS preparation", "--out", str(tmp_path / "report.md"))

@@ -6,7 +6,9 @@ run; ``{"sessionId": "<id>"}`` resumes one from its last completed round. The an
 when nothing was sent for ``keepalive_s``, and ``data: [DONE]`` at the end. Errors found before the
 stream starts are JSON (400 bad body, 404 unknown session, 409 not resumable).
 
-``GET /api/multi-agent/{sessionId}`` is the saved §4 state (agent statuses as they are now) with
+``GET /api/multi-agent`` lists the workspace's newest debates, newest first, from their files
+(``saved.py``): ``{"sessions": [{sessionId, question, status, currentRound, maxRounds, createdAt,
+updatedAt, running, resumable}]}``. ``GET /api/multi-agent/{sessionId}`` is the saved §4 state (agent statuses as they are now) with
 ``running`` and ``resumable``; ``GET /api/multi-agent/{sessionId}/session`` is the §6.2
 ``multi_agent_session`` object (view.py). A state saved ``in_progress`` that no live run drives (its
 process was killed or crashed) is shown ``interrupted`` with ``stop_reason: process_ended``
@@ -34,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dominds.server import keys
 from dominds.store.errors import DialogNotFoundError
+from dominds.workflows.debate import saved
 from dominds.workflows.debate.launch import DebateRequestError, open_debate
 from dominds.workflows.debate.session import ACTIVE_SESSIONS
 from dominds.workflows.debate.settings import MAX_ROUNDS_CAP
@@ -151,6 +154,13 @@ async def stop_debate(request: web.Request) -> web.Response:
     return web.json_response({"stopped": True, "sessionId": session.session_id})
 
 
+async def list_debates(request: web.Request) -> web.Response:
+    """The workspace's newest debates, newest first, read from their files (also from before a restart)."""
+    engine = request.app[keys.ENGINE]
+    states = await asyncio.to_thread(saved.newest_states, engine.store)
+    return web.json_response({"sessions": [saved.summary(state, _driven_here(engine, state.session_id)) for state in states]})
+
+
 async def debate_state(request: web.Request) -> web.Response:
     engine = request.app[keys.ENGINE]
     session_id = request.match_info["session_id"]
@@ -204,6 +214,7 @@ def add_routes(app: web.Application) -> None:
     """Mount the debate's endpoints and page on the daemon's app."""
     app.on_shutdown.append(_stop_debates_on_shutdown)
     app.router.add_post("/api/multi-agent", multi_agent)
+    app.router.add_get("/api/multi-agent", list_debates)
     app.router.add_post("/api/multi-agent/{session_id}/stop", stop_debate)
     app.router.add_get("/api/multi-agent/{session_id}", debate_state)
     app.router.add_get("/api/multi-agent/{session_id}/session", debate_session_object)

@@ -192,6 +192,7 @@ class PlanSolveRun:
                 plan = parse_plan(answer.text)
             except TaskError as exc:
                 raise PlanSolveError(str(exc)) from exc
+            await self._keep_plan(plan, accepted=not self.confirm_plan)
             statistics = step_statistics(self.engine, self.conductor.root_id, answer.subdialog_id)
             tasks = [asdict(t) for t in plan.tasks]
             completed: dict[str, Any] = {"tasks": tasks, "plan_summary": plan.summary, "statistics": statistics}
@@ -231,7 +232,14 @@ class PlanSolveRun:
                     self._ended = "declined"
                     return f"The edited plan was rejected: {exc}"
                 self.conductor.note(f"Plan edited by the user ({len(plan.tasks)} tasks)")
+            await self._keep_plan(plan, accepted=True)
             return plan, question, statistics
+
+    async def _keep_plan(self, plan: Plan, *, accepted: bool) -> None:
+        """Write the plan into the run record (a past run's plan is read from there)."""
+        assert self.conductor is not None and self.record is not None
+        self.record.plan = run_record.plan_of(plan, accepted=accepted)
+        await asyncio.to_thread(run_record.save, self.conductor.root.files.dir, self.record)
 
     async def _ask_planner(self, question: str, brief: str) -> TeammateAnswer | None:
         """The planner's answer, or None when a replan or cancel_plan interrupted it."""

@@ -10,11 +10,14 @@ Format (JSON, camelCase like every Dominds record): ``format`` = ``dominds.plan-
 when inside the workspace), ``startedAt``, ``updatedAt``, ``status`` (``running`` | ``completed`` |
 ``failed`` | ``cancelled`` | ``declined`` | ``interrupted`` = its server stopped mid-run; a reader shows a
 ``running`` record that no live run drives as ``interrupted`` too, see ``workflows/run_roots.py``), ``finalText``, ``deck`` (``{pptx, json, slides, template}``
-or null). Unknown keys are ignored when read.
+or null), ``plan`` (``{title, summary, tasks, accepted}`` or absent: written as soon as the planner
+answers and again when the plan is accepted, so a past run's plan can be read; absent in records
+written before it was kept). Unknown keys are ignored when read.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -25,6 +28,7 @@ from dominds.workflows.run_roots import load_run_file
 
 if TYPE_CHECKING:
     from dominds.workflows.plan_solve.dataset import DataTable
+    from dominds.workflows.plan_solve.tasks import Plan
 
 RUN_FILE = "plan-solve-run.json"
 FORMAT = "dominds.plan-solve-run"
@@ -54,6 +58,28 @@ class RunDeck(Record):
     template: str
 
 
+class RunTask(Record):
+    """One slide task of the plan, as ``tasks.SlideTask``."""
+
+    id: int
+    title: str
+    objective: str
+    insights: list[str] = []
+    query_suggestions: list[str] = []
+    chart_hint: str | None = None
+    notes: str | None = None
+
+
+class RunPlan(Record):
+    """The run's plan: the planner's (``accepted`` false while it waits for the user, or after a decline)
+    or the one the run went on to solve (the user's edits included)."""
+
+    title: str | None = None
+    summary: str
+    tasks: list[RunTask]
+    accepted: bool = False
+
+
 class RunRecord(Record):
     format: str = FORMAT
     version: int = VERSION
@@ -65,6 +91,7 @@ class RunRecord(Record):
     status: RunStatus = "running"
     final_text: str | None = None
     deck: RunDeck | None = None
+    plan: RunPlan | None = None
 
 
 def shown_path(path: Path, workspace_root: Path) -> str:
@@ -101,3 +128,9 @@ def data_of(table: DataTable | None, workspace_root: Path) -> RunData | None:
         rows=table.row_count,
         columns=[c.name for c in table.columns],
     )
+
+
+def plan_of(plan: Plan, *, accepted: bool) -> RunPlan:
+    """The record's ``plan`` for a parsed (or edited) plan."""
+    tasks = [RunTask.model_validate(asdict(task)) for task in plan.tasks]
+    return RunPlan(title=plan.title, summary=plan.summary, tasks=tasks, accepted=accepted)

@@ -65,6 +65,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/tot/runs/{run_id}", get_run)
     app.router.add_post("/api/tot/runs/{run_id}/cancel", cancel_run)
     app.router.add_get("/tot", page)
+    app.router.add_static("/tot/static/", STATIC_DIR, append_version=False)
 
     async def cancel_runs(app: web.Application) -> None:
         await app[TOT_RUNS].cancel_all()

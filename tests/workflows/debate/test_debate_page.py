@@ -144,3 +144,36 @@ async def test_the_token_form_replaces_a_missing_token_and_a_fallback_is_stated(
         assert any(w.startswith("using word overlap (Jaccard) instead of embeddings") for w in warnings), warnings
         await context.close()
     assert debate.errors == []
+
+
+class _CalibratedAngleEmbedder(AngleEmbedder):
+    name = "wordllama:angle"  # scored on WordLlama's calibrated English thresholds: 0.65 and 0.63
+
+
+async def test_close_thresholds_keep_their_chart_labels_apart(tmp_path: Path, aiohttp_server: Any) -> None:
+    """The bug: each threshold's label was drawn just above its line, so calibrated thresholds 0.02 apart
+    (WordLlama's 0.65/0.63, word overlap's 0.14/0.12 for Chinese) printed "converge > 0.65" over
+    "oppose ≤ 0.63". Now the converge label sits above its line and the oppose label below its own."""
+    rtws = write_workspace(tmp_path / "ws", [
+        step("planner", 1, planner_answer(1, 0)),
+        step("critic", 1, critic_answer(1, 60)),
+        step("critic", 2, critic_answer(2, 5)),
+        step("planner", 2, planner_answer(2, 0)),
+        step("reporter", 2, reporter_answer("Final plan")),
+    ])  # fmt: skip
+
+    def calibrated(app: Any) -> None:
+        app[COMPARER_FACTORY] = lambda: PositionComparer(_CalibratedAngleEmbedder())
+
+    async with workflow_page(rtws, aiohttp_server, add_routes, "/debate", language="en", configure=calibrated) as debate:
+        page = debate.page
+        await page.fill("#question", "IELTS plan?")
+        await page.click("#start")
+        await page.wait_for_selector("#report-section:not([hidden])", timeout=10_000)
+        labels = page.locator("#chart text[data-threshold]")
+        assert await labels.all_text_contents() == ["converge > 0.65", "oppose ≤ 0.63"]
+        converge, oppose = [await label.bounding_box() for label in await labels.all()]
+        assert converge is not None and oppose is not None
+        assert converge["y"] + converge["height"] <= oppose["y"], (converge, oppose)
+        await debate.screenshot("debate-page-close-thresholds")
+    assert debate.errors == []

@@ -1,65 +1,14 @@
 // The debate page: POST /api/multi-agent and read its SSE body with fetch (EventSource cannot POST).
 // Shows each round's positions and host decision, the agents' live statuses, the consensus trend as an
 // inline SVG chart with the thresholds the host actually used, and how positions were compared.
-// A failed run is shown as a failure (an error box, no report). English and Chinese (the panel's choice).
+// A failed run is shown as a failure (an error box, no report). A saved debate opens from the list
+// (?session=<id>) and is drawn from its files. English and Chinese (the panel's choice).
 // Every model-written text goes in through textContent, never innerHTML.
 
 import { makeI18n } from "/static/workflow_i18n.js";
+import { MESSAGES } from "/debate/static/debate-messages.js";
+import { getJson, sessionEvents, sessionItems } from "/debate/static/debate-saved.js";
 
-const MESSAGES = {
-  en: {
-    pageTitle: "Dominds · Debate", heading: "Debate", subheading: "Planner · Critic · Host · Reporter", backToPanel: "panel",
-    tokenText: "This daemon needs its access token: run `dominds url` in the workspace and paste the URL it prints, or the token.",
-    tokenPlaceholder: "http://127.0.0.1:5666/?auth=… or the token", tokenSave: "Save token",
-    questionPlaceholder: "Your question, e.g. Help me plan three months of IELTS preparation", maxRounds: "Max rounds ",
-    start: "Start", stop: "Stop", resume: "Resume", resumePlaceholder: "session id to resume",
-    idle: "Idle.", trend: "Consensus trend", rounds: "Rounds", finalReport: "Final report", roundN: "Round {n}",
-    fullText: "full text", confidence: "confidence {value}", host: "Host", stubborn: "stubborn: {agents}",
-    decisionLine: " consensus {value} ({method}) — {reason}",
-    session: "Session {id}", resumedAfter: ", resumed after round {n}",
-    status_converged: "Session {id}: converged after {n} round(s).",
-    status_terminated: "Session {id}: ended without consensus after {n} round(s).",
-    interrupted: "Session {id} interrupted ({reason}) after round {n}; resume it with its id.",
-    failed: "The debate failed in round {n} and was stopped; nothing was reported. Fix the cause, then resume session {id}.",
-    error: "Error: {message}", connectionLost: "Connection lost: {message}", resumeLater: " The debate is saved after each round: once the daemon is back, press Resume to go on with session {id}.", tokenSaved: "Token saved; start again.",
-    method_jaccard: "Positions compared by word overlap (Jaccard).", method_embedding: "Positions compared by embeddings ({model}).",
-    thresholdsUsed: " Converge above {converge}, force opposition at or below {oppose}.",
-    converge_label: "converge > {value}", oppose_label: "oppose ≤ {value}",
-    action_converge: "converge", action_continue: "continue", action_force_opposition: "force opposition", action_terminate: "terminate",
-    fallback_reused_last_output: "last output reused", fallback_unparsable_json: "unreadable answer", fallback_no_answer: "no answer",
-    agentError_agent_timeout: "{agent} timed out in round {round}", agentError_agent_failed: "{agent} failed in round {round}",
-    toolError: "{tool} failed in round {round}; word overlap used instead: {detail}",
-    agent_planner: "Planner", agent_critic: "Critic", agent_host: "Host", agent_reporter: "Reporter",
-    agentStatus_idle: "idle", agentStatus_waiting: "waiting", agentStatus_running: "working", agentStatus_completed: "done",
-    agentStatus_skipped: "skipped", agentStatus_failed: "failed",
-  },
-  zh: {
-    pageTitle: "Dominds · 辩论", heading: "辩论", subheading: "规划师 · 批评家 · 主持人 · 报告员", backToPanel: "面板",
-    tokenText: "这个守护进程需要访问令牌：在工作区运行 `dominds url`，粘贴它打印的网址或令牌。",
-    tokenPlaceholder: "http://127.0.0.1:5666/?auth=… 或令牌", tokenSave: "保存令牌",
-    questionPlaceholder: "你的问题，例如：帮我制定IELTS备考计划", maxRounds: "最多轮数 ",
-    start: "开始", stop: "停止", resume: "继续", resumePlaceholder: "要继续的会话 ID",
-    idle: "空闲。", trend: "共识趋势", rounds: "各轮", finalReport: "最终报告", roundN: "第 {n} 轮",
-    fullText: "全文", confidence: "置信度 {value}", host: "主持人", stubborn: "固执：{agents}",
-    decisionLine: " 共识 {value}（{method}）— {reason}",
-    session: "会话 {id}", resumedAfter: "，从第 {n} 轮之后继续",
-    status_converged: "会话 {id}：{n} 轮后达成共识。",
-    status_terminated: "会话 {id}：{n} 轮后结束，未达成共识。",
-    interrupted: "会话 {id} 在第 {n} 轮后中断（{reason}）；可用会话 ID 继续。",
-    failed: "辩论在第 {n} 轮失败，已停止，没有生成报告。排除原因后继续会话 {id}。",
-    error: "错误：{message}", connectionLost: "连接中断：{message}", resumeLater: "辩论在每轮结束后都会保存：守护进程恢复后，点击“继续”即可继续会话 {id}。", tokenSaved: "令牌已保存；请重新开始。",
-    method_jaccard: "立场按词语重叠（Jaccard）比较。", method_embedding: "立场按向量嵌入比较（{model}）。",
-    thresholdsUsed: "高于 {converge} 收敛，不高于 {oppose} 强制反方。",
-    converge_label: "收敛 > {value}", oppose_label: "反方 ≤ {value}",
-    action_converge: "收敛", action_continue: "继续", action_force_opposition: "强制反方", action_terminate: "终止",
-    fallback_reused_last_output: "沿用上一轮输出", fallback_unparsable_json: "回答无法读取", fallback_no_answer: "没有回答",
-    agentError_agent_timeout: "{agent} 在第 {round} 轮超时", agentError_agent_failed: "{agent} 在第 {round} 轮失败",
-    toolError: "{tool} 在第 {round} 轮失败，改用词语重叠：{detail}",
-    agent_planner: "规划师", agent_critic: "批评家", agent_host: "主持人", agent_reporter: "报告员",
-    agentStatus_idle: "空闲", agentStatus_waiting: "等待", agentStatus_running: "工作中", agentStatus_completed: "完成",
-    agentStatus_skipped: "跳过", agentStatus_failed: "失败",
-  },
-};
 const { t, mountPicker, onChange } = makeI18n(MESSAGES);
 
 const TOKEN_KEY = "dominds.authKey"; // the main panel's key: a token entered there works here
@@ -198,10 +147,12 @@ function drawChart() {
   const y = (value) => top + (1 - Math.max(0, Math.min(1, value))) * height;
   chart.append(svg("line", { class: "chart-axis", x1: left, y1: top + height, x2: left + width, y2: top + height }));
   for (const v of [0, 0.5, 1]) chart.append(svg("text", { class: "chart-label", x: 4, y: y(v) + 3 }, v.toFixed(1)));
-  const lines = [[thresholds.converge_above, "converge_label", "var(--converge)"], [thresholds.oppose_at_or_below, "oppose_label", "var(--oppose)"]];
-  for (const [value, key, color] of lines) {
+  // converge is the higher line: its label sits above it, oppose's below it, so close thresholds
+  // (calibrated ones can be 0.02 apart) never print one label over the other
+  const lines = [[thresholds.converge_above, "converge_label", "var(--converge)", -3], [thresholds.oppose_at_or_below, "oppose_label", "var(--oppose)", 10]];
+  for (const [value, key, color, dy] of lines) {
     chart.append(svg("line", { class: "chart-threshold", stroke: color, x1: left, y1: y(value), x2: left + width, y2: y(value) }));
-    chart.append(svg("text", { class: "chart-label", x: left + width - 90, y: y(value) - 3 }, t(key, { value: value.toFixed(2) })));
+    chart.append(svg("text", { class: "chart-label", "data-threshold": key, x: left + width - 90, y: y(value) + dy }, t(key, { value: value.toFixed(2) })));
   }
   for (let round = 1; round <= maxRounds; round++) {
     chart.append(svg("text", { class: "chart-label", x: x(round) - 3, y: top + height + 14 }, String(round)));
@@ -294,7 +245,37 @@ async function stream(body) {
     if (err.name !== "AbortError") setStatus(t("connectionLost", { message: err.message }) + (sessionId ? t("resumeLater", { id: sessionId }) : ""), "bad");
   } finally {
     setRunning(false);
+    loadSaved();
   }
+}
+
+async function loadSaved() {
+  let sessions;
+  try {
+    ({ sessions } = await getJson("/api/multi-agent", headers()));
+  } catch {
+    return; // no access yet (the token form says so when a debate is started) or no daemon
+  }
+  $("saved-section").hidden = sessions.length === 0;
+  $("saved").replaceChildren(...sessionItems(sessions, t, el, openSaved));
+}
+
+/** Show a saved debate as its files tell (a debate streaming here stays on screen). */
+async function openSaved(id) {
+  if ($("start").disabled) return;
+  let saved;
+  try {
+    saved = await getJson(`/api/multi-agent/${encodeURIComponent(id)}/session`, headers());
+  } catch (err) {
+    showError(t("savedError", { id, error: err.message }));
+    return;
+  }
+  reset();
+  maxRounds = saved.maxRounds;
+  replay = sessionEvents(saved);
+  for (const event of replay) handle(event);
+  $("question").value = saved.question || "";
+  history.replaceState(null, "", `?session=${encodeURIComponent(id)}`);
 }
 
 function reset() {
@@ -323,6 +304,7 @@ $("start-form").addEventListener("submit", (e) => {
   e.preventDefault();
   reset();
   replay = [];
+  history.replaceState(null, "", location.pathname);
   maxRounds = Number($("max-rounds").value);
   stream({ message: $("question").value, mode: "multi_agent", maxRounds });
 });
@@ -331,6 +313,7 @@ $("resume").addEventListener("click", () => {
   if (!id) return;
   reset();
   replay = [];
+  history.replaceState(null, "", location.pathname);
   stream({ sessionId: id, mode: "multi_agent" });
 });
 $("stop").addEventListener("click", async () => {
@@ -345,5 +328,9 @@ onChange(() => {
   replay = events;
   for (const event of events) handle(event);
   if (statuses && Object.keys(statuses).length) showAgents();
+  loadSaved();
 });
 drawChart();
+loadSaved();
+const wanted = new URLSearchParams(location.search).get("session");
+if (wanted) openSaved(wanted); // a link to a saved debate, or a reload while reading one

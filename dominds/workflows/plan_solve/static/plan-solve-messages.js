@@ -28,6 +28,10 @@ export const MESSAGES = {
     coercion: "The edited plan was refused: {error}", refused: "Refused: {text}",
     status_completed: "completed", status_failed: "failed", status_cancelled: "cancelled", status_declined: "declined", status_running: "running", status_interrupted: "interrupted (the daemon stopped)",
     tokenSaved: "Token saved; connecting again.",
+    pastRun: "An earlier run ({status}), read from its files.", pastRunError: "Run {id} cannot be opened: {error}",
+    planNotKept: "This run's plan was not kept (it ran before plans were recorded); the deck's slides are shown.",
+    deckMissing: "The deck's files are no longer in the output folder.", state_absent: "not solved",
+    busy: "A run is in progress: open an earlier run when it has ended.",
   },
   zh: {
     pageTitle: "Dominds · 计划与求解", heading: "计划与求解", subheading: "规划 · 求解 · 演示文稿", backToPanel: "面板",
@@ -56,5 +60,9 @@ export const MESSAGES = {
     coercion: "修改后的计划被拒绝：{error}", refused: "被拒绝：{text}",
     status_completed: "已完成", status_failed: "失败", status_cancelled: "已取消", status_declined: "已拒绝", status_running: "运行中", status_interrupted: "已中断（守护进程停止）",
     tokenSaved: "令牌已保存，正在重新连接。",
+    pastRun: "较早的运行（{status}），从其文件读出。", pastRunError: "无法打开运行 {id}：{error}",
+    planNotKept: "这次运行没有保存计划（它早于计划的记录）；显示的是演示文稿中的幻灯片。",
+    deckMissing: "演示文稿的文件已不在输出目录中。", state_absent: "未求解",
+    busy: "正在运行：结束后再打开较早的运行。",
   },
 };

@@ -1,21 +1,21 @@
 // The Plan & Solve page: one websocket session on /plan-solve/ws (the seed's events, docs/plan-solve.md).
 // Runs a question, shows the plan for confirmation and editing, every slide's progress and queries with
-// cancel/restart, and the finished deck with its downloads. A failed run is shown as a failure (an error
-// box, no deck). English and Chinese (the panel's choice). Model-written text goes in through
-// textContent, never innerHTML.
+// cancel/restart, and the finished deck with its downloads; opens a past run from the list (?run=<id>).
+// A failed run is shown as a failure (an error box, no deck). English and Chinese (the panel's choice).
+// Model-written text goes in through textContent, never innerHTML.
 
 import { makeI18n } from "/static/workflow_i18n.js";
 import { MESSAGES } from "/plan-solve/static/plan-solve-messages.js";
-import { chartView, el, renderQueries } from "/plan-solve/static/plan-solve-views.js";
+import { fetchPastRun, fetchRuns, runItems } from "/plan-solve/static/plan-solve-past.js";
+import { PlanSolveSocket } from "/plan-solve/static/plan-solve-socket.js";
+import { el, renderQueries, slideCard, taskRow } from "/plan-solve/static/plan-solve-views.js";
 
 const { t, mountPicker, onChange } = makeI18n(MESSAGES);
 
 const TOKEN_KEY = "dominds.authKey"; // the main panel's key: a token entered there works here
-const CHART_KINDS = ["bar", "line", "pie", "area", "none"];
 const $ = (id) => document.getElementById(id);
 
 let token = sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem(TOKEN_KEY);
-let ws = null;
 let sessionId = null;
 let run = freshRun();
 let statusKey = ["idle", {}, ""];
@@ -50,47 +50,26 @@ function setRunning(running) {
 
 // ---------------------------------------------------------------- the socket
 
-let reconnectDelay = 500;
-let reconnectTimer = null;
-
-function connect() {
-  clearTimeout(reconnectTimer);
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  ws = new WebSocket(`${scheme}://${location.host}/plan-solve/ws`, token ? [`dominds-auth.${token}`] : []);
-  $("conn").dataset.state = "connecting";
-  $("conn").textContent = t("connecting");
-  ws.onopen = () => {
-    reconnectDelay = 500;
-    $("conn").dataset.state = "open";
-    $("conn").textContent = t("connected");
-    send({ event: "user.create_session" });
-  };
-  ws.onmessage = (message) => handle(JSON.parse(message.data));
-  ws.onclose = (closed) => {
-    $("conn").dataset.state = "closed";
-    $("conn").textContent = t("disconnected");
+const CONN_LABELS = { connecting: "connecting", open: "connected", closed: "disconnected" };
+const socket = new PlanSolveSocket({
+  state(name) {
+    $("conn").dataset.state = name;
+    $("conn").textContent = t(CONN_LABELS[name]);
+  },
+  event: (message) => handle(message),
+  closed(closed) {
     sessionId = null;
     setRunning(false);
-    if (closed.code === 4401) {
-      $("token-form").hidden = false;
-      return;
-    }
-    if (run.running) {  // a closed socket ends its runs: this one is over (listed once the daemon answers)
+    if (closed.code === 4401) $("token-form").hidden = false;
+    else if (run.running) {  // a closed socket ends its runs: this one is over (listed once the daemon answers)
       setStatus("interruptedRun", {}, "bad");
       showError(t("connectionLost", { reason: closed.reason || closed.code }));
     }
-    // the daemon went away (a restart, a crash): reconnect by itself, less and less often
-    reconnectTimer = setTimeout(connect, reconnectDelay);
-    reconnectDelay = Math.min(reconnectDelay * 2, 5000);
-  };
-}
-
-function send(message) {
-  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
-}
+  },
+});
 
 function sendInSession(event, fields = {}) {
-  send({ event, session_id: sessionId, ...fields });
+  socket.send({ event, session_id: sessionId, ...fields });
 }
 
 // ---------------------------------------------------------------- events
@@ -99,11 +78,14 @@ function handle(event) {
   const content = event.content;
   const meta = event.metadata || {};
   switch (event.event) {
-    case "agent.session_created":
+    case "agent.session_created": {
       sessionId = event.session_id;
       setRunning(false);
       loadRuns();
+      const wanted = new URLSearchParams(location.search).get("run");
+      if (wanted && !run.id) openPastRun(wanted); // a link to a past run, or a reload while reading one
       break;
+    }
     case "plan.start":
       run.id = meta.dialog_id || run.id;
       run.question = content.question;
@@ -193,12 +175,16 @@ function finish(text, tone) {
   $("result-section").hidden = false;
   $("final-text").textContent = text;
   const hasDeck = Boolean(run.deckReady && run.id);
+  showDownloads(hasDeck);
+  setStatus(hasDeck ? "done" : "doneNoDeck", {}, tone);
+  loadRuns();
+}
+
+function showDownloads(hasDeck) {
   for (const [id, kind] of [["download-pptx", "pptx"], ["download-json", "json"]]) {
     $(id).hidden = !hasDeck;
     if (hasDeck) $(id).href = `/api/plan-solve/runs/${encodeURIComponent(run.id)}/deck.${kind}`;
   }
-  setStatus(hasDeck ? "done" : "doneNoDeck", {}, tone);
-  loadRuns();
 }
 
 function showStats(statistics) {
@@ -219,7 +205,7 @@ function renderPlan() {
 function openEditor(event) {
   run.confirmStep = event.step_id;
   run.tasks = event.metadata.tasks || run.tasks;
-  $("task-list").replaceChildren(...run.tasks.map(taskRow));
+  $("task-list").replaceChildren(...run.tasks.map((task) => taskRow(task, t)));
   $("plan-editor").hidden = false;
   $("plan-tasks").hidden = true;
   setStatus("confirming");
@@ -236,24 +222,6 @@ function closeEditor() {
   $("plan-editor").hidden = true;
   $("plan-tasks").hidden = false;
   $("tool-confirm").hidden = true;
-}
-
-function taskRow(task) {
-  const row = el("div", { class: "task-edit", "data-task-id": String(task.id) });
-  const title = el("input", { class: "task-title", "data-i18n-placeholder": "taskTitle" });
-  title.value = task.title || "";
-  const objective = el("textarea", { class: "task-objective", rows: "2", "data-i18n-placeholder": "taskObjective" });
-  objective.value = task.objective || "";
-  const chart = el("select", { class: "task-chart" });
-  for (const kind of CHART_KINDS) chart.append(el("option", { value: kind, "data-i18n": `chart_${kind}` }, t(`chart_${kind}`)));
-  chart.value = CHART_KINDS.includes(task.chart_hint) ? task.chart_hint : "bar";
-  const remove = el("button", { type: "button", class: "small remove-task", "data-i18n": "remove" }, t("remove"));
-  remove.onclick = () => row.remove();
-  title.placeholder = t("taskTitle");
-  objective.placeholder = t("taskObjective");
-  row.append(el("span", { class: "tid" }, `#${task.id}`), title, objective, chart, remove);
-  row.task = task;
-  return row;
 }
 
 function editedTasks() {
@@ -316,30 +284,11 @@ function toolEvent(event) {
 }
 
 function renderSlides() {
-  const cards = [...run.slides.values()].sort((a, b) => a.task.id - b.task.id).map((slide) => {
-    const card = el("article", { class: `slide ${slide.state}`, "data-task-id": String(slide.task.id) });
-    const title = slide.output ? slide.output.title : slide.task.title;
-    card.append(el("header", {}, el("h3", {}, `${slide.task.id}. ${title}`), el("span", { class: `badge ${slide.state}` }, t(`state_${slide.state}`))));
-    const queries = el("ol", { class: "queries" });
-    renderQueries(queries, slide.queries, "", t);
-    card.append(queries);
-    if (slide.output) {
-      card.append(el("p", { class: "text" }, slide.output.text));
-      for (const chart of slide.output.charts || []) card.append(chartView(chart));
-    }
-    if (slide.error) card.append(el("p", { class: "error" }, slide.error));
-    if (run.running) {
-      const actions = el("div", { class: "actions" });
-      const cancel = el("button", { type: "button", class: "small cancel-slide" }, t("cancelSlide"));
-      cancel.disabled = !["queued", "running", "restarted"].includes(slide.state);
-      cancel.onclick = () => sendInSession("user.cancel_task", { content: { task_id: slide.task.id } });
-      const restart = el("button", { type: "button", class: "small restart-slide" }, t("restartSlide"));
-      restart.onclick = () => sendInSession("user.restart_task", { content: { task_id: slide.task.id } });
-      actions.append(cancel, restart);
-      card.append(actions);
-    }
-    return card;
-  });
+  const actions = run.running ? {
+    cancel: (id) => sendInSession("user.cancel_task", { content: { task_id: id } }),
+    restart: (id) => sendInSession("user.restart_task", { content: { task_id: id } }),
+  } : null;
+  const cards = [...run.slides.values()].sort((a, b) => a.task.id - b.task.id).map((slide) => slideCard(slide, t, actions));
   $("slides").replaceChildren(...cards);
 }
 
@@ -360,20 +309,43 @@ function answerTool(confirmed) {
 
 async function loadRuns() {
   if (!sessionId) return; // not connected (yet): the list needs the same access as the socket
-  let answer;
+  const runs = await fetchRuns(token);
+  if (runs === null) return;
+  $("runs-section").hidden = runs.length === 0;
+  $("runs").replaceChildren(...runItems(runs, t, openPastRun));
+}
+
+/** Show a past run (its plan, its deck's slides, how it ended) as its files tell; a live run is never replaced. */
+async function openPastRun(id) {
+  if (run.running) { notice(t("busy"), true); return; }
   try {
-    answer = await fetch("/api/plan-solve/runs", { headers: token ? { Authorization: `Bearer ${token}` } : {} });
-  } catch {
+    const past = await fetchPastRun(id, token, freshRun);
+    run = past.run;
+    run.past = past;
+  } catch (err) {
+    showError(t("pastRunError", { id, error: err.message }));
     return;
   }
-  if (!answer.ok) return;
-  const { runs } = await answer.json();
-  $("runs-section").hidden = runs.length === 0;
-  $("runs").replaceChildren(...runs.map((r) => {
-    const item = el("li", { "data-run-id": r.run_id }, r.question, el("span", { class: "when" }, `${r.started_at.slice(0, 16).replace("T", " ")} · ${t(`status_${r.status}`)}`));
-    if (r.deck) item.append(" ", el("a", { href: `/api/plan-solve/runs/${encodeURIComponent(r.run_id)}/deck.pptx`, download: "" }, ".pptx"));
-    return item;
-  }));
+  history.replaceState(null, "", `?run=${encodeURIComponent(id)}`);
+  showPastRun();
+}
+
+function showPastRun() {
+  const { record } = run;
+  showError("");
+  closeEditor();
+  $("question").value = run.question;
+  $("plan-section").hidden = false;
+  renderPlan();
+  $("slides-section").hidden = run.slides.size === 0;
+  renderSlides();
+  $("result-section").hidden = false;
+  $("final-text").textContent = record.final_text || "";
+  showDownloads(run.deckReady);
+  const notes = [!run.past.planKept && t("planNotKept"), run.past.deckMissing && t("deckMissing")].filter(Boolean);
+  $("stats").textContent = notes.join(" ");
+  const tone = record.status === "completed" ? "good" : ["failed", "interrupted"].includes(record.status) ? "bad" : "";
+  setStatus("pastRun", { status: t(`status_${record.status}`) }, tone);
 }
 
 async function saveToken(raw) {
@@ -385,7 +357,7 @@ async function saveToken(raw) {
   await fetch("/api/session", { method: "POST", headers: { Authorization: `Bearer ${token}` } }).catch(() => {});
   $("token-form").hidden = true;
   notice(t("tokenSaved"));
-  connect();
+  socket.connect(token);
 }
 
 // ---------------------------------------------------------------- wiring
@@ -395,6 +367,7 @@ $("start-form").addEventListener("submit", (e) => {
   const question = $("question").value.trim();
   if (!question || !sessionId) return;
   run = freshRun();
+  history.replaceState(null, "", location.pathname);
   $("slides").replaceChildren();
   $("slides-section").hidden = true;
   $("result-section").hidden = true;
@@ -417,7 +390,7 @@ $("replan-btn").onclick = () => { sendInSession("user.replan"); closeEditor(); }
 $("add-task").onclick = () => {
   const ids = [...document.querySelectorAll("#task-list .task-edit")].map((row) => Number(row.dataset.taskId));
   const id = Math.max(0, ...ids, ...run.tasks.map((task) => task.id)) + 1;
-  $("task-list").append(taskRow({ id, title: "", objective: "", chart_hint: "bar" }));
+  $("task-list").append(taskRow({ id, title: "", objective: "", chart_hint: "bar" }, t));
 };
 $("tool-allow").onclick = () => answerTool(true);
 $("tool-deny").onclick = () => answerTool(false);
@@ -426,10 +399,11 @@ $("token-form").addEventListener("submit", (e) => { e.preventDefault(); saveToke
 mountPicker($("lang"));
 onChange(() => {
   setStatus(...statusKey);
-  $("conn").textContent = t($("conn").dataset.state === "open" ? "connected" : $("conn").dataset.state === "closed" ? "disconnected" : "connecting");
+  $("conn").textContent = t(CONN_LABELS[$("conn").dataset.state]);
   renderPlan();
   renderSlides();
+  if (run.past) showPastRun();
   loadRuns();
 });
 setStatus("idle");
-connect();
+socket.connect(token);

@@ -1,0 +1,76 @@
+"""The order of ``GET /api/dialogs``: statuses as ``DIALOG_STATUSES`` lists them (run, done, archive),
+and within a status the most recently active tree first, a tie in activity the newer id first.
+
+The listing once held a tuple and four strings per tree to sort them (6 MB at 100,000 dialogs, and the
+daemon's memory stayed that much higher after it); it now sorts one string per tree, whose parts must
+still compare as the tuple did — including activity stamps of different lengths (a hand-edited
+``lastModified``) and ties.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from dominds.driver.engine import Engine
+from dominds.ids import new_dialog_id, now_iso
+from dominds.rtws import DIALOG_STATUSES, Rtws
+from dominds.server.listing import listing_chunks
+from dominds.store.atomic import set_fsync
+from dominds.store.course_records import CourseStartRecord
+from dominds.store.dialog_store import DialogStore
+from dominds.store.records import DialogMeta, LatestState
+
+STAMPS = [
+    "2026-01-01T00:00:00.000Z",
+    "2026-01-01T00:00:00.000Z",  # a tie: the newer id first
+    "2026-03-05T10:00:00.000Z",
+    "2026-03-05T10:00:00Z",  # shorter than its neighbour: a prefix sorts below the longer stamp
+    "2025-12-31T23:59:59.999Z",
+    "2026-03-05T10:00:00.5Z",
+]
+
+
+def _root(store: DialogStore) -> str:
+    root_id = new_dialog_id()
+    files = store.files("run", root_id, root_id)
+    files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id="a", task_doc_path="t.tsk", created_at=now_iso()))
+    files.write_latest(LatestState(last_modified=now_iso()))
+    files.append(1, CourseStartRecord(ts=now_iso(), course=1))
+    return root_id
+
+
+def _set_activity(store: DialogStore, status: str, root_id: str, last_modified: str) -> None:
+    """As a hand edit would (the store stamps its own writes with the time)."""
+    latest = store.files(status, root_id, root_id).latest_yaml
+    text = latest.read_text(encoding="utf-8")
+    start = text.index("lastModified:")
+    end = text.index("\n", start)
+    latest.write_text(f"{text[:start]}lastModified: \"{last_modified}\"{text[end:]}", encoding="utf-8")
+
+
+def test_trees_are_listed_by_status_then_most_recent_activity_then_newest_id(tmp_rtws: Rtws) -> None:
+    set_fsync(False)
+    try:
+        store = DialogStore(tmp_rtws)
+        rng = random.Random(7)
+        trees: list[tuple[str, str, str]] = []  # (status, lastModified, rootId)
+        for stamp in STAMPS * 3:
+            root_id = _root(store)
+            status = rng.choice(DIALOG_STATUSES)
+            store.move_root(root_id, "run", status)
+            _set_activity(store, status, root_id, stamp)
+            trees.append((status, stamp, root_id))
+        engine = Engine(tmp_rtws, resume=False, take_lock=False)
+        try:
+            body = json.loads(b"".join(listing_chunks(engine, engine.config.get().catalog, DIALOG_STATUSES)))
+        finally:
+            engine.index.close()
+    finally:
+        set_fsync(True)
+
+    listed = [(row["status"], row["lastModified"], row["rootId"]) for row in body["dialogs"]]
+    expected = sorted(trees, key=lambda t: (t[1], t[2]), reverse=True)
+    expected.sort(key=lambda t: DIALOG_STATUSES.index(t[0]))
+    assert listed == expected
+    assert {status for status, _, _ in listed} == set(DIALOG_STATUSES), "every status was exercised"
