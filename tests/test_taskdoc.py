@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dominds import taskdoc as taskdoc_module
-from dominds import taskdoc_sections
+from dominds import taskdoc_discovery, taskdoc_sections
 from dominds.store.errors import WriteFailedError
 from dominds.taskdoc import (
     BEARINMIND_SECTIONS,
@@ -520,3 +520,63 @@ def test_fingerprint_changes_on_every_kind_of_edit(root: Path) -> None:
     assert changed()
     put(root, "file.tsk", "x")
     assert taskdoc_fingerprint(root, "file.tsk") == "not-a-directory"
+
+
+def _age(*directories: Path, seconds: int = 60) -> None:
+    for directory in directories:
+        past = directory.stat().st_mtime_ns - seconds * 1_000_000_000
+        os.utime(directory, ns=(past, past))
+
+
+def _fresh_fingerprint(root: Path) -> str:
+    """The fingerprint with every directory read again (no kept names)."""
+    kept = dict(taskdoc_discovery._listings)
+    taskdoc_discovery._listings.clear()
+    try:
+        return taskdoc_fingerprint(root, PKG)
+    finally:
+        taskdoc_discovery._listings.update(kept)
+
+
+def test_fingerprint_with_kept_directory_names_sees_every_edit(root: Path) -> None:
+    """Bug this guards (issue 21): every generation read the Taskdoc's directories again (``scandir``,
+    ~5 % of the event loop's time in a 100-way fan-out); names are now kept per directory while its inode
+    and mtime hold, so an added, removed or renamed entry must still change the fingerprint, and an edit
+    in place (no directory change) must too."""
+    write_section(root, PKG, "goals", "a")
+    write_section(root, PKG, "api", "x", category="design")
+    package, design = root / PKG, root / PKG / "design"
+    _age(package, design)
+    first = taskdoc_fingerprint(root, PKG)
+    assert str(package) in taskdoc_discovery._listings, "an old directory's names are kept"
+    assert taskdoc_fingerprint(root, PKG) == first == _fresh_fingerprint(root)
+    edits = [
+        lambda: (design / "extra.md").write_text("new file below the top level"),
+        lambda: (package / "goals.md").write_text("edited in place, no directory change"),
+        lambda: (design / "extra.md").rename(design / "renamed.md"),
+        lambda: (design / "renamed.md").unlink(),
+        lambda: (package / "constraints.md").write_text("new at the top"),
+    ]
+    seen = {first}
+    for edit in edits:
+        _age(package, design)
+        taskdoc_fingerprint(root, PKG)  # names kept at the aged mtimes
+        before = taskdoc_fingerprint(root, PKG)
+        edit()
+        after = taskdoc_fingerprint(root, PKG)
+        assert after != before and after == _fresh_fingerprint(root)
+        assert after not in seen
+        seen.add(after)
+
+
+def test_a_young_directory_is_read_every_time(root: Path) -> None:
+    """A directory changed within the last two seconds may change again within the same mtime tick: its
+    names are never kept, so an entry added in that tick (simulated: the mtime put back) is seen."""
+    write_section(root, PKG, "goals", "a")
+    package = root / PKG
+    before = taskdoc_fingerprint(root, PKG)
+    assert str(package) not in taskdoc_discovery._listings
+    mtime_ns = package.stat().st_mtime_ns
+    (package / "constraints.md").write_text("same tick")
+    os.utime(package, ns=(mtime_ns, mtime_ns))
+    assert taskdoc_fingerprint(root, PKG) != before

@@ -14,8 +14,10 @@ import contextlib
 import errno
 import json
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
+from queue import SimpleQueue
 
 from dominds.store import commit
 from dominds.store.crashpoints import durable_step
@@ -96,17 +98,73 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None) -> N
         os.close(fd)
         if mode is not None:
             os.chmod(tmp, mode)  # exact, whatever the umask (daemon.json must be 0600)
+        replaced = _hold(path) if group is not None else None
         try:
             os.replace(tmp, path)
         except BaseException:
             _unlink_quietly(tmp)
+            if replaced is not None:
+                os.close(replaced)
             raise
+        if replaced is not None:
+            _releaser.release(replaced)
         if group is not None:
             group.note(str(path), str(directory))  # data first, then the directory: see commit.py
         else:
             fsync_dir(directory)
     except OSError as exc:
         raise WriteFailedError(path, _describe(exc)) from exc
+
+
+_O_PATH = getattr(os, "O_PATH", 0)
+
+
+def _hold(path: Path) -> int | None:
+    """A reference (an ``O_PATH`` descriptor) to the file ``path`` names now, if any.
+
+    Held across a replace, it keeps the replaced file's inode from being freed by the rename itself:
+    its last reference goes when ``_releaser`` closes the descriptor, in its own thread. Freeing a
+    file truncates it, and on a file system mounted with ``discard`` (this VM's ext4) each freed
+    block is discarded synchronously on the device: ~40 % of a replace's time on the event loop
+    (``perf``: ``ext4_evict_inode`` → ``ext4_free_blocks`` → ``blkdev_issue_discard`` →
+    ``submit_bio_wait``). Nothing durable depends on when the old inode is freed: the rename is the
+    replace, for every reader and for a crash alike (a crash while the descriptor is open leaves the
+    old inode unreferenced, as any unlinked file that a process still had open; fsck reclaims it on
+    a file system without a journal, the journal's orphan list on one with)."""
+    if not _O_PATH:
+        return None
+    try:
+        return os.open(path, _O_PATH | os.O_CLOEXEC)
+    except OSError:  # no file yet (the first write) or not reachable: the rename frees nothing
+        return None
+
+
+class _Releaser:
+    """Closes descriptors in a thread of its own (``_hold``): the last close of a replaced file frees it."""
+
+    def __init__(self) -> None:
+        self._queue: SimpleQueue[int] = SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def release(self, fd: int) -> None:
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="dominds-release", daemon=True)
+                    self._thread.start()
+        self._queue.put(fd)
+
+    def _run(self) -> None:
+        while True:
+            fd = self._queue.get()
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+_releaser = _Releaser()
 
 
 def _write_all(fd: int, data: bytes, *, sync: bool) -> None:
