@@ -56,6 +56,9 @@ RESPONSES: list[dict[str, Any]] = [
     {"agent": "lead", "role": "tool", "contains": "Reminder #", "response": "noted"},
     {"agent": "lead", "regex": "^clear", "stream": [{"func_call": {"name": "clear_mind", "arguments": {}}}]},
     {"agent": "lead", "role": "tool", "contains": "new course", "response": "clearing"},
+    # a kill inside a tool call: recovery records "INTERRUPTED: the daemon stopped while this tool call was
+    # run" and resumes the dialog, which must answer it (without this entry it ended in system_stop)
+    {"agent": "lead", "role": "tool", "contains": "INTERRUPTED", "response": "the tool was cut; going on"},
     {"agent": "lead", "contains": "This is course #", "response": "fresh start"},
     {"agent": "lead", "contains": "provided response", "response": "noted " * 10, **SLOW},
     {"agent": "lead", "response": "fallback"},

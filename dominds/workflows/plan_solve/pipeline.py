@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from dominds.ids import now_iso
+from dominds.store.commit import durable
 from dominds.workflows.plan_solve import members, run_record
 from dominds.workflows.plan_solve.aggregation import AggregateJob, Aggregator
 from dominds.workflows.plan_solve.confirm import Confirmations, plan_step_id, tool_step_id
@@ -165,7 +166,10 @@ class PlanSolveRun:
         finally:
             self.phase = "done"
             self.confirmations.withdraw_all()
-            self._relay.close()
+            try:  # the tool events published so far (a last tool result) reach the client before the run's end
+                await asyncio.shield(durable())
+            finally:
+                self._relay.close()
             self.record.status, self.record.final_text = self._ended, final_text
             # an end state the next start can trust; shielded so a cancelled run still writes it
             await asyncio.shield(asyncio.to_thread(run_record.save, self.conductor.root.files.dir, self.record))
