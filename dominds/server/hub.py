@@ -27,7 +27,7 @@ from aiohttp import WSCloseCode, web
 from dominds.driver.engine import Engine
 from dominds.pubchan import GLOBAL, Event, Subscriber
 from dominds.server import wire
-from dominds.server.render import render_markdown, render_saying
+from dominds.server.render import enrich
 from dominds.server.resting import SWEEP_SECONDS, RestingTrees
 from dominds.store.commit import after_durable
 
@@ -94,19 +94,6 @@ class EventEncoder:
         enrich(event)
         self._last, self._text = event, json.dumps(event, ensure_ascii=False)
         return self._text
-
-
-def enrich(event: Event) -> None:
-    kind = event.get("type")
-    if kind == "saying_finish_evt" and "markdownHtml" not in event:
-        event["markdownHtml"] = render_saying(str(event.get("content", "")))
-    elif kind == "teammate_response_evt" and "responseHtml" not in event:
-        event["responseHtml"] = render_markdown(str(event.get("response", "")))
-    elif kind == "end_of_user_saying_evt":
-        for key in ("assignment", "askBack"):  # a framed tellask: its body as the panel shows it
-            shown = event.get(key)
-            if isinstance(shown, dict) and "bodyHtml" not in shown:
-                shown["bodyHtml"] = render_markdown(str(shown.get("tellaskBody", "")))
 
 
 class Connection:

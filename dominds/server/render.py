@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from html import escape
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dominds.tellask import TellaskParser
 from dominds.tellask_events import MarkdownChunk, MarkdownFinish, MarkdownStart
@@ -142,3 +142,18 @@ def markdown_runs(saying: str) -> list[str]:
 def render_saying(saying: str) -> list[str]:
     """``markdownHtml`` of a finished saying: one sanitised HTML string per markdown run."""
     return [render_markdown(run) for run in markdown_runs(saying)]
+
+
+def enrich(event: dict[str, Any]) -> None:
+    """Add the HTML of an event's finished markdown (a saying, a teammate's response, the body of a
+    framed tellask), live (``server/hub.py``) and replayed from the files (``server/replay.py``) alike."""
+    kind = event.get("type")
+    if kind == "saying_finish_evt" and "markdownHtml" not in event:
+        event["markdownHtml"] = render_saying(str(event.get("content", "")))
+    elif kind == "teammate_response_evt" and "responseHtml" not in event:
+        event["responseHtml"] = render_markdown(str(event.get("response", "")))
+    elif kind == "end_of_user_saying_evt":
+        for key in ("assignment", "askBack"):  # a framed tellask: its body as the panel shows it
+            shown = event.get(key)
+            if isinstance(shown, dict) and "bodyHtml" not in shown:
+                shown["bodyHtml"] = render_markdown(str(shown.get("tellaskBody", "")))

@@ -20,7 +20,7 @@ from typing import Any
 from dominds.dialog.model import Dialog
 from dominds.driver.receiver import finish_event_fields, incomplete_fields, parser_event_payloads
 from dominds.driver.subdialogs import assignment_msg_id, prompt_event_fields
-from dominds.server.render import render_markdown, render_saying
+from dominds.server.render import enrich
 from dominds.store.course_records import (
     AgentThoughtRecord,
     AgentWordsRecord,
@@ -80,8 +80,7 @@ class _CourseReplay:
             assignment = self._assignment(record)
             if assignment is not None:
                 record = record.model_copy(update={"assignment": assignment})
-            for key, shown in prompt_event_fields(record).items():
-                event[key] = {**shown, "bodyHtml": render_markdown(shown["tellaskBody"])}
+            event.update(prompt_event_fields(record))
             return [event]
         if isinstance(record, GenStartRecord):
             return [{"type": "generating_start_evt", "course": course, "genseq": record.genseq}]
@@ -170,7 +169,6 @@ class _CourseReplay:
             {
                 "type": "saying_finish_evt",
                 "content": record.content,
-                "markdownHtml": render_saying(record.content),
                 **incomplete_fields(record),
                 **gen,
             },
@@ -187,7 +185,6 @@ class _CourseReplay:
             "status": record.status,
             "result": record.result,
             "response": record.response,
-            "responseHtml": render_markdown(record.response),
             "agentId": record.agent_id,
             "callId": record.call_id,
             "originMemberId": record.origin_member_id,
@@ -248,6 +245,8 @@ def replay_course(dialog: Dialog, course: int, *, epoch: str, seq: int) -> list[
         payloads.extend(tail)
         timestamps.extend([None] * len(tail))
     payloads[0]["eventCount"] = len(payloads) - 1  # lets a client know when the course is complete
+    for payload in payloads:
+        enrich(payload)  # the HTML of finished markdown, added as to the live stream's events
     stamp = {"dialog": dialog.ident, "epoch": epoch, "seq": seq, "replay": True}
     return [
         {**payload, **stamp, "timestamp": ts or dialog.latest.last_modified}
