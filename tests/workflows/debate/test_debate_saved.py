@@ -56,6 +56,18 @@ async def _serve(rtws: Rtws, aiohttp_server: Any) -> tuple[Engine, str]:
     return engine, f"http://127.0.0.1:{server.port}"
 
 
+async def _what_the_page_shows(page: Any) -> dict[str, Any]:
+    """The debate as the page draws it: status, rounds, the host's decisions, conclusions, report, similarity."""
+    return {
+        "status": await page.inner_text("#status"),
+        "rounds": await page.locator(".round h3").all_inner_texts(),
+        "decisions": await page.locator(".host .badge").all_inner_texts(),
+        "conclusions": await page.locator(".output > div:nth-child(2)").all_inner_texts(),
+        "report": await page.inner_text("#report"),
+        "similarity": await page.inner_text("#similarity"),
+    }
+
+
 async def test_saved_debates_are_listed_newest_first_with_how_they_stand(tmp_path: Path, aiohttp_client: Any) -> None:
     engine = Engine(write_workspace(tmp_path / "ws", CONVERGING))
     await engine.start()
@@ -96,14 +108,7 @@ async def test_a_saved_debate_opens_from_the_list_after_a_restart_and_reads_like
             await page.fill("#question", "IELTS plan?")
             await page.click("#start")
             await page.wait_for_selector("#report-section:not([hidden])", timeout=10_000)
-            live = {
-                "status": await page.inner_text("#status"),
-                "rounds": await page.locator(".round h3").all_inner_texts(),
-                "decisions": await page.locator(".host .badge").all_inner_texts(),
-                "conclusions": await page.locator(".output > div:nth-child(2)").all_inner_texts(),
-                "report": await page.inner_text("#report"),
-                "similarity": await page.inner_text("#similarity"),
-            }
+            live = await _what_the_page_shows(page)
             await page.wait_for_selector("#saved a.open-session")  # listed once the stream ended
             await page.context.close()
         finally:
@@ -121,14 +126,7 @@ async def test_a_saved_debate_opens_from_the_list_after_a_restart_and_reads_like
             await item.locator("a.open-session").click()
             await page.wait_for_selector("#report-section:not([hidden])")
             assert "?session=" in page.url
-            shown = {
-                "status": await page.inner_text("#status"),
-                "rounds": await page.locator(".round h3").all_inner_texts(),
-                "decisions": await page.locator(".host .badge").all_inner_texts(),
-                "conclusions": await page.locator(".output > div:nth-child(2)").all_inner_texts(),
-                "report": await page.inner_text("#report"),
-                "similarity": await page.inner_text("#similarity"),
-            }
+            shown = await _what_the_page_shows(page)
             assert shown == live
             assert await page.locator("#chart circle").count() == 2
             assert await page.input_value("#question") == "IELTS plan?"
