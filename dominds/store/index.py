@@ -165,9 +165,9 @@ class DialogIndex:
         """``trees`` one at a time (a listing of 100,000 dialogs never holds them all); the index is
         brought up to date as they go."""
         wanted = tuple(statuses)
+        # (status, rootId) of the last tree handed out: trees come in that order (statuses as given,
+        # ids sorted), so a rebuild after a corrupt index skips up to it (no set of every tree seen)
         last: tuple[int, str] | None = None
-        """(status, rootId) of the last tree handed out: trees come in that order (statuses as given,
-        ids sorted), so a rebuild after a corrupt index skips up to it (no set of every tree seen)."""
         try:
             for tree in self._trees(wanted, None):
                 last = (wanted.index(tree.root.status), tree.root.root_id)
@@ -190,8 +190,7 @@ class DialogIndex:
                     root_ids = sorted(e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name))
                 except FileNotFoundError:
                     root_ids = []
-            above = f"{status}/"
-            """Trees of the index with a key above this one are not compared with the directory yet."""
+            above = f"{status}/"  # the index's trees with a key above this are not compared with the directory yet
             for start in range(0, len(root_ids), ROOTS_PER_QUERY):
                 chunk = root_ids[start : start + ROOTS_PER_QUERY]
                 rows = self._rows(db, status, chunk[0], chunk[-1], facts)
