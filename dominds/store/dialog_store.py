@@ -135,12 +135,13 @@ class DialogFiles:
         """The dialog's run state: ``latest.yaml``, or its spare where that holds a later version.
 
         ``latest.yaml`` is replaced by swapping its name with its spare's (``atomic.write_atomic``,
-        ``spare``): the file is always the newest version for every process and every ``kill -9``. A
+        ``spare``): under its name every reader finds a whole version, whenever a ``kill -9`` came. A
         power cut after a swap reached the disk and before the group's fsyncs did may leave the name
         on the spare's inode without its new bytes (the version before the last, or a torn one) while
         the last durable version sits under the spare's name: the later valid one of the two is read
-        (``lastModified``; ``latest.yaml`` on a tie). A cut write leaves the spare a prefix of an older
-        version, never a later one (``tests/store/test_spare_writes.py``)."""
+        (``lastModified``; ``latest.yaml`` on a tie). A kill during a spare's write leaves it a prefix of
+        an older version or the whole new one (the write then counts as made), never a mix
+        (``tests/store/test_spare_writes.py``)."""
         try:
             latest = load_model(self.latest_yaml, LatestState)
             problem: StoreError | None = None
