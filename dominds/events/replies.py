@@ -153,7 +153,7 @@ class DialogReady(Reply):
     tellaskSession: str | None = None
     """The session (`!tellaskSession`) of a subdialog started with one."""
     assignmentFromSup: dict[str, Any] | None = None
-    """A subdialog's assignment (`tellaskHead`, `tellaskBody`, …)."""
+    """A subdialog's assignment as `dialog.yaml` keeps it (`tellaskHead`, `tellaskBody`, `originMemberId`, `callerDialogId`, `callId`, `callType`, …), with `bodyHtml`: the body as sanitised HTML (the header shows it)."""
     loadError: str | None = None
     """Why the dialog cannot be used (a corrupt file, a refused write)."""
     notices: list[str] | None = None

@@ -10,6 +10,7 @@ from dominds.driver.engine import Engine
 from dominds.driver.intake import visible_queue
 from dominds.driver.titles import display_title
 from dominds.ids import is_dialog_id
+from dominds.server.render import render_markdown
 from dominds.server.taskdoc_view import taskdoc_sections
 from dominds.store.errors import DialogNotFoundError
 from dominds.taskdoc import load_taskdoc
@@ -51,7 +52,9 @@ def dialog_summary(engine: Engine, dialog: Dialog) -> dict[str, Any]:
         summary["supdialogId"] = meta.supdialog_id
         summary["tellaskSession"] = meta.tellask_session
         if meta.assignment_from_sup is not None:
-            summary["assignmentFromSup"] = meta.assignment_from_sup.to_disk()
+            # the header shows the body rendered, as the Assignment bubble does (never the raw markdown)
+            body_html = render_markdown(meta.assignment_from_sup.tellask_body)
+            summary["assignmentFromSup"] = {**meta.assignment_from_sup.to_disk(), "bodyHtml": body_html}
     if dialog.load_error:
         summary["loadError"] = dialog.load_error
     if dialog.notices:

@@ -6,7 +6,7 @@
 import { apiGet, apiPost } from "./api.js";
 import { Composer } from "./composer.js";
 import { badge, formatCost, withoutAgent } from "./dialog_lists.js";
-import { $, askInPage, debounce, h, toast } from "./dom.js";
+import { $, askInPage, debounce, h, setTrustedHtml, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { goToDialog, linkTo, patchRoute } from "./router.js";
 
@@ -224,6 +224,20 @@ export class DialogView {
     this.renderHeader();
   }
 
+  /** A subdialog's assignment in the header: the headline as written, then the body as the daemon rendered
+   * and sanitised it (``bodyHtml``), flattened into one paragraph and clipped to two lines (style.css);
+   * the whole text is the tooltip, the whole assignment is the course's Assignment bubble. */
+  renderAssignment(assignment) {
+    const line = $("#dh-assignment");
+    line.hidden = !assignment;
+    if (!assignment) return;
+    const body = h("span", { class: "body" });
+    if (assignment.bodyHtml !== undefined && assignment.bodyHtml !== null) setTrustedHtml(body, assignment.bodyHtml);
+    else body.textContent = assignment.tellaskBody;
+    line.replaceChildren(h("span", { class: "head", text: assignment.tellaskHead.trim() }), " ", body);
+    line.title = line.textContent.replace(/\s+/g, " ").trim();
+  }
+
   renderHeader() {
     const info = this.info;
     if (!info) return;
@@ -240,12 +254,7 @@ export class DialogView {
     const parent = $("#dh-parent");
     parent.hidden = !info.supdialogId;
     if (info.supdialogId) parent.href = linkTo({ selfId: info.supdialogId, rootId: info.dialog.rootId });
-    const assignment = $("#dh-assignment");
-    assignment.hidden = !info.assignmentFromSup;
-    if (info.assignmentFromSup) {
-      assignment.replaceChildren(h("span", { class: "head", text: info.assignmentFromSup.tellaskHead }),
-        info.assignmentFromSup.tellaskBody ? h("span", { class: "body", text: ` ${info.assignmentFromSup.tellaskBody}` }) : null);
-    }
+    this.renderAssignment(info.assignmentFromSup);
     const viewing = this.viewingCourse || info.currentCourse;
     $("#course-label").textContent = t("course", { n: viewing, total: info.totalCourses });
     $("#course-prev").disabled = viewing <= 1;

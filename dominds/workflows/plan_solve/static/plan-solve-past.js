@@ -2,6 +2,7 @@
 // from the files its run wrote (GET /api/plan-solve/runs/{id}: the question, status, plan and deck; the
 // deck's slides from …/deck.json), so a run is readable after a restart of the daemon.
 
+import { freshRun } from "/plan-solve/static/plan-solve-run.js";
 import { el } from "/plan-solve/static/plan-solve-views.js";
 
 const runUrl = (id) => `/api/plan-solve/runs/${encodeURIComponent(id)}`;
@@ -39,7 +40,7 @@ export function runItems(runs, t, open) {
 
 /** A past run as the page's run state: its plan's tasks, and a slide per task (the deck's, when it has one).
  * Throws with the daemon's message (e.g. an unknown run id). */
-export async function fetchPastRun(id, token, fresh) {
+export async function fetchPastRun(id, token) {
   const record = await getJson(runUrl(id), token);
   let slides = [];
   let deckMissing = false;
@@ -50,7 +51,7 @@ export async function fetchPastRun(id, token, fresh) {
       deckMissing = true; // the output folder was cleaned up: the plan is still shown
     }
   }
-  const run = fresh();
+  const run = freshRun();
   run.id = id;
   run.question = record.question;
   run.record = record;

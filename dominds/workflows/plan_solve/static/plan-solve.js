@@ -6,9 +6,11 @@
 
 import { makeI18n } from "/static/workflow_i18n.js";
 import { MESSAGES } from "/plan-solve/static/plan-solve-messages.js";
+import { addTaskRow, closeEditor, editedTasks, editorOpen, openEditor } from "/plan-solve/static/plan-solve-editor.js";
 import { fetchPastRun, fetchRuns, runItems } from "/plan-solve/static/plan-solve-past.js";
+import { applySolverEvent, applyToolEvent, freshRun } from "/plan-solve/static/plan-solve-run.js";
 import { PlanSolveSocket } from "/plan-solve/static/plan-solve-socket.js";
-import { el, renderQueries, slideCard, taskRow } from "/plan-solve/static/plan-solve-views.js";
+import { el, renderQueries, slideCard } from "/plan-solve/static/plan-solve-views.js";
 
 const { t, mountPicker, onChange } = makeI18n(MESSAGES);
 
@@ -19,11 +21,6 @@ let token = sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem(TOKEN_KEY)
 let sessionId = null;
 let run = freshRun();
 let statusKey = ["idle", {}, ""];
-let confirmTimer = null;
-
-function freshRun() {
-  return { id: null, question: "", running: false, tasks: [], slides: new Map(), planQueries: [], steps: new Map(), summary: "", confirmStep: null, toolStep: null, deckReady: false };
-}
 
 function setStatus(key, vars = {}, tone = "") {
   statusKey = [key, vars, tone];
@@ -102,26 +99,31 @@ function handle(event) {
       renderPlan();
       break;
     case "agent.user_confirm":
-      if (meta.scope === "plan") openEditor(event);
+      if (meta.scope === "plan") askPlanConfirmation(event);
       else openToolConfirm(event);
       break;
     case "plan.coercion_error":
       showError(t("coercion", { error: content.error }));
       break;
     case "plan.cancelled":
-      closeEditor();
+      closeConfirmations();
       break;
     case "agent.tool_call":
     case "agent.tool_result":
-      toolEvent(event);
+      if (applyToolEvent(run, event) === "plan") renderPlan();
+      else renderSlides();
       break;
     case "solver.start":
     case "solver.completed":
     case "solver.failed":
     case "solver.cancelled":
-    case "solver.restarted":
-      slideEvent(event);
+    case "solver.restarted": {
+      const done = applySolverEvent(run, event);
+      $("slides-section").hidden = false;
+      renderSlides();
+      if (run.running) setStatus("solving", { done, n: run.slides.size });
       break;
+    }
     case "aggregate.start":
       setStatus("aggregating");
       break;
@@ -142,7 +144,7 @@ function handle(event) {
       fail(content, "timedOut");
       break;
     case "agent.interrupted":
-      closeEditor();
+      closeConfirmations();
       setRunning(false);
       renderSlides();
       setStatus("cancelled", {}, "bad");
@@ -158,7 +160,7 @@ function handle(event) {
 }
 
 function fail(text, key) {
-  closeEditor();
+  closeConfirmations();
   setRunning(false);
   renderSlides();
   setStatus(key, {}, "bad");
@@ -169,7 +171,7 @@ function fail(text, key) {
 }
 
 function finish(text, tone) {
-  closeEditor();
+  closeConfirmations();
   setRunning(false);
   renderSlides();
   $("result-section").hidden = false;
@@ -198,90 +200,31 @@ function renderPlan() {
   $("plan-summary").textContent = run.summary;
   const list = $("plan-tasks");
   list.replaceChildren(...run.tasks.map((task) => el("li", {}, el("strong", {}, task.title), ` — ${task.objective}`)));
-  list.hidden = !$("plan-editor").hidden;
+  list.hidden = editorOpen();
   renderQueries($("plan-queries"), run.planQueries, t("plannerQueries"), t);
 }
 
-function openEditor(event) {
+function askPlanConfirmation(event) {
   run.confirmStep = event.step_id;
   run.tasks = event.metadata.tasks || run.tasks;
-  $("task-list").replaceChildren(...run.tasks.map((task) => taskRow(task, t)));
-  $("plan-editor").hidden = false;
-  $("plan-tasks").hidden = true;
+  openEditor(run.tasks, event.metadata.timeout_seconds, t);
   setStatus("confirming");
-  let left = Math.floor(event.metadata.timeout_seconds || 0);
-  clearInterval(confirmTimer);
-  const tick = () => { $("confirm-timer").textContent = left > 0 ? t("confirmTimer", { seconds: left }) : ""; left -= 1; };
-  tick();
-  confirmTimer = setInterval(tick, 1000);
 }
 
-function closeEditor() {
-  clearInterval(confirmTimer);
+/** Closes whatever confirmation the run was waiting for (the plan's, a tool's). */
+function closeConfirmations() {
   run.confirmStep = null;
-  $("plan-editor").hidden = true;
-  $("plan-tasks").hidden = false;
+  closeEditor();
   $("tool-confirm").hidden = true;
-}
-
-function editedTasks() {
-  return [...document.querySelectorAll("#task-list .task-edit")].map((row) => ({
-    ...row.task,
-    title: row.querySelector(".task-title").value.trim(),
-    objective: row.querySelector(".task-objective").value.trim(),
-    chart_hint: row.querySelector(".task-chart").value,
-  }));
 }
 
 function answerPlan(content) {
   if (!run.confirmStep) return;
   sendInSession("user.response", { step_id: run.confirmStep, content });
-  closeEditor();
+  closeConfirmations();
 }
 
-// ---------------------------------------------------------------- slides and queries
-
-function slideOf(task) {
-  let slide = run.slides.get(task.id);
-  if (!slide) {
-    slide = { task, state: "queued", output: null, error: "", queries: [] };
-    run.slides.set(task.id, slide);
-  }
-  slide.task = task;
-  return slide;
-}
-
-function slideEvent(event) {
-  const content = event.content;
-  const slide = slideOf(content.task);
-  const state = event.event.slice("solver.".length);
-  slide.state = state === "start" ? "running" : state;
-  if (state === "start" || state === "restarted") { slide.output = null; slide.error = ""; slide.queries = []; }
-  if (state === "completed") slide.output = content.result.output;
-  if (state === "failed") slide.error = content.error;
-  $("slides-section").hidden = false;
-  renderSlides();
-  const done = [...run.slides.values()].filter((s) => ["completed", "failed", "cancelled"].includes(s.state)).length;
-  if (run.running) setStatus("solving", { done, n: run.slides.size });
-}
-
-function toolEvent(event) {
-  const meta = event.metadata || {};
-  let entry = run.steps.get(event.step_id);
-  if (!entry) {
-    entry = { sql: (meta.args && meta.args.sql) || JSON.stringify(meta.args || {}), status: "running", data: null, error: "" };
-    run.steps.set(event.step_id, entry);
-    if (meta.scope === "plan") run.planQueries.push(entry);
-    else if (meta.task_id != null) slideOf(run.slides.get(meta.task_id)?.task || { id: meta.task_id, title: "" }).queries.push(entry);
-  }
-  if (event.event === "agent.tool_result") {
-    entry.status = meta.status;
-    entry.data = meta.data || null;
-    entry.error = meta.error || "";
-  }
-  if (meta.scope === "plan") renderPlan();
-  else renderSlides();
-}
+// ---------------------------------------------------------------- slides
 
 function renderSlides() {
   const actions = run.running ? {
@@ -319,7 +262,7 @@ async function loadRuns() {
 async function openPastRun(id) {
   if (run.running) { notice(t("busy"), true); return; }
   try {
-    const past = await fetchPastRun(id, token, freshRun);
+    const past = await fetchPastRun(id, token);
     run = past.run;
     run.past = past;
   } catch (err) {
@@ -333,7 +276,7 @@ async function openPastRun(id) {
 function showPastRun() {
   const { record } = run;
   showError("");
-  closeEditor();
+  closeConfirmations();
   $("question").value = run.question;
   $("plan-section").hidden = false;
   renderPlan();
@@ -386,12 +329,8 @@ $("confirm-btn").onclick = () => {
   renderPlan();
 };
 $("decline-btn").onclick = () => answerPlan({ confirmed: false });
-$("replan-btn").onclick = () => { sendInSession("user.replan"); closeEditor(); };
-$("add-task").onclick = () => {
-  const ids = [...document.querySelectorAll("#task-list .task-edit")].map((row) => Number(row.dataset.taskId));
-  const id = Math.max(0, ...ids, ...run.tasks.map((task) => task.id)) + 1;
-  $("task-list").append(taskRow({ id, title: "", objective: "", chart_hint: "bar" }, t));
-};
+$("replan-btn").onclick = () => { sendInSession("user.replan"); closeConfirmations(); };
+$("add-task").onclick = () => addTaskRow(run.tasks, t);
 $("tool-allow").onclick = () => answerTool(true);
 $("tool-deny").onclick = () => answerTool(false);
 $("token-form").addEventListener("submit", (e) => { e.preventDefault(); saveToken($("token").value); });
