@@ -165,14 +165,17 @@ class McpManager:
 
     def _rebuild(self) -> None:
         """Tools of every listed server, in mcp.yaml order: on a name clash the earlier server keeps the name."""
+        for state in self.servers.values():
+            state.tool_problems = []
+        listed = [(state, state.listed) for state in self.servers.values() if state.listed is not None]
+        if not listed:
+            return  # the built-in toolsets' modules are imported only when a server's tools need their names
         from dominds.tools.control import CONTROL_TOOLS
 
         taken = {t.name for tools in self.builtin_toolsets.by_name.values() for t in tools}
         taken.update(t.name for t in CONTROL_TOOLS)
-        for state in self.servers.values():
-            state.tool_problems = []
-            if state.listed is not None:
-                state.tools = self._make_tools(state, state.listed, taken)
+        for state, server_tools in listed:
+            state.tools = self._make_tools(state, server_tools, taken)
 
     def _make_tools(self, state: ServerState, listed: list[Any], taken: set[str]) -> list[FuncTool]:
         spec = state.spec

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -27,7 +28,7 @@ from dominds.server.memory import BIG_WORK_TREES, give_back_memory
 from dominds.store.derived import Derived
 from dominds.store.errors import DialogNotFoundError
 from dominds.store.index import DialogIndex
-from dominds.store.index_entries import Entry
+from dominds.store.index_entries import Entry, Tree
 
 Node = dict[str, Any]
 
@@ -93,6 +94,13 @@ def tree_cost(catalog: Any, entries: tuple[Entry, ...]) -> dict[str, Any]:
 _RANK = {status: chr(ord("z") - i) for i, status in enumerate(DIALOG_STATUSES)}
 _STATUS_OF_RANK = {rank: status for status, rank in _RANK.items()}
 
+
+def _sort_key(tree: Tree) -> bytes:
+    """The tree's place in a listing, as ``Listing`` sorts it (in reverse)."""
+    key = f"{_RANK[tree.root.status]}\0{tree.root.last_modified or ''}\0{tree.root.root_id}\0{tree.sig}"
+    return key.encode("utf-8", "surrogatepass")
+
+
 LISTING_VERSION = 1
 """Bump when the JSON of a listed tree changes shape or meaning (trees kept in the index are redone)."""
 
@@ -113,23 +121,23 @@ class Listing:
         self.catalog = catalog
         salt = f"{LISTING_VERSION}:{__version__}:{usage.pricing_fingerprint(catalog)}"
         self.kept = Derived(index, "listing", salt, preload=False)
-        # One string per tree, sorted in reverse: its status's rank (inverted, so the first status sorts
+        # One key per tree, sorted in reverse: its status's rank (inverted, so the first status sorts
         # last), its activity, its id (a tie in activity: the newer dialog first), its signature, apart
-        # by NULs (which sort below every other character, so the parts compare like a tuple's). A
-        # tuple and four strings per tree held 6 MB at 100,000 dialogs, and the daemon's memory stayed
-        # that much higher after the listing.
-        self.order: list[str] = [
-            f"{_RANK[tree.root.status]}\0{tree.root.last_modified or ''}\0{tree.root.root_id}\0{tree.sig}"
-            for tree in index.iter_trees(statuses)
-        ]
-        """Every tree of ``statuses``, most recently active first within a status (``trees``); the
-        index was brought up to date on the way."""
-        self.order.sort(reverse=True)
+        # by NULs (which sort below every other character, so the parts compare like a tuple's). SQLite
+        # sorts them in memory of its own, as UTF-8 bytes (code point order, as Python compares str;
+        # ``surrogatepass`` keeps a stray surrogate sortable): a list of 20,000 strings (100,000
+        # dialogs) was 5 MB of small objects, and the arenas they shared with objects that stay kept
+        # the daemon that much bigger after the listing.
+        self.order = sqlite3.connect(":memory:")
+        self.order.execute("CREATE TABLE trees (key BLOB)")
+        self.order.executemany("INSERT INTO trees VALUES (?)", ((_sort_key(tree),) for tree in index.iter_trees(statuses)))
+        self.count: int = self.order.execute("SELECT count(*) FROM trees").fetchone()[0]
+        """How many trees of ``statuses`` there are; the index was brought up to date on the way."""
 
     def trees(self) -> Iterator[tuple[str, str, str]]:
-        """(status, rootId, ``Tree.sig``) of each tree, in the listing's order."""
-        for key in self.order:
-            parts = key.split("\0")
+        """(status, rootId, ``Tree.sig``) of each tree: most recently active first within a status."""
+        for (key,) in self.order.execute("SELECT key FROM trees ORDER BY key DESC"):
+            parts = key.decode("utf-8", "surrogatepass").split("\0")
             yield _STATUS_OF_RANK[parts[0]], parts[-2], parts[-1]
 
     def tree_json(self, status: str, root_id: str, sig: str) -> bytes | None:
@@ -149,6 +157,7 @@ class Listing:
 
     def close(self) -> None:
         self.kept.save()
+        self.order.close()
 
 
 CHUNK_BYTES = 65536
@@ -170,7 +179,7 @@ def _listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...], tre
     index = DialogIndex(engine.rtws)
     try:
         listing = Listing(engine, index, catalog, statuses)
-        trees[0] = len(listing.order)
+        trees[0] = listing.count
         try:
             chunk = bytearray(b'{"dialogs":[')
             first = True

@@ -2,10 +2,10 @@
 and within a status the most recently active tree first, a tie in activity the newer id first.
 
 The listing once held a tuple and four strings per tree to sort them (6 MB at 100,000 dialogs, and the
-daemon's memory stayed that much higher after it); it now sorts one string per tree, whose parts must
-still compare as the tuple did — including activity stamps of different lengths (a hand-edited
-``lastModified``) and ties.
-"""
+daemon's memory stayed that much higher after it); it then sorted one string per tree, and now has
+SQLite sort one key per tree as UTF-8 bytes. The keys' parts must still compare as the tuple did —
+including activity stamps of different lengths, with characters beyond ASCII and beyond the BMP (hand
+edits of ``lastModified``), and ties."""
 
 from __future__ import annotations
 
@@ -28,7 +28,19 @@ STAMPS = [
     "2026-03-05T10:00:00Z",  # shorter than its neighbour: a prefix sorts below the longer stamp
     "2025-12-31T23:59:59.999Z",
     "2026-03-05T10:00:00.5Z",
+    "2026-03-05T10:00:00\u00e9",  # hand edits: a non-ASCII character,
+    "2026-03-05T10:00:00\U0001f600",  # one beyond the BMP (after every BMP character, as in UTF-8),
+    "2026-03-05T10:00:00\ud800",  # and a lone surrogate (a YAML escape makes one): not text, so no activity
 ]
+
+
+def _as_listed(stamp: str) -> str | None:
+    """A stamp that is not text (a lone surrogate) is read as no activity: listed last in its status."""
+    try:
+        stamp.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return stamp
 
 
 def _root(store: DialogStore) -> str:
@@ -46,7 +58,8 @@ def _set_activity(store: DialogStore, status: str, root_id: str, last_modified: 
     text = latest.read_text(encoding="utf-8")
     start = text.index("lastModified:")
     end = text.index("\n", start)
-    latest.write_text(f"{text[:start]}lastModified: \"{last_modified}\"{text[end:]}", encoding="utf-8")
+    escaped = last_modified.encode("ascii", "backslashreplace").decode()  # YAML reads \x, \u and \U escapes
+    latest.write_text(f'{text[:start]}lastModified: "{escaped}"{text[end:]}', encoding="utf-8")
 
 
 def test_trees_are_listed_by_status_then_most_recent_activity_then_newest_id(tmp_rtws: Rtws) -> None:
@@ -54,13 +67,13 @@ def test_trees_are_listed_by_status_then_most_recent_activity_then_newest_id(tmp
     try:
         store = DialogStore(tmp_rtws)
         rng = random.Random(7)
-        trees: list[tuple[str, str, str]] = []  # (status, lastModified, rootId)
+        trees: list[tuple[str, str | None, str]] = []  # (status, lastModified, rootId)
         for stamp in STAMPS * 3:
             root_id = _root(store)
             status = rng.choice(DIALOG_STATUSES)
             store.move_root(root_id, "run", status)
             _set_activity(store, status, root_id, stamp)
-            trees.append((status, stamp, root_id))
+            trees.append((status, _as_listed(stamp), root_id))
         engine = Engine(tmp_rtws, resume=False, take_lock=False)
         try:
             body = json.loads(b"".join(listing_chunks(engine, engine.config.get().catalog, DIALOG_STATUSES)))
@@ -70,7 +83,7 @@ def test_trees_are_listed_by_status_then_most_recent_activity_then_newest_id(tmp
         set_fsync(True)
 
     listed = [(row["status"], row["lastModified"], row["rootId"]) for row in body["dialogs"]]
-    expected = sorted(trees, key=lambda t: (t[1], t[2]), reverse=True)
+    expected = sorted(trees, key=lambda t: (t[1] or "", t[2]), reverse=True)
     expected.sort(key=lambda t: DIALOG_STATUSES.index(t[0]))
     assert listed == expected
     assert {status for status, _, _ in listed} == set(DIALOG_STATUSES), "every status was exercised"
