@@ -140,10 +140,6 @@ _AT_FDCWD = -100
 _exchange_works = sys.platform == "linux"
 """Cleared for this process at the first filesystem (or C library) that cannot swap two names."""
 _renameat2: Any = None
-_held: set[str] = set()
-"""Spares that hold the version the disk may still name as the file: swapped out in the group not
-committed yet (``_held_round``: that group's number). Never written in place until it commits."""
-_held_round = -1
 _spare_lock = threading.Lock()
 """One spare write at a time in this process (a spare's name is fixed, unlike a temp file's)."""
 
@@ -162,12 +158,9 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
     at any point leaves ``path`` whole (the swap is one step); a spare left half-written is never read.
     A missing spare is created with the new version (one new inode, as a temp file costs, and none
     freed: the replaced version becomes the spare)."""
-    global _held_round, _exchange_works
+    global _exchange_works
     spare_name = str(spare_path(path))
-    if group is not None and group.commits != _held_round:
-        _held.clear()
-        _held_round = group.commits
-    if spare_name in _held:
+    if group is not None and spare_name in group.held_spares:
         return False
     try:
         fd = os.open(spare_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -211,7 +204,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
     if not swapped:  # no file to replace yet: the spare becomes it
         os.rename(spare_name, path)
     elif group is not None:
-        _held.add(spare_name)
+        group.held_spares.add(spare_name)
     if group is not None:
         group.note(str(path), str(path.parent))
     else:
