@@ -232,7 +232,7 @@ def _exchange(first: str, second: str) -> bool | None:
     code = ctypes.get_errno()
     if code == errno.ENOENT and os.path.lexists(first):
         return False
-    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV):
         return None
     raise OSError(code, os.strerror(code), second)
 
