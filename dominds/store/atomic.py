@@ -180,7 +180,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
             # Cut first, then one write: a kill in between leaves a prefix of the older version (never
             # newer than the file: see DialogFiles.read_latest), never the new text with an old tail.
             if info.st_size > len(data):
-                os.ftruncate(fd, len(data))  # within its block: nothing is freed
+                os.ftruncate(fd, len(data))  # mostly within its last block: nothing freed
             _write_all(fd, data, sync=False, at=0)
             if _FSYNC and group is None:
                 os.fsync(fd)
