@@ -16,6 +16,7 @@ from dominds.driver.services import EngineServices
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import HumanTextRecord, SubdialogCreatedRecord, TeammateCallResultRecord
 from dominds.store.records import (
+    AskedBack,
     Assignment,
     DialogMeta,
     LatestState,
@@ -230,8 +231,10 @@ def prompt_event_fields(prompt: QueuedPrompt | HumanTextRecord) -> dict[str, dic
     tellask as it was written (``assignment`` of a subdialog, ``askBack`` of a tellask-back)."""
     if prompt.assignment is not None:
         return {"assignment": assignment_event_fields(prompt.assignment)}
-    if prompt.ask_back is not None and prompt.from_dialog_id and prompt.call_id:
-        asked = prompt.ask_back
+    asked = prompt.ask_back
+    if asked is None and prompt.origin == "tellask_back" and prompt.call_id:
+        asked = _ask_back_of_old_prompt(prompt.content, prompt.call_id)
+    if asked is not None and prompt.from_dialog_id and prompt.call_id:
         return {
             "askBack": {
                 "fromAgentId": asked.from_agent_id,
@@ -242,6 +245,16 @@ def prompt_event_fields(prompt: QueuedPrompt | HumanTextRecord) -> dict[str, dic
             }
         }
     return {}
+
+
+def _ask_back_of_old_prompt(content: str, call_id: str) -> AskedBack | None:
+    """The ask-back of a prompt recorded before prompts kept it, when its framed text gives the words back
+    for certain (``texts.words_of_tellask_back_text``); otherwise the panel shows the framed text."""
+    words = texts.words_of_tellask_back_text(content, call_id)
+    if words is None:
+        return None
+    asker, headline, body = words
+    return AskedBack(from_agent_id=asker, tellask_head=headline, tellask_body=body)
 
 
 def assignment_event_fields(assignment: Assignment) -> dict[str, str]:

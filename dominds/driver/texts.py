@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
+from dominds.tellask_events import tellask_call_id
+from dominds.tellask_headline import validate_headline_start
+
 
 def quote(text: str) -> str:
     """Prefix every line with ``> `` (a trailing newline yields a trailing ``> `` line, as the reference does)."""
@@ -49,6 +54,36 @@ def tellask_back_text(sup: str, sub: str, assignment_head: str, headline: str, b
         f"Hi @{sup}, while working on the following original task:\n\n{quote(assignment_head)}\n\n"
         f"`@{sub}` TellaskBack:\n\n{quote(headline)}\n{quoted_body}"
     )
+
+
+_FRAMED_TELLASK_BACK = re.compile(
+    r"Hi @[^\n]*, while working on the following original task:\n\n(?:> [^\n]*\n)+\n"
+    r"`@(?P<asker>[^`\n]+)` TellaskBack:\n\n(?P<quoted>(?:> [^\n]*\n)+)"
+)
+MAX_BLOCK_INDEX = 256
+"""Block indexes tried when matching a call id (the index of the ask-back among its saying's blocks)."""
+
+
+def words_of_tellask_back_text(content: str, call_id: str) -> tuple[str, str, str] | None:
+    """``(asker agent, headline, body)`` read back from a ``tellask_back_text`` and checked against the
+    call id, or None when ``content`` is not such a text or its words do not hash to ``call_id``.
+
+    For course records written before prompts kept the ask-back as written. The framing quotes the
+    headline and the body whole: a headline holds no blank line and ends with a newline when a body
+    follows, so its end is the text's first blank line. The parser's call id (the first part of the
+    runtime's) is a hash of exactly that headline and body, so a match says they are the asker's words.
+    """
+    framed = _FRAMED_TELLASK_BACK.fullmatch(content)
+    if framed is None:
+        return None
+    text = "\n".join(line[2:] for line in framed["quoted"][:-1].split("\n"))
+    cut = text.find("\n\n")
+    headline, body = (text[: cut + 1], text[cut + 2 :]) if cut >= 0 else (text, "")
+    first_mention, _ = validate_headline_start(headline)
+    wanted = call_id.split(".", 1)[0]
+    if any(tellask_call_id(first_mention, headline, body, index) == wanted for index in range(MAX_BLOCK_INDEX)):
+        return framed["asker"], headline, body
+    return None
 
 
 def dominds_note(message: str) -> str:

@@ -46,7 +46,7 @@ class EndOfUserSaying(Gen):
     assignment: PromptAssignment | None = None
     """Only on an assignment: the caller's tellask as written (`fromAgentId`, `callerDialogId`, `callId`, `tellaskHead`, `tellaskBody`; `bodyHtml` is the body as sanitised HTML, added by the server), which the panel shows instead of `content`, the framed text the model reads. Absent for an old record whose assignment is not the subdialog's current one."""
     askBack: PromptAskBack | None = None
-    """Only on an ask-back (`tellask_back`): the question as the asking subdialog wrote it (`fromAgentId`, `fromDialogId`, `callId`, `tellaskHead`, `tellaskBody`, `bodyHtml` added by the server), shown instead of the framed `content`. Absent in records written before it was kept."""
+    """Only on an ask-back (`tellask_back`): the question as the asking subdialog wrote it (`fromAgentId`, `fromDialogId`, `callId`, `tellaskHead`, `tellaskBody`, `bodyHtml` added by the server), shown instead of the framed `content`. Records written before it was kept have it only when their framed `content` gives the words back for certain (they hash to `callId`)."""
 
 
 class ThinkingStart(Gen):

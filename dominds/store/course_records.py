@@ -101,7 +101,8 @@ class HumanTextRecord(Record):
     """Assignments: the tellask as the caller wrote it (``content`` is the framed text the model reads).
     Since v1; absent in older records."""
     ask_back: AskedBack | None = None
-    """Tellask-back prompts: the ask-back as the asker wrote it. Since v1; absent in older records."""
+    """Tellask-back prompts: the ask-back as the asker wrote it. Since v1; absent in older records, whose
+    readers take it back from ``content`` when it hashes to ``call_id`` (``texts.words_of_tellask_back_text``)."""
 
 
 class GenStartRecord(Record):

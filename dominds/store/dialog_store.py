@@ -6,16 +6,19 @@ for every subdialog of that tree whatever its depth. The directory a root is in 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.atomic import fsync_dir, remove_file, renamed_into_place
+from dominds.store.atomic import fsync_dir, remove_file, renamed_into_place, spare_path
 from dominds.store.course_records import CourseRecord
 from dominds.store.crashpoints import durable_step
 from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
@@ -51,6 +54,8 @@ RESPONSE_YAML = "response.yaml"
 STATUS_DIR_LIFECYCLE: dict[str, DialogLifecycle] = {"run": "running", "done": "completed", "archive": "archived"}
 REGISTRY_YAML = "registry.yaml"
 SUBDIALOGS = "subdialogs"
+
+log = logging.getLogger("dominds.store")
 
 
 def course_file_name(course: int) -> str:
@@ -127,7 +132,27 @@ class DialogFiles:
         return STATUS_DIR_LIFECYCLE.get(root_dir.parent.name, "running")
 
     def read_latest(self) -> LatestState | None:
-        latest = load_model(self.latest_yaml, LatestState)
+        """The dialog's run state: ``latest.yaml``, or its spare where that holds a later version.
+
+        ``latest.yaml`` is replaced by swapping its name with its spare's (``atomic.write_atomic``,
+        ``spare``): under its name every reader finds a whole version, whenever a ``kill -9`` came. A
+        power cut after a swap reached the disk and before the group's fsyncs did may leave the name
+        on the spare's inode without its new bytes (the version before the last, or a torn one) while
+        the last durable version sits under the spare's name: the later valid one of the two is read
+        (``lastModified``; ``latest.yaml`` on a tie). A kill during a spare's write leaves it a prefix of
+        an older version or the whole new one (the write then counts as made), never a mix
+        (``tests/store/test_spare_writes.py``)."""
+        try:
+            latest = load_model(self.latest_yaml, LatestState)
+            problem: StoreError | None = None
+        except StoreError as exc:
+            latest, problem = None, exc
+        spare = _later_spare(self.latest_yaml, latest)
+        if spare is not None:
+            log.warning("%s: %s; its spare holds a later version, which is used", self.latest_yaml, problem or "older than its spare")
+            latest = spare
+        elif problem is not None:
+            raise problem
         if latest is not None:
             latest.status = self.lifecycle_status  # a move between status directories is the truth
         return latest
@@ -135,7 +160,8 @@ class DialogFiles:
     def write_latest(self, latest: LatestState, *, fresh: bool = False) -> None:
         latest.last_modified = now_iso()
         latest.status = self.lifecycle_status
-        save_model(self.latest_yaml, latest, fresh=fresh)
+        # rewritten at every turn: its replaced version is kept and written over (atomic.py, ``spare``)
+        save_model(self.latest_yaml, latest, fresh=fresh, spare=True)
 
     def read_reminders(self) -> RemindersFile:
         return load_model(self.reminders_json, RemindersFile) or RemindersFile(updated_at=now_iso())
@@ -204,6 +230,26 @@ class DialogFiles:
                 except ValueError:
                     continue
         return sorted(numbers)
+
+
+def _later_spare(path: Path, latest: LatestState | None) -> LatestState | None:
+    """The spare's version of ``path`` when it is valid and later than ``latest`` (None otherwise)."""
+    spare_file = spare_path(path)
+    try:
+        if not stat.S_ISREG(os.lstat(spare_file).st_mode):
+            return None  # a FIFO would block the reader; a link points elsewhere
+        spare = load_model(spare_file, LatestState)
+    except FileNotFoundError:
+        return None
+    except StoreError:
+        return None  # a spare cut mid-write or never finished: never read
+    if spare is None or latest is None:
+        return spare
+    try:
+        later = datetime.fromisoformat(spare.last_modified) > datetime.fromisoformat(latest.last_modified)
+    except ValueError:
+        return None
+    return spare if later else None
 
 
 CREATING_PREFIX = ".creating-"
@@ -334,7 +380,7 @@ class DialogStore:
             except StoreError:
                 continue  # a corrupt file stays as it is; the directory is the truth anyway
             if latest is not None:
-                save_model(files.latest_yaml, latest)
+                save_model(files.latest_yaml, latest, spare=True)
 
     def delete_root(self, status: str, root_id: str) -> None:
         shutil.rmtree(self.root_dir(status, root_id))

@@ -81,18 +81,22 @@ def validate(path: Path, model: type[M], raw: dict[str, Any]) -> M:
         raise CorruptFileError(path, f"does not match {model.__name__}: {problems}") from exc
 
 
-def save_model(path: Path, record: BaseModel, header: str = "", *, fresh: bool = False) -> None:
-    """Persist a typed record; ``fresh``: a new file in a staging directory (``atomic.write_fresh``)."""
+def save_model(path: Path, record: BaseModel, header: str = "", *, fresh: bool = False, spare: bool = False) -> None:
+    """Persist a typed record; ``fresh``: a new file in a staging directory (``atomic.write_fresh``);
+    ``spare``: the replaced version is kept to be written over next time (``atomic.write_atomic``)."""
     data = record.model_dump(mode="json", by_alias=True, exclude_none=True)
-    save_raw(path, data, header, fresh=fresh)
+    save_raw(path, data, header, fresh=fresh, spare=spare)
 
 
-def save_raw(path: Path, data: Any, header: str = "", *, fresh: bool = False) -> None:
+def save_raw(path: Path, data: Any, header: str = "", *, fresh: bool = False, spare: bool = False) -> None:
     if path.suffix == ".json":
         text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
     else:
         text = yaml_dump(data, header)
-    (write_fresh if fresh else write_atomic)(path, text)
+    if fresh:
+        write_fresh(path, text)
+    else:
+        write_atomic(path, text, spare=spare)
 
 
 # ---------------------------------------------------------------- JSONL

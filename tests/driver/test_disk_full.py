@@ -28,7 +28,14 @@ class DiskFull:
                 raise OSError(errno.ENOSPC, "No space left on device")
             return real_write(fd, data)
 
+        def pwrite(fd: int, data: bytes, offset: int) -> int:  # a state file written over its spare
+            if self.armed:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_pwrite(fd, data, offset)
+
+        real_pwrite = os.pwrite
         monkeypatch.setattr(atomic.os, "write", write)
+        monkeypatch.setattr(atomic.os, "pwrite", pwrite)
 
 
 async def test_refused_message_is_not_acknowledged_and_the_daemon_lives_on(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 from server_kit import RESPONSES, ServeFactory
@@ -137,3 +139,46 @@ async def test_an_ask_back_is_sent_as_the_asker_wrote_it_live_and_in_a_replay(se
         assert asked["fromAgentId"] == "coder" and asked["fromDialogId"] == coder["selfId"]
         assert asked["tellaskHead"] == "@tellasker Which **language**?\n" and asked["tellaskBody"] == "- Rust\n- Go\n"
         assert asked["bodyHtml"].count("<li>") == 2 and "assignment" not in prompt
+
+
+OLD_FILES = Path(__file__).parent / "old_course_files"
+
+
+async def test_an_ask_back_in_a_course_file_written_before_ask_backs_were_kept_is_shown_as_written(
+    serve: ServeFactory,
+) -> None:
+    """The bug: a course file written before ``askBack`` existed keeps only the framed prompt of an
+    ask-back ("Hi @lead, while working on the following original task: …"), so its bubble showed that
+    text, not the asker's words. The framing quotes the headline and the body whole, and the record's
+    ``callId`` starts with the hash of exactly that headline and body: the words are read back from the
+    framed text and kept only when they hash to the call id. A record whose text does not (edited by
+    hand, here) stays framed rather than show something the asker may not have written.
+
+    ``old_course_files/ask_back/`` is a root dialog as a daemon of that time wrote it (three ask-backs:
+    a two-line headline with a body holding blank lines and a quote; one edited after it was written;
+    a headline alone, without a final newline)."""
+    served = await serve([])
+    root_id = "0mvzk3a00-old1"
+    shutil.copytree(OLD_FILES / "ask_back", served.engine.rtws.dialogs_dir / "run" / root_id)
+    sock = await served.ws()
+    await sock.request({"type": "display_dialog", "dialog": {"selfId": root_id}}, "dialog_ready")
+    prompts = [
+        e for e in sock.events_of(root_id, replay=True) if e["type"] == "end_of_user_saying_evt" and e["origin"] == "tellask_back"
+    ]
+    assert len(prompts) == 3
+    first, edited, bare = prompts
+    for prompt in prompts:
+        assert prompt["content"].startswith("Hi @lead, while working on the following original task:"), "the model's text"
+
+    asked = first["askBack"]
+    assert asked["fromAgentId"] == "coder" and asked["fromDialogId"] == "0mvzk3a05-old2"
+    assert asked["callId"] == "36b191cb.1.1.1"
+    assert asked["tellaskHead"] == "@tellasker Which **language**?\n@tellasker and which `edition`?\n"
+    assert asked["tellaskBody"] == "Options:\n\n- Rust\n- Go\n\n> quoted in the body\n"
+    assert asked["bodyHtml"].count("<li>") == 2 and "<blockquote>" in asked["bodyHtml"]
+    assert "TellaskBack" not in asked["bodyHtml"]
+
+    assert "askBack" not in edited, "a framed text that does not match its call id is not guessed at"
+
+    assert bare["askBack"]["tellaskHead"] == "@tellasker Is the API [frozen](docs/api.md)?"
+    assert bare["askBack"]["tellaskBody"] == "" and bare["askBack"]["fromAgentId"] == "coder"
