@@ -18,7 +18,7 @@ from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.atomic import fsync_dir, remove_file, renamed_into_place, spare_path
+from dominds.store.atomic import fsync_dir, remove_file, renamed_into_place, restore_spare, spare_path
 from dominds.store.course_records import CourseRecord
 from dominds.store.crashpoints import durable_step
 from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
@@ -131,7 +131,7 @@ class DialogFiles:
         root_dir = self.dir.parent.parent if self.dir.parent.name == SUBDIALOGS else self.dir
         return STATUS_DIR_LIFECYCLE.get(root_dir.parent.name, "running")
 
-    def read_latest(self) -> LatestState | None:
+    def read_latest(self, *, restore: bool = False) -> LatestState | None:
         """The dialog's run state: ``latest.yaml``, or its spare where that holds a later version.
 
         ``latest.yaml`` is replaced by swapping its name with its spare's (``atomic.write_atomic``,
@@ -141,7 +141,9 @@ class DialogFiles:
         the last durable version sits under the spare's name: the later valid one of the two is read
         (``lastModified``; ``latest.yaml`` on a tie). A kill during a spare's write leaves it a prefix of
         an older version or the whole new one (the write then counts as made), never a mix
-        (``tests/store/test_spare_writes.py``)."""
+        (``tests/store/test_spare_writes.py``). ``restore`` (the engine's loader, which writes the
+        dialog next): a later spare is made the file again, so that the next write goes over the
+        version that lost instead of the one in use, and every reader sees what the engine runs with."""
         try:
             latest = load_model(self.latest_yaml, LatestState)
             problem: StoreError | None = None
@@ -151,6 +153,8 @@ class DialogFiles:
         if spare is not None:
             log.warning("%s: %s; its spare holds a later version, which is used", self.latest_yaml, problem or "older than its spare")
             latest = spare
+            if restore:
+                restore_spare(self.latest_yaml)
         elif problem is not None:
             raise problem
         if latest is not None:

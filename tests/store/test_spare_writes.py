@@ -179,3 +179,45 @@ def test_where_names_cannot_be_swapped_a_temp_file_replaces_it(tmp_path: Path, m
     files.write_latest(_state(3))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.yaml"]
     assert _version(files.read_latest() or _state(0)) == 3
+
+
+def _power_cut_leftover(files: DialogFiles) -> None:
+    """What a power cut can leave: the swap reached the disk, the spare's new bytes did not, so the file
+    names the version before the last while the last durable one (version 2) sits under the spare's name."""
+    _write_raw(files.latest_yaml, 1, "2026-01-01T10:00:00.001+00:00")
+    _write_raw(atomic.spare_path(files.latest_yaml), 2, "2026-01-01T10:00:00.002+00:00")
+
+
+def test_a_reader_that_does_not_write_leaves_the_files_as_they_are(tmp_path: Path) -> None:
+    files = DialogFiles(tmp_path)
+    _power_cut_leftover(files)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert _version(files.read_latest() or _state(0)) == 2
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_the_loader_makes_the_later_spare_the_file_again_before_anything_is_written_over_it(tmp_path: Path) -> None:
+    """Bug this holds: after a power cut the loader ran with the spare's version, and the next save wrote
+    the next version into the spare, in place: over the only copy of the version in use (a second cut
+    before that save's commit lost it). Restored, the next save goes over the version that lost."""
+    files = DialogFiles(tmp_path)
+    spare = atomic.spare_path(files.latest_yaml)
+    _power_cut_leftover(files)
+
+    async def scenario() -> None:
+        group = commit.enable()
+        assert group is not None
+        try:
+            assert _version(files.read_latest(restore=True) or _state(0)) == 2
+            assert _version(load_model(files.latest_yaml, LatestState) or _state(0)) == 2  # every reader agrees
+            with open(files.latest_yaml, "rb") as in_use:  # the inode of the version in use, held open
+                for number in (3, 4):  # the same group: its bytes are never written over
+                    files.write_latest(_state(number))
+                    assert b"2:xx" in os.pread(in_use.fileno(), 65536, 0)
+            assert spare.exists()
+            await commit.durable()
+        finally:
+            await commit.disable()
+
+    asyncio.run(scenario())
+    assert _version(files.read_latest() or _state(0)) == 4
