@@ -210,10 +210,13 @@ def test_the_loader_makes_the_later_spare_the_file_again_before_anything_is_writ
         try:
             assert _version(files.read_latest(restore=True) or _state(0)) == 2
             assert _version(load_model(files.latest_yaml, LatestState) or _state(0)) == 2  # every reader agrees
-            with open(files.latest_yaml, "rb") as in_use:  # the inode of the version in use, held open
+            in_use = os.open(files.latest_yaml, os.O_RDONLY)  # the inode of the version in use, held open
+            try:
                 for number in (3, 4):  # the same group: its bytes are never written over
                     files.write_latest(_state(number))
-                    assert b"2:xx" in os.pread(in_use.fileno(), 65536, 0)
+                    assert b"2:xx" in os.pread(in_use, 65536, 0)
+            finally:
+                os.close(in_use)
             assert spare.exists()
             await commit.durable()
         finally:
