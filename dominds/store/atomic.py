@@ -140,10 +140,6 @@ _AT_FDCWD = -100
 _exchange_works = sys.platform == "linux"
 """Cleared for this process at the first filesystem (or C library) that cannot swap two names."""
 _renameat2: Any = None
-_held: set[str] = set()
-"""Spares that hold the version the disk may still name as the file: swapped out in the group not
-committed yet (``_held_round``: that group's number). Never written in place until it commits."""
-_held_round = -1
 _spare_lock = threading.Lock()
 """One spare write at a time in this process (a spare's name is fixed, unlike a temp file's)."""
 
@@ -162,12 +158,9 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
     at any point leaves ``path`` whole (the swap is one step); a spare left half-written is never read.
     A missing spare is created with the new version (one new inode, as a temp file costs, and none
     freed: the replaced version becomes the spare)."""
-    global _held_round, _exchange_works
+    global _exchange_works
     spare_name = str(spare_path(path))
-    if group is not None and group.commits != _held_round:
-        _held.clear()
-        _held_round = group.commits
-    if spare_name in _held:
+    if group is not None and spare_name in group.held_spares:
         return False
     try:
         fd = os.open(spare_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -187,7 +180,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
             # Cut first, then one write: a kill in between leaves a prefix of the older version (never
             # newer than the file: see DialogFiles.read_latest), never the new text with an old tail.
             if info.st_size > len(data):
-                os.ftruncate(fd, len(data))  # within its block: nothing is freed
+                os.ftruncate(fd, len(data))  # mostly within its last block: nothing freed
             _write_all(fd, data, sync=False, at=0)
             if _FSYNC and group is None:
                 os.fsync(fd)
@@ -211,7 +204,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
     if not swapped:  # no file to replace yet: the spare becomes it
         os.rename(spare_name, path)
     elif group is not None:
-        _held.add(spare_name)
+        group.held_spares.add(spare_name)
     if group is not None:
         group.note(str(path), str(path.parent))
     else:
@@ -239,7 +232,7 @@ def _exchange(first: str, second: str) -> bool | None:
     code = ctypes.get_errno()
     if code == errno.ENOENT and os.path.lexists(first):
         return False
-    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV):
         return None
     raise OSError(code, os.strerror(code), second)
 

@@ -75,6 +75,9 @@ class GroupCommit:
         """Groups committed (each one fsync round)."""
         self._files: set[str] = set()
         self._dirs: set[str] = set()
+        self.held_spares: set[str] = set()
+        """Spares swapped out in this group (``atomic.write_atomic``, ``spare``): each holds the version
+        the disk may still name as its file until this group commits, so none is written over before."""
         self._deferred: dict[object, _Deferred] = {}
         """State writes to make just before the group's fsyncs, one per key (``defer``)."""
         self._gated: deque[tuple[int, Callable[[], None]]] = deque()
@@ -171,6 +174,7 @@ class GroupCommit:
             return
         self.problem = None
         self.commits += 1
+        self.held_spares.clear()
         self.durable = target
         self._release()
         if self.durable < self.issued and not self._scheduled:  # carried writes: the next group
