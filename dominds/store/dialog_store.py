@@ -12,7 +12,6 @@ import shutil
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
@@ -139,7 +138,8 @@ class DialogFiles:
         power cut after a swap reached the disk and before the group's fsyncs did may leave the name
         on the spare's inode without its new bytes (the version before the last, or a torn one) while
         the last durable version sits under the spare's name: the later valid one of the two is read
-        (``lastModified``; ``latest.yaml`` on a tie). A kill during a spare's write leaves it a prefix of
+        (``LatestState.revision``; ``latest.yaml`` on a tie: never by ``lastModified``, which a clock
+        set back would make later for the older version). A kill during a spare's write leaves it a prefix of
         an older version or the whole new one (the write then counts as made), never a mix
         (``tests/store/test_spare_writes.py``). ``restore`` (the engine's loader, which writes the
         dialog next): a later spare is made the file again, so that the next write goes over the
@@ -164,8 +164,7 @@ class DialogFiles:
     def write_latest(self, latest: LatestState, *, fresh: bool = False) -> None:
         latest.last_modified = now_iso()
         latest.status = self.lifecycle_status
-        # rewritten at every turn: its replaced version is kept and written over (atomic.py, ``spare``)
-        save_model(self.latest_yaml, latest, fresh=fresh, spare=True)
+        _save_latest(self.latest_yaml, latest, fresh=fresh)
 
     def read_reminders(self) -> RemindersFile:
         return load_model(self.reminders_json, RemindersFile) or RemindersFile(updated_at=now_iso())
@@ -236,8 +235,16 @@ class DialogFiles:
         return sorted(numbers)
 
 
+def _save_latest(path: Path, latest: LatestState, *, fresh: bool = False) -> None:
+    """The one writer of ``latest.yaml``: one more ``revision``, and the replaced version kept as the
+    spare that the next write goes over (rewritten at every turn: ``atomic.write_atomic``, ``spare``)."""
+    latest.revision += 1
+    save_model(path, latest, fresh=fresh, spare=True)
+
+
 def _later_spare(path: Path, latest: LatestState | None) -> LatestState | None:
-    """The spare's version of ``path`` when it is valid and later than ``latest`` (None otherwise)."""
+    """The spare's version of ``path`` when it is valid and of a later revision than ``latest`` (None
+    otherwise)."""
     spare_file = spare_path(path)
     try:
         if not stat.S_ISREG(os.lstat(spare_file).st_mode):
@@ -249,11 +256,7 @@ def _later_spare(path: Path, latest: LatestState | None) -> LatestState | None:
         return None  # a spare cut mid-write or never finished: never read
     if spare is None or latest is None:
         return spare
-    try:
-        later = datetime.fromisoformat(spare.last_modified) > datetime.fromisoformat(latest.last_modified)
-    except ValueError:
-        return None
-    return spare if later else None
+    return spare if spare.revision > latest.revision else None
 
 
 CREATING_PREFIX = ".creating-"
@@ -384,7 +387,7 @@ class DialogStore:
             except StoreError:
                 continue  # a corrupt file stays as it is; the directory is the truth anyway
             if latest is not None:
-                save_model(files.latest_yaml, latest, spare=True)
+                _save_latest(files.latest_yaml, latest)
 
     def delete_root(self, status: str, root_id: str) -> None:
         shutil.rmtree(self.root_dir(status, root_id))

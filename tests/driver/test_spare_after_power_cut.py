@@ -25,13 +25,13 @@ async def test_the_engine_runs_with_the_later_version_a_power_cut_left_under_the
     directory = tmp_path / "ws" / ".dialogs" / "run" / root_id
     latest, spare = directory / "latest.yaml", directory / ".latest.yaml.spare"
     newest, older = latest.read_bytes(), spare.read_bytes()
-    assert yaml.safe_load(older)["lastModified"] < yaml.safe_load(newest)["lastModified"]
+    assert yaml.safe_load(older)["revision"] < yaml.safe_load(newest)["revision"]
     latest.write_bytes(older)  # what the cut left: the file names the older version, the spare the newest
     spare.write_bytes(newest)
 
     engine = await make_engine(TURNS, root=tmp_path / "ws")
     root = engine.get_dialog(root_id)
-    assert root.latest.last_modified == yaml.safe_load(newest)["lastModified"]
+    assert root.latest.revision == yaml.safe_load(newest)["revision"]
     assert latest.read_bytes() == newest, "the later version is the file again, for every reader"
     engine.submit_user_message(root, "two", msg_id="m2")
     await engine.wait_idle()

@@ -110,34 +110,57 @@ def test_a_spare_that_holds_the_last_durable_version_is_not_written_before_its_g
     asyncio.run(scenario())
 
 
-def _write_raw(path: Path, number: int, stamp: str) -> None:
+def _write_raw(path: Path, number: int, revision: int) -> None:
     state = _state(number)
-    state.last_modified = stamp
+    state.last_modified = "2026-01-01T10:00:00.000+00:00"
+    state.revision = revision
     save_model(path, state)
 
 
 @pytest.mark.parametrize(
     ("latest", "spare", "expected"),
     [
-        ((1, "2026-01-01T10:00:00.001+00:00"), (2, "2026-01-01T10:00:00.002+00:00"), 2),  # cut: name swapped, bytes not
-        ((2, "2026-01-01T10:00:00.002+00:00"), (1, "2026-01-01T10:00:00.001+00:00"), 2),  # as written
-        ((1, "2026-01-01T10:30:00.000+01:00"), (2, "2026-01-01T10:00:00.001+00:00"), 2),  # instants, not strings
-        ((2, "2026-01-01T10:00:00.002+00:00"), (1, "2026-01-01T10:00:00.002+00:00"), 2),  # a tie: the file
-        ((None, "torn"), (3, "2026-01-01T10:00:00.003+00:00"), 3),  # the file torn by the cut
-        ((2, "2026-01-01T10:00:00.002+00:00"), (None, "torn"), 2),  # the spare cut mid-write
+        ((1, 7), (2, 8), 2),  # cut: name swapped, bytes not
+        ((2, 8), (1, 7), 2),  # as written
+        ((2, 8), (1, 8), 2),  # a tie: the file
+        ((2, 0), (1, 0), 2),  # files written before revisions were kept: the file
+        ((None, 0), (3, 9), 3),  # the file torn by the cut
+        ((2, 8), (None, 0), 2),  # the spare cut mid-write
     ],
 )
 def test_after_a_power_cut_the_later_whole_version_of_latest_and_its_spare_is_read(
-    tmp_path: Path, latest: tuple[int | None, str], spare: tuple[int | None, str], expected: int
+    tmp_path: Path, latest: tuple[int | None, int], spare: tuple[int | None, int], expected: int
 ) -> None:
     files = DialogFiles(tmp_path)
-    for path, (number, stamp) in ((files.latest_yaml, latest), (atomic.spare_path(files.latest_yaml), spare)):
+    for path, (number, revision) in ((files.latest_yaml, latest), (atomic.spare_path(files.latest_yaml), spare)):
         if number is None:
             path.write_bytes(b"currentCourse: 3\nrunState: {kind: idl")
         else:
-            _write_raw(path, number, stamp)
+            _write_raw(path, number, revision)
     read = files.read_latest()
     assert read is not None and _version(read) == expected
+
+
+def test_a_clock_set_back_never_makes_the_replaced_version_the_one_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bug pinned here: the loader chose between ``latest.yaml`` and its spare by ``lastModified``. After
+    the clock was set back (an NTP step, a VM resumed), the next write's stamp was earlier than the
+    replaced version's, so the dialog was read back one version old: an accepted message, a settled
+    run state lost without any crash. The choice is by ``revision``, a count of the file's writes."""
+    import dominds.store.dialog_store as dialog_store
+
+    stamps = iter(["2026-01-01T10:00:05.000+00:00", "2026-01-01T10:00:09.000+00:00", "2026-01-01T10:00:01.000+00:00"])
+    monkeypatch.setattr(dialog_store, "now_iso", lambda: next(stamps))
+    files = DialogFiles(tmp_path)
+    state = _state(1)
+    files.write_latest(state, fresh=True)
+    for number in (2, 3):  # the same in-memory state, as a loaded dialog saves it at every turn
+        state.current_course = number
+        state.run_state = RunState(detail=f"{number}:xx")
+        files.write_latest(state)
+    read = files.read_latest()
+    assert read is not None and _version(read) == 3 and read.revision == 3
+    spare = load_model(atomic.spare_path(files.latest_yaml), LatestState)
+    assert spare is not None and _version(spare) == 2 and spare.last_modified > read.last_modified
 
 
 def test_a_hard_linked_spare_is_never_written_over(tmp_path: Path) -> None:
@@ -184,8 +207,8 @@ def test_where_names_cannot_be_swapped_a_temp_file_replaces_it(tmp_path: Path, m
 def _power_cut_leftover(files: DialogFiles) -> None:
     """What a power cut can leave: the swap reached the disk, the spare's new bytes did not, so the file
     names the version before the last while the last durable one (version 2) sits under the spare's name."""
-    _write_raw(files.latest_yaml, 1, "2026-01-01T10:00:00.001+00:00")
-    _write_raw(atomic.spare_path(files.latest_yaml), 2, "2026-01-01T10:00:00.002+00:00")
+    _write_raw(files.latest_yaml, 1, 7)
+    _write_raw(atomic.spare_path(files.latest_yaml), 2, 8)
 
 
 def test_a_reader_that_does_not_write_leaves_the_files_as_they_are(tmp_path: Path) -> None:
@@ -208,12 +231,14 @@ def test_the_loader_makes_the_later_spare_the_file_again_before_anything_is_writ
         group = commit.enable()
         assert group is not None
         try:
-            assert _version(files.read_latest(restore=True) or _state(0)) == 2
+            state = files.read_latest(restore=True)
+            assert state is not None and _version(state) == 2
             assert _version(load_model(files.latest_yaml, LatestState) or _state(0)) == 2  # every reader agrees
             in_use = os.open(files.latest_yaml, os.O_RDONLY)  # the inode of the version in use, held open
             try:
                 for number in (3, 4):  # the same group: its bytes are never written over
-                    files.write_latest(_state(number))
+                    state.current_course, state.run_state = number, RunState(detail=f"{number}:xx")
+                    files.write_latest(state)  # as the engine saves the state it loaded
                     assert b"2:xx" in os.pread(in_use, 65536, 0)
             finally:
                 os.close(in_use)
