@@ -195,6 +195,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
             _write_all(fd, data, sync=_FSYNC and group is None)
         finally:
             os.close(fd)
+    durable_step("swap", path)  # a kill here leaves the new version whole under the spare's name
     swapped = _exchange(spare_name, str(path))
     if swapped is None:  # this filesystem cannot swap: a temp file from now on
         _exchange_works = False
