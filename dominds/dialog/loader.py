@@ -15,7 +15,7 @@ log = logging.getLogger("dominds.dialog")
 
 def load_root(files: DialogFiles, publish: Publish, status: str) -> RootDialog:
     meta = files.read_meta()
-    latest = files.read_latest() or LatestState(last_modified=now_iso())
+    latest = files.read_latest(restore=True) or LatestState(last_modified=now_iso())
     root = RootDialog(files, meta, latest, publish)
     root.status = status
     _load_state(root)
@@ -71,7 +71,7 @@ def rebuild_registry(files: DialogFiles) -> dict[str, RegistryEntry]:
 
 def load_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialog:
     meta = files.read_meta()
-    latest = files.read_latest() or LatestState(last_modified=now_iso())
+    latest = files.read_latest(restore=True) or LatestState(last_modified=now_iso())
     sub = SubDialog(files, meta, latest, publish, root)
     _load_state(sub)
     root.local[sub.self_id] = sub

@@ -213,6 +213,30 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
     return True
 
 
+def restore_spare(path: Path) -> None:
+    """Make ``path``'s spare the file again, its replaced version the spare (``DialogFiles.read_latest``
+    found the file torn: a power cut). Only the process that writes the dialog may do this: a swap
+    made while another process is writing the spare would bring an older version back."""
+    durable_step("replace", path)
+    spare_name = str(spare_path(path))
+    group = _group()
+    try:
+        with _spare_lock:
+            swapped = _exchange(spare_name, str(path))
+            if swapped is None:
+                os.replace(spare_name, path)
+            elif not swapped:
+                os.rename(spare_name, path)
+            elif group is not None:
+                group.held_spares.add(spare_name)  # the version the disk names as the file until this commits
+        if group is not None:
+            group.note(str(path), str(path.parent))
+        else:
+            fsync_dir(path.parent)
+    except OSError as exc:
+        raise WriteFailedError(path, _describe(exc)) from exc
+
+
 def _exchange(first: str, second: str) -> bool | None:
     """Swap two names in one step: True; False when ``second`` does not exist; None when unsupported."""
     global _renameat2

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.atomic import fsync_dir, remove_file, renamed_into_place, spare_path
+from dominds.store.atomic import fsync_dir, remove_file, renamed_into_place, restore_spare, spare_path
 from dominds.store.course_records import CourseRecord
 from dominds.store.crashpoints import durable_step
 from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
@@ -130,7 +130,7 @@ class DialogFiles:
         root_dir = self.dir.parent.parent if self.dir.parent.name == SUBDIALOGS else self.dir
         return STATUS_DIR_LIFECYCLE.get(root_dir.parent.name, "running")
 
-    def read_latest(self) -> LatestState | None:
+    def read_latest(self, *, restore: bool = False) -> LatestState | None:
         """The dialog's run state: ``latest.yaml``, or its spare when ``latest.yaml`` cannot be read.
 
         ``latest.yaml`` is replaced by swapping its name with its spare's (``atomic.write_atomic``,
@@ -141,7 +141,10 @@ class DialogFiles:
         state that recovery (which picks trees by ``latest.yaml``'s facts) never reconciled: a queued
         message neither driven nor accepted again (``tests/driver/test_turn_crash_retry.py``). Only a
         ``latest.yaml`` torn by a power cut (a swap that reached the disk before the spare's bytes did)
-        falls back to the spare, the last version whose group committed (docs/reliability.md)."""
+        falls back to the spare, the last version whose group committed (docs/reliability.md).
+        ``restore`` (the engine's loader, which writes the dialog next): that spare is made the file
+        again, so that the next write goes over the torn version instead of the only copy of the one
+        in use, and every reader sees what the engine runs with."""
         try:
             latest = load_model(self.latest_yaml, LatestState)
         except StoreError as problem:
@@ -150,6 +153,8 @@ class DialogFiles:
                 raise
             log.warning("%s: %s; its spare is read instead", self.latest_yaml, problem)
             latest = spare
+            if restore:
+                restore_spare(self.latest_yaml)
         if latest is not None:
             latest.status = self.lifecycle_status  # a move between status directories is the truth
         return latest

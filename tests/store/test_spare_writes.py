@@ -199,3 +199,50 @@ def test_where_names_cannot_be_swapped_a_temp_file_replaces_it(tmp_path: Path, m
     files.write_latest(_state(3))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.yaml"]
     assert _version(files.read_latest() or _state(0)) == 3
+
+
+def _power_cut_leftover(files: DialogFiles) -> None:
+    """What a power cut can leave: the swap reached the disk, the spare's new bytes only in part, so the
+    file is torn while the last durable version (version 2) sits under the spare's name."""
+    files.latest_yaml.write_bytes(b"currentCourse: 3\nrunState: {kind: idl")
+    _write_raw(atomic.spare_path(files.latest_yaml), 2)
+
+
+def test_a_reader_that_does_not_write_leaves_the_files_as_they_are(tmp_path: Path) -> None:
+    files = DialogFiles(tmp_path)
+    _power_cut_leftover(files)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    assert _version(files.read_latest() or _state(0)) == 2
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_the_loader_makes_the_later_spare_the_file_again_before_anything_is_written_over_it(tmp_path: Path) -> None:
+    """Bug this holds: after a power cut the loader ran with the spare's version (the file torn), and the next save wrote
+    the next version into the spare, in place: over the only copy of the version in use (a second cut
+    before that save's commit lost it). Restored, the next save goes over the version that lost."""
+    files = DialogFiles(tmp_path)
+    spare = atomic.spare_path(files.latest_yaml)
+    _power_cut_leftover(files)
+
+    async def scenario() -> None:
+        group = commit.enable()
+        assert group is not None
+        try:
+            state = files.read_latest(restore=True)
+            assert state is not None and _version(state) == 2
+            assert _version(load_model(files.latest_yaml, LatestState) or _state(0)) == 2  # every reader agrees
+            in_use = os.open(files.latest_yaml, os.O_RDONLY)  # the inode of the version in use, held open
+            try:
+                for number in (3, 4):  # the same group: its bytes are never written over
+                    state.current_course, state.run_state = number, RunState(detail=f"{number}:xx")
+                    files.write_latest(state)  # as the engine saves the state it loaded
+                    assert b"2:xx" in os.pread(in_use, 65536, 0)
+            finally:
+                os.close(in_use)
+            assert spare.exists()
+            await commit.durable()
+        finally:
+            await commit.disable()
+
+    asyncio.run(scenario())
+    assert _version(files.read_latest() or _state(0)) == 4
