@@ -65,7 +65,7 @@ def test_latest_survives_repeated_sigkill_while_written_through_its_spare(tmp_pa
         proc.wait()
         on_disk = load_model(files.latest_yaml, LatestState)  # the file itself: always whole
         assert on_disk is not None
-        read = files.read_latest()  # what a loader reads (the spare only when it is later and whole)
+        read = files.read_latest()  # what a loader reads (the spare only when the file is torn)
         assert read is not None
         version = _version(read)
         assert _version(on_disk) <= version <= _version(on_disk) + 1  # the spare: at most the write cut short
