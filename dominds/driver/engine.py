@@ -15,8 +15,7 @@ from typing import Any
 
 import filelock
 
-from dominds.dialog.loader import error_dialog, load_root, load_sub
-from dominds.dialog.model import Dialog, RootDialog, SubDialog
+from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import conductor, diligence, questions, recovery, run_control, titles, usage
 from dominds.driver.conductor import ConductorRun
 from dominds.driver.config import ConfigCache
@@ -30,6 +29,7 @@ from dominds.driver.intake import (
     refuse_duplicate,
     require_storable,
 )
+from dominds.driver.loaded_trees import LoadedTrees
 from dominds.driver.providers import Providers
 from dominds.driver.scheduler import Scheduler
 from dominds.driver.secrets import SecretRedactor
@@ -42,7 +42,7 @@ from dominds.rtws import Rtws
 from dominds.store import commit as group_commit
 from dominds.store.course_records import CourseStartRecord, GenFinishRecord
 from dominds.store.dialog_store import DialogStore, create_dialog_dir
-from dominds.store.errors import DialogNotFoundError, StoreError
+from dominds.store.errors import StoreError
 from dominds.store.index import DialogIndex
 from dominds.store.records import DialogMeta, HumanQuestion, LatestState, QueuedPrompt
 from dominds.taskdoc import TaskdocError, normalize_taskdoc_path
@@ -52,7 +52,7 @@ log = logging.getLogger("dominds.engine")
 __all__ = ["Engine", "EngineBadRequest", "EngineError", "Extensions", "WorkspaceLocked"]
 
 
-class Engine:
+class Engine(LoadedTrees):
     def __init__(
         self, rtws: Rtws, *, resume: bool = True, take_lock: bool = True, extensions: Extensions | None = None
     ) -> None:
@@ -127,112 +127,6 @@ class Engine:
         self.index.close()
         if self._lock is not None and self._lock.is_locked:
             self._lock.release()
-
-    # ---------------------------------------------------------------- loading
-
-    def load_root(self, root_id: str) -> RootDialog:
-        root = self.roots.get(root_id)
-        if root is not None:
-            return root
-        status = self.store.locate_root(root_id)
-        files = self.store.files(status, root_id)
-        try:
-            root = load_root(files, self.pubchan.publish, status)
-        except StoreError as exc:
-            return error_dialog(files, self.pubchan.publish, str(exc), None)  # type: ignore[return-value]
-        if status == "run":
-            self.roots[root_id] = root
-        return root
-
-    def unload_if_at_rest(self, root_id: str) -> bool:
-        """Forget a loaded tree that has nothing to do (its files are the truth; it is read again when
-        needed), so memory does not grow with dialogs that are not being driven, and note it settled in
-        the dialog index. A tree with a drive, a wanted drive, a failed write, a notice, a workflow or a
-        waiting stream stays."""
-        root = self.roots.get(root_id)
-        if root is None or root.meta.conductor:
-            return False
-        dialogs = list(root.local.values())
-        for dialog in dialogs:
-            if (
-                dialog.is_driving
-                or dialog.latest.needs_drive
-                or dialog.load_error
-                or dialog.notices  # said once, when it was loaded: not on disk
-                or (root_id, dialog.self_id) in self.scheduler.wanted
-                or dialog.self_id in self.active_streams
-                or dialog.drive_mutex.locked()
-            ):
-                return False
-        del self.roots[root_id]
-        for dialog in dialogs:
-            self.sub_roots.pop(dialog.self_id, None)
-            self.scheduler.forget(dialog.self_id)
-        self.pubchan.forget([dialog.self_id for dialog in dialogs])
-        try:  # noted as settled: the next start need not load it either
-            self.index.settle("run", root_id)
-        except Exception:  # a cache: the next start recovers the tree instead
-            log.warning("could not note %s as settled", root_id, exc_info=True)
-        return True
-
-    def try_load_sub(self, root: RootDialog, self_id: str) -> SubDialog | None:
-        loaded = root.local.get(self_id)
-        if loaded is not None:
-            return loaded  # type: ignore[return-value]
-        files = self.store.files(root.status, root.root_id, self_id)
-        try:
-            sub = load_sub(files, self.pubchan.publish, root)
-        except StoreError:
-            return None
-        self.sub_roots[self_id] = root.root_id
-        return sub
-
-    def get_dialog(self, root_id: str, self_id: str | None = None) -> Dialog:
-        root = self.load_root(root_id)
-        if self_id is None or self_id == root_id:
-            return root
-        sub = self.try_load_sub(root, self_id)
-        if sub is None:
-            files = self.store.files(root.status, root_id, self_id)
-            if not files.dir.exists():
-                raise DialogNotFoundError(f"no dialog {self_id!r} under root {root_id!r}")
-            try:
-                files.read_meta()
-                files.read_latest()
-            except StoreError as exc:
-                return error_dialog(files, self.pubchan.publish, str(exc), None)
-            raise DialogNotFoundError(f"dialog {self_id!r} could not be loaded")
-        return sub
-
-    def try_get_dialog(self, root_id: str, self_id: str) -> Dialog | None:
-        try:
-            return self.get_dialog(root_id, self_id)
-        except StoreError:
-            return None
-
-    def find_loaded(self, self_id: str) -> Dialog | None:
-        root_id = self_id if self_id in self.roots else self.sub_roots.get(self_id)
-        if root_id is None or root_id not in self.roots:
-            return None
-        return self.roots[root_id].local.get(self_id)
-
-    def find_dialog(self, self_id: str) -> Dialog:
-        """A dialog by self id alone (roots and subdialogs, any status)."""
-        loaded = self.find_loaded(self_id)
-        if loaded is not None:
-            return loaded
-        _, root_id = self.store.locate_dialog(self_id)
-        return self.get_dialog(root_id, self_id)
-
-    def create_subdialog(self, root: RootDialog, meta: DialogMeta, latest: LatestState) -> SubDialog:
-        files = self.store.files(root.status, root.root_id, meta.id)
-        first = CourseStartRecord(ts=now_iso(), course=1)
-        create_dialog_dir(files, meta, latest, first)
-        sub = SubDialog(files, meta, latest, self.pubchan.publish, root)
-        sub.adopt_first_course(first)
-        root.local[meta.id] = sub
-        self.sub_roots[meta.id] = root.root_id
-        return sub
 
     # ---------------------------------------------------------------- scheduling (scheduler.py)
 

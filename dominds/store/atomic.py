@@ -195,6 +195,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
             _write_all(fd, data, sync=_FSYNC and group is None)
         finally:
             os.close(fd)
+    durable_step("swap", path)  # a kill here leaves the new version whole under the spare's name
     swapped = _exchange(spare_name, str(path))
     if swapped is None:  # this filesystem cannot swap: a temp file from now on
         _exchange_works = False
@@ -214,7 +215,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
 
 def restore_spare(path: Path) -> None:
     """Make ``path``'s spare the file again, its replaced version the spare (``DialogFiles.read_latest``
-    found the spare later: a power cut). Only the process that writes the dialog may do this: a swap
+    found the file torn: a power cut). Only the process that writes the dialog may do this: a swap
     made while another process is writing the spare would bring an older version back."""
     durable_step("replace", path)
     spare_name = str(spare_path(path))

@@ -131,32 +131,30 @@ class DialogFiles:
         return STATUS_DIR_LIFECYCLE.get(root_dir.parent.name, "running")
 
     def read_latest(self, *, restore: bool = False) -> LatestState | None:
-        """The dialog's run state: ``latest.yaml``, or its spare where that holds a later version.
+        """The dialog's run state: ``latest.yaml``, or its spare when ``latest.yaml`` cannot be read.
 
         ``latest.yaml`` is replaced by swapping its name with its spare's (``atomic.write_atomic``,
-        ``spare``): under its name every reader finds a whole version, whenever a ``kill -9`` came. A
-        power cut after a swap reached the disk and before the group's fsyncs did may leave the name
-        on the spare's inode without its new bytes (the version before the last, or a torn one) while
-        the last durable version sits under the spare's name: the later valid one of the two is read
-        (``LatestState.revision``; ``latest.yaml`` on a tie: never by ``lastModified``, which a clock
-        set back would make later for the older version). A kill during a spare's write leaves it a prefix of
-        an older version or the whole new one (the write then counts as made), never a mix
-        (``tests/store/test_spare_writes.py``). ``restore`` (the engine's loader, which writes the
-        dialog next): a later spare is made the file again, so that the next write goes over the
-        version that lost instead of the one in use, and every reader sees what the engine runs with."""
+        ``spare``): under its name every reader finds a whole version, whenever a ``kill -9`` came, and
+        that version is the truth, as the dialog index and ``dominds status`` read it. A whole spare is
+        never preferred to a readable ``latest.yaml``: a kill between the spare's write and the swap
+        leaves the next version whole under the spare's name, and reading it made the daemon hold a
+        state that recovery (which picks trees by ``latest.yaml``'s facts) never reconciled: a queued
+        message neither driven nor accepted again (``tests/driver/test_turn_crash_retry.py``). Only a
+        ``latest.yaml`` torn by a power cut (a swap that reached the disk before the spare's bytes did)
+        falls back to the spare, the last version whose group committed (docs/reliability.md).
+        ``restore`` (the engine's loader, which writes the dialog next): that spare is made the file
+        again, so that the next write goes over the torn version instead of the only copy of the one
+        in use, and every reader sees what the engine runs with."""
         try:
             latest = load_model(self.latest_yaml, LatestState)
-            problem: StoreError | None = None
-        except StoreError as exc:
-            latest, problem = None, exc
-        spare = _later_spare(self.latest_yaml, latest)
-        if spare is not None:
-            log.warning("%s: %s; its spare holds a later version, which is used", self.latest_yaml, problem or "older than its spare")
+        except StoreError as problem:
+            spare = _whole_spare(self.latest_yaml)
+            if spare is None:
+                raise
+            log.warning("%s: %s; its spare is read instead", self.latest_yaml, problem)
             latest = spare
             if restore:
                 restore_spare(self.latest_yaml)
-        elif problem is not None:
-            raise problem
         if latest is not None:
             latest.status = self.lifecycle_status  # a move between status directories is the truth
         return latest
@@ -236,27 +234,20 @@ class DialogFiles:
 
 
 def _save_latest(path: Path, latest: LatestState, *, fresh: bool = False) -> None:
-    """The one writer of ``latest.yaml``: one more ``revision``, and the replaced version kept as the
-    spare that the next write goes over (rewritten at every turn: ``atomic.write_atomic``, ``spare``)."""
-    latest.revision += 1
+    """The one writer of ``latest.yaml``: the replaced version is kept as the spare that the next write
+    goes over (rewritten at every turn: ``atomic.write_atomic``, ``spare``)."""
     save_model(path, latest, fresh=fresh, spare=True)
 
 
-def _later_spare(path: Path, latest: LatestState | None) -> LatestState | None:
-    """The spare's version of ``path`` when it is valid and of a later revision than ``latest`` (None
-    otherwise)."""
+def _whole_spare(path: Path) -> LatestState | None:
+    """The version the spare of ``path`` holds, when it is a plain file that reads whole (else None)."""
     spare_file = spare_path(path)
     try:
         if not stat.S_ISREG(os.lstat(spare_file).st_mode):
             return None  # a FIFO would block the reader; a link points elsewhere
-        spare = load_model(spare_file, LatestState)
-    except FileNotFoundError:
-        return None
-    except StoreError:
-        return None  # a spare cut mid-write or never finished: never read
-    if spare is None or latest is None:
-        return spare
-    return spare if spare.revision > latest.revision else None
+        return load_model(spare_file, LatestState)
+    except (FileNotFoundError, StoreError):
+        return None  # none, or one cut mid-write: never read
 
 
 CREATING_PREFIX = ".creating-"

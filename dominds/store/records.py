@@ -184,11 +184,6 @@ class LatestState(Record):
     """Number of the course file being appended to (``course-NNN.jsonl``)."""
     last_modified: str
     """ISO time of the last change to this dialog."""
-    revision: int = 0
-    """How many times the daemon wrote this file (each save adds one; 0 in files written before it was
-    kept). After a power cut the loader reads the dialog's spare copy instead when that holds a higher
-    revision (``DialogFiles.read_latest``): a count, never ``lastModified``, because a clock set back
-    would make the older version look later."""
     generating: bool = False
     """True between a generation's start and finish records; a crash leaves it true."""
     needs_drive: bool = False

@@ -1,6 +1,6 @@
-"""A power cut can leave ``latest.yaml`` older than its spare (the swap of the two names reached the disk,
-the spare's new bytes did not: ``store/atomic.py``); the engine must run with the later version and make
-it the file again."""
+"""A power cut can leave ``latest.yaml`` torn beside a whole spare (the swap of the two names reached the
+disk, the spare's new bytes only in part: ``store/atomic.py``); the engine must run with the spare's
+version and make it the file again."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dominds.store.records import LatestState
 TURNS = [{"message": "one", "response": "First."}, {"message": "two", "response": "Second."}]
 
 
-async def test_the_engine_runs_with_the_later_version_a_power_cut_left_under_the_spare(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_the_engine_runs_with_the_spare_a_power_cut_left_beside_a_torn_file(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     engine = await make_engine(TURNS, root=tmp_path / "ws")
     root = engine.create_dialog("lead", "tasks/t.tsk")
     engine.submit_user_message(root, "one", msg_id="m1")
@@ -25,14 +25,14 @@ async def test_the_engine_runs_with_the_later_version_a_power_cut_left_under_the
     directory = tmp_path / "ws" / ".dialogs" / "run" / root_id
     latest, spare = directory / "latest.yaml", directory / ".latest.yaml.spare"
     newest, older = latest.read_bytes(), spare.read_bytes()
-    assert yaml.safe_load(older)["revision"] < yaml.safe_load(newest)["revision"]
-    latest.write_bytes(older)  # what the cut left: the file names the older version, the spare the newest
+    assert older != newest
+    latest.write_bytes(b"currentCourse: 3\nrunState: {kind: idl")  # what the cut left: the file torn, the newest under the spare
     spare.write_bytes(newest)
 
     engine = await make_engine(TURNS, root=tmp_path / "ws")
     root = engine.get_dialog(root_id)
-    assert root.latest.revision == yaml.safe_load(newest)["revision"]
-    assert latest.read_bytes() == newest, "the later version is the file again, for every reader"
+    assert root.latest.current_course == yaml.safe_load(newest)["currentCourse"] and not root.load_error
+    assert latest.read_bytes() == newest, "the spare's version is the file again, for every reader"
     engine.submit_user_message(root, "two", msg_id="m2")
     await engine.wait_idle()
     assert sayings(root)[-2:] == ["First.", "Second."]

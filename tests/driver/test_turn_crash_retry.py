@@ -12,6 +12,12 @@ again with the same id and was told ``message 'crash-msg-1' was already accepted
 for good. (``tests/driver/test_crashpoints.py`` cannot see it: its audit checks nothing when no message
 was acknowledged.) Whatever write economy comes next must keep this test green.
 
+It found the same loss again with ``latest.yaml`` written over its spare and swapped (``atomic.py``): a
+kill between the spare's write and the swap (a crash point of its own, "swap") left the queued message
+whole under the spare's name, and the loader preferred the spare when it looked later. Recovery, which
+reads ``latest.yaml``, never loaded the tree; the retry was refused as already accepted and nothing
+drove it. The loader now reads the spare only when ``latest.yaml`` itself is torn.
+
 Every crash point of a one-message turn is run here: after the restart the client retries an
 unacknowledged message (as any client does), and the message must then be recorded once and answered.
 """

@@ -54,3 +54,15 @@ async def open_with_a_new_dialog(browser: Any, url: str, *, width: int = 1280) -
     await page.click("#new-dialog-form button[type=submit]")
     await expect(page.locator("#dh-agent")).to_have_text("@lead")
     return context, page
+
+
+async def open_the_subdialog_of_a_suggestion(panel: Panel, suggestion: str, caller_reply: str, agent: str) -> None:
+    """On the panel's page: start a dialog from the empty page's ``suggestion`` chip, wait for the
+    caller's ``caller_reply`` (the teammate answered), and open the subdialog of its call."""
+    page = panel.page
+    await page.goto(panel.url)
+    await expect(page.locator("#conn-status")).to_have_attribute("data-state", "connected")
+    await page.locator("#empty-suggestions .chip", has_text=suggestion).click()
+    await expect(page.locator(".bubble.response")).to_contain_text(caller_reply)
+    await page.locator(".tellask .subdialog-link").click()
+    await expect(page.locator("#dh-agent")).to_have_text(agent)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from browser_kit import Panel
+from browser_kit import Panel, open_the_subdialog_of_a_suggestion
 from playwright.async_api import expect
 
 pytestmark = pytest.mark.browser
@@ -70,12 +70,7 @@ def panel_suggestions() -> list[str]:
 
 async def test_the_header_shows_the_assignment_rendered_and_clipped_to_two_lines(panel: Panel) -> None:
     page = panel.page
-    await page.goto(panel.url)
-    await expect(page.locator("#conn-status")).to_have_attribute("data-state", "connected")
-    await page.locator("#empty-suggestions .chip", has_text="delegate").click()
-    await expect(page.locator(".bubble.response")).to_contain_text("Tidied.")
-    await page.locator(".tellask .subdialog-link").click()
-    await expect(page.locator("#dh-agent")).to_have_text("@coder")
+    await open_the_subdialog_of_a_suggestion(panel, "delegate", "Tidied.", "@coder")
 
     line = page.locator("#dh-assignment")
     await expect(line).to_be_visible()
