@@ -140,6 +140,9 @@ _AT_FDCWD = -100
 _exchange_works = sys.platform == "linux"
 """Cleared for this process at the first filesystem (or C library) that cannot swap two names."""
 _renameat2: Any = None
+_sync_file_range: Any = None
+_SYNC_RANGE_WAIT_WRITE_WAIT = 1 | 2 | 4
+"""``SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER``."""
 _spare_lock = threading.Lock()
 """One spare write at a time in this process (a spare's name is fixed, unlike a temp file's)."""
 
@@ -184,6 +187,8 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
             _write_all(fd, data, sync=False, at=0)
             if _FSYNC and group is None:
                 os.fsync(fd)
+            elif _FSYNC:
+                _write_back(fd)  # its bytes on the device before the swap can be committed
         finally:
             os.close(fd)
     else:
@@ -211,6 +216,33 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
     else:
         fsync_dir(path.parent)
     return True
+
+
+def _write_back(fd: int) -> None:
+    """Write a file's dirty pages to the device and wait for them (``sync_file_range``: no cache flush,
+    no metadata), where the C library has it.
+
+    For a spare written over in place within a group: its new bytes go over blocks already allocated,
+    which no filesystem orders before the swap of the names (ext4's ``auto_da_alloc`` orders a replaced
+    file's *new* blocks). A journal may commit the swap at any moment (another file's fsync, its timer);
+    a power cut after that commit and before the group's fsyncs would leave ``latest.yaml`` naming the
+    version before the last, whole, one committed version back. Written back first, the bytes reach the
+    device before the swap is even made, and the journal's commit flushes the device's cache before
+    its commit record: the swap is never durable without them (~0.1 ms per write on this disk)."""
+    global _sync_file_range
+    if _sync_file_range is None:
+        import ctypes
+
+        try:
+            function = ctypes.CDLL(None, use_errno=True).sync_file_range
+        except (AttributeError, OSError):
+            _sync_file_range = False
+        else:
+            function.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint)
+            function.restype = ctypes.c_int
+            _sync_file_range = function
+    if _sync_file_range is False or _sync_file_range(fd, 0, 0, _SYNC_RANGE_WAIT_WRITE_WAIT) != 0:
+        os.fdatasync(fd)  # no such call (or it failed): the full cost, never a weaker order
 
 
 def restore_spare(path: Path) -> None:
