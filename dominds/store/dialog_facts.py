@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
+LATEST_SPARE = ".latest.yaml.spare"
+"""``latest.yaml``'s spare (``atomic.spare_path``), named here so that ``dominds status`` imports no writer."""
 Facts = dict[str, Any]
 
 
@@ -109,6 +111,9 @@ def read_dialog(directory: str) -> Read:
     try:
         meta = _valid(data, "dialog.yaml") or {}
         latest = _valid(data, "latest.yaml") or {}
+        if "latest.yaml" in data and not data["latest.yaml"].strip() and LATEST_SPARE in present:
+            # a write cut short left it empty: the daemon's loader reads the spare, so recovery must load it
+            raise ValueError("latest.yaml is empty (a write cut short); the daemon reads its spare when it loads the dialog")
         facts.update(
             agentId=meta.get("agentId"),
             title=latest.get("title") or meta.get("title"),

@@ -140,21 +140,27 @@ class DialogFiles:
         leaves the next version whole under the spare's name, and reading it made the daemon hold a
         state that recovery (which picks trees by ``latest.yaml``'s facts) never reconciled: a queued
         message neither driven nor accepted again (``tests/driver/test_turn_crash_retry.py``). Only a
-        ``latest.yaml`` torn by a power cut (a swap that reached the disk before the spare's bytes did)
-        falls back to the spare, the last version whose group committed (docs/reliability.md).
+        ``latest.yaml`` torn or left empty by a power cut (a swap that reached the disk before the
+        spare's bytes did) falls back to the spare, the last version whose group committed (docs/reliability.md).
         ``restore`` (the engine's loader, which writes the dialog next): that spare is made the file
         again, so that the next write goes over the torn version instead of the only copy of the one
         in use, and every reader sees what the engine runs with."""
+        problem: StoreError | str | None = None
         try:
             latest = load_model(self.latest_yaml, LatestState)
-        except StoreError as problem:
+            if latest is None and os.path.lexists(self.latest_yaml):
+                problem = "it is empty"  # a cut before a new spare's blocks were written: torn too
+        except StoreError as exc:
+            latest, problem = None, exc
+        if problem is not None:
             spare = _whole_spare(self.latest_yaml)
-            if spare is None:
-                raise
-            log.warning("%s: %s; its spare is read instead", self.latest_yaml, problem)
-            latest = spare
-            if restore:
-                restore_spare(self.latest_yaml)
+            if spare is not None:
+                log.warning("%s: %s; its spare is read instead", self.latest_yaml, problem)
+                latest = spare
+                if restore:
+                    restore_spare(self.latest_yaml)
+            elif isinstance(problem, StoreError):
+                raise problem
         if latest is not None:
             latest.status = self.lifecycle_status  # a move between status directories is the truth
         return latest

@@ -9,8 +9,9 @@ from pathlib import Path
 import yaml
 from helpers import sayings
 
-from dominds.store.fileio import load_model
-from dominds.store.records import LatestState
+from dominds.ids import now_iso
+from dominds.store.fileio import load_model, save_model
+from dominds.store.records import LatestState, QueuedPrompt
 
 TURNS = [{"message": "one", "response": "First."}, {"message": "two", "response": "Second."}]
 
@@ -38,3 +39,32 @@ async def test_the_engine_runs_with_the_spare_a_power_cut_left_beside_a_torn_fil
     assert sayings(root)[-2:] == ["First.", "Second."]
     state = load_model(latest, LatestState)
     assert state is not None and state.run_state.kind == "idle"
+
+
+async def test_an_empty_file_beside_its_spare_is_recovered_from_the_spare_at_start(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug pinned here: a cut before a new spare's blocks were written can leave ``latest.yaml`` empty,
+    which every reader took for a missing file: the loader started the dialog from a fresh state and the
+    dialog index called it idle, so a message the spare still held queued was never driven. An empty
+    file beside a spare is torn: the index marks the dialog, recovery loads it, and the loader reads the
+    spare (and makes it the file again)."""
+    engine = await make_engine(TURNS, root=tmp_path / "ws")
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "one", msg_id="m1")
+    await engine.wait_idle()
+    root_id = root.root_id
+    await engine.close()
+    directory = tmp_path / "ws" / ".dialogs" / "run" / root_id
+    latest, spare = directory / "latest.yaml", directory / ".latest.yaml.spare"
+    state = load_model(latest, LatestState)
+    assert state is not None and spare.exists()
+    state.queued_prompts.append(QueuedPrompt(msg_id="m2", content="two", queued_at=now_iso()))
+    state.needs_drive = True
+    save_model(spare, state)  # the version whose group committed: the message "two" accepted
+    latest.write_bytes(b"")  # what the cut left under the file's name
+
+    engine = await make_engine(TURNS, root=tmp_path / "ws")  # recovery runs at start
+    await engine.wait_idle()
+    root = engine.get_dialog(root_id)
+    assert sayings(root)[-2:] == ["First.", "Second."]
+    after = load_model(latest, LatestState)
+    assert after is not None and after.run_state.kind == "idle" and not after.queued_prompts

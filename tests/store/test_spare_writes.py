@@ -122,6 +122,7 @@ def _write_raw(path: Path, number: int) -> None:
         (2, 1, 2),  # as written
         (1, 2, 1),  # a kill between the spare's write and the swap: the file, as recovery read it
         (None, 3, 3),  # the file torn by a power cut (the swap reached the disk, its bytes did not)
+        (0, 3, 3),  # the file empty: a cut before a new spare's blocks were written (read as missing before)
         (2, None, 2),  # the spare cut mid-write
     ],
 )
@@ -132,6 +133,8 @@ def test_the_file_is_read_and_its_spare_only_when_the_file_is_torn(
     for path, number in ((files.latest_yaml, latest), (atomic.spare_path(files.latest_yaml), spare)):
         if number is None:
             path.write_bytes(b"currentCourse: 3\nrunState: {kind: idl")
+        elif number == 0:
+            path.write_bytes(b"")
         else:
             _write_raw(path, number)
     read = files.read_latest()
@@ -285,3 +288,10 @@ def test_a_spare_written_over_in_a_group_reaches_the_device_before_the_swap(tmp_
 
     asyncio.run(scenario())
     assert _version(files.read_latest() or _state(0)) == 3
+
+
+def test_the_dialog_index_names_the_spare_as_the_writer_does() -> None:
+    """``dialog_facts`` names the spare itself (``dominds status`` imports no writer): the two must agree."""
+    from dominds.store.dialog_facts import LATEST_SPARE
+
+    assert atomic.spare_path(Path("d") / "latest.yaml").name == LATEST_SPARE
