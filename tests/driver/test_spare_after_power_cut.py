@@ -5,6 +5,7 @@ version and make it the file again."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 from helpers import sayings
@@ -16,15 +17,19 @@ from dominds.store.records import LatestState, QueuedPrompt
 TURNS = [{"message": "one", "response": "First."}, {"message": "two", "response": "Second."}]
 
 
-async def test_the_engine_runs_with_the_spare_a_power_cut_left_beside_a_torn_file(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def _one_turn_then_stopped(make_engine: Any, tmp_path: Path) -> tuple[str, Path, Path]:
+    """A dialog driven one turn by an engine that then stopped: its rootId, ``latest.yaml`` and spare."""
     engine = await make_engine(TURNS, root=tmp_path / "ws")
     root = engine.create_dialog("lead", "tasks/t.tsk")
     engine.submit_user_message(root, "one", msg_id="m1")
     await engine.wait_idle()
-    root_id = root.root_id
     await engine.close()
-    directory = tmp_path / "ws" / ".dialogs" / "run" / root_id
-    latest, spare = directory / "latest.yaml", directory / ".latest.yaml.spare"
+    directory = tmp_path / "ws" / ".dialogs" / "run" / root.root_id
+    return root.root_id, directory / "latest.yaml", directory / ".latest.yaml.spare"
+
+
+async def test_the_engine_runs_with_the_spare_a_power_cut_left_beside_a_torn_file(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root_id, latest, spare = await _one_turn_then_stopped(make_engine, tmp_path)
     newest, older = latest.read_bytes(), spare.read_bytes()
     assert older != newest
     latest.write_bytes(b"currentCourse: 3\nrunState: {kind: idl")  # what the cut left: the file torn, the newest under the spare
@@ -47,14 +52,7 @@ async def test_an_empty_file_beside_its_spare_is_recovered_from_the_spare_at_sta
     dialog index called it idle, so a message the spare still held queued was never driven. An empty
     file beside a spare is torn: the index marks the dialog, recovery loads it, and the loader reads the
     spare (and makes it the file again)."""
-    engine = await make_engine(TURNS, root=tmp_path / "ws")
-    root = engine.create_dialog("lead", "tasks/t.tsk")
-    engine.submit_user_message(root, "one", msg_id="m1")
-    await engine.wait_idle()
-    root_id = root.root_id
-    await engine.close()
-    directory = tmp_path / "ws" / ".dialogs" / "run" / root_id
-    latest, spare = directory / "latest.yaml", directory / ".latest.yaml.spare"
+    root_id, latest, spare = await _one_turn_then_stopped(make_engine, tmp_path)
     state = load_model(latest, LatestState)
     assert state is not None and spare.exists()
     state.queued_prompts.append(QueuedPrompt(msg_id="m2", content="two", queued_at=now_iso()))
