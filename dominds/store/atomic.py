@@ -180,8 +180,8 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
             os.close(fd)
             return False
         try:
-            # Cut first, then one write: a kill in between leaves a prefix of the older version (never
-            # newer than the file: see DialogFiles.read_latest), never the new text with an old tail.
+            # Cut first, then one write: a kill in between leaves a prefix of the older version (read
+            # only if the file is torn: DialogFiles.read_latest), never the new text with an old tail.
             if info.st_size > len(data):
                 os.ftruncate(fd, len(data))  # mostly within its last block: nothing freed
             _write_all(fd, data, sync=False, at=0)
