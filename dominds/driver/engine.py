@@ -10,7 +10,6 @@ drive, one drive per dialog at a time (per-dialog FIFO mutex). State changes rea
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any
 
 import filelock
@@ -46,8 +45,6 @@ from dominds.store.errors import StoreError
 from dominds.store.index import DialogIndex
 from dominds.store.records import DialogMeta, HumanQuestion, LatestState, QueuedPrompt
 from dominds.taskdoc import TaskdocError, normalize_taskdoc_path
-
-log = logging.getLogger("dominds.engine")
 
 __all__ = ["Engine", "EngineBadRequest", "EngineError", "Extensions", "WorkspaceLocked"]
 
