@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
+
+from killed_writer import kill_writer_once_ready
 
 from dominds.store.fileio import load_model
 from dominds.store.records import LatestState
@@ -38,16 +35,7 @@ def test_state_file_survives_repeated_sigkill(tmp_path: Path) -> None:
     script.write_text(WRITER)
     last_seen = 0
     for round_no in range(12):
-        proc = subprocess.Popen(
-            [sys.executable, str(script), str(path), str(course), str(last_seen)],
-            stdout=subprocess.PIPE,
-            env={**os.environ, "DOMINDS_FSYNC": "1"},
-        )
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == b"ready"
-        time.sleep(0.02 + 0.013 * (round_no % 5))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_writer_once_ready([str(script), str(path), str(course), str(last_seen)], 0.02 + 0.013 * (round_no % 5))
         latest = load_model(path, LatestState)  # raises if torn
         if latest is not None:
             assert latest.run_state.detail == "x" * 20000
