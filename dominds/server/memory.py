@@ -15,29 +15,17 @@ ready (cli/cmd_serve.py: recovery's scan), each only when it went through more t
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
-from functools import cache
+
+from dominds.libc import libc_function
 
 BIG_WORK_TREES = 1000
 """A listing, or a start, that went through more trees than this gives back what it freed. Smaller
 ones leave little behind, and ``ctypes`` alone costs 0.3 MiB."""
 
 
-@cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim`` from the process's own symbols (None elsewhere: musl, macOS)."""
-    import ctypes
-
-    try:
-        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return None
-    return trim
-
-
 def give_back_memory() -> None:
     """A full collection, then ``malloc_trim(0)`` where glibc has it (see the module docstring)."""
     gc.collect()
-    trim = _malloc_trim()
+    trim = libc_function("malloc_trim", ("c_size_t",))  # glibc's; None elsewhere (musl, macOS)
     if trim is not None:
         trim(0)

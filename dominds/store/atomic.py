@@ -27,8 +27,8 @@ import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
+from dominds.libc import libc_errno, libc_function
 from dominds.store import commit
 from dominds.store.crashpoints import durable_step
 from dominds.store.errors import WriteFailedError
@@ -139,8 +139,6 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 _exchange_works = sys.platform == "linux"
 """Cleared for this process at the first filesystem (or C library) that cannot swap two names."""
-_renameat2: Any = None
-_sync_file_range: Any = None
 _SYNC_RANGE_WAIT_WRITE_WAIT = 1 | 2 | 4
 """``SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER``."""
 _spare_lock = threading.Lock()
@@ -229,19 +227,8 @@ def _write_back(fd: int) -> None:
     version before the last, whole, one committed version back. Written back first, the bytes reach the
     device before the swap is even made, and the journal's commit flushes the device's cache before
     its commit record: the swap is never durable without them (~0.1 ms per write on this disk)."""
-    global _sync_file_range
-    if _sync_file_range is None:
-        import ctypes
-
-        try:
-            function = ctypes.CDLL(None, use_errno=True).sync_file_range
-        except (AttributeError, OSError):
-            _sync_file_range = False
-        else:
-            function.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint)
-            function.restype = ctypes.c_int
-            _sync_file_range = function
-    if _sync_file_range is False or _sync_file_range(fd, 0, 0, _SYNC_RANGE_WAIT_WRITE_WAIT) != 0:
+    sync_range = libc_function("sync_file_range", ("c_int", "c_longlong", "c_longlong", "c_uint"))
+    if sync_range is None or sync_range(fd, 0, 0, _SYNC_RANGE_WAIT_WRITE_WAIT) != 0:
         os.fdatasync(fd)  # no such call (or it failed): the full cost, never a weaker order
 
 
@@ -271,22 +258,12 @@ def restore_spare(path: Path) -> None:
 
 def _exchange(first: str, second: str) -> bool | None:
     """Swap two names in one step: True; False when ``second`` does not exist; None when unsupported."""
-    global _renameat2
-    if _renameat2 is None:
-        import ctypes  # here, not at import: `dominds status` and the start-up never need it
-
-        try:
-            function = ctypes.CDLL(None, use_errno=True).renameat2
-        except (AttributeError, OSError):
-            return None
-        function.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-        function.restype = ctypes.c_int
-        _renameat2 = function
-    if _renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
+    renameat2 = libc_function("renameat2", ("c_int", "c_char_p", "c_int", "c_char_p", "c_uint"))
+    if renameat2 is None:
+        return None
+    if renameat2(_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE) == 0:
         return True
-    import ctypes
-
-    code = ctypes.get_errno()
+    code = libc_errno()
     if code == errno.ENOENT and os.path.lexists(first):
         return False
     if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV):
