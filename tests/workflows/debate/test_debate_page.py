@@ -22,18 +22,22 @@ from dominds.workflows.debate.web import COMPARER_FACTORY, add_routes
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(not CHROMIUM_PRESENT, reason=f"{CHROMIUM} is not installed")]
 
 
+TWO_ROUNDS_TO_CONSENSUS = [
+    step("planner", 1, planner_answer(1, 0)),
+    step("critic", 1, critic_answer(1, 60)),
+    step("critic", 2, critic_answer(2, 5)),
+    step("planner", 2, planner_answer(2, 0)),
+    step("reporter", 2, reporter_answer("Final plan")),
+]
+"""Round 1 far apart (the critic 60° off), round 2 converged (5°): the report follows."""
+
+
 def angle_comparer(app: Any) -> None:
     app[COMPARER_FACTORY] = lambda: PositionComparer(AngleEmbedder())
 
 
 async def test_the_page_streams_rounds_positions_and_the_trend(tmp_path: Path, aiohttp_server: Any) -> None:
-    rtws = write_workspace(tmp_path / "ws", [
-        step("planner", 1, planner_answer(1, 0)),
-        step("critic", 1, critic_answer(1, 60)),
-        step("critic", 2, critic_answer(2, 5)),
-        step("planner", 2, planner_answer(2, 0)),
-        step("reporter", 2, reporter_answer("Final plan")),
-    ])  # fmt: skip
+    rtws = write_workspace(tmp_path / "ws", TWO_ROUNDS_TO_CONSENSUS)
     async with workflow_page(rtws, aiohttp_server, add_routes, "/debate", language="en", configure=angle_comparer) as debate:
         page = debate.page
         await page.fill("#question", "IELTS plan?")
@@ -154,13 +158,7 @@ async def test_close_thresholds_keep_their_chart_labels_apart(tmp_path: Path, ai
     """The bug: each threshold's label was drawn just above its line, so calibrated thresholds 0.02 apart
     (WordLlama's 0.65/0.63, word overlap's 0.14/0.12 for Chinese) printed "converge > 0.65" over
     "oppose ≤ 0.63". Now the converge label sits above its line and the oppose label below its own."""
-    rtws = write_workspace(tmp_path / "ws", [
-        step("planner", 1, planner_answer(1, 0)),
-        step("critic", 1, critic_answer(1, 60)),
-        step("critic", 2, critic_answer(2, 5)),
-        step("planner", 2, planner_answer(2, 0)),
-        step("reporter", 2, reporter_answer("Final plan")),
-    ])  # fmt: skip
+    rtws = write_workspace(tmp_path / "ws", TWO_ROUNDS_TO_CONSENSUS)
 
     def calibrated(app: Any) -> None:
         app[COMPARER_FACTORY] = lambda: PositionComparer(_CalibratedAngleEmbedder())
