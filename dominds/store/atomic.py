@@ -123,12 +123,18 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, spar
         except BaseException:
             _unlink_quietly(tmp)
             raise
-        if group is not None:
-            group.note(str(path), str(directory))  # data first, then the directory: see commit.py
-        else:
-            fsync_dir(directory)
+        _replaced_durably(path, group)
     except OSError as exc:
         raise WriteFailedError(path, _describe(exc)) from exc
+
+
+def _replaced_durably(path: Path, group: commit.GroupCommit | None) -> None:
+    """``path`` names another inode now: its data, then its directory, made durable with the group; without
+    one, the directory at once (the caller fsynced whatever it wrote)."""
+    if group is not None:
+        group.note(str(path), str(path.parent))  # data first, then the directory: see commit.py
+    else:
+        fsync_dir(path.parent)
 
 
 SPARE_SUFFIX = ".spare"
@@ -209,10 +215,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
         os.rename(spare_name, path)
     elif group is not None:
         group.held_spares.add(spare_name)
-    if group is not None:
-        group.note(str(path), str(path.parent))
-    else:
-        fsync_dir(path.parent)
+    _replaced_durably(path, group)
     return True
 
 
@@ -248,10 +251,7 @@ def restore_spare(path: Path) -> None:
                 os.rename(spare_name, path)
             elif group is not None:
                 group.held_spares.add(spare_name)  # the version the disk names as the file until this commits
-        if group is not None:
-            group.note(str(path), str(path.parent))
-        else:
-            fsync_dir(path.parent)
+        _replaced_durably(path, group)
     except OSError as exc:
         raise WriteFailedError(path, _describe(exc)) from exc
 
