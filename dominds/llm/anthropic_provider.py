@@ -21,7 +21,7 @@ import httpx2
 from dominds.llm.anthropic_request import request_params
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.retry import AttemptFailure, is_billing_error, retry_after_seconds
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, shared_tls_context
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -62,7 +62,12 @@ class AnthropicGenerator(SdkGenerator[anthropic.AsyncAnthropic, dict[str, Any]])
 
     def make_client(self, base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=REQUEST_TIMEOUT,
+            # the SDK's own defaults (limits, redirects, keep-alive), on the one TLS context
+            http_client=http_client or anthropic.DefaultAsyncHttpxClient(verify=shared_tls_context(), timeout=REQUEST_TIMEOUT),
         )
 
     def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import openai
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.params import merged_params
 from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, retry_after_seconds
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, shared_tls_context
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -49,7 +49,12 @@ class OpenAiSdkGenerator(SdkGenerator[openai.AsyncOpenAI, dict[str, Any]]):
 
     def make_client(self, base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> openai.AsyncOpenAI:
         return openai.AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=REQUEST_TIMEOUT, http_client=http_client
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=REQUEST_TIMEOUT,
+            # the SDK's own defaults (limits, redirects, keep-alive), on the one TLS context
+            http_client=http_client or openai.DefaultAsyncHttpxClient(verify=shared_tls_context(), timeout=REQUEST_TIMEOUT),
         )
 
 
