@@ -10,6 +10,7 @@ drive, one drive per dialog at a time (per-dialog FIFO mutex). State changes rea
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import filelock
@@ -68,6 +69,8 @@ class Engine(LoadedTrees):
         """Global registry: rootId → loaded root of ``run/``."""
         self.sub_roots: dict[str, str] = {}
         """selfId of a known subdialog → its rootId."""
+        self.fetched_at: dict[str, float] = {}
+        """rootId → when the loaded tree was last handed out (driver/loaded_trees.py)."""
         self.q4h_index: dict[str, tuple[str, str]] = {}
         """questionId → (rootId, selfId) of every pending question in ``run/``."""
         self.active_streams: dict[str, asyncio.Future[Any]] = {}
@@ -233,6 +236,7 @@ class Engine(LoadedTrees):
         root = RootDialog(files, meta, latest, self.pubchan.publish)
         root.adopt_first_course(first)
         self.roots[meta.id] = root
+        self.fetched_at[meta.id] = time.monotonic()
         self.pubchan.publish(
             None,
             {"type": "dialogs_created", "scope": {"kind": "root", "rootId": meta.id}, "status": "run", "createdRootIds": [meta.id]},

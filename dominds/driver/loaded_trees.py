@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from dominds.dialog.loader import error_dialog, load_root, load_sub
@@ -38,10 +39,16 @@ class LoadedTrees:
     """Global registry: rootId → loaded root of ``run/``."""
     sub_roots: dict[str, str]
     """selfId of a known subdialog → its rootId."""
+    fetched_at: dict[str, float]
+    """rootId → ``time.monotonic()`` when a loaded tree was last handed out (``load_root``,
+    ``find_loaded``, ``add_root``). server/resting.py leaves a tree alone for a while after that: a
+    caller that holds one of its dialogs across an await must never write into a forgotten copy
+    while the next request reads the files into a new one."""
 
     def load_root(self, root_id: str) -> RootDialog:
         root = self.roots.get(root_id)
         if root is not None:
+            self.fetched_at[root_id] = time.monotonic()
             return root
         status = self.store.locate_root(root_id)
         files = self.store.files(status, root_id)
@@ -51,18 +58,16 @@ class LoadedTrees:
             return error_dialog(files, self.pubchan.publish, str(exc), None)  # type: ignore[return-value]
         if status == "run":
             self.roots[root_id] = root
+            self.fetched_at[root_id] = time.monotonic()
         return root
 
-    def unload_if_at_rest(self, root_id: str) -> bool:
-        """Forget a loaded tree that has nothing to do (its files are the truth; it is read again when
-        needed), so memory does not grow with dialogs that are not being driven, and note it settled in
-        the dialog index. A tree with a drive, a wanted drive, a failed write, a notice, a workflow or a
-        waiting stream stays."""
+    def tree_at_rest(self, root_id: str) -> bool:
+        """A loaded tree with nothing to do: no drive, no wanted drive, no failed write, no notice, no
+        workflow, no waiting stream (its files are the truth; it can be read again when needed)."""
         root = self.roots.get(root_id)
         if root is None or root.meta.conductor:
             return False
-        dialogs = list(root.local.values())
-        for dialog in dialogs:
+        for dialog in root.local.values():
             if (
                 dialog.is_driving
                 or dialog.latest.needs_drive
@@ -73,7 +78,16 @@ class LoadedTrees:
                 or dialog.drive_mutex.locked()
             ):
                 return False
-        del self.roots[root_id]
+        return True
+
+    def unload_if_at_rest(self, root_id: str) -> bool:
+        """Forget a loaded tree at rest (``tree_at_rest``), so memory does not grow with dialogs that
+        are not being driven, and note it settled in the dialog index; False for a busy tree."""
+        if not self.tree_at_rest(root_id):
+            return False
+        root = self.roots.pop(root_id)
+        self.fetched_at.pop(root_id, None)
+        dialogs = list(root.local.values())
         for dialog in dialogs:
             self.sub_roots.pop(dialog.self_id, None)
             self.scheduler.forget(dialog.self_id)
@@ -121,9 +135,11 @@ class LoadedTrees:
 
     def find_loaded(self, self_id: str) -> Dialog | None:
         root_id = self_id if self_id in self.roots else self.sub_roots.get(self_id)
-        if root_id is None or root_id not in self.roots:
+        root = self.roots.get(root_id) if root_id is not None else None
+        if root is None:
             return None
-        return self.roots[root_id].local.get(self_id)
+        self.fetched_at[root.root_id] = time.monotonic()
+        return root.local.get(self_id)
 
     def find_dialog(self, self_id: str) -> Dialog:
         """A dialog by self id alone (roots and subdialogs, any status)."""

@@ -114,6 +114,7 @@ def move_root(engine: EngineServices, root_id: str, to_status: str) -> str:
         for dialog in root.local.values():
             questions.unindex_all(engine, dialog)
         del engine.roots[root_id]
+        engine.fetched_at.pop(root_id, None)
     engine.store.move_root(root_id, from_status, to_status)
     if to_status == "run":
         revived = engine.load_root(root_id)

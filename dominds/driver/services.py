@@ -39,6 +39,8 @@ class EngineServices(Protocol):
     secrets: SecretRedactor
     roots: dict[str, RootDialog]
     """rootId → loaded root of ``run/``."""
+    fetched_at: dict[str, float]
+    """rootId → when the loaded tree was last handed out (driver/loaded_trees.py)."""
     q4h_index: dict[str, tuple[str, str]]
     """questionId → (rootId, selfId) of every pending question in ``run/``."""
     active_streams: dict[str, asyncio.Future[Any]]
@@ -61,6 +63,8 @@ class EngineServices(Protocol):
     def try_get_dialog(self, root_id: str, self_id: str) -> Dialog | None: ...
 
     def find_loaded(self, self_id: str) -> Dialog | None: ...
+
+    def tree_at_rest(self, root_id: str) -> bool: ...
 
     def unload_if_at_rest(self, root_id: str) -> bool: ...
 

@@ -15,6 +15,7 @@ from typing import Any
 from server_kit import ServeFactory
 
 from dominds.server.keys import HUB
+from dominds.server.resting import SWEEP_SECONDS, RestingTrees
 
 
 async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -124,3 +125,83 @@ async def test_the_channels_of_unloaded_trees_are_dropped_and_a_tree_that_comes_
     assert idle["epoch"] == panel.seen("welcome")[0]["epoch"]
     await engine.wait_idle()
     assert len(_sayings((await served.get(f"/api/dialogs/{first}"))[1])) == 2
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_a_tree_is_unloaded_after_two_quiet_sweep_intervals_by_default(serve: ServeFactory) -> None:
+    """Bug pinned here: the sweep ran every 10 s and unloaded a tree at the second sweep that found it
+    at rest, so every tree a burst of work left behind stayed in memory for 10–20 s; a daemon that drove
+    1,000 dialogs one after another held hundreds at once, and CPython's allocator kept that peak's
+    arenas (69.6 MiB after 1,000 dialogs, 71.0 after 2,000). With the daemon's own sweep settings a
+    tree is now gone within about a second of quiet."""
+    served = await serve()  # the daemon's defaults: a sweep every SWEEP_SECONDS
+    engine = served.engine
+    assert SWEEP_SECONDS <= 0.5
+    _, created = await served.post("/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
+    await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": "hello"})
+    await engine.wait_idle()
+    # a generous bound for a loaded machine; the sweep settings give 1–1.5 s
+    await _until(lambda: created["rootId"] not in engine.roots, timeout=8.0)
+    assert len(_sayings((await served.get(f"/api/dialogs/{created['rootId']}"))[1])) == 1
+
+
+async def test_a_tree_handed_out_or_busy_lately_is_not_unloaded_under_its_holder(serve: ServeFactory) -> None:
+    """Bug pinned here: a tree was unloaded at a sweep if it had been loaded and at rest at the previous
+    one, however recently it was handed out. A request that fetched a dialog of a long-loaded tree and
+    then awaited (a durable write, a lock) could find the tree forgotten meanwhile: what it wrote went
+    into a copy no one else saw, while the next request read the files into a new one. A tree is now
+    unloaded only after two sweep intervals with no fetch, no display and no work."""
+    served = await serve(rest_sweep_interval=3600)  # the test sweeps itself, on its own clock
+    engine = served.engine
+    clock = _Clock()
+    resting = RestingTrees(engine, lambda: set(), clock)
+    _, created = await served.post("/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
+    root_id = created["rootId"]
+    await served.post(f"/api/dialogs/{root_id}/messages", {"content": "hello"})
+    await engine.wait_idle()
+    engine.fetched_at[root_id] = clock.now  # as if handed out at the clock's now (engine uses time.monotonic)
+
+    assert resting.sweep(quiet_for=1.0) == []
+    clock.now += 0.9
+    assert resting.sweep(quiet_for=1.0) == []
+    dialog = engine.get_dialog(root_id)  # a request takes the dialog…
+    engine.fetched_at[root_id] = clock.now
+    clock.now += 0.9
+    assert resting.sweep(quiet_for=1.0) == []  # …and holds it across an await: the tree stays
+    assert engine.roots[root_id] is dialog
+
+    async with dialog.drive_mutex:  # busy at a sweep: its quiet starts again afterwards
+        clock.now += 5.0
+        assert resting.sweep(quiet_for=1.0) == []
+    clock.now += 0.5
+    assert resting.sweep(quiet_for=1.0) == []
+    clock.now += 0.5
+    assert resting.sweep(quiet_for=1.0) == [root_id]
+    assert root_id not in engine.roots and root_id not in engine.fetched_at
+
+
+async def test_a_displayed_tree_stays_and_its_quiet_starts_when_the_panel_leaves(serve: ServeFactory) -> None:
+    served = await serve(rest_sweep_interval=3600)
+    engine = served.engine
+    clock = _Clock()
+    shown: set[str] = set()
+    resting = RestingTrees(engine, lambda: shown, clock)
+    _, created = await served.post("/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
+    root_id = created["rootId"]
+    await served.post(f"/api/dialogs/{root_id}/messages", {"content": "hello"})
+    await engine.wait_idle()
+    engine.fetched_at[root_id] = clock.now
+    shown.add(root_id)
+    clock.now += 60.0
+    assert resting.sweep(quiet_for=1.0) == []
+    shown.clear()
+    assert resting.sweep(quiet_for=1.0) == []  # the panel just left
+    clock.now += 1.0
+    assert resting.sweep(quiet_for=1.0) == [root_id]
