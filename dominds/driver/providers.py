@@ -5,8 +5,10 @@ until the provider works again."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
+import sys
 from typing import Any
 
 from dominds.dialog.model import Dialog
@@ -122,9 +124,28 @@ def _load_generator(api_type: str) -> Generator:
     spec = _GENERATOR_CLASSES.get(api_type)
     if spec is None:
         raise LlmError(f"unknown provider apiType {api_type!r} (known: scripted, {', '.join(_GENERATOR_CLASSES)})")
+    first_import = spec[0] not in sys.modules
     try:
         module = importlib.import_module(spec[0])
     except ImportError as exc:
         raise LlmError(f"provider type {api_type!r} is not available: {exc}") from exc
+    if first_import and gc.get_freeze_count():
+        _freeze_the_sdk()
     generator: Generator = getattr(module, spec[1])()
     return generator
+
+
+def _freeze_the_sdk() -> None:
+    """Out of the cycle collector's sight, like the daemon's other imports.
+
+    ``dominds serve`` freezes its imports' objects once they are loaded (``gc.freeze``,
+    cli/cmd_serve.py), so the full collection after each sweep that unloads resting trees
+    (server/resting.py) walks only what came since; an SDK imported here, on the first turn of a
+    member on its provider, came later: ~120,000 objects for ``anthropic``, ~45,000 for ``openai``,
+    and each such collection took 80–120 ms instead of 4–13 (docs/performance.md, Memory). Only a
+    process that froze its imports does this (tests and other hosts keep their collector as it is).
+    What else is alive now is frozen with the SDK: a cycle among those objects that dies later (the
+    tree being driven, once unloaded) stays, once per SDK and process.
+    """
+    gc.collect()
+    gc.freeze()

@@ -6,7 +6,9 @@ OpenAI Responses), several rounds, through the real SDKs against the fake server
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import json
 import ssl
 import sys
 from collections.abc import AsyncIterator
@@ -94,3 +96,56 @@ async def test_every_sdk_client_is_kept_per_endpoint_and_key_and_all_share_one_t
         assert live(ssl.SSLContext) - contexts_before <= 1, "the four clients share one TLS context"
     finally:
         await engine.close()
+
+
+IN_A_DAEMON = """
+import asyncio, gc, json, sys
+from pathlib import Path
+
+from dominds.driver.engine import Engine
+from dominds.rtws import Rtws
+
+async def main() -> None:
+    gc.collect()
+    gc.freeze()  # as `dominds serve` does once its imports are loaded (cli/cmd_serve.py)
+    engine = Engine(Rtws(Path(sys.argv[1])))
+    await engine.start()
+    try:
+        dialog = engine.create_dialog("ann", "tasks/t.tsk")
+        engine.submit_user_message(dialog, "hello")
+        await engine.wait_idle(timeout=60)
+    finally:
+        await engine.close()
+    gc.collect()
+    sdk = [m for name, m in list(sys.modules.items()) if name == "anthropic" or name.startswith("anthropic.")]
+    defined = {id(v) for m in sdk for v in vars(m).values() if isinstance(v, type) and v.__module__.startswith("anthropic")}
+    walked = sum(1 for o in gc.get_objects() if id(o) in defined)
+    print(json.dumps({"defined": len(defined), "walked": walked}))
+
+asyncio.run(main())
+"""
+
+
+async def test_the_sdk_a_daemon_imports_on_first_use_is_frozen_like_its_other_imports(
+    tmp_path: Path, fake: FakeLlmServer
+) -> None:
+    """`dominds serve` freezes its imports' objects (gc.freeze) so the full collection after each sweep
+    that unloads resting trees walks only what was created since; the SDK, imported on the first turn
+    of a member on its provider, came later: with the Anthropic SDK's ~120,000 objects every such
+    collection took 80–120 ms (4–13 without), the event loop blocked, every half second in a busy
+    daemon. Driven in a fresh interpreter that froze its imports as serve does."""
+    rtws = Rtws(tmp_path / "ws")
+    rtws.minds_dir.mkdir(parents=True)
+    rtws.team_yaml.write_text(TEAM_YAML)
+    rtws.llm_yaml.write_text(LLM_YAML.format(url=fake.url))
+    (rtws.root / "tasks" / "t.tsk").mkdir(parents=True)
+    rtws.ensure_layout()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", IN_A_DAEMON, str(rtws.root), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    assert [r.path for r in fake.requests] == ["/v1/messages"], "the turn went through the Anthropic SDK"
+    counts = json.loads(out.decode().strip().splitlines()[-1])
+    assert counts["defined"] > 1000, counts
+    assert counts["walked"] == 0, f"the SDK's classes are out of the collector's sight: {counts}"
