@@ -145,7 +145,7 @@ def _freeze_the_sdk() -> None:
     and each such collection took 80–120 ms instead of 4–13 (docs/performance.md, Memory). Only a
     process that froze its imports does this (tests and other hosts keep their collector as it is).
     What else is alive now is frozen with the SDK: a cycle among those objects that dies later (the
-    tree being driven, once unloaded) stays, once per SDK and process.
+    tree being driven, once unloaded) stays: once per provider module and process (three at most).
     """
     gc.collect()
     gc.freeze()

@@ -53,7 +53,7 @@ class OpenAiSdkGenerator(SdkGenerator[openai.AsyncOpenAI, dict[str, Any]]):
             base_url=base_url,
             max_retries=0,
             timeout=REQUEST_TIMEOUT,
-            # the SDK's own defaults (limits, redirects, keep-alive), on the one TLS context
+            # the SDK's own defaults (limits, redirects), on the one TLS context
             http_client=http_client or openai.DefaultAsyncHttpxClient(verify=shared_tls_context(), timeout=REQUEST_TIMEOUT),
         )
 
