@@ -15,7 +15,7 @@ Why soon (a sweep every half second, a second of quiet): the trees a burst of wo
 all in memory until the sweep frees them, and CPython's allocator keeps the arenas that peak needed
 (a few objects that live on pin each one). With a sweep every 10 s and two sweeps of grace, a daemon
 that drove 1,000 dialogs one after another sat at 69.6 MiB, 2,000 at 71.0; freed within a second or
-two, at 64–66 MiB for 200, 1,000 and 2,000 alike (docs/performance.md, Memory). A tree read again
+two, at 64–66.6 MiB for 200, 1,000 and 2,000 alike (docs/performance.md, Memory). A tree read again
 costs its files' read (a few milliseconds), which a dialog quiet for a second can afford.
 
 An unloaded tree is freed by the cycle collector, not by reference counting: a dialog and its root
@@ -25,7 +25,13 @@ quarter. A daemon that drove 600 dialogs still held ~400 unloaded trees (~3 MiB)
 the allocator keeps the memory they pinned. A sweep that unloaded trees therefore runs a full
 collection itself; ``dominds serve`` freezes the objects of its imports once they are loaded
 (``gc.freeze``, cli/cmd_serve.py), so a collection walks only what was created since (a few
-milliseconds instead of ~50 ms).
+milliseconds instead of ~50 ms). A daemon that holds much (long transcripts on display) takes longer
+over each: ~120 ms for 900,000 objects. Sweeps every half second must not spend that twice a second,
+so a collection waits until ``COLLECT_SHARE`` of the time since the last one covers what that one took
+(after one of up to 50 ms the next may run at the next sweep, after one of 120 ms 1.2 s later), and
+the trees unloaded meanwhile wait for it as garbage. In the memory bench a collection takes 25–60 ms
+(150–220 trees loaded: a bench connection displays its 50 dialogs until it closes), and the RSS
+after 1,000 and 2,000 dialogs is the same as with a collection at every sweep that unloaded trees.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ log = logging.getLogger("dominds.server")
 
 SWEEP_SECONDS = 0.5
 """Seconds between sweeps; a tree is unloaded once it has been quiet for two of them."""
+COLLECT_SHARE = 0.1
+"""At most this share of the daemon's time goes to the sweeps' full collections (see the module docstring)."""
 
 
 class RestingTrees:
@@ -57,6 +65,10 @@ class RestingTrees:
         """``time.monotonic`` (the engine stamps ``fetched_at`` with it); tests pass their own."""
         self._quiet_since: dict[str, float] = {}
         """rootId → since when the loaded tree was seen undisplayed and at rest at every sweep."""
+        self._collect_due = False
+        """Trees were unloaded since the last full collection."""
+        self._next_collect = 0.0
+        """``clock()`` from which the next full collection may run."""
 
     def sweep(self, quiet_for: float = 2 * SWEEP_SECONDS) -> list[str]:
         """One sweep: the ids of the roots unloaded (quiet for at least ``quiet_for`` seconds)."""
@@ -75,8 +87,11 @@ class RestingTrees:
             else:
                 quiet_since[root_id] = since
         self._quiet_since = quiet_since
-        if unloaded:
-            gc.collect()  # their cycles (see the module docstring)
+        self._collect_due = self._collect_due or bool(unloaded)
+        if self._collect_due and now >= self._next_collect:
+            gc.collect()  # the unloaded trees' cycles (see the module docstring)
+            self._collect_due = False
+            self._next_collect = now + (self.clock() - now) / COLLECT_SHARE
         return unloaded
 
     async def run(self, interval: float = SWEEP_SECONDS) -> None:

@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from server_kit import ServeFactory
 
 from dominds.server.keys import HUB
@@ -84,7 +85,7 @@ async def test_a_tree_the_sweep_unloads_is_freed_at_once_not_left_to_the_cycle_c
             await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": "hello"})
         await engine.wait_idle()
         await _until(lambda: not engine.roots)
-        assert [tree() for tree in trees] == [None, None, None]
+        await _until(lambda: [tree() for tree in trees] == [None, None, None])  # by the sweep's collection
     finally:
         gc.enable()
 
@@ -205,3 +206,41 @@ async def test_a_displayed_tree_stays_and_its_quiet_starts_when_the_panel_leaves
     assert resting.sweep(quiet_for=1.0) == []  # the panel just left
     clock.now += 1.0
     assert resting.sweep(quiet_for=1.0) == [root_id]
+
+
+async def test_a_slow_collection_is_not_repeated_at_every_sweep_and_the_garbage_still_goes(
+    serve: ServeFactory, monkeypatch: Any
+) -> None:
+    """A full collection after every sweep that unloaded trees cost ~120 ms with 900,000 objects alive;
+    at a sweep every half second that could be a quarter of the daemon's time. A collection now waits
+    until the time since the last one is ten times what that one took, and is never skipped."""
+    served = await serve(rest_sweep_interval=3600)
+    engine = served.engine
+    clock = _Clock()
+    resting = RestingTrees(engine, lambda: set(), clock)
+    collections: list[float] = []
+
+    def slow_collect(*_: Any) -> int:
+        collections.append(clock.now)
+        clock.now += 0.1  # each collection takes a tenth of a second
+        return 0
+
+    monkeypatch.setattr(gc, "collect", slow_collect)
+    roots = []
+    for _ in range(2):
+        _, created = await served.post("/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
+        roots.append(created["rootId"])
+    await engine.wait_idle()
+    for root_id in roots:
+        engine.fetched_at[root_id] = clock.now
+    assert resting.sweep(quiet_for=1.0) == [] and collections == []
+    clock.now += 0.5
+    engine.fetched_at[roots[1]] = clock.now  # fetched meanwhile: quiet half a second later
+    clock.now += 0.5
+    assert resting.sweep(quiet_for=1.0) == [roots[0]] and collections == [1001.0]  # a 0.1 s collection…
+    clock.now += 0.5
+    assert resting.sweep(quiet_for=1.0) == [roots[1]] and collections == [1001.0]  # …waits 1 s for the next
+    clock.now += 0.5
+    assert resting.sweep(quiet_for=1.0) == [] and collections == pytest.approx([1001.0, 1002.1])  # the due one ran
+    clock.now += 5.0
+    assert resting.sweep(quiet_for=1.0) == [] and len(collections) == 2  # nothing unloaded: none due
