@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import ssl
 import sys
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx2
+import openai
 import pytest
+import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from test_debate_kit import (
+    AngleEmbedder,
+    critic_answer,
+    planner_answer,
+    reporter_answer,
+    started_engine,
+    step,
+    write_workspace,
+)
 
 from dominds.llm.catalog_yaml import load_catalog
 from dominds.rtws import Rtws
@@ -22,38 +37,85 @@ from dominds.workflows.debate.embedders import (
     locate_minilm,
     make_embedder,
 )
+from dominds.workflows.debate.launch import open_debate
 from dominds.workflows.debate.settings import EmbedderSettings, load_settings, parse_settings
 from dominds.workflows.debate.similarity import PositionComparer
 
 
+async def length_vectors(texts: Sequence[str]) -> list[list[float]]:
+    return [[float(len(t)), 1.0, 0.0] for t in texts]
+
+
 class FakeEmbeddings:
-    """POST /v1/embeddings: a 3-d vector per input, from its length; records each request."""
+    """POST /v1/embeddings: a vector per input (3-d, from its length, unless ``vectors`` says otherwise);
+    records each request and the TCP connection it came on."""
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.authorization: list[str | None] = []
         self.fail = False
+        self.vectors: Callable[[Sequence[str]], Awaitable[list[list[float]]]] = length_vectors
+        self.connections: dict[Any, asyncio.BaseTransport] = {}
+        """By the client's address: one entry per TCP connection a client opened."""
+
+    def open_connections(self) -> int:
+        return sum(not transport.is_closing() for transport in self.connections.values())
 
     async def handle(self, request: web.Request) -> web.Response:
+        assert request.transport is not None
+        self.connections[request.transport.get_extra_info("peername")] = request.transport
         body = await request.json()
         self.requests.append(body)
         self.authorization.append(request.headers.get("Authorization"))
         if self.fail:
             return web.json_response({"error": {"message": "model overloaded", "type": "server_error"}}, status=500)
-        data = [{"object": "embedding", "index": i, "embedding": [float(len(t)), 1.0, 0.0]} for i, t in enumerate(body["input"])]
+        vectors = await self.vectors(body["input"])
+        data = [{"object": "embedding", "index": i, "embedding": vector} for i, vector in enumerate(vectors)]
         data.reverse()  # servers may answer out of order; `index` is what counts
         return web.json_response({"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 3, "total_tokens": 3}})
 
 
-@pytest.fixture
-async def fake_embeddings() -> AsyncIterator[tuple[FakeEmbeddings, str]]:
+async def serve_embeddings() -> tuple[FakeEmbeddings, str, TestServer]:
     fake = FakeEmbeddings()
     app = web.Application()
     app.router.add_post("/v1/embeddings", fake.handle)
     server = TestServer(app, host="127.0.0.1")
     await server.start_server()
-    yield fake, f"http://127.0.0.1:{server.port}/v1"
+    return fake, f"http://127.0.0.1:{server.port}/v1", server
+
+
+@pytest.fixture
+async def fake_embeddings() -> AsyncIterator[tuple[FakeEmbeddings, str]]:
+    fake, base_url, server = await serve_embeddings()
+    yield fake, base_url
     await server.close()
+
+
+@pytest.fixture
+def built(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many SDK clients, HTTP clients and TLS contexts were constructed from now on."""
+    counts: Counter[str] = Counter()
+
+    def counting(what: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def construct(*args: Any, **kwargs: Any) -> Any:
+            counts[what] += 1
+            return original(*args, **kwargs)
+
+        return construct
+
+    monkeypatch.setattr(openai.AsyncOpenAI, "__init__", counting("sdk", openai.AsyncOpenAI.__init__))
+    monkeypatch.setattr(httpx2.AsyncClient, "__init__", counting("http", httpx2.AsyncClient.__init__))
+    monkeypatch.setattr(ssl.SSLContext, "__new__", counting("tls", ssl.SSLContext.__new__))
+    return counts
+
+
+async def all_closed(fake: FakeEmbeddings) -> bool:
+    """Whether every connection to ``fake`` is closed, once the server has seen the last one go (≤ 5 s)."""
+    for _ in range(500):
+        if fake.open_connections() == 0:
+            return True
+        await asyncio.sleep(0.01)
+    return False
 
 
 def workspace_with_provider(root: Path, base_url: str, key_env: str | None = None) -> Rtws:
@@ -83,6 +145,77 @@ async def test_provider_embeddings_through_the_openai_sdk(tmp_path: Path, fake_e
     embedder.max_retries = 0  # the SDK's backoff would only slow the test down
     failed = await comparer.compare(["aa", "bbb"])
     assert failed.fallback and failed.method == "jaccard_fallback" and "500" in (failed.error or "")
+
+
+async def test_embed_calls_share_one_sdk_client_per_endpoint_and_key(
+    fake_embeddings: tuple[FakeEmbeddings, str], built: Counter[str]
+) -> None:
+    """The bug: every ``ProviderEmbedder.embed`` built a new ``AsyncOpenAI`` and closed it after its one
+    request. Each new client built its own HTTP client and TLS context (parsing the system's CA
+    certificates again: ~0.8 MiB and a few ms of CPU) and opened a new connection, so a debate that
+    embeds every round paid all three per call. Now one client per endpoint and key serves every call
+    of the embedder, on the process's one TLS context, and closing the embedder closes its connections."""
+    fake, base_url = fake_embeddings
+    other, other_url, other_server = await serve_embeddings()
+    embedders = [
+        ProviderEmbedder("local", base_url, "m", "sk-a"),
+        ProviderEmbedder("local", base_url, "m", "sk-b"),  # another key, same endpoint
+        ProviderEmbedder("other", other_url, "m", "sk-a"),  # another endpoint, same key
+    ]
+    try:
+        calls = 4
+        for i in range(calls):
+            assert await embedders[0].embed([f"text {i}", "ab"]) == [[float(len(f"text {i}")), 1.0, 0.0], [2.0, 1.0, 0.0]]
+        assert len(fake.requests) == calls
+        assert (built["sdk"], built["http"]) == (1, 1), f"one SDK client and one HTTP client for {calls} calls: {built}"
+        assert built["tls"] <= 1, f"at most the process's one TLS context: {built}"
+        assert len(fake.connections) == 1, "every request on the one kept-alive connection"
+        for i in range(calls):
+            for embedder in embedders[1:]:
+                await embedder.embed([f"text {i}"])
+        assert (built["sdk"], built["http"]) == (3, 3), f"one client per endpoint and key: {built}"
+        assert built["tls"] <= 1, f"the three clients share one TLS context: {built}"
+        assert fake.authorization[calls:] == ["Bearer sk-b"] * calls
+        assert len(fake.connections) == 2 and len(other.connections) == 1
+    finally:
+        for embedder in embedders:
+            await embedder.aclose()
+        closed = await all_closed(fake) and await all_closed(other)
+        await other_server.close()
+    assert closed, "closing the embedders closed their connections"
+
+
+async def test_a_debate_run_embeds_on_one_connection_and_closes_it_when_it_ends(
+    tmp_path: Path, fake_embeddings: tuple[FakeEmbeddings, str], built: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A two-round debate with the provider embedder configured in debate.yaml: each round's comparison
+    went through a client of its own (see the test above); the run now keeps one and closes it when it
+    ends, so no connection outlives the run."""
+    fake, base_url = fake_embeddings
+    fake.vectors = AngleEmbedder().embed  # the positions' angles decide: round 1 continues, round 2 converges
+    monkeypatch.setenv("LOCAL_EMBED_KEY", "sk-test")
+    rtws = write_workspace(tmp_path / "ws", [
+        step("planner", 1, planner_answer(1, 0)),
+        step("critic", 1, critic_answer(1, 30)),
+        step("planner", 2, planner_answer(2, 0)),
+        step("critic", 2, critic_answer(2, 5)),
+        step("reporter", 1, reporter_answer()),
+    ], debate_yaml="embedder: {kind: provider, provider: local, model: m}\n")  # fmt: skip
+    local = {"apiType": "openai-compatible", "baseUrl": base_url, "apiKeyEnvVar": "LOCAL_EMBED_KEY", "models": {"m": {}}}
+    llm = yaml.safe_load(rtws.llm_yaml.read_text())
+    rtws.llm_yaml.write_text(yaml.safe_dump({"providers": {**llm["providers"], "local": local}}))
+    async with started_engine(rtws) as engine:
+        events: list[dict[str, Any]] = []
+        session = await open_debate(engine, emit=events.append, question="IELTS plan?")
+        assert session.comparer.method == "embedding:local/m"
+        state = await session.run_to_end()
+        assert state.status == "converged" and state.current_round == 2, events
+        decisions = [e for e in events if e["type"] == "host_decision"]
+        assert [d["similarity_method"] for d in decisions] == ["embedding:local/m"] * 2, "no fallback to word overlap"
+        assert len(fake.requests) >= 2 and set(fake.authorization) == {"Bearer sk-test"}
+        assert (built["sdk"], built["http"]) == (1, 1), f"one client for the run's {len(fake.requests)} calls: {built}"
+        assert len(fake.connections) == 1, "the run's requests share one connection"
+        assert await all_closed(fake), "the run closed its connection when it ended"
 
 
 def test_provider_embedder_needs_a_usable_provider(tmp_path: Path) -> None:
