@@ -8,6 +8,9 @@
 - ``ProviderEmbedder``: any OpenAI-compatible ``/v1/embeddings`` (OpenAI, vLLM, Ollama, llama.cpp),
   through the ``openai`` SDK, with the base URL and key of a provider of ``.minds/llm.yaml``. A
   multilingual model there (bge-m3, text-embedding-3-small) is the best choice for Chinese debates.
+  Its SDK client is made on the first call and kept (``sdk_clients.ClientPool``, on the process's one
+  TLS context) until the debate run that built the embedder ends (``aclose``): a client per call paid a
+  new HTTP client, TLS context and connection for every round's comparison.
 - ``MiniLmOnnxEmbedder``: an all-MiniLM-L6-v2 ONNX export in a folder (``model_dir`` with
   ``model.onnx`` and ``tokenizer.json``), for users who have one; needs ``onnxruntime``,
   ``tokenizers`` and ``numpy``, imported only when it is chosen.
@@ -26,12 +29,18 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dominds.llm.base import guard_real_llm
 from dominds.llm.catalog import Catalog
 from dominds.workflows.debate.settings import EmbedderSettings
 from dominds.workflows.debate.similarity import Embedder
+
+if TYPE_CHECKING:  # imported on use: a debate without this embedder never pays for the SDK
+    import httpx2
+    import openai
+
+    from dominds.llm.sdk_clients import ClientPool
 
 KEYLESS_API_KEY = "sk-no-key-required"
 MINILM_HINT = (
@@ -63,18 +72,34 @@ class ProviderEmbedder:
         self._api_key = api_key
         self._timeout_s = timeout_s
         self.max_retries = max_retries
-        """The SDK's own retries (with its backoff); a failure after them falls back to Jaccard."""
+        """The SDK's own retries (with its backoff); a failure after them falls back to Jaccard. Read when
+        the client is made (the first call)."""
+        from dominds.llm.sdk_clients import ClientPool
+
+        self._clients: ClientPool[openai.AsyncOpenAI] = ClientPool(self._make_client)
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        import openai  # imported on use: a Jaccard-only debate never pays for the SDK
-
         guard_real_llm(self.provider_key, self.base_url)
-        client = openai.AsyncOpenAI(
-            api_key=self._api_key or KEYLESS_API_KEY, base_url=self.base_url, max_retries=self.max_retries, timeout=self._timeout_s
-        )
-        async with client:
-            response = await client.embeddings.create(model=self.model, input=list(texts), encoding_format="float")
+        client = self._clients.get(self.base_url, self._api_key or KEYLESS_API_KEY)
+        response = await client.embeddings.create(model=self.model, input=list(texts), encoding_format="float")
         return [list(item.embedding) for item in sorted(response.data, key=lambda item: item.index)]
+
+    async def aclose(self) -> None:
+        """Close the SDK client (its connections); a later ``embed`` makes a new one."""
+        await self._clients.aclose()
+
+    def _make_client(self, base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> openai.AsyncOpenAI:
+        import openai
+
+        from dominds.llm.sdk_clients import shared_tls_context
+
+        return openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=self.max_retries,
+            timeout=self._timeout_s,
+            http_client=http_client or openai.DefaultAsyncHttpxClient(verify=shared_tls_context(), timeout=self._timeout_s),
+        )
 
 
 def provider_embedder(settings: EmbedderSettings, catalog: Catalog) -> ProviderEmbedder:

@@ -48,7 +48,8 @@ async def open_debate(
 ) -> DebateSession:
     """A session ready to ``run_to_end``: a new run for ``question``, or the saved run ``resume_id``.
 
-    ``comparer`` replaces the configured embedder (tests; a caller that holds a loaded model).
+    ``comparer`` replaces the configured embedder (tests; a caller that holds a loaded model); the caller
+    closes it. The one built here is closed when the session's run ends.
     """
     ensure_members(engine)
     settings = settings or load_settings(engine.rtws)
@@ -57,6 +58,7 @@ async def open_debate(
             raise DebateRequestError(f"maxRounds must be 1..{MAX_ROUNDS_CAP} (seed §10.3)")
         settings = replace(settings, max_rounds=max_rounds)
     embedder_problem = None
+    owns_comparer = comparer is None
     if comparer is None:  # loading a model reads files for a moment: not on the event loop
         built, embedder_problem = await asyncio.to_thread(build_comparer, engine, settings)
         comparer = built
@@ -82,7 +84,9 @@ async def open_debate(
         resumed_from = None
     state.similarity_method, state.similarity_note = comparer.method, embedder_problem
     save_state(run.root.files.dir, state)
-    return DebateSession(run, state, settings, comparer, emit=emit, resumed_from_round=resumed_from, warnings=warnings)
+    return DebateSession(
+        run, state, settings, comparer, emit=emit, resumed_from_round=resumed_from, warnings=warnings, owns_comparer=owns_comparer
+    )
 
 
 async def _reopen(engine: Engine, session_id: str) -> tuple[ConductorRun, DebateState]:

@@ -77,11 +77,15 @@ class DebateSession:
         emit: Emit,
         resumed_from_round: int | None = None,
         warnings: tuple[str, ...] = (),
+        owns_comparer: bool = False,
     ) -> None:
         self.run = run
         self.state = state
         self.settings = settings
         self.comparer = comparer
+        self.owns_comparer = owns_comparer
+        """The comparer was made for this run (``open_debate``): it is closed when the run ends. One handed
+        in by a caller is the caller's to close."""
         self.emit = emit
         self.resumed_from_round = resumed_from_round
         self.warnings = warnings
@@ -104,6 +108,13 @@ class DebateSession:
 
     async def run_to_end(self) -> DebateState:
         """Run until converged, terminated or interrupted; re-raises a cancellation after saving."""
+        try:
+            return await self._run_to_end()
+        finally:
+            if self.owns_comparer:  # its embedder's connection ends with the run
+                await self.comparer.aclose()
+
+    async def _run_to_end(self) -> DebateState:
         if self.session_id in ACTIVE_SESSIONS:  # two resumes raced past open_debate's check
             self.emit({"type": "error", "error": f"debate {self.session_id} is already running", "sessionId": self.session_id})
             return self.state

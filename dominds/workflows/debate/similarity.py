@@ -165,6 +165,12 @@ class PositionComparer:
     async def similarity(self, a: str, b: str) -> Comparison:
         return await self.compare([a, b])
 
+    async def aclose(self) -> None:
+        """Close what the embedder holds open (a provider embedder's connection); the comparer stays usable."""
+        close = getattr(self.embedder, "aclose", None)
+        if close is not None:
+            await close()
+
     async def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         assert self.embedder is not None
         missing = list(dict.fromkeys(t for t in texts if t not in self._cache))

@@ -133,6 +133,7 @@ async def test_provider_embeddings_through_the_openai_sdk(tmp_path: Path, fake_e
     rtws = workspace_with_provider(tmp_path / "ws", base_url, "LOCAL_EMBED_KEY")
     embedder, note = make_embedder(EmbedderSettings("provider", "local", "nomic-embed"), load_catalog(rtws)[0])
     assert isinstance(embedder, ProviderEmbedder) and note is None and embedder.name == "local/nomic-embed"
+    embedder.max_retries = 0  # the SDK's backoff would only slow the failure below down
     comparer = PositionComparer(embedder)
     comparison = await comparer.compare(["aaaa", "aa"])
     assert comparison.method == "embedding:local/nomic-embed" and not comparison.fallback
@@ -142,9 +143,9 @@ async def test_provider_embeddings_through_the_openai_sdk(tmp_path: Path, fake_e
     await comparer.compare(["aa", "aaaa"])
     assert len(fake.requests) == 1, "cached embeddings are not requested again"
     fake.fail = True
-    embedder.max_retries = 0  # the SDK's backoff would only slow the test down
     failed = await comparer.compare(["aa", "bbb"])
     assert failed.fallback and failed.method == "jaccard_fallback" and "500" in (failed.error or "")
+    await comparer.aclose()
 
 
 async def test_embed_calls_share_one_sdk_client_per_endpoint_and_key(
