@@ -21,8 +21,9 @@ import httpx2
 from dominds.llm.anthropic_request import request_params
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.retry import AttemptFailure, is_billing_error, retry_after_seconds
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, shared_tls_context
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
 from dominds.store.course_records import FinishReason, Usage
+from dominds.tls import shared_tls_context
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 KEYLESS_API_KEY = "dominds-keyless"

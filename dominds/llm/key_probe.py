@@ -69,7 +69,7 @@ async def probe_key(provider: ProviderConfig, api_key: str | None, *, timeout: f
 
 def _http(sdk: Any) -> Any:
     """The SDK's own HTTP client on the process's one TLS context (every provider is probed at once)."""
-    from dominds.llm.sdk_clients import shared_tls_context
+    from dominds.tls import shared_tls_context
 
     return sdk.DefaultAsyncHttpxClient(verify=shared_tls_context())
 

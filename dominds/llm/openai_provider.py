@@ -24,8 +24,9 @@ import openai
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.params import merged_params
 from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, retry_after_seconds
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, shared_tls_context
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
 from dominds.store.course_records import FinishReason, Usage
+from dominds.tls import shared_tls_context
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEYLESS_API_KEY = "sk-no-key-required"

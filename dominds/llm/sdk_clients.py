@@ -12,11 +12,8 @@ turn. The pool is keyed by base URL and key, so a key changed in the environment
 (keys are read at every generation), and is closed with the engine (``Providers.close``). Stop still
 closes one generation's HTTP stream at once: cancelling a request closes its response, not the pool.
 
-One TLS context for every SDK client of the process (``shared_tls_context``): an ``httpx2`` client
-builds its own otherwise, parsing the system's CA certificates again (~0.8 MiB and a few ms each, one
-more per proxy set in the environment), so a daemon whose members use several providers, endpoints or
-keys held the same certificates once per client. The context only verifies; each connection sets its
-own protocols on it, the same ones (HTTP/1.1) for every SDK client.
+Every SDK client is built on the process's one TLS context (``dominds/tls.py``): a daemon whose
+members use several providers, endpoints or keys held the same certificates once per client.
 
 Tests inject the HTTP layer with ``http_client``: a factory of ``httpx2.AsyncClient`` (for example with
 an ``httpx2.MockTransport``) that every client of the pool is built on.
@@ -26,8 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import ssl
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
@@ -41,15 +36,6 @@ REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 """Long reads (a slow model thinking), but a server that does not answer the connect fails fast."""
 
 HttpClientFactory = Callable[[], httpx2.AsyncClient]
-
-
-@functools.cache
-def shared_tls_context() -> ssl.SSLContext:
-    """The TLS context every SDK client is built on (see the module docstring), made on first use.
-
-    ``httpx2``'s own default: the system's CA certificates, or ``SSL_CERT_FILE``/``SSL_CERT_DIR`` when set.
-    """
-    return httpx2.create_ssl_context()
 
 
 class SdkClient(Protocol):

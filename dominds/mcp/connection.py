@@ -58,11 +58,15 @@ def _transport(spec: ServerSpec, workspace: Path, environ: Any, stack: contextli
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
+    from dominds.tls import shared_tls_context
+
     headers, missing = resolve(dict(spec.headers), environ)
     if missing:
         raise ServerUnreachable(f"environment variable(s) not set: {', '.join(missing)}")
     assert spec.url is not None
-    http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 30))
+    http = httpx2.AsyncClient(
+        headers=headers, timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 30), verify=shared_tls_context()
+    )
     stack.push_async_callback(http.aclose)
     return streamable_http_client(spec.url, http_client=http)
 

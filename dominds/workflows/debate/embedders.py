@@ -91,7 +91,7 @@ class ProviderEmbedder:
     def _make_client(self, base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> openai.AsyncOpenAI:
         import openai
 
-        from dominds.llm.sdk_clients import shared_tls_context
+        from dominds.tls import shared_tls_context
 
         return openai.AsyncOpenAI(
             api_key=api_key,
