@@ -60,6 +60,17 @@ async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLlmServer]:
         yield server
 
 
+def _workspace(tmp_path: Path, url: str) -> Rtws:
+    """The four members on their providers, all pointed at the fake server."""
+    rtws = Rtws(tmp_path / "ws")
+    rtws.minds_dir.mkdir(parents=True)
+    rtws.team_yaml.write_text(TEAM_YAML)
+    rtws.llm_yaml.write_text(LLM_YAML.format(url=url))
+    (rtws.root / "tasks" / "t.tsk").mkdir(parents=True)
+    rtws.ensure_layout()
+    return rtws
+
+
 def live(kind: type) -> int:
     gc.collect()
     return sum(isinstance(o, kind) for o in gc.get_objects())
@@ -71,12 +82,7 @@ async def test_every_sdk_client_is_kept_per_endpoint_and_key_and_all_share_one_t
     """Each SDK client built its own TLS context, parsing the system's CA certificates again (~0.8 MiB
     and a few ms each, and one more per proxy set in the environment): a daemon whose members use
     several providers, endpoints or keys held one per client. All of them now share one."""
-    rtws = Rtws(tmp_path / "ws")
-    rtws.minds_dir.mkdir(parents=True)
-    rtws.team_yaml.write_text(TEAM_YAML)
-    rtws.llm_yaml.write_text(LLM_YAML.format(url=fake.url))
-    (rtws.root / "tasks" / "t.tsk").mkdir(parents=True)
-    rtws.ensure_layout()
+    rtws = _workspace(tmp_path, fake.url)
     clients_before = live(anthropic.AsyncAnthropic) + live(openai.AsyncOpenAI)
     contexts_before = live(ssl.SSLContext)
     engine = Engine(rtws)
@@ -134,12 +140,7 @@ async def test_the_sdk_a_daemon_imports_on_first_use_is_frozen_like_its_other_im
     of a member on its provider, came later: with the Anthropic SDK's ~120,000 objects every such
     collection took 80–120 ms (4–13 without), the event loop blocked, every half second in a busy
     daemon. Driven in a fresh interpreter that froze its imports as serve does."""
-    rtws = Rtws(tmp_path / "ws")
-    rtws.minds_dir.mkdir(parents=True)
-    rtws.team_yaml.write_text(TEAM_YAML)
-    rtws.llm_yaml.write_text(LLM_YAML.format(url=fake.url))
-    (rtws.root / "tasks" / "t.tsk").mkdir(parents=True)
-    rtws.ensure_layout()
+    rtws = _workspace(tmp_path, fake.url)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", IN_A_DAEMON, str(rtws.root), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
     )
