@@ -4,7 +4,8 @@ The goal is RSS ≤ 60 MiB idle at any dialog count: memory must not grow with d
 being driven. For each stage (``--dialogs 200,1000``: cumulative counts), dialogs are created and
 driven one turn each over the websocket (50 per connection, each followed by its connection while it
 runs, as a panel does); when a stage is done its connections are closed, and the daemon's RSS is read
-at once and again after ``--idle`` seconds (two sweeps of the resting trees, server/resting.py).
+at once and again after ``--idle`` seconds (by then every resting tree was unloaded and collected:
+server/resting.py unloads a tree after a second of quiet).
 
 The members answer through the scripted provider by default; ``--provider openai`` or ``anthropic``
 drives every turn through that SDK (the daemon's ``apiType``) against a local fake server
