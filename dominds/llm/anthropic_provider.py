@@ -21,9 +21,8 @@ import httpx2
 from dominds.llm.anthropic_request import request_params
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.retry import AttemptFailure, is_billing_error, retry_after_seconds
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, sdk_http_client
 from dominds.store.course_records import FinishReason, Usage
-from dominds.tls import shared_tls_context
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 KEYLESS_API_KEY = "dominds-keyless"
@@ -67,8 +66,7 @@ class AnthropicGenerator(SdkGenerator[anthropic.AsyncAnthropic, dict[str, Any]])
             base_url=base_url,
             max_retries=0,
             timeout=REQUEST_TIMEOUT,
-            # the SDK's own defaults (limits, redirects, keep-alive), on the one TLS context
-            http_client=http_client or anthropic.DefaultAsyncHttpxClient(verify=shared_tls_context(), timeout=REQUEST_TIMEOUT),
+            http_client=http_client or sdk_http_client(anthropic, timeout=REQUEST_TIMEOUT),
         )
 
     def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:

@@ -40,17 +40,19 @@ async def probe_key(provider: ProviderConfig, api_key: str | None, *, timeout: f
         guard_real_llm(provider.key, base_url)
     except RealLlmForbidden as exc:
         return KeyVerdict("unknown", str(exc))
+    from dominds.llm.sdk_clients import sdk_http_client
+
     key = api_key or KEYLESS
     sdk: Any  # the two SDKs name their errors alike
     if provider.api_type == "anthropic":
         import anthropic as sdk
 
-        client: Any = sdk.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=_http(sdk))
+        client: Any = sdk.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=sdk_http_client(sdk))
         listing = client.models.list(limit=1)
     else:
         import openai as sdk
 
-        client = sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=_http(sdk))
+        client = sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout, http_client=sdk_http_client(sdk))
         listing = client.models.list()
     try:
         await listing
@@ -65,13 +67,6 @@ async def probe_key(provider: ProviderConfig, api_key: str | None, *, timeout: f
     finally:
         await client.close()
     return KeyVerdict("accepted")
-
-
-def _http(sdk: Any) -> Any:
-    """The SDK's own HTTP client on the process's one TLS context (every provider is probed at once)."""
-    from dominds.tls import shared_tls_context
-
-    return sdk.DefaultAsyncHttpxClient(verify=shared_tls_context())
 
 
 def _status_text(status: int, body: Any, fallback: str) -> str:

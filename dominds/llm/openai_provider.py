@@ -24,9 +24,8 @@ import openai
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.params import merged_params
 from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, retry_after_seconds
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, sdk_http_client
 from dominds.store.course_records import FinishReason, Usage
-from dominds.tls import shared_tls_context
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 KEYLESS_API_KEY = "sk-no-key-required"
@@ -54,8 +53,7 @@ class OpenAiSdkGenerator(SdkGenerator[openai.AsyncOpenAI, dict[str, Any]]):
             base_url=base_url,
             max_retries=0,
             timeout=REQUEST_TIMEOUT,
-            # the SDK's own defaults (limits, redirects), on the one TLS context
-            http_client=http_client or openai.DefaultAsyncHttpxClient(verify=shared_tls_context(), timeout=REQUEST_TIMEOUT),
+            http_client=http_client or sdk_http_client(openai, timeout=REQUEST_TIMEOUT),
         )
 
 

@@ -25,17 +25,24 @@ import asyncio
 import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import httpx2
 
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.retry import AttemptFailure, RetryPolicy, generate_with_retries, resolve_target
+from dominds.tls import shared_tls_context
 
 REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 """Long reads (a slow model thinking), but a server that does not answer the connect fails fast."""
 
 HttpClientFactory = Callable[[], httpx2.AsyncClient]
+
+
+def sdk_http_client(sdk: Any, **options: Any) -> Any:
+    """``sdk``'s (``openai``'s or ``anthropic``'s) own default HTTP client, with its limits, redirects and
+    keep-alive, on the process's one TLS context; ``options`` (a ``timeout``) go to it as they are."""
+    return sdk.DefaultAsyncHttpxClient(verify=shared_tls_context(), **options)
 
 
 class SdkClient(Protocol):

@@ -91,14 +91,14 @@ class ProviderEmbedder:
     def _make_client(self, base_url: str, api_key: str, http_client: httpx2.AsyncClient | None) -> openai.AsyncOpenAI:
         import openai
 
-        from dominds.tls import shared_tls_context
+        from dominds.llm.sdk_clients import sdk_http_client
 
         return openai.AsyncOpenAI(
             api_key=api_key,
             base_url=base_url,
             max_retries=self.max_retries,
             timeout=self._timeout_s,
-            http_client=http_client or openai.DefaultAsyncHttpxClient(verify=shared_tls_context(), timeout=self._timeout_s),
+            http_client=http_client or sdk_http_client(openai, timeout=self._timeout_s),
         )
 
 
