@@ -14,6 +14,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
 
@@ -255,7 +256,7 @@ _UNION_BRANCH = re.compile(r"^(str|int|float|bool|list|dict|none|constrained-\w+
 def _describe(kind: str, exc: ValidationError) -> str:
     """At most three problems, one per field: a union's branches are one field, described by the branch
     matching the value's JSON type (``requestId`` too long, not "…or should be an integer")."""
-    by_field: dict[str, dict[str, Any]] = {}
+    by_field: dict[str, ErrorDetails] = {}
     for error in exc.errors(include_url=False):
         parts = [str(part) for part in error["loc"]]
         field = ".".join(p for p in parts if not _UNION_BRANCH.match(p)) or "message"
