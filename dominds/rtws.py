@@ -82,6 +82,10 @@ class Rtws:
     def ensure_layout(self) -> None:
         for status in DIALOG_STATUSES:
             self.status_dir(status).mkdir(parents=True, exist_ok=True)
+        for directory in (self.dialogs_dir, *(self.status_dir(status) for status in DIALOG_STATUSES)):
+            if directory.is_symlink():
+                raise SymlinkedStorageError(directory)
+
 
     def relpath(self, path: Path) -> str:
         return path.resolve().relative_to(self.root).as_posix()
@@ -121,3 +125,15 @@ def find_rtws(start: Path | None = None, *, must_exist: bool = True) -> Rtws:
             f"no Dominds workspace at or above {here} (no .minds/ or .dialogs/)"
         )
     return Rtws(here)
+
+
+class SymlinkedStorageError(Exception):
+    """``.dialogs/`` or one of its status directories is a symbolic link. Dialog storage is never followed
+    through links: every dialog written there would land wherever the link points, outside the workspace."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is a symbolic link; dialog storage is never followed through links (its writes would go "
+            "outside the workspace). Replace the link with the directory it points to."
+        )

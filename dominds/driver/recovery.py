@@ -83,7 +83,11 @@ def recover(engine: EngineServices) -> int:
         root_id = tree.root.root_id
         # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
         remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
-        root = engine.load_root(root_id)
+        try:
+            root = engine.load_root(root_id)
+        except StoreError as exc:  # its dialog.yaml is gone: the listing flags it, the daemon starts
+            log.error("dialog %s cannot be loaded: %s", root_id, exc)
+            continue
         loaded += 1
         if root.load_error:
             log.error("dialog %s: %s", root_id, root.load_error)

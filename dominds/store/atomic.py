@@ -313,10 +313,10 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
     group = _group()  # in a group every append is fsynced (it costs nothing more): events after it wait
     try:
         try:  # the file exists but once per course: no stat before every append
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
             new_file = False
         except FileNotFoundError:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
             new_file = True
         try:
             good_size = _mend_torn_tail(fd, os.fstat(fd).st_size)
@@ -389,9 +389,14 @@ def _unlink_quietly(path: Path) -> None:
         pass
 
 
+SYMLINK_PROBLEM = "is a symbolic link; dialog files are never followed through links (they could lead outside the workspace)"
+
+
 def _describe(exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return "no space left on device"
+    if exc.errno == errno.ELOOP:
+        return SYMLINK_PROBLEM
     if exc.errno in (errno.EACCES, errno.EPERM):
         return "permission denied"
     return exc.strerror or str(exc)
