@@ -174,6 +174,13 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         outcome.error = str(exc)
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
         return outcome
+    except asyncio.CancelledError:
+        outcome.stopped = True  # a shutdown's cancellation: recorded interrupted, never ok
+        raise
+    except Exception as exc:  # a bug, not a provider's answer: recorded as the error it is, then raised on
+        _keep_partial(receiver, finish, "broken")
+        outcome.error = f"internal error: {type(exc).__name__}: {exc}"
+        raise
     finally:
         if receiver is not None:
             finish.response_chars = receiver.response_chars

@@ -24,8 +24,9 @@ from dominds.store.course_records import (
 def context_messages(records: list[CourseRecord]) -> list[ChatMessage]:
     """Messages of the current course in order. Runtime-only records (markers, gen start/finish) are skipped."""
     out: list[ChatMessage] = []
-    answered: set[str] = {r.id for r in records if isinstance(r, FuncResultRecord)}
-    called: set[str] = {r.id for r in records if isinstance(r, FuncCallRecord)}
+    # Paired by generation and id: servers repeat ids across replies (llama.cpp's ``call_0``).
+    answered = {(r.genseq, r.id) for r in records if isinstance(r, FuncResultRecord)}
+    called = {(r.genseq, r.id) for r in records if isinstance(r, FuncCallRecord)}
     for record in records:
         if isinstance(record, HumanTextRecord):
             out.append(ChatMessage(role="user", content=record.content, genseq=record.genseq))
@@ -42,7 +43,7 @@ def context_messages(records: list[CourseRecord]) -> list[ChatMessage]:
         elif isinstance(record, AgentWordsRecord):
             out.append(ChatMessage(role="assistant", content=record.content, genseq=record.genseq))
         elif isinstance(record, FuncCallRecord):
-            if record.id not in answered:
+            if (record.genseq, record.id) not in answered:
                 continue  # a call still running has no result yet; providers reject unpaired calls
             out.append(
                 ChatMessage(
@@ -55,7 +56,7 @@ def context_messages(records: list[CourseRecord]) -> list[ChatMessage]:
                 )
             )
         elif isinstance(record, FuncResultRecord):
-            if record.id not in called:
+            if (record.genseq, record.id) not in called:
                 continue  # its call is in an earlier course
             out.append(
                 ChatMessage(
