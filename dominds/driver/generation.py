@@ -14,6 +14,7 @@ from typing import Any
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
+from dominds.driver.retry_state import announce_retries
 from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import CallToRun, prompt_event_fields, runtime_call_id
 from dominds.driver.tellask_exec import execute_tellasks
@@ -115,6 +116,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
             rtws_root=str(engine.rtws.root),
             streaming=member.streaming,
             model_info=resolved.model.request_info(),
+            on_retry=announce_retries(dialog),
         )
         finish.streaming = request.streaming
         finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)

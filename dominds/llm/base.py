@@ -80,8 +80,9 @@ class GenerationRequest:
     model_info: dict[str, Any] = field(default_factory=dict)
     """The catalog's entry of the model (``context_length``, ``output_length``, and what it accepts:
     ``thinking``, ``effort``, ``sampling``); empty when unknown."""
-    on_retry: Callable[[RetryNotice], Awaitable[None]] | None = None
-    """Told before each wait of the retry window (the dialog shows "retrying: attempt n, next in s")."""
+    on_retry: Callable[[RetryNotice | None], Awaitable[None]] | None = None
+    """Told before each wait of the retry window (the dialog shows "retrying: attempt n, next in s"), and
+    ``None`` when the wait is over and the next attempt starts."""
 
 
 class GenerationReceiver(Protocol):

@@ -6,7 +6,8 @@ duplicate it, so a later failure is a ``StreamBroken``. Retriable are 408, 429 (
 ``retry-after``), 5xx, 529/overload and connection failures; the wait is capped exponential backoff
 with full jitter, for as long as the retry window lasts (30 minutes by default, ``retry:`` of a provider
 in ``.minds/llm.yaml``): an unattended team waits out an outage rather than stopping for a human after a
-few seconds. Each wait is announced (``on_retry``) so the dialog shows "retrying" and Stop can end it. Other 4xx answers become ``ProviderRejected`` with a hint a person can act on — and so
+few seconds. Each wait is announced (``on_retry``, then ``None`` when the next attempt starts) so the dialog shows
+"retrying" and Stop can end it. Other 4xx answers become ``ProviderRejected`` with a hint a person can act on — and so
 does an account out of credit or over its spend limit, whatever status it comes with: OpenAI sends
 ``insufficient_quota`` as a 429 and Anthropic its spend limits as a 429 ``rate_limit_error``, but no wait
 fixes billing, so retrying them only delayed the reason by a minute of backoff.
@@ -288,7 +289,7 @@ async def generate_with_retries(
     classify: Callable[[Exception], AttemptFailure | None],
     target: ProviderTarget,
     policy: RetryPolicy,
-    on_retry: Callable[[RetryNotice], Awaitable[None]] | None = None,
+    on_retry: Callable[[RetryNotice | None], Awaitable[None]] | None = None,
 ) -> T:
     """Run ``attempt`` until it succeeds, is rejected, breaks mid-stream or the retry window is spent."""
     last: AttemptFailure | None = None
@@ -333,6 +334,8 @@ async def generate_with_retries(
         if on_retry is not None:
             await on_retry(RetryNotice(attempt=index + 1, wait_s=wait, reason=reason))
         await policy.sleep(wait)
+        if on_retry is not None:
+            await on_retry(None)  # the wait is over: the next attempt runs
     assert last is not None and first_failure_at is not None
     spent = policy.clock() - first_failure_at
     raise ProviderUnavailable(

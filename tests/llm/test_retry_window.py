@@ -91,9 +91,13 @@ async def test_a_30_s_storm_of_529_is_waited_out_without_a_human(
 
     fake.responder = storm
     notices: list[RetryNotice] = []
+    resumed: list[float] = []
 
-    async def on_retry(notice: RetryNotice) -> None:
-        notices.append(notice)
+    async def on_retry(notice: RetryNotice | None) -> None:
+        if notice is None:
+            resumed.append(clock.now)
+        else:
+            notices.append(notice)
 
     result, receiver = await generate(dialect, request_for(dialect, fake, tmp_path, on_retry=on_retry), clock)
     assert not isinstance(result, LlmError), result
@@ -102,6 +106,7 @@ async def test_a_30_s_storm_of_529_is_waited_out_without_a_human(
     assert [n.attempt for n in notices] == list(range(2, len(notices) + 2))
     assert all("529" in n.reason and n.wait_s > 0 for n in notices)
     assert max(clock.waits) <= RetryPolicy().max_delay
+    assert len(resumed) == len(notices), "each wait's end is told too (the dialog shows proceeding again)"
 
 
 @http_dialects
