@@ -94,6 +94,7 @@ REASON_LABELS = {
     "user_stop": "stopped",
     "server_shutdown": "daemon stopped",
     "server_restart": "daemon restarted",
+    "storage_error": "paused: the disk refused a write",
     "needs_human_input": "waiting for your answer",
     "needs_human_input_and_subdialogs": "waiting for your answer and subdialogs",
     "declared_by_user": "declared dead",
