@@ -57,10 +57,11 @@ class CourseMessages:
         self.seen = 0
         """Records fed so far."""
         self._slots: list[ChatMessage | None] = []
-        self._called: set[str] = set()
-        self._answered: set[str] = set()
-        self._calls_waiting: dict[str, list[tuple[int, FuncCallRecord]]] = {}
-        self._results_waiting: dict[str, list[tuple[int, FuncResultRecord]]] = {}
+        # Keyed by generation and id: servers repeat ids across replies (llama.cpp's ``call_0``).
+        self._called: set[tuple[int, str]] = set()
+        self._answered: set[tuple[int, str]] = set()
+        self._calls_waiting: dict[tuple[int, str], list[tuple[int, FuncCallRecord]]] = {}
+        self._results_waiting: dict[tuple[int, str], list[tuple[int, FuncResultRecord]]] = {}
 
     def messages(self) -> list[ChatMessage]:
         """A new list (callers insert into it)."""
@@ -74,22 +75,24 @@ class CourseMessages:
 
     def _add(self, record: CourseRecord) -> None:
         if isinstance(record, FuncCallRecord):
-            self._called.add(record.id)
-            if record.id in self._answered:
+            key = (record.genseq, record.id)
+            self._called.add(key)
+            if key in self._answered:
                 self._slots.append(_call_message(record))
             else:
-                self._calls_waiting.setdefault(record.id, []).append((len(self._slots), record))
+                self._calls_waiting.setdefault(key, []).append((len(self._slots), record))
                 self._slots.append(None)
-            for index, result in self._results_waiting.pop(record.id, ()):
+            for index, result in self._results_waiting.pop(key, ()):
                 self._slots[index] = _result_message(result)
         elif isinstance(record, FuncResultRecord):
-            self._answered.add(record.id)
-            if record.id in self._called:
+            key = (record.genseq, record.id)
+            self._answered.add(key)
+            if key in self._called:
                 self._slots.append(_result_message(record))
             else:
-                self._results_waiting.setdefault(record.id, []).append((len(self._slots), record))
+                self._results_waiting.setdefault(key, []).append((len(self._slots), record))
                 self._slots.append(None)
-            for index, call in self._calls_waiting.pop(record.id, ()):
+            for index, call in self._calls_waiting.pop(key, ()):
                 self._slots[index] = _call_message(call)
         else:
             self._slots.append(_plain_message(record))
