@@ -83,6 +83,9 @@ class ProviderConfig:
     tech_spec_url: str | None = None
     api_mgmt_url: str | None = None
     model_param_options: Mapping[str, Any] = field(default_factory=dict)
+    reasoning_pass_back: bool | str = False
+    """Chat Completions only: send a thinking model's reasoning back on the assistant messages that made
+    tool calls (``true`` = in ``reasoning_content``, a string = in that field); off by default."""
 
 
 @dataclass(frozen=True)

@@ -278,17 +278,35 @@ def request_body(request: GenerationRequest, base_url: str) -> dict[str, Any]:
             }
             for t in request.tools
         ]
-    return {"messages": to_openai_messages(request.system_prompt, request.messages), "extra": extra}
+    field = reasoning_field(request.provider_config.get("reasoningPassBack"))
+    return {"messages": to_openai_messages(request.system_prompt, request.messages, field), "extra": extra}
 
 
-def to_openai_messages(system_prompt: str, messages: list[ChatMessage]) -> list[dict[str, Any]]:
+def reasoning_field(pass_back: object) -> str | None:
+    """The assistant-message field reasoning is carried back in (``reasoning_pass_back`` of the provider in
+    llm.yaml: ``true`` = ``reasoning_content``, a string = that field), or None (off, the default)."""
+    if pass_back is True:
+        return "reasoning_content"
+    return pass_back if isinstance(pass_back, str) and pass_back else None
+
+
+def to_openai_messages(
+    system_prompt: str, messages: list[ChatMessage], reasoning_field: str | None = None
+) -> list[dict[str, Any]]:
     """Neutral messages as chat-completions messages.
 
     Consecutive user texts and consecutive assistant texts are merged: several chat templates (vLLM,
-    llama.cpp) refuse two turns of the same role in a row. Thinking is not sent back: the dialect has
-    no field for it and some servers reject ``reasoning_content`` in requests.
+    llama.cpp) refuse two turns of the same role in a row. Thinking is not sent back, except (opt-in per
+    provider, ``reasoning_field``) on an assistant message that made tool calls: thinking models served
+    over Chat Completions (DeepSeek, Kimi, MiniMax, …) expect their reasoning back there, while other
+    servers reject the field.
     """
     out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    reasoning: dict[int, list[str]] = {}
+    if reasoning_field is not None:
+        for message in messages:
+            if message.kind == "thinking" and message.genseq is not None and message.content:
+                reasoning.setdefault(message.genseq, []).append(message.content)
     for message in group_tool_turns(messages):
         last = out[-1] if out else None
         if message.kind == "thinking":
@@ -305,7 +323,11 @@ def to_openai_messages(system_prompt: str, messages: list[ChatMessage]) -> list[
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
-                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                last = {"role": "assistant", "content": None, "tool_calls": [call]}
+                out.append(last)
+            thought = reasoning.pop(message.genseq, None) if message.genseq is not None else None
+            if reasoning_field is not None and thought:
+                last[reasoning_field] = "\n\n".join(thought)
         elif message.kind == "tool_result":
             out.append(
                 {"role": "tool", "tool_call_id": message.tool_call_id or "call", "content": message.content}

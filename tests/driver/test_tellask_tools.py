@@ -454,3 +454,35 @@ async def test_a_tool_form_call_replays_and_shows_like_a_text_form_one(harness) 
         e.pop("callId", None)
     assert _shown(calls).replace(" ", "") == _shown(text_form).replace(" ", "") != ""
     assert "@coder" in _shown(calls) and "build the parser" in _shown(calls)
+
+
+@pytest.mark.parametrize("pass_back", [None, "true", "reasoning"])
+async def test_reasoning_is_carried_back_on_tool_call_messages_only_when_opted_in(
+    harness, fake: FakeLlmServer, pass_back: str | None
+) -> None:  # type: ignore[no-untyped-def]
+    """``reasoning_pass_back`` (llm.yaml, per provider): a thinking model's reasoning goes back on the assistant
+    message that made tool calls (DeepSeek, Kimi, … expect it there); off, nothing is sent (others refuse it)."""
+    from dialects import Thinking
+
+    def brain(agent: str, tail: str) -> tuple[Block, ...]:
+        if agent == "coder":
+            return (Thinking("how to build"), Text("Built."))
+        if "Built." in tail:
+            return (Thinking("wrap up"), Text("Done."))
+        return (Thinking("delegate the build"), Tool("call_c", "tellaskSessionless", {"targetAgentId": "coder", "tellaskContent": "build"}))
+
+    h = await harness("fake-openai", brain)
+    if pass_back is not None:
+        llm = h.engine.rtws.llm_yaml
+        llm.write_text(llm.read_text().replace("  fake-openai:\n", f"  fake-openai:\n    reasoning_pass_back: {pass_back}\n"))
+    await run(h, "go")
+    last = h.requests_of("lead")[-1].body["messages"]
+    calling = [m for m in last if m.get("tool_calls")]
+    assert len(calling) == 1
+    field = {None: None, "true": "reasoning_content", "reasoning": "reasoning"}[pass_back]
+    if field is None:
+        assert not any("reasoning" in key for m in last for key in m), "not sent unless opted in"
+    else:
+        assert calling[0][field] == "delegate the build"
+        assert sum(field in m for m in last) == 1, "only on the message that made tool calls"
+    assert not h.fake.history_problems
