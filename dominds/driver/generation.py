@@ -13,6 +13,7 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
+from dominds.driver.images import attach_images, sees_images
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
 from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import CallToRun, prompt_event_fields, runtime_call_id
@@ -21,6 +22,7 @@ from dominds.driver.tool_exec import execute_func_calls, tools_for
 from dominds.driver.tool_form import record_tool_form_calls, split_tellask_tool_calls, tellask_tool_specs_for
 from dominds.ids import now_iso
 from dominds.llm.base import (
+    ChatMessage,
     ContextOverflow,
     GenerationRequest,
     LlmError,
@@ -109,7 +111,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
             model_key=resolved.model_key,
             model_name=resolved.model.key,
             system_prompt=system_prompt(engine.config, config, dialog, member, sorted(tools)),
-            messages=build_messages(engine.config, dialog, member),
+            messages=_with_images(build_messages(engine.config, dialog, member), dialog, resolved.provider.api_type, resolved.model.request_info()),
             tools=[
                 *(ToolSpec(t.name, t.description, t.parameters) for t in tools.values()),
                 *tellask_tool_specs_for(member.tellask, dialog),
@@ -199,6 +201,11 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         dialog.publish({"type": "generating_finish_evt", **finish_event_fields(finish), **gen})
         if finish.context_health:
             dialog.publish({"type": "context_health_evt", "contextHealth": finish.context_health, **gen})
+
+
+def _with_images(messages: list[ChatMessage], dialog: Dialog, api_type: str, model_info: dict[str, Any]) -> list[ChatMessage]:
+    """The messages with the images a vision-capable model sees (``images.py``); a text-only one reads the placeholders."""
+    return attach_images(messages, dialog.files.dir) if sees_images(api_type, model_info) else messages
 
 
 def _keep_partial(receiver: DialogReceiver | None, finish: GenFinishRecord, why: IncompleteReason | None) -> None:

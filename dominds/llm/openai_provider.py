@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 import httpx2
 import openai
 
-from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult, ImagePart
 from dominds.llm.params import merged_params
 from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, retry_after_seconds
 from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, sdk_http_client
@@ -307,7 +307,12 @@ def to_openai_messages(
         for message in messages:
             if message.kind == "thinking" and message.genseq is not None and message.content:
                 reasoning.setdefault(message.genseq, []).append(message.content)
+    tool_images: list[ImagePart] = []
+    """Images of the tool results just sent: a tool message holds text only, so they follow as a user message."""
     for message in group_tool_turns(messages):
+        if tool_images and message.kind != "tool_result":
+            out.append(_images_message(tool_images))
+            tool_images = []
         last = out[-1] if out else None
         if message.kind == "thinking":
             continue
@@ -332,8 +337,12 @@ def to_openai_messages(
             out.append(
                 {"role": "tool", "tool_call_id": message.tool_call_id or "call", "content": message.content}
             )
+            tool_images += message.images
         elif not message.content.strip():
             continue
+        elif message.images and message.role == "user":
+            parts = [{"type": "text", "text": message.content}, *_image_parts(message.images)]
+            out.append({"role": "user", "content": parts})
         elif (
             last is not None
             and last["role"] == message.role
@@ -343,7 +352,19 @@ def to_openai_messages(
             last["content"] += "\n\n" + message.content
         else:
             out.append({"role": message.role, "content": message.content})
+    if tool_images:
+        out.append(_images_message(tool_images))
     return out
+
+
+def _image_parts(images: tuple[ImagePart, ...] | list[ImagePart]) -> list[dict[str, Any]]:
+    return [{"type": "image_url", "image_url": {"url": image.data_url()}} for image in images]
+
+
+def _images_message(images: list[ImagePart]) -> dict[str, Any]:
+    names = ", ".join(image.name for image in images if image.name)
+    text = f"[The images the tool results above returned{': ' + names if names else ''}]"
+    return {"role": "user", "content": [{"type": "text", "text": text}, *_image_parts(images)]}
 
 
 def _arguments_text(arguments: dict[str, Any] | str | None) -> str:
