@@ -59,6 +59,7 @@ class Providers:
             "baseUrl": provider.base_url,
             "apiKeyEnvVar": provider.api_key_env_var,
             "reasoningPassBack": provider.reasoning_pass_back,
+            "retry": dict(provider.retry),
         }
 
     def report_problem(self, dialog: Dialog, provider: str, model: str | None, message: str) -> None:

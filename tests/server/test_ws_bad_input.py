@@ -37,6 +37,14 @@ async def _still_alive(sock: WsClient) -> None:
             '{"type": "display_dialog", "dialog": {"selfId": "a"}, "since": {"epoch": "e", "seq": -1}}',
             "`since.seq`",
         ),
+        # nested objects are as strict as the message: a quoted number is not coerced
+        (
+            '{"type": "display_dialog", "dialog": {"selfId": "a"}, "since": {"epoch": "e", "seq": "5"}}',
+            "`since.seq`: Input should be a valid integer",
+        ),
+        ('{"type": "display_dialog", "dialog": {"selfId": "a", "rootId": 7}}', "`dialog.rootId`"),
+        # one problem per field, in the words of the branch the value took (not the integer's)
+        ('{"type": "get_problems", "requestId": "' + "r" * 201 + '"}', "`requestId`: String should have at most 200"),
     ],
 )
 async def test_malformed_frames_are_answered(serve: ServeFactory, frame: str, expected: str) -> None:
@@ -109,4 +117,21 @@ async def test_answering_an_answered_question_is_an_error(serve: ServeFactory) -
     await sock.request(answer, "ack")
     second = await sock.request(answer, "error")
     assert "already answered" in second["message"] or "not pending" in second["message"]
+    await _still_alive(sock)
+
+
+async def test_the_limits_are_exact(serve: ServeFactory) -> None:
+    """A frame of exactly ``MAX_FRAME_BYTES`` and a ``requestId`` of exactly 200 characters are accepted; one
+    byte or character more is refused (tested only far past the limit before, so an off-by-one survived)."""
+    served = await serve()
+    sock = await served.ws()
+    head = '{"type": "get_q4h_state", "requestId": "' + "r" * 200 + '", "pad": "'
+    frame = head + "x" * (MAX_FRAME_BYTES - len(head) - 2) + '"}'
+    assert len(frame.encode()) == MAX_FRAME_BYTES
+    await sock.ws.send_str(frame)
+    reply = await sock.wait_type("q4h_state_response")
+    assert reply.get("requestId") == "r" * 200
+    await sock.ws.send_str(frame[:-2] + 'x"}')
+    error = await sock.wait_type("error")
+    assert "message too large" in error["message"]
     await _still_alive(sock)
