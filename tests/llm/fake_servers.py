@@ -172,6 +172,7 @@ def tool_history_problems(path: str, body: dict[str, Any]) -> list[str]:
         if not isinstance(arguments, dict):
             problems.append(f"arguments of tool call {call_id!r} are not an object")
     problems += [f"tool result {r!r} answers no tool call" for r in results if r not in ids]
+    return problems
 
 
 def tool_pairing_problems(request: RecordedRequest) -> list[str]:
