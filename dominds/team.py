@@ -163,6 +163,9 @@ class WorkflowMembers:
 
 NO_WORKFLOW_MEMBERS = WorkflowMembers()
 
+_SHADOW_TOOLSETS = ("team-mgmt",)
+"""Toolsets ``_impose_shadow_constraints`` names (fuxi has it, pangu is denied it)."""
+
 
 def _impose_shadow_constraints(member_id: str, values: dict[str, Any]) -> None:
     # team.yaml may tune a shadow member, but not turn it into something else
@@ -217,6 +220,9 @@ def load_team(
         catalog = load_catalog(rtws)[0]
     toolsets = toolsets or NoToolsets()
     known = [*toolsets.names(), *more_toolset_names]
+    if known:  # the toolsets the runtime itself gives its shadow members must exist, or check says so
+        for name in sorted({*_SHADOW_TOOLSETS} - set(known)):
+            collector.error(None, f"the runtime gives the shadow members (fuxi, pangu) toolset {name!r}, which this daemon does not offer")
     try:
         text = rtws.team_yaml.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -128,8 +128,10 @@ def taskdoc_message(cache: ConfigCache, dialog: Dialog) -> ChatMessage | None:
 def reminders_text(dialog: Dialog) -> str | None:
     if not dialog.reminders:
         return None
-    lines = [f"reminder #{i}: {r.content}" for i, r in enumerate(dialog.reminders, 1)]
-    return "[Your reminders (manage them with add/update/delete_reminder)]\n" + "\n".join(lines)
+    lines = [f"reminder {r.id}: {r.content}" for r in dialog.reminders]
+    return "[Your reminders (manage them with add/update/delete_reminder, naming a reminder by its id)]\n" + "\n".join(
+        lines
+    )
 
 
 def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[ChatMessage]:
