@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Literal
 
 from dominds.dialog.loader import rebuild_registry
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
@@ -36,6 +37,8 @@ class CallToRun:
     call: TellaskCall
     call_id: str
     """Runtime call id: the parser's deterministic id qualified by course, generation and segment."""
+    form: Literal["text", "tools"] = "text"
+    """How the model made the call: a ``!?@`` block, or a Tellask function tool (``tool_form.py``)."""
 
 
 def runtime_call_id(parser_call_id: str, course: int, genseq: int, segment: int | str) -> str:
