@@ -18,19 +18,13 @@ from pathlib import Path
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store.atomic import (
-<<<<<<< HEAD
     SYMLINK_PROBLEM,
-=======
->>>>>>> main
     fsync_dir,
     remove_file,
     renamed_into_place,
     restore_spare,
     spare_path,
-<<<<<<< HEAD
-=======
     write_fresh,
->>>>>>> main
 )
 from dominds.store.course_records import CourseRecord
 from dominds.store.crashpoints import durable_step
