@@ -188,6 +188,8 @@ SCENARIOS = [
                 ],
             },
             {"agent": "coder", "contains": "build it", "response": "Built."},
+            # clear_mind cut by the crash ("may or may not have taken effect"): the agent clears again.
+            {"agent": "lead", "role": "tool", "contains": "INTERRUPTED", "stream": [{"func_call": {"name": "clear_mind", "arguments": {}}}]},
             {"agent": "lead", "role": "tool", "contains": "", "response": "Cleared; waiting for the coder."},
             {"agent": "lead", "contains": "", "response": "All done."},
         ],
