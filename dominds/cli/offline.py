@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from dominds.cli.client import DaemonInfo, find_daemon, locked_message
 from dominds.cli.common import CliError, command_name
-from dominds.rtws import Rtws
+from dominds.rtws import STATE_FILE_MODE, Rtws
 
 if TYPE_CHECKING:
     from dominds.dialog.model import Dialog
@@ -93,7 +93,7 @@ def _filelock_now(path: Path) -> Callable[[], None] | None:
     """The rtws lock if it is free (its release), else None."""
     import filelock
 
-    lock = filelock.FileLock(str(path))
+    lock = filelock.FileLock(str(path), mode=STATE_FILE_MODE)
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
@@ -108,7 +108,7 @@ def _flock_now(path: Path) -> Callable[[], None] | None:
     import fcntl
 
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, STATE_FILE_MODE)
     except OSError:
         # Read-only (a read-only mount, or a workspace the reader may only read): ``flock`` needs no write
         # access, so the existing file is locked through a read-only descriptor; a missing one raises.

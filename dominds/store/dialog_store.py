@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
-from dominds.rtws import DIALOG_STATUSES, Rtws
+from dominds.rtws import DIALOG_STATUSES, STATE_DIR_MODE, Rtws
 from dominds.store.atomic import (
     SYMLINK_PROBLEM,
     fsync_dir,
@@ -312,10 +312,10 @@ def create_dialog_dir(
     staging = final.parent / f"{CREATING_PREFIX}{final.name}-{os.getpid()}"
     try:
         try:
-            staging.mkdir(parents=True)
+            staging.mkdir(parents=True, mode=STATE_DIR_MODE)
         except FileExistsError:  # a leftover of this pid's earlier life
             shutil.rmtree(staging)
-            staging.mkdir()
+            staging.mkdir(mode=STATE_DIR_MODE)
     except OSError as exc:
         raise WriteFailedError(staging, exc.strerror or str(exc)) from exc
     staged = DialogFiles(staging)

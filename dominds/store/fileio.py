@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from dominds.rtws import STATE_FILE_MODE
 from dominds.store import fastyaml
 from dominds.store.atomic import SYMLINK_PROBLEM, append_line, write_atomic, write_fresh
 from dominds.store.course_records import COURSE_RECORD_ADAPTER, CourseRecord
@@ -106,7 +107,7 @@ def save_raw(path: Path, data: Any, header: str = "", *, fresh: bool = False, sp
     if fresh:
         write_fresh(path, text)
     else:
-        write_atomic(path, text, spare=spare)
+        write_atomic(path, text, spare=spare, create_mode=STATE_FILE_MODE)
 
 
 # ---------------------------------------------------------------- JSONL
