@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from dominds.llm.catalog import Catalog
 from dominds.llm.catalog_yaml import load_catalog
@@ -76,6 +76,9 @@ class Member:
     continue_on_max_tokens: int = 0
     """How many replies in a row that reach the output limit are continued at once; 0 = the model is
     only told on its next turn that its reply was cut."""
+    tellask: Literal["text", "tools", "both"] = "text"
+    """How the member delegates: the ``!?@`` text grammar (the seed's form), the Tellask function tools
+    (``tellask``, ``tellaskSessionless``, ``tellaskBack``, ``askHuman``, ``freshBootsReasoning``), or both."""
     hidden: bool = False
     """Shadow members are hidden from listings but can still be called."""
     line: int | None = None
