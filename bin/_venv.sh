@@ -9,7 +9,7 @@
 # - otherwise nothing happens. Extras stay once installed, so bin/test then bin/dominds installs nothing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+VENV="${DOMINDS_VENV:-$ROOT/.venv}"  # bin/test-python keeps one venv per Python version beside it
 STAMP="$VENV/.dominds-stamp"
 
 _dominds_venv_refresh() {

@@ -52,12 +52,12 @@ def missing_extra_message(extra: Extra) -> str | None:
 
 def install_command(extra: Extra) -> str:
     """The command that adds the extra to the environment this interpreter runs in."""
-    prefix = Path(sys.prefix).as_posix()
+    prefix = Path(sys.prefix)
     specs = " ".join(shlex.quote(req) for req in extra.requirements)
     checkout = Path(__file__).resolve().parent.parent
-    if "/pipx/venvs/" in prefix + "/":
+    if (prefix / "pipx_metadata.json").is_file():  # a pipx venv
         return f"pipx inject dominds {specs}"
-    if "/uv/tools/" in prefix + "/":
+    if (prefix / "uv-receipt.toml").is_file():  # a `uv tool` venv (it has no pip)
         return f"uv pip install --python {shlex.quote(sys.executable)} {specs}"
     if (checkout / "pyproject.toml").is_file() and (checkout / "bin" / "dominds").is_file():
         return f"{shlex.quote(sys.executable)} -m pip install -e {shlex.quote(f'{checkout}[{extra.name}]')}"

@@ -104,7 +104,7 @@ class Venv:
 
     def pip_install(self, *requirements: str) -> None:
         subprocess.run(
-            [str(self.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *requirements],
+            [str(self.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile", *requirements],
             check=True,
             capture_output=True,
             text=True,

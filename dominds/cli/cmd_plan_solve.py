@@ -255,12 +255,15 @@ def _example_data2ppt(args: argparse.Namespace) -> int:
         return _run_service(args, confirm_plan=True)
     from dominds.cli.client import find_daemon
 
+    in_workspace = not args.scripted and is_rtws(find_rtws(Path.cwd(), must_exist=False).root)
+    if not in_workspace:
+        _require_extra()  # before an example workspace is made for nothing
     with contextlib.ExitStack() as cleanup:
         workspace = _workspace(args.scripted, cleanup)
-        daemon = None if args.scripted else find_daemon(workspace)
+        daemon = find_daemon(workspace) if in_workspace else None
         if daemon is not None:
-            return _data2ppt_on_daemon(args, daemon, workspace)
-        _require_extra()  # a daemon's service runs where the daemon has it; here this process needs it
+            return _data2ppt_on_daemon(args, daemon, workspace)  # the daemon's install runs it
+        _require_extra()
         return _data2ppt_here(args, workspace)
 
 
@@ -303,6 +306,11 @@ def _data2ppt_on_daemon(args: argparse.Namespace, daemon: DaemonInfo, workspace:
         return asyncio.run(
             data2ppt_on_daemon(daemon, workspace, args.question or DEFAULT_QUESTION, lambda line: print(line, flush=True), json_events=args.json)
         )
+    except aiohttp.WSServerHandshakeError as exc:
+        if exc.status == 503:  # the daemon's install lacks the extra: its page and API say so too
+            missing = missing_extra_message(PLAN_SOLVE) or f"the daemon's install lacks dominds[{PLAN_SOLVE.name}]"
+            raise CliError(f"{missing} (the daemon {daemon.describe()} runs Plan & Solve here)") from exc
+        raise CliError(f"cannot reach the daemon's Plan & Solve service ({daemon.describe()}): {exc}") from exc
     except (OSError, aiohttp.ClientError) as exc:
         raise CliError(f"cannot reach the daemon's Plan & Solve service ({daemon.describe()}): {exc}") from exc
 
