@@ -6,8 +6,10 @@
    symlinks are resolved and the real target must also be inside the rtws);
 2. any segment ending in ``.tsk`` is denied: Taskdoc packages are encapsulated (``change_mind`` and
    ``recall_taskdoc`` are the only way in);
-3. ``.dialogs`` at the rtws root is denied (a nested ``sub/.dialogs`` is ordinary data), and so is the
-   daemon's access token ``.dominds/auth-token``;
+3. ``.dialogs`` and ``.dominds`` at the rtws root are denied (a nested ``sub/.dialogs`` is ordinary
+   data): the dialogs, and the daemon's own state: its access token, the last good copy of the team
+   configuration it falls back to (``.dominds/last-good/.minds/``: an agent that rewrote it would choose
+   the next fallback's toolsets, providers and MCP commands), its caches, workflow sessions;
 4. ``.minds`` at the rtws root is denied unless the caller is a team-mgmt tool (``minds_bypass``);
 5. a deny pattern matching the path denies;
 6. an empty allow list allows everything; otherwise an allow pattern must match.
@@ -77,6 +79,12 @@ _REASONS: dict[str, tuple[str, str, str, str]] = {
         "`{path}` 是守护进程的访问令牌",
         "No tool may read or change it; the user manages it with `dominds url`.",
         "任何工具都不得读取或修改它；用户用 `dominds url` 管理。",
+    ),
+    "daemon_state": (
+        "`{path}` is under `.dominds/`, the daemon's own state (the last good team configuration, caches)",
+        "`{path}` 位于 `.dominds/`（守护进程自身的状态：上次可用的团队配置、缓存）之下",
+        "The runtime manages it; no file tool may read or change it.",
+        "它由运行时管理；任何文件工具都不得读取或修改。",
     ),
     "minds": (
         "`{path}` is under `.minds/`, the team configuration",
@@ -170,8 +178,8 @@ def _forbidden_area(parts: Sequence[str], minds_bypass: bool) -> str | None:
     first = parts[0].lower() if parts else ""
     if first == ".dialogs":
         return "dialogs"
-    if first == ".dominds" and len(parts) > 1 and parts[1].lower() == "auth-token":
-        return "secret"
+    if first == ".dominds":
+        return "secret" if len(parts) > 1 and parts[1].lower() == "auth-token" else "daemon_state"
     if first == ".minds" and not minds_bypass:
         return "minds"
     return None

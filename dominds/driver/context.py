@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dominds.dialog.model import Dialog
 from dominds.driver.config import Config, ConfigCache
-from dominds.driver.messages import context_messages
+from dominds.driver.messages import dialog_context_messages
 from dominds.llm.base import ChatMessage
 from dominds.taskdoc import TaskdocError, load_taskdoc
 from dominds.taskdoc_discovery import taskdoc_fingerprint
@@ -115,12 +115,12 @@ def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[C
     taskdoc = taskdoc_message(cache, dialog)
     if taskdoc is not None:
         messages.append(taskdoc)
-    course = context_messages(dialog.records)
+    course = dialog_context_messages(dialog)
     reminder = reminders_text(dialog)
     if reminder:
         # Just before the last user message, so the model reads them right before its turn. They move
         # (and change) between generations: volatile, so no provider caches a prefix up to them.
-        last_user = max((i for i, m in enumerate(course) if m.role == "user"), default=None)
+        last_user = next((i for i in range(len(course) - 1, -1, -1) if course[i].role == "user"), None)
         insert_at = last_user if last_user is not None else len(course)
         course.insert(insert_at, ChatMessage(role="user", content=reminder, volatile=True))
     messages.extend(course)

@@ -14,6 +14,7 @@ from typing import Any
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
+from dominds.driver.retry_state import announce_retries
 from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import CallToRun, prompt_event_fields, runtime_call_id
 from dominds.driver.tellask_exec import execute_tellasks
@@ -115,6 +116,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
             rtws_root=str(engine.rtws.root),
             streaming=member.streaming,
             model_info=resolved.model.request_info(),
+            on_retry=announce_retries(dialog),
         )
         finish.streaming = request.streaming
         finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)
@@ -174,6 +176,13 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         outcome.error = str(exc)
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
         return outcome
+    except asyncio.CancelledError:
+        outcome.stopped = True  # a shutdown's cancellation: recorded interrupted, never ok
+        raise
+    except Exception as exc:  # a bug, not a provider's answer: recorded as the error it is, then raised on
+        _keep_partial(receiver, finish, "broken")
+        outcome.error = f"internal error: {type(exc).__name__}: {exc}"
+        raise
     finally:
         if receiver is not None:
             finish.response_chars = receiver.response_chars

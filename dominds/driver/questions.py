@@ -36,13 +36,15 @@ def answer(engine: EngineServices, question_id: str, content: str, msg_id: str |
     if where is None:
         raise EngineError(f"question {question_id!r} is not pending (already answered, cleared, or unknown)")
     dialog = engine.get_dialog(*where)
+    # first: a dialog that cannot be loaded has no questions in memory, and "already answered" would both
+    # mislead and drop from the index a question that is still on disk (answerable once the file is mended)
+    engine.check_drivable_target(dialog)
     if not any(q.id == question_id for q in dialog.q4h):
         engine.q4h_index.pop(question_id, None)
         raise EngineError(f"question {question_id!r} is not pending (already answered)")
     if not content.strip():
         raise EngineBadRequest("the answer is empty")
     require_storable({"content": content, "msgId": msg_id})
-    engine.check_drivable_target(dialog)
     if msg_id is not None:
         refuse_duplicate(dialog, msg_id)
     prompt = QueuedPrompt(

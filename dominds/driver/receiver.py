@@ -73,7 +73,8 @@ class DialogReceiver:
             raise StreamProtocolError(f"{kind} segment started while a {self._active} segment is still open")
         self._active = kind
         self._text = []
-        self.dialog.streaming_text[kind] = ""  # a stopped generation may have left a partial segment
+        # The same list: late joiners read the chunks so far (a stopped generation may have left one)
+        self.dialog.streaming_text[kind] = self._text
         self.streamed_anything = True
 
     def _end(self, kind: str) -> str:
@@ -91,9 +92,8 @@ class DialogReceiver:
         if self._active != kind:
             raise StreamProtocolError(f"{kind} chunk outside a {kind} segment")
         text, self._carry = join_surrogates(self._carry + text)
-        self._text.append(text)
+        self._text.append(text)  # also what late joiners read (``Dialog.streaming_text``)
         self.response_chars += len(text)
-        self.dialog.streaming_text[kind] = self.dialog.streaming_text.get(kind, "") + text  # late joiners
         return text
 
     async def thinking_start(self) -> None:

@@ -48,9 +48,11 @@ from dominds.tellask_events import TellaskCall
 
 log = logging.getLogger("dominds.recovery")
 
-RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown"})
-"""Interruptions no person asked for: a crash, a graceful daemon stop, or an earlier ``--no-resume`` start.
-Dialogs a user stopped (``user_stop``, ``emergency_stop``) stay stopped."""
+RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown", "storage_error"})
+"""Interruptions no person asked for: a crash, a graceful daemon stop, an earlier ``--no-resume`` start, or
+a write the disk refused (``storage_error``: the daemon stopped before its watcher resumed the dialog; if
+the disk is still full, the drive pauses it again and a new watcher waits for space). Dialogs a user
+stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
 def recover(engine: EngineServices) -> int:

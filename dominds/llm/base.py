@@ -16,10 +16,14 @@ its first event).
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from dominds.store.course_records import TRUNCATING_FINISH_REASONS, FinishReason, Usage
+
+if TYPE_CHECKING:
+    from dominds.llm.retry import RetryNotice
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,9 @@ class GenerationRequest:
     model_info: dict[str, Any] = field(default_factory=dict)
     """The catalog's entry of the model (``context_length``, ``output_length``, and what it accepts:
     ``thinking``, ``effort``, ``sampling``); empty when unknown."""
+    on_retry: Callable[[RetryNotice | None], Awaitable[None]] | None = None
+    """Told before each wait of the retry window (the dialog shows "retrying: attempt n, next in s"), and
+    ``None`` when the wait is over and the next attempt starts."""
 
 
 class GenerationReceiver(Protocol):

@@ -23,7 +23,13 @@ import openai
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.params import merged_params
-from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, retry_after_seconds
+from dominds.llm.retry import (
+    AttemptFailure,
+    EmptyReply,
+    group_tool_turns,
+    is_billing_error,
+    retry_after_seconds,
+)
 from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, sdk_http_client
 from dominds.store.course_records import FinishReason, Usage
 
@@ -94,14 +100,18 @@ async def _stream_once(
         stream_options={"include_usage": True},
         extra_body=body["extra"],
     )
+    chunks = 0
     async with stream:
         async for chunk in stream:
+            chunks += 1
             served_model = getattr(chunk, "model", None) or served_model
             if getattr(chunk, "usage", None) is not None:
                 usage = usage_of(chunk.usage)
             for choice in chunk.choices or []:
                 await relay.delta(choice.delta)
                 finish_reason = getattr(choice, "finish_reason", None) or finish_reason
+    if chunks == 0:
+        raise EmptyReply("the server answered with an empty stream")
     if finish_reason is None and usage is None:
         # Neither the last choice chunk nor the usage chunk came: the body ended early.
         raise StreamEndedEarly("the stream ended before the completion did (no finish_reason)")
@@ -228,7 +238,7 @@ def usage_of(usage: Any) -> Usage:
 
 
 def classify_error(exc: Exception) -> AttemptFailure | None:
-    if isinstance(exc, StreamEndedEarly):
+    if isinstance(exc, StreamEndedEarly | EmptyReply):
         return AttemptFailure(None, str(exc))
     if isinstance(exc, openai.APIStatusError):
         detail = _error_message(exc.body) or exc.message

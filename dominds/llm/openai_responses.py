@@ -20,7 +20,13 @@ import openai
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.openai_provider import OpenAiSdkGenerator, classify_error
 from dominds.llm.params import merged_params
-from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, refuse_bad_params
+from dominds.llm.retry import (
+    AttemptFailure,
+    EmptyReply,
+    group_tool_turns,
+    is_billing_error,
+    refuse_bad_params,
+)
 from dominds.store.course_records import FinishReason, Usage
 
 PROVIDER_DATA_KEY = "openai_reasoning"
@@ -75,9 +81,13 @@ class OpenAiResponsesGenerator(OpenAiSdkGenerator):
 async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
     relay = _ItemRelay(receiver)
     stream = await client.responses.create(**body, stream=True)
+    events = 0
     async with stream:
         async for event in stream:
+            events += 1
             await relay.handle(event)
+    if events == 0:
+        raise EmptyReply("the server answered with an empty stream")
     return relay.result()
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import os
 import re
 import secrets
@@ -307,10 +308,14 @@ def _raise_error(error: dict[str, Any]) -> None:
     raise StreamBroken(message)
 
 
+_CONTENT = operator.attrgetter("content")
+
+
 def _usage(entry: ScriptedEntry, request: GenerationRequest, completion_chars: int) -> Usage:
     if entry.usage:
         return Usage.model_validate(entry.usage)
-    prompt_chars = len(request.system_prompt) + sum(len(m.content) for m in request.messages)
+    # map in C: a Python loop over every message made a turn of a long dialog cost more than a short one's
+    prompt_chars = len(request.system_prompt) + sum(map(len, map(_CONTENT, request.messages)))
     return Usage(input_tokens=(prompt_chars + 3) // 4, output_tokens=(completion_chars + 3) // 4)
 
 

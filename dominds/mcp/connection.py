@@ -12,12 +12,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 from dominds.mcp.config import SecretRef, ServerSpec, resolve
 
 CONNECT_TIMEOUT_S = 30.0
+IDLE_CHECK_S = 2.0
+"""A call on a connection idle for longer first pings the server: one that died while idle (its
+process exited, its endpoint went away) is then found before the call is sent, so the call runs on a
+fresh connection instead of failing as one that "may or may not have run"."""
+PING_TIMEOUT_S = 5.0
 
 
 class ServerGone(Exception):
@@ -26,6 +33,10 @@ class ServerGone(Exception):
 
 class ServerUnreachable(Exception):
     """The server could not be started or connected to."""
+
+
+class ServerGoneBeforeCall(ServerGone):
+    """The server was found gone before the call was sent: the call did not run."""
 
 
 class CallTimeout(Exception):
@@ -85,6 +96,8 @@ class Connection:
         self._gone = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._secrets = secret_values(spec, self.environ)
+        self._used_at = time.monotonic()
+        self._in_flight = 0
 
     def redact(self, text: str) -> str:
         """``text`` with the values of the server's secrets replaced, so they never reach records or logs."""
@@ -143,7 +156,34 @@ class Connection:
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
-        return await self._guarded(self.client.call_tool(name, arguments), timeout_s)
+        if not self._in_flight and time.monotonic() - self._used_at > IDLE_CHECK_S:
+            await self._check_alive()
+        self._in_flight += 1
+        try:
+            return await self._guarded(self.client.call_tool(name, arguments), timeout_s)
+        finally:
+            self._in_flight -= 1
+            self._used_at = time.monotonic()
+
+    async def _check_alive(self) -> None:
+        """Ping; ``ServerGoneBeforeCall`` when the connection is closed. A slow answer, or a server that
+        refuses pings, counts as alive: the call then goes on as before."""
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            with warnings.catch_warnings():  # ping is legacy-mode only; a modern server says "Method not found"
+                warnings.simplefilter("ignore")
+                await self._guarded(self.client.send_ping(), PING_TIMEOUT_S)
+        except ServerGone as exc:
+            self._mark_gone(str(exc))
+            raise ServerGoneBeforeCall(str(exc)) from exc
+        except (CallTimeout, MCPError):
+            return
+        except Exception as exc:  # the transport failed: nothing answers there any more
+            reason = self.redact(_describe(exc))
+            self._mark_gone(reason)
+            raise ServerGoneBeforeCall(reason) from exc
+        self._used_at = time.monotonic()
 
     async def _guarded(self, coro: Any, timeout_s: float) -> Any:
         """Await ``coro``, but give up when the server goes away or time is up."""

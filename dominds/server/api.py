@@ -254,7 +254,8 @@ async def write_taskdoc_section(request: web.Request) -> web.Response:
 
 
 async def taskdocs(request: web.Request) -> web.Response:
-    return web.json_response({"taskdocs": discover_taskdocs(_engine(request).rtws.root)})
+    # a workflow's own Taskdocs are no choice for a new dialog (taskdoc_discovery.WORKFLOW_MARKER)
+    return web.json_response({"taskdocs": discover_taskdocs(_engine(request).rtws.root, workflow=False)})
 
 
 async def problems(request: web.Request) -> web.Response:

@@ -207,13 +207,13 @@ class _CourseReplay:
             return []
         genseq = dialog.genseq
         gen = {"course": self.course, "genseq": genseq}
-        thinking = dialog.streaming_text.get("thinking")
+        thinking = dialog.streamed_so_far("thinking")
         if thinking is not None:
             return [
                 {"type": "thinking_start_evt", **gen},
                 {"type": "thinking_chunk_evt", "chunk": thinking, **gen},
             ]
-        saying = dialog.streaming_text.get("saying")
+        saying = dialog.streamed_so_far("saying")
         if saying is None:
             return []
         segment = self.segments.get(genseq, 0) + 1

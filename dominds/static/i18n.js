@@ -92,6 +92,7 @@ const MESSAGES = {
     origin_system: "System",
     state_idle: "idle",
     state_proceeding: "generating",
+    state_retrying: "retrying",
     state_stop_requested: "stopping",
     state_interrupted: "interrupted",
     state_blocked: "blocked",
@@ -265,6 +266,7 @@ const MESSAGES = {
     origin_system: "系统",
     state_idle: "空闲",
     state_proceeding: "生成中",
+    state_retrying: "重试中",
     state_stop_requested: "停止中",
     state_interrupted: "已中断",
     state_blocked: "阻塞",
@@ -385,5 +387,7 @@ export function onLanguageChange(listener) {
 export function runStateLabel(runState) {
   if (!runState) return "";
   if (runState.kind === "blocked" && runState.reason) return t(`state_${runState.reason}`);
+  // The provider's retry window waits out an outage: "retrying: attempt 3, next in 12 s, HTTP 529: …".
+  if (runState.kind === "proceeding" && runState.reason === "retrying") return `${t("state_retrying")}: ${runState.detail || ""}`;
   return t(`state_${runState.kind}`);
 }

@@ -56,6 +56,8 @@ class FakeLlmServer:
         self.disconnects: list[float] = []
         """``time.monotonic()`` when a client hung up during a stream."""
         self._hung_up = asyncio.Event()
+        self.strict_tool_history = False
+        """Refuse (400) a request whose tool calls a real server refuses (``tool_history_problems``)."""
         self.url = ""
         """``http://127.0.0.1:<port>`` once running (OpenAI clients append ``/v1``)."""
 
@@ -83,6 +85,10 @@ class FakeLlmServer:
         headers = {k.lower(): v for k, v in request.headers.items()}
         recorded = RecordedRequest(request.path, headers, await request.json())
         self.requests.append(recorded)
+        problems = tool_history_problems(request.path, recorded.body) if self.strict_tool_history else []
+        if problems:
+            error = {"type": "invalid_request_error", "message": "; ".join(problems)}
+            return web.json_response({"type": "error", "error": error}, status=400)
         if self.responder is not None:
             reply = self.responder(recorded)
         elif self.replies:
@@ -115,6 +121,51 @@ class FakeLlmServer:
             self._note_hang_up()
             raise
         return response
+
+
+def tool_history_problems(path: str, body: dict[str, Any]) -> list[str]:
+    """What a strict server (Anthropic, OpenAI, vLLM's chat templates) refuses in a request's tool calls:
+    a call with no name, an id used twice, arguments that are not a JSON object, a result of no call."""
+    calls: list[tuple[str, str, Any]] = []
+    """(id, name, arguments: a dict, or the JSON text for the OpenAI APIs)"""
+    results: list[str] = []
+    if path == "/v1/messages":
+        for message in body.get("messages") or []:
+            for block in message["content"] if isinstance(message["content"], list) else []:
+                if block.get("type") == "tool_use":
+                    calls.append((block.get("id", ""), block.get("name", ""), block.get("input")))
+                elif block.get("type") == "tool_result":
+                    results.append(block.get("tool_use_id", ""))
+    elif path == "/v1/chat/completions":
+        for message in body.get("messages") or []:
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                calls.append((call.get("id", ""), function.get("name", ""), function.get("arguments")))
+            if message.get("role") == "tool":
+                results.append(message.get("tool_call_id", ""))
+    else:
+        for item in body.get("input") or []:
+            if item.get("type") == "function_call":
+                calls.append((item.get("call_id", ""), item.get("name", ""), item.get("arguments")))
+            elif item.get("type") == "function_call_output":
+                results.append(item.get("call_id", ""))
+    problems: list[str] = []
+    ids = [call_id for call_id, _, _ in calls]
+    for call_id, name, arguments in calls:
+        if not name:
+            problems.append(f"tool call {call_id!r} has an empty function name")
+        if ids.count(call_id) > 1:
+            problems.append(f"tool call id {call_id!r} is not unique")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                problems.append(f"arguments of tool call {call_id!r} are not valid JSON")
+                continue
+        if not isinstance(arguments, dict):
+            problems.append(f"arguments of tool call {call_id!r} are not an object")
+    problems += [f"tool result {r!r} answers no tool call" for r in results if r not in ids]
+    return problems
 
 
 @contextlib.contextmanager

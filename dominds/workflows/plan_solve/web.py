@@ -14,7 +14,8 @@ import contextlib
 import html
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
@@ -173,12 +174,27 @@ async def root_handler(request: web.Request) -> web.StreamResponse:
     return web.Response(text=ROOT_HELP, content_type="text/plain")
 
 
+SHARED_PAGE_FILES = ("workflow_i18n.js", "workflow_theme.css")
+"""Files of the panel's static folder every workflow page loads from ``/static/``; ``dominds serve`` has
+them with the panel, the standalone service serves just these (without them its page stayed blank)."""
+PANEL_STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
+
+
+def _shared_file(name: str) -> Callable[[web.Request], Awaitable[web.FileResponse]]:
+    async def handler(request: web.Request) -> web.FileResponse:
+        return web.FileResponse(PANEL_STATIC_DIR / name, headers={"Cache-Control": "no-cache"})
+
+    return handler
+
+
 def make_standalone_app(engine: Engine, settings: PlanSolveSettings) -> web.Application:
     app = web.Application(client_max_size=MAX_MESSAGE_BYTES)
     app[keys.ENGINE] = engine
     app[keys.SETTINGS] = keys.ServerSettings(token=settings.token, allowed_origins=settings.allowed_origins)
     add_routes(app, settings)
     app.router.add_get("/", root_handler)
+    for name in SHARED_PAGE_FILES:
+        app.router.add_get(f"/static/{name}", _shared_file(name))
     return app
 
 
