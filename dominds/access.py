@@ -89,8 +89,10 @@ _REASONS: dict[str, tuple[str, str, str, str]] = {
     "minds": (
         "`{path}` is under `.minds/`, the team configuration",
         "`{path}` 位于 `.minds/`（团队配置）之下",
-        "Use the team-mgmt tools (`team_mgmt_*`) to read or change the team configuration.",
-        "请使用 team-mgmt 工具（`team_mgmt_*`）读取或修改团队配置。",
+        "The team-mgmt tools (`team_mgmt_list_files`, `team_mgmt_read_file`, `team_mgmt_check`) read and "
+        "validate the team configuration; changing it is a person's job.",
+        "team-mgmt 工具（`team_mgmt_list_files`、`team_mgmt_read_file`、`team_mgmt_check`）可读取并校验团队配置；"
+        "修改配置由人来完成。",
     ),
     "denied_by_pattern": (
         "`{path}`: {operation} access is denied by pattern `{pattern}` (no_{operation}_dirs)",

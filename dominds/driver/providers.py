@@ -58,6 +58,7 @@ class Providers:
             "apiType": provider.api_type,
             "baseUrl": provider.base_url,
             "apiKeyEnvVar": provider.api_key_env_var,
+            "reasoningPassBack": provider.reasoning_pass_back,
             "retry": dict(provider.retry),
         }
 

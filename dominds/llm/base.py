@@ -27,6 +27,21 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class ImagePart:
+    """An image the model sees with a message (a tool result's or a user's): base64 bytes and their type."""
+
+    mime: str
+    """``image/png``, ``image/jpeg``, …"""
+    data: str
+    """Base64 of the bytes."""
+    name: str = ""
+    """The dialog artifact it was read from."""
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{self.data}"
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     """One provider-neutral context message."""
 
@@ -48,6 +63,9 @@ class ChatMessage:
     """Changes from one generation to the next (the reminders): providers never cache a prefix up to it."""
     runtime_note: bool = False
     """Written by the runtime, not by a person or a teammate (e.g. that the previous reply was cut)."""
+    images: tuple[ImagePart, ...] = ()
+    """user / tool_result: images sent with the text to a vision-capable model (``driver/images.py``); the
+    text keeps the artifact's placeholder line, which is all a text-only model gets."""
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,7 @@ def parse_providers_yaml(text: str, collector: ProblemCollector) -> dict[str, Pr
 
 _PROVIDER_KEYS = (
     "name", "apiType", "baseUrl", "apiKeyEnvVar", "tech_spec_url", "api_mgmt_url", "model_param_options", "models",
+    "reasoning_pass_back",
     "retry",
 )  # fmt: skip
 _MODEL_INT_KEYS = (
@@ -155,11 +156,19 @@ def _parse_provider(key: str, line: int, node: Any, collector: ProblemCollector)
             lines["model_param_options"], f"{who}: `model_param_options` must be a mapping; ignored"
         )
         options = None
+    pass_back = fields.get("reasoning_pass_back", False)
+    if not isinstance(pass_back, bool | str):
+        collector.error(
+            lines["reasoning_pass_back"],
+            f"{who}: `reasoning_pass_back` must be true, false or a field name (e.g. reasoning_content); ignored",
+        )
+        pass_back = False
     models = _parse_models(who, line, models_entry, collector)
     if models is None:
         return None
     retry = _retry_settings(fields.get("retry"), lines.get("retry", line), who, collector)
     return ProviderConfig(
+        reasoning_pass_back=pass_back,
         key=key,
         name=strings["name"] or key,
         api_type="openai-compatible" if api_type == "openai" else api_type,

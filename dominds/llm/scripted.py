@@ -9,7 +9,7 @@ optionally only for one agent; the first matching entry wins::
                                            # DOMINDS_SCRIPTED_PACE=0 drops the delay (tests)
     responses:
       - message: "hello"            # exact match, case and surrounding space ignored
-        # or contains: "part"  /  regex: "^Hi @(\\w+)" (the response may echo groups: "{1}")
+        # or contains: "part"  /  regex: "^Hi @(\\w+)" (the response and function-call arguments may echo groups: "{1}")
         role: user                  # default user; `tool` matches a function result
         agent: lead                 # optional
         response: "Hi! I am the lead."   # shorthand for one saying segment
@@ -229,7 +229,7 @@ class ScriptedGenerator:
             kind, value = next(iter(seg.items()))
             if kind == "func_call":
                 call = value if isinstance(value, dict) else {}
-                args = call.get("arguments", {})
+                args = _fill_in(call.get("arguments", {}), groups)
                 args_json = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
                 # Unique like a real provider's ids: the same script line may run many times in one dialog.
                 call_id = str(call.get("id") or f"call-{secrets.token_hex(6)}")
@@ -288,6 +288,17 @@ def _regex_groups(entry: ScriptedEntry, last: ChatMessage | None) -> tuple[str, 
         return ()
     found = entry.regex.search(last.content.strip())
     return tuple(g or "" for g in found.groups()) if found else ()
+
+
+def _fill_in(value: Any, groups: tuple[str, ...]) -> Any:
+    """A function call's arguments with the groups filled into every string (``{1}``, as in a response)."""
+    if isinstance(value, str):
+        return _fill_groups(value, groups)
+    if isinstance(value, dict):
+        return {k: _fill_in(v, groups) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill_in(v, groups) for v in value]
+    return value
 
 
 def _fill_groups(text: str, groups: tuple[str, ...]) -> str:
