@@ -15,6 +15,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dominds.driver.engine import Engine
+from dominds.driver.fork import fork_root
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
 from dominds.server.listing import ListingInThread, dialog_tree
@@ -62,6 +63,15 @@ class SectionBody(_Body):
 
 class DeadBody(_Body):
     note: str = ""
+
+
+class ForkBody(_Body):
+    genseq: Annotated[int, Field(ge=1)]
+    """The generation to run anew in the fork (the fork holds everything recorded before it)."""
+    course: Annotated[int, Field(ge=1)] | None = None
+    """Its course (default: the dialog's current course)."""
+    message: Annotated[str, Field(min_length=1, max_length=1024 * 1024)] | None = None
+    """The fork's first message instead of the one that generation answered."""
 
 
 class MoveBody(_Body):
@@ -212,6 +222,22 @@ async def run_control(request: web.Request) -> web.Response:
     return web.json_response(result)
 
 
+async def fork_dialog(request: web.Request) -> web.Response:
+    """A new main dialog holding the original's history before a generation, which it runs anew (driver/fork.py)."""
+    body = await _body(request, ForkBody)
+    engine = _engine(request)
+    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    if not dialog.is_root:
+        raise ApiError(400, f"dialog {dialog.self_id} is a subdialog; only a main dialog can be forked")
+    fork = fork_root(engine, dialog.root_id, genseq=body.genseq, course=body.course, message=body.message)
+    origin = fork.meta.forked_from
+    assert origin is not None
+    return web.json_response(
+        {"selfId": fork.self_id, "rootId": fork.root_id, "agentId": fork.agent_id, "forkedFrom": origin.to_disk()},
+        status=201,
+    )
+
+
 async def move_dialog(request: web.Request) -> web.Response:
     body = await _body(request, MoveBody)
     engine = _engine(request)
@@ -298,6 +324,7 @@ def add_api_routes(app: web.Application) -> None:
     app.router.add_post("/api/dialogs/{self_id}/messages", post_message)
     app.router.add_delete("/api/dialogs/{self_id}/messages/{msg_id}", cancel_queued)
     app.router.add_post("/api/dialogs/{self_id}/title", set_title)
+    app.router.add_post("/api/dialogs/{self_id}/fork", fork_dialog)
     app.router.add_post("/api/dialogs/{self_id}/{action:stop|resume|dead}", run_control)
     app.router.add_get("/api/q4h", list_questions)
     app.router.add_post("/api/q4h/{question_id}/answer", answer_question)

@@ -53,6 +53,19 @@ class Assignment(Record):
     """All targets when one tellask addressed several members."""
 
 
+class ForkOrigin(Record):
+    """Where a forked root came from: the original root and the generation it was forked at."""
+
+    root_id: str
+    """Root id of the original dialog (which the fork never changes)."""
+    course: int
+    """Course of the original in which the generation ran."""
+    genseq: int
+    """The generation the fork runs anew: the fork holds everything recorded before it."""
+    edited: bool = False
+    """The prompt of that generation was replaced by the person who forked."""
+
+
 class DialogMeta(Record):
     """``dialog.yaml``: identity of a dialog; written at creation and on TYPE B re-assignment."""
 
@@ -80,6 +93,8 @@ class DialogMeta(Record):
     """Roots run by a workflow (e.g. ``tot``): Python code asks teammates; the root never calls an LLM."""
     title: str | None = None
     """Optional human title (workflow runs name their question here)."""
+    forked_from: ForkOrigin | None = None
+    """Roots made by forking another root at a generation (``dominds fork``, the panel's Fork). Since v1."""
 
     @property
     def is_root(self) -> bool:
