@@ -14,6 +14,7 @@ from typing import Any
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.images import attach_images, sees_images
+from dominds.driver.pressure import tell_context_pressure
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
 from dominds.driver.retry_state import announce_retries
 from dominds.driver.services import EngineServices
@@ -210,6 +211,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         dialog.publish({"type": "generating_finish_evt", **finish_event_fields(finish), **gen})
         if finish.context_health:
             dialog.publish({"type": "context_health_evt", "contextHealth": finish.context_health, **gen})
+        tell_context_pressure(dialog, finish)  # after the generation's own events: the model reads it next
 
 
 def _with_images(messages: list[ChatMessage], dialog: Dialog, api_type: str, model_info: dict[str, Any]) -> list[ChatMessage]:

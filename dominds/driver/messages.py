@@ -150,7 +150,7 @@ def _result_message(record: FuncResultRecord) -> ChatMessage:
     return ChatMessage(
         role="tool",
         kind="tool_result",
-        content=record.content,
+        content=record.context_note or record.content,
         tool_call_id=record.id,
         tool_name=record.name,
         is_error=record.is_error,

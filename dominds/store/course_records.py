@@ -177,11 +177,15 @@ class FuncResultRecord(Record):
     name: str
     """Tool name."""
     content: str
-    """Result text the model sees."""
+    """Result text (what the model sees unless ``context_note`` is set)."""
     is_error: bool = False
     """The call failed or was refused."""
     interrupted: bool = False
     """Recorded at recovery: the daemon died while the tool ran; it may or may not have run."""
+    context_note: str | None = None
+    """What the model sees instead of ``content``: a result too large for a context under pressure is
+    replaced by this note (``driver/pressure.py``); ``content`` keeps the whole result for the panel.
+    Since issue 32; absent in older records."""
 
 
 class TellaskCallRecord(Record):
