@@ -17,7 +17,7 @@ import filelock
 
 from dominds.dialog.loader import load_root
 from dominds.dialog.model import Dialog, RootDialog
-from dominds.driver import conductor, diligence, questions, recovery, run_control, titles, usage
+from dominds.driver import conductor, diligence, questions, recovery, run_control, titles, tracing, usage
 from dominds.driver.conductor import ConductorRun
 from dominds.driver.config import ConfigCache
 from dominds.driver.errors import EngineBadRequest, EngineError, WorkspaceLocked
@@ -73,6 +73,7 @@ class Engine(LoadedTrees):
         self.fetched_at: dict[str, float] = {}
         """rootId → when the loaded tree was last handed out (driver/loaded_trees.py)."""
         self.q4h_index: dict[str, tuple[str, str]] = {}
+        self.waiting_answers: dict[str, asyncio.Future[str | None]] = {}
         """questionId → (rootId, selfId) of every pending question in ``run/``."""
         self.active_streams: dict[str, asyncio.Future[Any]] = {}
         self.health = ContextHealth(self)
@@ -94,6 +95,7 @@ class Engine(LoadedTrees):
         self._lock = filelock.FileLock(str(rtws.lock_path)) if take_lock else None
         self._group_commit: group_commit.GroupCommit | None = None
         self.closed = False
+        self.tracing: tracing.Tracing | None = None
         self.trees_at_start = 0
         """Trees of ``run/`` recovery went through when the engine started."""
 
@@ -111,6 +113,7 @@ class Engine(LoadedTrees):
                     f"the workspace {self.rtws.root} is locked by another Dominds process ({self.rtws.lock_path})"
                 ) from exc
         self._group_commit = group_commit.enable()  # fsyncs shared by the writes of a group (store/commit.py)
+        self.tracing = tracing.install(self)  # OpenTelemetry spans, when the environment asks (tracing.py)
         self.trees_at_start = recovery.recover(self)
         self.scheduler.start()
 
@@ -120,6 +123,9 @@ class Engine(LoadedTrees):
             return
         self.closed = True
         await self.scheduler.stop(timeout)
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.close)  # off the loop: a local collector may be served by it
+            self.tracing = None
         await self.providers.close()
         await self.config.mcp.close()
         if self._group_commit is not None:
@@ -198,6 +204,10 @@ class Engine(LoadedTrees):
 
     def answer_question(self, question_id: str, content: str, msg_id: str | None = None) -> Dialog:
         return questions.answer(self, question_id, content, msg_id)
+
+    async def ask_human_and_wait(self, dialog: Dialog, head: str, body: str, call_id: str, timeout_s: float) -> str | None:
+        """A question for the human whose answer returns here (MCP elicitation); ``None``: declined or timed out."""
+        return await questions.ask_and_wait(self, dialog, head, body, call_id, timeout_s)
 
     def q4h_state(self) -> list[dict[str, Any]]:
         return questions.pending(self)

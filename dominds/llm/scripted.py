@@ -339,7 +339,7 @@ def _missing_text(path: Path, rtws_root: Path, db: ScriptedDatabase, last: ChatM
     if db.load_error:
         return f"the scripted database {where} does not load, so @{agent_id} has no answer: {db.load_error}"
     if db.mtime_ns < 0:
-        return f"no scripted database {where} for @{agent_id}: create it with a `responses:` list (docs/configuration.md)"
+        return f"no scripted database {where} for @{agent_id}: create it with a `responses:` list (`dominds docs configuration`)"
     role = last.role if last else "user"
     text = " ".join((last.content if last else "").split())
     key, shown = ("message", text) if len(text) <= 120 else ("contains", text[:60])
