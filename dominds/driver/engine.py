@@ -73,6 +73,7 @@ class Engine(LoadedTrees):
         self.fetched_at: dict[str, float] = {}
         """rootId → when the loaded tree was last handed out (driver/loaded_trees.py)."""
         self.q4h_index: dict[str, tuple[str, str]] = {}
+        self.waiting_answers: dict[str, asyncio.Future[str | None]] = {}
         """questionId → (rootId, selfId) of every pending question in ``run/``."""
         self.active_streams: dict[str, asyncio.Future[Any]] = {}
         self.health = ContextHealth(self)
@@ -198,6 +199,10 @@ class Engine(LoadedTrees):
 
     def answer_question(self, question_id: str, content: str, msg_id: str | None = None) -> Dialog:
         return questions.answer(self, question_id, content, msg_id)
+
+    async def ask_human_and_wait(self, dialog: Dialog, head: str, body: str, call_id: str, timeout_s: float) -> str | None:
+        """A question for the human whose answer returns here (MCP elicitation); ``None``: declined or timed out."""
+        return await questions.ask_and_wait(self, dialog, head, body, call_id, timeout_s)
 
     def q4h_state(self) -> list[dict[str, Any]]:
         return questions.pending(self)

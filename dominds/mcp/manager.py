@@ -40,6 +40,7 @@ from dominds.mcp.connection import (
     ServerGoneBeforeCall,
     ServerUnreachable,
 )
+from dominds.mcp.elicit import ask_person
 from dominds.mcp.results import render_result
 from dominds.problems import Problem, make_problem
 from dominds.rtws import Rtws
@@ -255,7 +256,7 @@ class McpManager:
                 self._failed(state, f"unreachable: {exc}")
                 raise ToolError(f"MCP server {spec.id!r} is unreachable ({exc}); the tool did not run") from exc
             try:
-                result = await conn.call_tool(mcp_name, args, spec.timeout_s)
+                result = await conn.call_tool(mcp_name, args, spec.timeout_s, caller=ctx)
                 break
             except ServerGoneBeforeCall as exc:
                 self._gone(state, conn, str(exc))
@@ -306,6 +307,7 @@ class McpManager:
         was = state.state
         state.state = "starting" if was in ("not started", "stopped") else "restarting"
         conn = Connection(state.spec, self.rtws.root, self.environ)
+        conn.on_elicit = lambda caller, params: ask_person(state.spec.id, caller, params)  # elicit.py
         try:
             await conn.start()
         except ServerUnreachable:

@@ -196,9 +196,12 @@ async def cancel_queued(request: web.Request) -> web.Response:
 async def answer_question(request: web.Request) -> web.Response:
     body = await _body(request, MessageBody)
     question_id = request.match_info["question_id"]
-    dialog = _engine(request).answer_question(question_id, body.content, body.msgId)
+    engine = _engine(request)
+    elicitation = question_id in engine.waiting_answers  # its answer goes to an MCP server, not the dialog
+    dialog = engine.answer_question(question_id, body.content, body.msgId)
     return web.json_response(
-        {"questionId": question_id, "selfId": dialog.self_id, "rootId": dialog.root_id}, status=202
+        {"questionId": question_id, "selfId": dialog.self_id, "rootId": dialog.root_id, "queued": not elicitation},
+        status=202,
     )
 
 

@@ -295,6 +295,10 @@ class HumanQuestion(Record):
     """callId of the ``!?@human`` tellask."""
     call_site_ref: CallSiteRef
     """Where it was asked."""
+    kind: Literal["tellask", "elicitation"] = "tellask"
+    """``tellask``: an ``!?@human`` call; the answer is queued into the dialog. ``elicitation``: an MCP
+    server's request during a tool call; the answer goes back to the server, not into the dialog, and
+    a question of this kind left after a restart has nobody waiting (it is dropped)."""
 
 
 class Q4hFile(Record):
