@@ -228,7 +228,8 @@ const HANDLERS = {
       : e.askBack && { ...e.askBack, dialogId: e.askBack.fromDialogId, label: "askBackFrom", back: "askBackCall" };
     const bubble = framed
       ? this.tellaskBubble(e, framed)
-      : h("div", { class: `bubble user origin-${e.origin}`, dataset: { msgId: e.msgId } }, h("div", { class: "who", text: label }), body);
+      : h("div", { class: `bubble user origin-${e.origin}`, dataset: { msgId: e.msgId } }, h("div", { class: "who", text: label }), body,
+        ...artifactImages(e.content));
     // the prompt is recorded by the generation that consumes it, just after generating_start_evt
     if (this.gen && this.gen.genseq === e.genseq) {
       this.gen.el.before(bubble);
