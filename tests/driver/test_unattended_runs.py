@@ -168,3 +168,22 @@ async def test_an_empty_200_stream_after_an_oversized_prompt_starts_a_new_course
     second = root.files.read_course(2)
     prompts = [r for r in second if isinstance(r, HumanTextRecord)]
     assert prompts and prompts[0].origin == "new_course" and "lorem ipsum" in prompts[0].content
+
+
+async def test_a_generation_that_raises_unexpectedly_is_recorded_as_an_error_never_ok(
+    tmp_path: Path, fake: FakeLlmServer, engine_for: Any
+) -> None:
+    """Bug: an exception that was not a provider error (the ``Retry-After`` ValueError was one) left the
+    generation's finish record at ``status: ok`` with zero characters."""
+    engine = await engine_for(workspace(tmp_path / "ws", fake.url))
+
+    class Broken:
+        async def generate(self, request: Any, receiver: Any) -> Any:
+            raise ValueError("could not convert string to float: 'soon-ish'")
+
+    engine.providers._generators["openai-compatible"] = Broken()  # a bug inside a provider
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "Carry on.")
+    await engine.wait_idle(timeout=30)
+    [finish] = finishes(engine, root.root_id)
+    assert finish.status == "error" and "internal error: ValueError" in (finish.error or "")
