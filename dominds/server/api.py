@@ -21,9 +21,9 @@ from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
 from dominds.server.listing import ListingInThread, dialog_tree
 from dominds.server.replay import replay_course
-from dominds.server.timeline import tree_timeline
 from dominds.server.starting import health_payload
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
+from dominds.server.timeline import tree_timeline
 from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload, team_payload
 from dominds.store.commit import durable
 from dominds.taskdoc_discovery import discover_taskdocs

@@ -4,6 +4,7 @@ files."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from server_kit import ServeFactory
@@ -39,6 +40,7 @@ async def test_the_timeline_of_a_tree_has_every_generation_and_call(serve: Serve
     finishes = [r for r in records if isinstance(r, GenFinishRecord)]
     for gen, start, finish in zip(lead["generations"], starts, finishes, strict=True):
         assert gen["status"] == finish.status == "ok" and gen["provider"] == "scripted"
+        assert gen["start"] == datetime.fromisoformat(start.ts).timestamp() * 1000, "the record's own time"
         assert gen["start"] <= gen["end"] and gen["durationMs"] == finish.duration_ms
         assert gen["usage"]["output"] == finish.usage.output_tokens  # type: ignore[union-attr]
     assert timeline["start"] == min(g["start"] for d in timeline["dialogs"] for g in d["generations"])
