@@ -210,6 +210,11 @@ def incomplete_fields(record: AgentThoughtRecord | AgentWordsRecord) -> dict[str
 def finish_event_fields(finish: GenFinishRecord) -> dict[str, Any]:
     """What ``generating_finish_evt`` says about how a generation ended (live and in replay)."""
     fields: dict[str, Any] = {"llmGenModel": finish.model, "status": finish.status}
+    if finish.usage is not None and finish.usage.available:
+        fields["inputTokens"] = finish.usage.input_tokens + finish.usage.cache_read_tokens + finish.usage.cache_write_tokens
+        fields["outputTokens"] = finish.usage.output_tokens
+        if finish.usage.reasoning_tokens:
+            fields["reasoningTokens"] = finish.usage.reasoning_tokens
     if finish.finish_reason is not None:
         fields["finishReason"] = finish.finish_reason
     if finish.partial:
