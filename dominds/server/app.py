@@ -145,9 +145,10 @@ def _push_taskdoc(hub: Hub, path: str) -> None:
 PANEL_HEADERS = {
     "Cache-Control": "no-cache",
     # Defence in depth around the server-sanitised HTML the panel inserts: only the daemon's own
-    # scripts, styles and websocket, no framing, and no Referer that could carry ?auth= away.
+    # scripts, styles and websocket, no framing, and no Referer that could carry ?auth= away. Images may
+    # also be blob: URLs the page made itself (artifacts fetched with the session cookie, attachments).
     "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
         "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
     ),
     "Referrer-Policy": "no-referrer",
