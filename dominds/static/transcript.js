@@ -273,6 +273,10 @@ const HANDLERS = {
     }
   },
   generating_finish_evt(e) {
+    if (this.gen && e.outputTokens != null) {
+      const reasoning = e.reasoningTokens ? ` (${t("reasoningTokens", { count: e.reasoningTokens })})` : "";
+      this.gen.el.querySelector(".who")?.append(h("span", { class: "gen-usage", text: `${e.inputTokens ?? 0} → ${e.outputTokens}${reasoning}` }));
+    }
     const note = FINISH_NOTES[e.finishReason];
     if (note && this.gen) this.gen.body.append(h("div", { class: "notice finish-note", dataset: { finishReason: e.finishReason }, text: t(note) }));
     this.gen?.el.classList.remove("streaming");
