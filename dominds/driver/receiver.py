@@ -169,7 +169,11 @@ class DialogReceiver:
             raise StreamProtocolError(f"function call {name!r} inside an open {self._active} segment")
         self.streamed_anything = True
         self.response_chars += len(arguments_json)
-        self.func_calls.append(FuncCallRequest(scrub(call_id), scrub(name), scrub(arguments_json)))
+        call_id = scrub(call_id) or "call"
+        taken = {c.call_id for c in self.func_calls}
+        if call_id in taken:  # a server that repeats an id within one reply: each call keeps its own result
+            call_id = next(f"{call_id}-{n}" for n in range(2, len(taken) + 3) if f"{call_id}-{n}" not in taken)
+        self.func_calls.append(FuncCallRequest(call_id, scrub(name), scrub(arguments_json)))
 
     def check_closed(self) -> None:
         if self._active is not None:

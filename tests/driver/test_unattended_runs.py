@@ -211,3 +211,26 @@ async def test_stop_ends_a_retry_wait_at_once(tmp_path: Path, fake: FakeLlmServe
     assert root.latest.run_state.kind == "interrupted" and root.latest.run_state.reason == "user_stop"
     [finish] = finishes(engine, root.root_id)
     assert finish.status == "interrupted"
+
+
+async def test_a_repeated_call_id_in_one_reply_keeps_both_results_and_replays_cleanly(
+    tmp_path: Path, fake: FakeLlmServer, engine_for: Any
+) -> None:
+    """Servers that repeat a call id (llama.cpp's ``call_0`` in every reply, or twice in one) made the
+    second call's result pair with the first call and the next request was refused."""
+    from dialects import Tool
+
+    fake.strict_tool_history = True
+    replies = iter([
+        CHAT.reply(Script((Tool("call_0", "add_reminder", {"content": "a"}), Tool("call_0", "add_reminder", {"content": "b"})))),
+        CHAT.reply(Script((Tool("call_0", "add_reminder", {"content": "c"}),))),
+    ])  # fmt: skip
+    fake.responder = lambda _: next(replies, CHAT.reply(Script((Text("All noted."),))))
+    engine = await engine_for(workspace(tmp_path / "ws", fake.url))
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "Remember three things.")
+    await engine.wait_idle(timeout=30)
+    assert [f.status for f in finishes(engine, root.root_id)] == ["ok", "ok", "ok"], "no request was refused"
+    assert sorted(r.content for r in root.files.read_reminders().reminders) == ["a", "b", "c"]
+    last = json.dumps(fake.requests[-1].body)
+    assert last.count('"role": "tool"') == 3
