@@ -7,6 +7,7 @@ refuses in the current state (``EngineError``), 400 for a bad request (``EngineB
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -22,6 +23,7 @@ from dominds.server.listing import ListingInThread, dialog_tree
 from dominds.server.replay import replay_page
 from dominds.server.starting import health_payload
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
+from dominds.server.timeline import tree_timeline
 from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload, team_payload
 from dominds.store.commit import durable
 from dominds.taskdoc_discovery import discover_taskdocs
@@ -286,6 +288,13 @@ async def emergency_stop(request: web.Request) -> web.Response:
     return web.json_response({"stopped": _engine(request).emergency_stop()})
 
 
+async def timeline(request: web.Request) -> web.Response:
+    """A tree's generations and tool calls on a time axis (server/timeline.py), read in a worker thread."""
+    engine = _engine(request)
+    await durable()
+    return web.json_response(await asyncio.to_thread(tree_timeline, engine.store, request.match_info["root"]))
+
+
 async def usage(request: web.Request) -> web.Response:
     return web.json_response(_engine(request).usage_totals(request.match_info["root"]))
 
@@ -347,6 +356,7 @@ def add_api_routes(app: web.Application) -> None:
     app.router.add_post("/api/dialogs/move", move_dialog)
     app.router.add_get("/api/dialogs/{root}/hierarchy", hierarchy)
     app.router.add_get("/api/dialogs/{root}/usage", usage)
+    app.router.add_get("/api/dialogs/{root}/timeline", timeline)
     app.router.add_get("/api/dialogs/{self_id}", show_dialog)
     app.router.add_post("/api/dialogs/{self_id}/messages", post_message)
     app.router.add_delete("/api/dialogs/{self_id}/messages/{msg_id}", cancel_queued)

@@ -364,6 +364,7 @@ export class DialogView {
     const parent = $("#dh-parent");
     parent.hidden = !info.supdialogId;
     if (info.supdialogId) parent.href = linkTo({ selfId: info.supdialogId, rootId: info.dialog.rootId });
+    $("#dh-timeline").href = `/static/timeline.html?root=${encodeURIComponent(info.dialog.rootId)}`;
     const origin = $("#dh-forked-from");  // a fork links back to the reply it was forked at
     origin.hidden = !info.forkedFrom;
     if (info.forkedFrom) {

@@ -63,3 +63,16 @@ async def test_an_unknown_teammate_is_re_prompted_a_capped_number_of_times(make_
     assert state.kind == "interrupted" and state.detail is not None
     assert state.detail.startswith(f"stopped: {MAX_REFUSED_TELLASK_ROUNDS} generations in a row addressed tellasks")
     assert "nobody" in state.detail
+
+
+async def test_a_malformed_headline_is_re_prompted_a_capped_number_of_times(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine([
+        {"agent": "lead", "message": "ask", "response": "!?@coder !tellaskSession a !tellaskSession b do it\n"},
+        {"agent": "lead", "contains": "Dominds note", "response": "!?@coder !tellaskSession a !tellaskSession b again\n"},
+    ])  # fmt: skip
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "ask")
+    await engine.wait_idle()
+    assert generations(root) == MAX_REFUSED_TELLASK_ROUNDS
+    detail = root.latest.run_state.detail or ""
+    assert root.latest.run_state.kind == "interrupted" and "malformed tellask" in detail, detail
