@@ -25,7 +25,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Figure, machine, make_workspace, print_figures, rss_mib, serve  # noqa: E402
+from _common import Figure, machine, make_workspace, print_figures, rss_mib, serve
 
 RESPONSES: list[dict[str, Any]] = [{"response": "Hello! This is a **scripted** reply, with `code` and a list:\n\n- one\n- two\n"}]
 
