@@ -31,16 +31,21 @@ class PromptQueue:
         self._prompts: OrderedDict[str, QueuedPrompt] = OrderedDict(
             (p.msg_id, p) for p in replay(latest.queued_prompts, lines)
         )
-        self._origins: Counter[str] = Counter(p.origin for p in self._prompts.values())
-        self._lines = len(lines)
-        """Lines in the log file (compaction)."""
-        self._front: set[str] = set()
-        """Message ids queued ``front`` and not yet in the log."""
-        self._writes = 0
-        """Changes written so far: a compaction planned before a later change is not made."""
         self._listed_by_latest = bool(latest.queued_prompts)
         """``latest.yaml`` on disk may still list prompts (until its next write): the log is not removed
         before, or a drained queue would come back from it."""
+        # Those the log names are in the log already (queued there, maybe taken since): moving them again
+        # would bring a taken prompt back.
+        named = {line.prompt.msg_id if isinstance(line, QueuedLine) else line.msg_id for line in lines}
+        latest.queued_prompts = [p for p in latest.queued_prompts if p.msg_id not in named]
+        self._origins: Counter[str] = Counter(p.origin for p in self._prompts.values())
+        self._lines = len(lines)
+        """Lines in the log file (compaction)."""
+        self._front: set[str] = {p.msg_id for p in latest.queued_prompts}
+        """Message ids queued ahead of the others and not yet in the log (those only ``latest.yaml`` lists
+        are read first)."""
+        self._writes = 0
+        """Changes written so far: a compaction planned before a later change is not made."""
 
     @classmethod
     def load(cls, log_file: QueueLog, latest: LatestState) -> PromptQueue:
@@ -121,9 +126,10 @@ class PromptQueue:
             # Prompts listed by latest.yaml (an older file, a new subdialog's first prompt, one queued
             # ``with_latest``) move into the log first; latest.yaml drops them with its next write (until
             # then both list them: one prompt each, the log's taken lines apply to both).
-            moved: list[QueuedLine | TakenLine] = [
-                QueuedLine(prompt=p, front=p.msg_id in self._front) for p in self._latest.queued_prompts
-            ]
+            listed = self._latest.queued_prompts
+            ahead = [p for p in listed if p.msg_id in self._front]  # each goes first: written last to first
+            moved: list[QueuedLine | TakenLine] = [QueuedLine(prompt=p, front=True) for p in reversed(ahead)]
+            moved += [QueuedLine(prompt=p) for p in listed if p.msg_id not in self._front]
             lines = moved + lines
         if not lines:
             return

@@ -63,10 +63,12 @@ def replay(prompts: list[QueuedPrompt], lines: list[QueuedLine | TakenLine]) -> 
     """The queue: ``latest.yaml``'s ``prompts`` that the log never names, then the log's lines in order.
 
     A prompt both list (moved into the log, ``latest.yaml`` not yet written since) takes its place in the
-    log; one only ``latest.yaml`` lists (queued with the state written with it, not moved yet) goes first."""
+    log; one only ``latest.yaml`` lists (queued with the state written with it, not moved yet) goes first,
+    and is moved into the log as a ``front`` line."""
     named = {line.prompt.msg_id if isinstance(line, QueuedLine) else line.msg_id for line in lines}
-    queue: dict[str, QueuedPrompt] = {p.msg_id: p for p in prompts if p.msg_id not in named}
+    only_latest = [p for p in prompts if p.msg_id not in named]
     front: list[QueuedPrompt] = []
+    queue: dict[str, QueuedPrompt] = {}
     for line in lines:
         if isinstance(line, QueuedLine):
             msg_id = line.prompt.msg_id
@@ -79,7 +81,7 @@ def replay(prompts: list[QueuedPrompt], lines: list[QueuedLine | TakenLine]) -> 
         else:
             queue.pop(line.msg_id, None)
             front = [p for p in front if p.msg_id != line.msg_id]
-    return [*front, *queue.values()]
+    return [*only_latest, *front, *queue.values()]
 
 
 class QueueLog:

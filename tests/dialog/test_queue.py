@@ -3,7 +3,10 @@
 A property test: random sequences of queuing (last, first, with ``latest.yaml``), taking, cancelling and
 writing ``latest.yaml``, each change written through to the files; then a crash at any byte of any
 write. Read back from the files, the queue is what it was before the write the crash cut, or after it:
-nothing acknowledged is lost, nothing taken comes back, no prompt is there twice, and the order holds.
+nothing acknowledged is lost, nothing taken comes back, no prompt is there twice, and the order holds;
+a daemon restarted on those files carries on from there (the first version moved prompts ``latest.yaml``
+still listed into the log again at its first write, bringing back one the log had taken: a crash-point
+test found a consumed assignment queued again after recovery).
 """
 
 from __future__ import annotations
@@ -132,6 +135,15 @@ def test_a_crash_anywhere_loses_nothing_and_duplicates_nothing(
             assert sorted(got) == sorted(model_after) and got[0] == model_after[-1], (got, model_after)
         else:
             assert got in (model_before, model_after), (got, model_before, model_after)
+
+        # The daemon restarts on what the crash left, writes latest.yaml (recovery does), queues one more.
+        restarted_latest = LatestState(last_modified=now_iso(), queued_prompts=list(torn.latest))
+        restarted = PromptQueue.load(QueueLog(path), restarted_latest)
+        assert [p.msg_id for p in restarted] == got
+        written = list(restarted_latest.queued_prompts)
+        restarted.latest_written()
+        restarted.put(_prompt(number + 1))
+        assert _read(path, Disk(path.read_bytes(), written)) == [*got, f"m{number + 1}"], "nothing taken came back"
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
