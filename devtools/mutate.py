@@ -15,7 +15,8 @@ is either a missing test or an equivalent mutant (one no behaviour can tell apar
 comment beside the test you add, or beside the code.
 
 The covering tests are the test files that import the module (``dominds.x.y`` or ``from dominds.x
-import y``), found by reading the sources; ``--tests`` names them instead. The checkout is edited in
+import y``) and those of the mirrored test directory named for it (``covering_tests``); ``--tests`` names
+them instead. The checkout is edited in
 place while this runs: do not run two at once in one checkout, nor edit the module meanwhile.
 See docs/testing.md.
 """
@@ -170,8 +171,19 @@ def module_path(name: str) -> tuple[Path, str]:
 
 
 def covering_tests(dotted: str) -> list[Path]:
-    """Test files that import the module, by reading their sources."""
+    """Test files that import the module (by reading their sources), and the test files of the mirrored
+    directory named for it (``dominds/driver/recovery.py`` → ``tests/driver/test_*recovery*.py``; when
+    none is, that whole directory: driver modules are mostly tested through the engine, not imported)."""
     package, _, leaf = dotted.rpartition(".")
+    mirrored = ROOT / "tests" / Path(*package.split(".")[1:])
+    found = set(_importers(dotted, package, leaf))
+    if mirrored.is_dir():
+        named = [p for p in mirrored.glob("test_*.py") if leaf.strip("_") in p.stem]
+        found.update(named or mirrored.glob("test_*.py"))
+    return sorted(found)
+
+
+def _importers(dotted: str, package: str, leaf: str) -> list[Path]:
     patterns = [re.compile(rf"\b{re.escape(dotted)}\b")]
     if package:
         patterns.append(re.compile(rf"from {re.escape(package)} import [^\n]*\b{re.escape(leaf)}\b"))
@@ -184,10 +196,10 @@ def covering_tests(dotted: str) -> list[Path]:
     return found
 
 
-def run_tests(tests: list[Path], timeout: float) -> tuple[str, float]:
+def run_tests(tests: list[Path], timeout: float, marks: str = "not browser") -> tuple[str, float]:
     """``killed``, ``survived`` or ``timeout`` (counted as killed: the mutant hung a test)."""
     started = time.perf_counter()
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", "not browser",
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-m", marks,
                *(str(t) for t in tests)]
     try:
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
@@ -209,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", nargs="+", type=Path, help="the covering tests (default: files importing the module)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per mutant's test run (default 600)")
     parser.add_argument("--list", action="store_true", help="print every mutation site and stop")
+    parser.add_argument("--quick", action="store_true", help="leave out the tests marked slow (crash sweeps...)")
     args = parser.parse_args(argv)
     if args.samples < 1:
         parser.error("--samples must be 1 or more")
@@ -225,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     sample = sorted(random.Random(args.seed).sample(all_sites, min(args.samples, len(all_sites))), key=lambda s: s.line)
     print(f"{dotted}: {len(all_sites)} mutation sites, {len(sample)} sampled (seed {args.seed}); "
           f"covering tests: {', '.join(str(t.relative_to(ROOT)) for t in tests)}", flush=True)
-    status, _ = run_tests(tests, args.timeout)
+    marks = "not browser and not slow" if args.quick else "not browser"
+    status, _ = run_tests(tests, args.timeout, marks)
     if status != "survived":
         raise SystemExit("bin/mutate: the covering tests fail on the unchanged module; fix that first")
 
@@ -240,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         for number, site in enumerate(sample, 1):
             path.write_text(mutate(original, site), encoding="utf-8")
             try:
-                status, elapsed = run_tests(tests, args.timeout)
+                status, elapsed = run_tests(tests, args.timeout, marks)
             finally:
                 path.write_text(original, encoding="utf-8")
             if status == "survived":

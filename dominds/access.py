@@ -26,6 +26,7 @@ so ``**/*secret*`` matches any path with a segment containing ``secret``.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
@@ -88,8 +89,10 @@ _REASONS: dict[str, tuple[str, str, str, str]] = {
     "minds": (
         "`{path}` is under `.minds/`, the team configuration",
         "`{path}` 位于 `.minds/`（团队配置）之下",
-        "Use the team-mgmt tools (`team_mgmt_*`) to read or change the team configuration.",
-        "请使用 team-mgmt 工具（`team_mgmt_*`）读取或修改团队配置。",
+        "The team-mgmt tools (`team_mgmt_list_files`, `team_mgmt_read_file`, `team_mgmt_check`) read and "
+        "validate the team configuration; changing it is a person's job.",
+        "team-mgmt 工具（`team_mgmt_list_files`、`team_mgmt_read_file`、`team_mgmt_check`）可读取并校验团队配置；"
+        "修改配置由人来完成。",
     ),
     "denied_by_pattern": (
         "`{path}`: {operation} access is denied by pattern `{pattern}` (no_{operation}_dirs)",
@@ -188,6 +191,18 @@ def _within(path: Path, directory: Path) -> bool:
     return path == directory or directory in path.parents
 
 
+def _resolve(path: Path) -> Path:
+    """``path.resolve()``, raising on a symlink loop on every Python: 3.11 and 3.12 raise
+    ``RuntimeError``, 3.13 returns the path with the loop left in it, which then passed the checks."""
+    resolved = path.resolve()
+    try:
+        os.stat(resolved)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise
+    return resolved
+
+
 def check_access(
     rtws_root: Path,
     path: str,
@@ -210,8 +225,8 @@ def check_access(
     if "\0" in path:
         raise denied("invalid_path")
     try:
-        root = rtws_root.resolve()
-    except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on Python 3.11
+        root = _resolve(rtws_root)
+    except (OSError, RuntimeError) as exc:
         raise denied("unresolvable", detail=str(exc)) from exc
     # The root as given may itself sit behind a symlink (/tmp on macOS); absolute paths may use either.
     root_as_given = Path(os.path.abspath(rtws_root))
@@ -222,7 +237,7 @@ def check_access(
     written_parts = lexical.relative_to(base).parts
 
     try:
-        resolved = lexical.resolve()
+        resolved = _resolve(lexical)
     except (OSError, RuntimeError) as exc:
         raise denied("unresolvable", detail=str(exc)) from exc
     if not _within(resolved, root):

@@ -278,7 +278,8 @@ def build_server(rtws: Rtws) -> Server[Any]:
         async def run(client: DaemonClient) -> dict[str, Any]:
             msg_id = f"mcp-{uuid.uuid4().hex[:12]}"
             data = await client.post(f"/api/q4h/{question_id}/answer", {"content": answer, "msgId": msg_id})
-            awaited[data["selfId"]] = msg_id
+            if data.get("queued", True):  # an MCP server's question: the answer goes to it, not into the dialog
+                awaited[data["selfId"]] = msg_id
             return {"answered": question_id, "dialogId": data["selfId"], "rootId": data.get("rootId")}
 
         return await daemon_call(run)

@@ -42,6 +42,8 @@ class EngineServices(Protocol):
     fetched_at: dict[str, float]
     """rootId → when the loaded tree was last handed out (driver/loaded_trees.py)."""
     q4h_index: dict[str, tuple[str, str]]
+    waiting_answers: dict[str, asyncio.Future[str | None]]
+    """Elicitation questions → the MCP request waiting for the answer (questions.ask_and_wait)."""
     """questionId → (rootId, selfId) of every pending question in ``run/``."""
     active_streams: dict[str, asyncio.Future[Any]]
     """selfId → the generation streaming for it (cancelled by a stop)."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.config import Config
+from dominds.driver.pressure import oversized_result_note
 from dominds.driver.receiver import FuncCallRequest
 from dominds.driver.services import EngineServices
 from dominds.ids import now_iso
@@ -117,7 +118,10 @@ async def _execute_one(
     key_vars = [p.api_key_env_var for p in engine.config.get().catalog.providers.values() if p.api_key_env_var]
     content = engine.secrets.redact(content, key_vars)
     dialog.append(
-        FuncResultRecord(ts=now_iso(), genseq=genseq, id=call.call_id, name=call.name, content=content, is_error=is_error)
+        FuncResultRecord(
+            ts=now_iso(), genseq=genseq, id=call.call_id, name=call.name, content=content, is_error=is_error,
+            context_note=oversized_result_note(dialog, content),
+        )  # fmt: skip
     )
     dialog.publish(
         {

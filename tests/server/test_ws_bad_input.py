@@ -135,3 +135,53 @@ async def test_the_limits_are_exact(serve: ServeFactory) -> None:
     error = await sock.wait_type("error")
     assert "message too large" in error["message"]
     await _still_alive(sock)
+
+
+_REF = {"selfId": "a"}
+_FIELD_LIMITS = [
+    # (message without the field, path of the field, kind, lowest accepted, highest accepted)
+    ({"type": "get_problems"}, ("requestId",), "str", 0, 200),
+    ({"type": "display_dialog"}, ("dialog", "selfId"), "str", 1, 100),
+    ({"type": "display_dialog", "dialog": _REF}, ("dialog", "rootId"), "str", 1, 100),
+    ({"type": "display_dialog", "dialog": _REF, "since": {"seq": 0}}, ("since", "epoch"), "str", 0, 64),
+    ({"type": "display_dialog", "dialog": _REF, "since": {"epoch": "e"}}, ("since", "seq"), "int", 0, None),
+    ({"type": "create_dialog", "taskDocPath": "t.tsk"}, ("agentId",), "str", 1, 100),
+    ({"type": "create_dialog"}, ("taskDocPath",), "str", 1, 1000),
+    ({"type": "display_course", "dialog": _REF}, ("course",), "int", 1, None),
+    ({"type": "drive_dlg_by_user_msg", "dialog": _REF, "content": "hi"}, ("msgId",), "str", 1, 200),
+    ({"type": "drive_dialog_by_user_answer", "dialog": _REF, "content": "hi"}, ("questionId",), "str", 1, 300),
+    ({"type": "drive_dialog_by_user_answer", "dialog": _REF, "content": "hi", "questionId": "q"}, ("msgId",), "str", 1, 200),
+    ({"type": "set_dialog_title", "dialog": _REF}, ("title",), "str", 0, 1000),
+    ({"type": "cancel_queued_msg", "dialog": _REF}, ("msgId",), "str", 1, 200),
+    ({"type": "declare_subdialog_dead", "dialog": _REF}, ("note",), "str", 0, 10_000),
+]
+
+
+@pytest.mark.parametrize(("base", "path", "kind", "low", "high"), _FIELD_LIMITS, ids=lambda v: ".".join(v) if isinstance(v, tuple) else None)
+def test_every_field_limit_is_exact(base: dict, path: tuple[str, ...], kind: str, low: int, high: int | None) -> None:  # type: ignore[type-arg]
+    """Each bound of each inbound field, at the bound and one past it (a mutation audit scored websocket
+    input validation 50%: limits were tested only far past them, so ``max_length=300`` could become 301
+    and ``ge=0`` become ``ge=1`` with every test green)."""
+    import copy
+
+    from dominds.server.messages import BadMessage, parse_client_message
+
+    def frame(value: object) -> str:
+        message = copy.deepcopy(base)
+        target = message
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = value
+        return json.dumps(message)
+
+    def make(size: int) -> object:
+        return "x" * size if kind == "str" else size
+
+    parse_client_message(frame(make(low)))
+    if kind == "int" or low > 0:  # (an empty string has no shorter one)
+        with pytest.raises(BadMessage, match=f"`{'.'.join(path)}`"):
+            parse_client_message(frame(make(low - 1)))
+    if high is not None:
+        parse_client_message(frame(make(high)))
+        with pytest.raises(BadMessage, match=f"`{'.'.join(path)}`"):
+            parse_client_message(frame(make(high + 1)))
