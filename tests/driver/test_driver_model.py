@@ -11,6 +11,8 @@ unique token ``tN``; the scripted agents echo it, so each reply says which reque
 - ``clear_mind``: the lead calls ``clear_mind`` (a new course) while other work may be running;
 - ``ask_human``: the lead asks the human a question; ``answer``: the human answers one;
 - ``interject``: a user message arrives while other work may be running;
+- ``heavy``: the lead answers with a prompt at the caution level of its context (issue 32), so the
+  runtime tells it so in a notice;
 - ``settle``: run until nothing can move;
 - ``crash``: copy the workspace at an arbitrary event-loop step (exactly what a kill would leave: every
   write is atomic or an append), drop the engine, recover a new one from the copy.
@@ -21,7 +23,9 @@ Invariants, checked at rest after every step:
 2. an ask-back's answer is the answer to that ask-back (same token);
 3. no dialog is stuck: each is idle or waits on an open question (directly or through its callees);
 4. one live subdialog per registry key;
-5. every acknowledged user message is recorded exactly once.
+5. every acknowledged user message is recorded exactly once;
+6. every context-pressure notice directly follows the generation it measures, which was at caution or
+   critical, and caution notices are at least ``CAUTION_EVERY`` generations apart.
 CI runs a few dozen examples; ``bin/fuzz`` runs many more (DOMINDS_FUZZ_EXAMPLES).
 """
 
@@ -44,6 +48,7 @@ from workspace_kit import write_workspace
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
 from dominds.store.course_records import (
+    GenFinishRecord,
     HumanTextRecord,
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
@@ -106,6 +111,8 @@ def _responses() -> list[dict[str, Any]]:
         {"agent": "coder", "regex": r"tool-task (t\d+)", "stream": tool_call},
         {"agent": "lead", "regex": r"selftool-task (t\d+)", "stream": tool_call},  # the lead's @self subdialog
     ]
+    heavy = {"input_tokens": 120_000, "output_tokens": 5}  # 60 % of the test model's window: caution
+    entries.append({"agent": "lead", "regex": r"^do heavy (t\d+)$", "response": "heavy {1}", "usage": heavy})
     entries.append({"agent": "lead", "regex": r"^do clear (t\d+)$", "stream": [
         {"saying": "Starting afresh."},
         {"func_call": {"name": "clear_mind", "arguments": {"reminder_content": "carry on"}}},
@@ -247,6 +254,10 @@ class DriverModel(RuleBasedStateMachine):
         self._submit(f"note {self._token()}")
 
     @rule()
+    def heavy(self) -> None:
+        self._submit(f"do heavy {self._token()}")
+
+    @rule()
     def settle(self) -> None:
         self._settle()
 
@@ -278,6 +289,8 @@ class DriverModel(RuleBasedStateMachine):
             assert latest is not None
             course = [r for n in files.course_numbers() for r in files.read_course(n)]
             recorded += [r.msg_id for r in course if isinstance(r, HumanTextRecord) and r.origin == "user"]
+            for n in files.course_numbers():  # invariant 6
+                _pressure_notices_follow_their_generation(meta.id, files.read_course(n))
             calls = [(r.subdialog_id, r.call_id, r.tellask_head) for r in course if isinstance(r, SubdialogCreatedRecord)]
             replies = [r for r in course if isinstance(r, TeammateResponseRecord)]
             keys = [(r.callee_dialog_id, r.call_id) for r in replies]
@@ -319,6 +332,24 @@ class DriverModel(RuleBasedStateMachine):
         assert sorted(recorded) == sorted(set(recorded)), "a message was recorded twice"  # invariant 5
         still_queued = {p.msg_id for p in store.files("run", self.root_id).read_queue()}
         assert set(self.acked) <= set(recorded) | still_queued, "an acknowledged message was lost"
+
+
+def _pressure_notices_follow_their_generation(dialog_id: str, course: list[Any]) -> None:
+    from dominds.driver.pressure import CAUTION_EVERY, CAUTION_ID, CRITICAL_ID
+
+    last_caution: int | None = None
+    finished = 0
+    for index, record in enumerate(course):
+        finished += isinstance(record, GenFinishRecord)
+        if not (isinstance(record, HumanTextRecord) and record.msg_id.startswith((CAUTION_ID, CRITICAL_ID))):
+            continue
+        before = course[index - 1]
+        assert isinstance(before, GenFinishRecord) and before.genseq == record.genseq, f"{dialog_id}: notice out of place"
+        level = (before.context_health or {}).get("level")
+        assert level in ("caution", "critical"), f"{dialog_id}: a notice after a {level} generation"
+        if record.msg_id.startswith(CAUTION_ID):
+            assert last_caution is None or finished - last_caution >= CAUTION_EVERY, f"{dialog_id}: caution told too often"
+            last_caution = finished
 
 
 def _yaml(responses: list[dict[str, Any]]) -> str:
