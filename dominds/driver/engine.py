@@ -172,8 +172,8 @@ class Engine(LoadedTrees):
 
     # ---------------------------------------------------------------- providers and health (providers.py)
 
-    def generator_for(self, api_type: str) -> Generator:
-        return self.providers.generator_for(api_type)
+    async def generator_for(self, api_type: str) -> Generator:
+        return await self.providers.generator_for(api_type)
 
     @staticmethod
     def provider_config_dict(provider: ProviderConfig) -> dict[str, Any]:

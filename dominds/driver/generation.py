@@ -127,7 +127,7 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         )
         finish.streaming = request.streaming
         finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)
-        generator = engine.generator_for(resolved.provider.api_type)
+        generator = await engine.generator_for(resolved.provider.api_type)
         receiver = DialogReceiver(dialog, genseq, plain=member.tellask == "tools")
         provider_started = time.perf_counter()
         stream = asyncio.ensure_future(generator.generate(request, receiver))
