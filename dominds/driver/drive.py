@@ -18,6 +18,8 @@ from dominds.store.records import InboundTellaskBack, QueuedPrompt, RunState
 
 MAX_GENERATIONS_PER_DRIVE = 200
 """A runaway guard: a model that calls tools forever is interrupted with a clear reason."""
+OUTSIDE_ORIGINS = frozenset({"user", "q4h_answer", "assignment", "tellask_back"})
+"""Prompts from someone else than the runtime (a person, a caller, an asker)."""
 
 
 async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
@@ -33,8 +35,11 @@ async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
     outcome = GenOutcome()
     generations = 0
     while True:
-        outcome = await run_generation(engine, dialog, next_prompt(dialog))
-        generations += 1
+        prompt = next_prompt(dialog)
+        outcome = await run_generation(engine, dialog, prompt)
+        # The guard counts generations in a row that no one asked for: 10,000 queued messages are read
+        # in one drive, and each resets it (they used to stop the drive after 200).
+        generations = 1 if prompt is not None and prompt.origin in OUTSIDE_ORIGINS else generations + 1
         if outcome.context_overflow:
             start_new_course(engine, dialog, reason="context_overflow", carried=_message_being_answered(dialog))
             continue
@@ -61,7 +66,7 @@ async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
 
 
 def _settle(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> None:
-    dialog.latest.needs_drive = bool(dialog.latest.queued_prompts) and not outcome.stopped and not outcome.error
+    dialog.latest.needs_drive = bool(dialog.queue) and not outcome.stopped and not outcome.error
     if dialog.is_dead:
         dialog.save_latest()
         return
@@ -88,7 +93,7 @@ async def _after_drive(engine: EngineServices, dialog: Dialog, outcome: GenOutco
         # Never a stranded caller: it gets a failed reply it can act on (the subdialog can still be resumed).
         await supply_response(engine, dialog, assignment, "", "failed", failure_reason=outcome.error)
         return
-    if not dialog.pending and not dialog.latest.queued_prompts and not dialog.latest.inbound_tellask_backs:
+    if not dialog.pending and not dialog.queue and not dialog.latest.inbound_tellask_backs:
         await supply_response(engine, dialog, assignment, dialog.last_saying() or "(the teammate gave no answer)")
 
 
@@ -104,20 +109,21 @@ def continues(serving: InboundTellaskBack, prompt: QueuedPrompt) -> bool:
 
 def next_prompt(dialog: Dialog) -> QueuedPrompt | None:
     """The prompt the next generation consumes, serving obligations one at a time, in order."""
-    queue = dialog.latest.queued_prompts
+    queue = dialog.queue
     serving = dialog.serving_obligation()
     if serving is not None:
         return next((p for p in queue if continues(serving, p)), None)
     if dialog.pending and dialog.latest.inbound_tellask_backs:
         # Blocked on subdialogs: only an ask-back may go ahead (answering it is what unblocks them).
-        return next((p for p in queue if p.origin == "tellask_back"), None)
-    if queue and queue[0].origin == "user":
+        return queue.first_of("tellask_back")
+    first = queue.first()
+    if first is not None and first.origin == "user":
         # A message typed while a question was open waits behind the answer: the agent reads the answer
         # to its own question first (the message used to overtake it and the agent replied twice).
-        answer = next((p for p in queue if p.origin == "q4h_answer"), None)
+        answer = queue.first_of("q4h_answer")
         if answer is not None:
             return answer
-    return queue[0] if queue else None
+    return first
 
 
 def settled_obligation(dialog: Dialog) -> InboundTellaskBack | None:
@@ -125,7 +131,7 @@ def settled_obligation(dialog: Dialog) -> InboundTellaskBack | None:
     serving = dialog.serving_obligation()
     if serving is None or dialog.q4h or dialog.obligation_work(serving):
         return None
-    if any(continues(serving, p) for p in dialog.latest.queued_prompts):
+    if any(continues(serving, p) for p in dialog.queue):
         return None  # e.g. an answer to a question asked while serving: read it first
     return serving
 
@@ -173,6 +179,6 @@ def start_new_course(engine: EngineServices, dialog: Dialog, *, reason: str, car
         origin="new_course",
         queued_at=now_iso(),
     )
-    dialog.latest.queued_prompts.insert(0, prompt)
+    dialog.queue.put(prompt, front=True, with_latest=True)  # one write with the new course's number
     dialog.save_latest()
     dialog.publish({"type": "course_update", "course": number, "totalCourses": number})

@@ -28,6 +28,7 @@ from dominds.driver.intake import (
     cancel_queued,
     queue_durably,
     refuse_duplicate,
+    refuse_when_full,
     require_storable,
 )
 from dominds.driver.loaded_trees import LoadedTrees
@@ -90,6 +91,8 @@ class Engine(LoadedTrees):
         """Text kept in cached transcripts at most (huge messages must not pin hundreds of MiB)."""
         self.storage_retry_interval = 5.0
         """Seconds between retries of a dialog paused by a refused write (a full disk)."""
+        self.max_queued_per_dialog = 10_000
+        """User messages waiting unread in one dialog at most (more are refused: ``QueueFull``)."""
         self.max_concurrent_drives = 64
         """Drives in flight at once; bounds memory and keeps latency fair under bursts."""
         self._lock = filelock.FileLock(str(rtws.lock_path), mode=STATE_FILE_MODE) if take_lock else None
@@ -288,10 +291,11 @@ class Engine(LoadedTrees):
         require_storable({"content": content, "msgId": msg_id})
         msg_id = msg_id or f"msg-{new_dialog_id()}"
         refuse_duplicate(dialog, msg_id)
+        refuse_when_full(dialog, self.max_queued_per_dialog)
         prompt = QueuedPrompt(msg_id=msg_id, content=content, grammar=grammar, origin="user", queued_at=now_iso())  # type: ignore[arg-type]
-        titled = titles.title_first_message(dialog, content)  # saved by the same write as the queue
+        titled = titles.title_first_message(dialog, content)  # saved with needsDrive, before the queue's append
         try:
-            queue_durably(self, dialog, prompt)
+            queue_durably(self, dialog, prompt, latest_changed=titled)
         except StoreError:
             if titled:
                 dialog.latest.title = None

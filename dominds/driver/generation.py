@@ -261,7 +261,7 @@ def _record_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:
                 ask_back=prompt.ask_back,
             )
         )
-    dialog.latest.queued_prompts = [p for p in dialog.latest.queued_prompts if p.msg_id != prompt.msg_id]
+    dialog.queue.take(prompt.msg_id)
 
 
 def _publish_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:

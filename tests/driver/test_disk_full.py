@@ -63,8 +63,8 @@ async def test_refused_message_is_not_acknowledged_and_the_daemon_lives_on(make_
     assert "no space left on device" in str(err.value) and "latest.yaml" in str(err.value)
     disk.armed = False
     latest = root.files.read_latest()
-    assert latest is not None and latest.queued_prompts == [], "the old latest.yaml is intact"
-    assert root.latest.queued_prompts == [], "the refused message is not queued in memory either"
+    assert latest is not None and root.files.read_queue() == [], "nothing is queued on disk"
+    assert not root.queue, "the refused message is not queued in memory either"
     engine.submit_user_message(root, "two", msg_id="m2")
     await engine.wait_idle()
     assert [r.msg_id for r in records(root) if isinstance(r, HumanTextRecord)] == ["m1", "m2"]
