@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dominds.dialog.model import Dialog
 from dominds.driver import questions, texts
+from dominds.driver.drive_scope import DriveScope
 from dominds.driver.generation import GenOutcome, run_generation
 from dominds.driver.services import EngineServices
 from dominds.driver.supply import answer_tellask_back, supply_response
@@ -19,20 +20,37 @@ MAX_GENERATIONS_PER_DRIVE = 200
 """A runaway guard: a model that calls tools forever is interrupted with a clear reason."""
 
 
-async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
+async def drive_dialog(engine: EngineServices, dialog: Dialog, scope: DriveScope | None = None) -> None:
+    """Drive ``dialog`` until it suspends, has nothing more to do, is stopped, or fails. The generations
+    run inside ``scope`` (a Stop cancels them, driver/drive_scope.py); settling happens outside it."""
     if dialog.is_dead or dialog.load_error or dialog.latest.run_state.kind == "terminal" or dialog.meta.conductor:
         dialog.latest.needs_drive = False
         return
-    dialog.stop_reason = None
+    scope = scope or DriveScope(dialog.self_id)
+    dialog.stop_reason = scope.reason
     was_interrupted = dialog.latest.run_state.kind == "interrupted"
     dialog.set_run_state(RunState(kind="proceeding"), save=False)  # saved with the generation start
     if was_interrupted:
         dialog.append(RunMarkerRecord(ts=now_iso(), kind="resumed"))
         dialog.publish({"type": "dlg_run_state_marker_evt", "kind": "resumed"})
+    outcome = await scope.run(_generations(engine, dialog))
+    if outcome is None:  # the scope was cancelled: each generation and tool call recorded itself interrupted
+        outcome = GenOutcome(stopped=True)
+        dialog.stop_reason = dialog.stop_reason or scope.reason
+    _settle(engine, dialog, outcome)
+    await _after_drive(engine, dialog, outcome)
+
+
+async def _generations(engine: EngineServices, dialog: Dialog) -> GenOutcome:
+    """The drive's generations, in a loop, as the work of its cancel scope."""
     outcome = GenOutcome()
     generations = 0
+    answering_user = False
     while True:
-        outcome = await run_generation(engine, dialog, next_prompt(dialog))
+        prompt = next_prompt(dialog)
+        if prompt is not None:
+            answering_user = prompt.origin == "user"
+        outcome = await run_generation(engine, dialog, prompt, merged_user_messages(dialog, prompt))
         generations += 1
         if outcome.context_overflow:
             start_new_course(engine, dialog, reason="context_overflow", carried=_message_being_answered(dialog))
@@ -43,9 +61,10 @@ async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
             break
         if not outcome.had_output:
             await answer_settled_obligation(engine, dialog)
-        if not dialog.can_drive():
-            break
-        if next_prompt(dialog) is not None or outcome.had_output:
+        if not dialog.can_drive() and not (answering_user and outcome.had_output and dialog.waits_only_on_subdialogs()):
+            break  # (a main dialog answering a user message while its subdialogs work finishes its own tool work)
+        # needsDrive set again during the generation: an answer arrived meanwhile (the revival is this drive's)
+        if next_prompt(dialog) is not None or outcome.had_output or dialog.latest.needs_drive:
             if generations >= MAX_GENERATIONS_PER_DRIVE:
                 outcome.error = f"stopped after {generations} generations in one drive (runaway guard)"
                 break
@@ -53,8 +72,7 @@ async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
         if dialog.is_root and engine.diligence_push(dialog):
             continue
         break
-    _settle(engine, dialog, outcome)
-    await _after_drive(engine, dialog, outcome)
+    return outcome
 
 
 def _settle(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> None:
@@ -99,13 +117,39 @@ def continues(serving: InboundTellaskBack, prompt: QueuedPrompt) -> bool:
     return prompt.origin in CONTINUATION_ORIGINS and prompt.msg_id not in serving.queued_before
 
 
+WHILE_SUBDIALOGS_WORK = frozenset({"tellask_back", "user", "q4h_answer"})
+"""What a main dialog waiting on its subdialogs consumes (a user message is what lets it drive; an answer
+to its own question is read before a message typed after it); the rest waits for the replies."""
+
+
+def merged_user_messages(dialog: Dialog, prompt: QueuedPrompt | None) -> list[QueuedPrompt]:
+    """The user messages queued right behind ``prompt`` (itself a user message): answered by the same
+    generation, so two quick messages get one considered answer; each is recorded with its own msgId."""
+    if prompt is None or prompt.origin != "user":
+        return []
+    queue = dialog.latest.queued_prompts
+    index = next((i for i, p in enumerate(queue) if p.msg_id == prompt.msg_id), None)
+    if index is None:
+        return []
+    merged: list[QueuedPrompt] = []
+    for follower in queue[index + 1 :]:
+        if follower.origin != "user":
+            break
+        merged.append(follower)
+    return merged
+
+
 def next_prompt(dialog: Dialog) -> QueuedPrompt | None:
     """The prompt the next generation consumes, serving obligations one at a time, in order."""
     queue = dialog.latest.queued_prompts
     serving = dialog.serving_obligation()
     if serving is not None:
         return next((p for p in queue if continues(serving, p)), None)
-    if dialog.pending and dialog.latest.inbound_tellask_backs:
+    if dialog.pending and dialog.waits_only_on_subdialogs():
+        # A main dialog waiting on subdialogs: an ask-back (answering it unblocks them) or a user message
+        # (DESIGN §4.3) goes ahead, in the order they arrived, so neither starves the other.
+        queue = [p for p in queue if p.origin in WHILE_SUBDIALOGS_WORK]
+    elif dialog.pending and dialog.latest.inbound_tellask_backs:
         # Blocked on subdialogs: only an ask-back may go ahead (answering it is what unblocks them).
         return next((p for p in queue if p.origin == "tellask_back"), None)
     if queue and queue[0].origin == "user":

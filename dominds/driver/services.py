@@ -8,7 +8,6 @@ of ``driver/``, implements this protocol and composes the steps. So there is no 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Protocol
 
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
@@ -43,8 +42,6 @@ class EngineServices(Protocol):
     """rootId → when the loaded tree was last handed out (driver/loaded_trees.py)."""
     q4h_index: dict[str, tuple[str, str]]
     """questionId → (rootId, selfId) of every pending question in ``run/``."""
-    active_streams: dict[str, asyncio.Future[Any]]
-    """selfId → the generation streaming for it (cancelled by a stop)."""
     resume_on_start: bool
     closed: bool
     max_concurrent_drives: int

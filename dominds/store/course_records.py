@@ -178,7 +178,8 @@ class FuncResultRecord(Record):
     is_error: bool = False
     """The call failed or was refused."""
     interrupted: bool = False
-    """Recorded at recovery: the daemon died while the tool ran; it may or may not have run."""
+    """The call did not finish: recorded at recovery (the daemon died while the tool ran) or when a stop
+    cancelled it; the content says whether it may have run."""
 
 
 class TeammateCallResultRecord(Record):
