@@ -76,7 +76,10 @@ async def _generations(engine: EngineServices, dialog: Dialog) -> GenOutcome:
 
 
 def _settle(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> None:
-    dialog.latest.needs_drive = bool(dialog.latest.queued_prompts) and not outcome.stopped and not outcome.error
+    # needsDrive may have been set again since the last generation began (an answer arrived after the loop
+    # ended, while the scope's task was finishing): the dialog is driven again rather than settled.
+    wanted = bool(dialog.latest.queued_prompts) or dialog.latest.needs_drive
+    dialog.latest.needs_drive = wanted and not outcome.stopped and not outcome.error
     if dialog.is_dead:
         dialog.save_latest()
         return
@@ -103,6 +106,8 @@ async def _after_drive(engine: EngineServices, dialog: Dialog, outcome: GenOutco
         # Never a stranded caller: it gets a failed reply it can act on (the subdialog can still be resumed).
         await supply_response(engine, dialog, assignment, "", "failed", failure_reason=outcome.error)
         return
+    if dialog.latest.needs_drive:
+        return  # new input arrived: the next drive answers (and supplies) with it in view
     if not dialog.pending and not dialog.latest.queued_prompts and not dialog.latest.inbound_tellask_backs:
         await supply_response(engine, dialog, assignment, dialog.last_saying() or "(the teammate gave no answer)")
 
