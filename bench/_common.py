@@ -124,7 +124,17 @@ def _show(value: float) -> str:
 
 
 def print_figures(title: str, figures: list[Figure]) -> None:
-    """The one table: workload, unit, median, p90, goal, met?"""
+    """The one table: workload, unit, median, p90, goal, met?, and for a time the median as a multiple of
+    the no-op request floor measured in the same run (when the table has one: ``floor_figures``)."""
+    floors = [f.median for f in figures if f.workload.startswith("floor: no-op HTTP request")]
+    floor_ms = min(floors) if floors else None
+    to_ms = {"ms": 1.0, "s": 1000.0}
+
+    def multiple(f: Figure) -> str:
+        if floor_ms is None or f.unit not in to_ms or f.workload.startswith("floor:") or f.median != f.median:
+            return ""
+        return f"{f.median * to_ms[f.unit] / floor_ms:,.1f}"
+
     rows = [
         (
             f.workload,
@@ -134,12 +144,13 @@ def print_figures(title: str, figures: list[Figure]) -> None:
             f"{f.goal[0]} {_show(f.goal[1])}" if f.goal else "",
             {None: "", True: "yes", False: "NO"}[f.met],
             str(len(f.samples)),
+            multiple(f),
         )
         for f in figures
     ]
-    head = ("workload", "unit", "median", "p90", "goal", "met?", "n")
+    head = ("workload", "unit", "median", "p90", "goal", "met?", "n", "x floor")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    align = "<<>><<>"
+    align = "<<>><<>>"
 
     def line(cells: tuple[str, ...]) -> str:
         return "  ".join(c.ljust(w) if a == "<" else c.rjust(w) for c, w, a in zip(cells, widths, align, strict=True))
@@ -181,6 +192,67 @@ def user_cpu_seconds(pid: int) -> float:
 
 def peak_rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def fsync_append_floor_ms(samples: int = 200) -> list[float]:
+    """The floor of every durable write: appending one 200-byte line to a file and fsyncing it, in ms.
+
+    Measured in the same run as the figures it stands beside, so a figure can be compared across machines
+    and loads as a multiple of what this disk and this load allow (docs/performance.md)."""
+    line = b"x" * 199 + b"\n"
+    times: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="dominds-floor-") as folder:
+        fd = os.open(os.path.join(folder, "floor.jsonl"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            for _ in range(samples):
+                started = time.perf_counter()
+                os.write(fd, line)
+                os.fsync(fd)
+                times.append((time.perf_counter() - started) * 1000)
+        finally:
+            os.close(fd)
+    return times
+
+
+def noop_request_floor_ms(samples: int = 200) -> list[float]:
+    """The floor of every request: a GET answered with nothing by the standard library's HTTP server on
+    loopback (a new connection each time, as the benches' clients make), in ms."""
+    import http.client
+    import http.server
+
+    class Nothing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Nothing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    times: list[float] = []
+    try:
+        for _ in range(samples):
+            started = time.perf_counter()
+            conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+            conn.request("GET", "/")
+            conn.getresponse().read()
+            conn.close()
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        server.shutdown()
+        server.server_close()
+    return times
+
+
+def floor_figures(when: str) -> list[Figure]:
+    """The two floors as table rows, with the load average at the time they were measured."""
+    load = os.getloadavg()[0]
+    return [
+        Figure(f"floor: fsync'd 200-byte append ({when})", "ms", fsync_append_floor_ms(), note=f"load {load:.1f}"),
+        Figure(f"floor: no-op HTTP request, new connection ({when})", "ms", noop_request_floor_ms(), note=f"load {load:.1f}"),
+    ]
 
 
 def machine() -> str:

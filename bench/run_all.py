@@ -9,6 +9,10 @@ the exit status stays 0; a workload that fails to run exits 1.
     bin/bench                # everything: start-up, websocket, 10,000 and 100,000 dialogs (~10 min)
     bin/bench --quick        # smaller sizes, no 100,000-dialog workspace (a smoke run)
     bin/bench --out r.json   # where the JSON goes
+
+Two floors are measured in the same run, before and after the workloads, and printed beside the figures:
+an fsync'd 200-byte append and a no-op HTTP request on loopback. A figure measured on a busy machine is
+compared with another run's through them (and through the load average each row notes), never bare.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _common import Figure, cache_dir, machine, print_figures  # noqa: E402
+from _common import Figure, cache_dir, floor_figures, machine, print_figures  # noqa: E402
 
 
 def default_out() -> Path:
@@ -58,16 +62,20 @@ def main() -> int:
         ("bench_memory.py", "--dialogs", "100" if quick else "200,1000"),
         ("bench_coldstart.py", "--roots", "200" if quick else "2000", "--runs", "1" if quick else "3"),
         ("bench_engine.py", *(["--roots", "200", "--turns", "2"] if quick else [])),
+        ("bench_yaml.py",),
     ]
     if not quick:
         plan.insert(3, ("bench_coldstart.py", "--roots", "20000", "--runs", "2"))
-    figures: list[Figure] = []
+    # The floors are measured before and after the workloads: a figure is read as a multiple of what this
+    # machine's disk and loopback allowed in this very run, under this run's load.
+    figures: list[Figure] = floor_figures("before")
     failures: list[str] = []
     for script, *script_args in plan:
         found, failure = _run(script, *script_args)
         figures += found
         if failure:
             failures.append(failure)
+    figures += floor_figures("after")
     where = machine()
     print_figures(f"Dominds benchmarks on {where} ({started})", figures)
     out = args.out or default_out()

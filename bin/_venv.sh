@@ -1,14 +1,15 @@
 # Sourced by bin/dominds and bin/test: create or refresh .venv from pyproject.toml.
 #
-# DOMINDS_VENV_EXTRAS names the optional dependencies wanted, comma-separated: bin/dominds sets it
-# empty (the runtime only); bin/test and the other scripts want "dev" (pytest, mypy, ruff, Playwright...).
+# DOMINDS_VENV_EXTRAS names the optional dependencies wanted, comma-separated: bin/dominds wants "all"
+# (the runtime and what the demo's workflows use); bin/test and the other scripts want "dev" (that, plus
+# pytest, mypy, ruff, Playwright...).
 # The stamp .venv/.dominds-stamp records the pyproject.toml hash and the extras installed:
 # - pyproject.toml changed, or no stamp: `pip install -e .[extras]` (what is installed already is kept);
 # - a wanted extra is missing: only that extra's packages are installed (the project is not rebuilt);
 # - otherwise nothing happens. Extras stay once installed, so bin/test then bin/dominds installs nothing.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="$ROOT/.venv"
+VENV="${DOMINDS_VENV:-$ROOT/.venv}"  # bin/test-python keeps one venv per Python version beside it
 STAMP="$VENV/.dominds-stamp"
 
 _dominds_venv_refresh() {
@@ -52,9 +53,20 @@ _dominds_venv_refresh() {
         echo "dominds: adding the [${missing# }] dependencies to .venv..." >&2
         # shellcheck disable=SC2086
         "$VENV/bin/python" - "$ROOT/pyproject.toml" $missing >"$VENV/.dominds-extra-requirements.txt" <<'PY'
-import sys, tomllib
+import re, sys, tomllib
 extras = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]
-print("\n".join(req for name in sys.argv[2:] for req in extras[name]))
+def requirements(name, seen):
+    # an extra may name others of this project (`dominds[plan-solve,embeddings]`): theirs, not the project
+    for req in extras[name]:
+        own = re.fullmatch(r"dominds\[([^\]]+)\]", req.strip())
+        if own is None:
+            yield req
+        else:
+            for other in own.group(1).split(","):
+                if other.strip() not in seen:
+                    seen.add(other.strip())
+                    yield from requirements(other.strip(), seen)
+print("\n".join(req for name in sys.argv[2:] for req in requirements(name, {name})))
 PY
         "$VENV/bin/python" -m pip install --quiet -r "$VENV/.dominds-extra-requirements.txt" >&2
     fi

@@ -6,8 +6,10 @@
    symlinks are resolved and the real target must also be inside the rtws);
 2. any segment ending in ``.tsk`` is denied: Taskdoc packages are encapsulated (``change_mind`` and
    ``recall_taskdoc`` are the only way in);
-3. ``.dialogs`` at the rtws root is denied (a nested ``sub/.dialogs`` is ordinary data), and so is the
-   daemon's access token ``.dominds/auth-token``;
+3. ``.dialogs`` and ``.dominds`` at the rtws root are denied (a nested ``sub/.dialogs`` is ordinary
+   data): the dialogs, and the daemon's own state: its access token, the last good copy of the team
+   configuration it falls back to (``.dominds/last-good/.minds/``: an agent that rewrote it would choose
+   the next fallback's toolsets, providers and MCP commands), its caches, workflow sessions;
 4. ``.minds`` at the rtws root is denied unless the caller is a team-mgmt tool (``minds_bypass``);
 5. a deny pattern matching the path denies;
 6. an empty allow list allows everything; otherwise an allow pattern must match.
@@ -24,6 +26,7 @@ so ``**/*secret*`` matches any path with a segment containing ``secret``.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
@@ -77,11 +80,19 @@ _REASONS: dict[str, tuple[str, str, str, str]] = {
         "No tool may read or change it; the user manages it with `dominds url`.",
         "任何工具都不得读取或修改它；用户用 `dominds url` 管理。",
     ),
+    "daemon_state": (
+        "`{path}` is under `.dominds/`, the daemon's own state (the last good team configuration, caches)",
+        "`{path}` 位于 `.dominds/`（守护进程自身的状态：上次可用的团队配置、缓存）之下",
+        "The runtime manages it; no file tool may read or change it.",
+        "它由运行时管理；任何文件工具都不得读取或修改。",
+    ),
     "minds": (
         "`{path}` is under `.minds/`, the team configuration",
         "`{path}` 位于 `.minds/`（团队配置）之下",
-        "Use the team-mgmt tools (`team_mgmt_*`) to read or change the team configuration.",
-        "请使用 team-mgmt 工具（`team_mgmt_*`）读取或修改团队配置。",
+        "The team-mgmt tools (`team_mgmt_list_files`, `team_mgmt_read_file`, `team_mgmt_check`) read and "
+        "validate the team configuration; changing it is a person's job.",
+        "team-mgmt 工具（`team_mgmt_list_files`、`team_mgmt_read_file`、`team_mgmt_check`）可读取并校验团队配置；"
+        "修改配置由人来完成。",
     ),
     "denied_by_pattern": (
         "`{path}`: {operation} access is denied by pattern `{pattern}` (no_{operation}_dirs)",
@@ -169,8 +180,8 @@ def _forbidden_area(parts: Sequence[str], minds_bypass: bool) -> str | None:
     first = parts[0].lower() if parts else ""
     if first == ".dialogs":
         return "dialogs"
-    if first == ".dominds" and len(parts) > 1 and parts[1].lower() == "auth-token":
-        return "secret"
+    if first == ".dominds":
+        return "secret" if len(parts) > 1 and parts[1].lower() == "auth-token" else "daemon_state"
     if first == ".minds" and not minds_bypass:
         return "minds"
     return None
@@ -178,6 +189,18 @@ def _forbidden_area(parts: Sequence[str], minds_bypass: bool) -> str | None:
 
 def _within(path: Path, directory: Path) -> bool:
     return path == directory or directory in path.parents
+
+
+def _resolve(path: Path) -> Path:
+    """``path.resolve()``, raising on a symlink loop on every Python: 3.11 and 3.12 raise
+    ``RuntimeError``, 3.13 returns the path with the loop left in it, which then passed the checks."""
+    resolved = path.resolve()
+    try:
+        os.stat(resolved)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise
+    return resolved
 
 
 def check_access(
@@ -202,8 +225,8 @@ def check_access(
     if "\0" in path:
         raise denied("invalid_path")
     try:
-        root = rtws_root.resolve()
-    except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on Python 3.11
+        root = _resolve(rtws_root)
+    except (OSError, RuntimeError) as exc:
         raise denied("unresolvable", detail=str(exc)) from exc
     # The root as given may itself sit behind a symlink (/tmp on macOS); absolute paths may use either.
     root_as_given = Path(os.path.abspath(rtws_root))
@@ -214,7 +237,7 @@ def check_access(
     written_parts = lexical.relative_to(base).parts
 
     try:
-        resolved = lexical.resolve()
+        resolved = _resolve(lexical)
     except (OSError, RuntimeError) as exc:
         raise denied("unresolvable", detail=str(exc)) from exc
     if not _within(resolved, root):

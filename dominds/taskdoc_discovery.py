@@ -1,5 +1,12 @@
 """Finding Taskdoc packages in a workspace (honouring ``.taskdoc-ignore``) and noticing that one changed
-(a cheap fingerprint of its entries), for the panel's list and the Taskdoc watcher."""
+(a cheap fingerprint of its entries), for the panel's list and the Taskdoc watcher.
+
+A workflow (ToT, Debate, Plan & Solve) keeps its runs on a Taskdoc of its own (``tasks/plan-solve.tsk``,
+``tasks/tot/<id>.tsk``, …) and marks it with a ``.workflow`` file (hidden: the package's loader skips
+dot files) when it starts a run. Those are the workflow's internals, not a task a person works on: the
+Taskdoc a new dialog defaults to (``dominds run``, the panel's New-dialog form) and the panel's list of
+Taskdocs leave them out (before, after any workflow run, ``dominds run`` attached the new dialog to
+``tasks/plan-solve.tsk``, "the Taskdoc of the newest dialog")."""
 
 from __future__ import annotations
 
@@ -52,8 +59,28 @@ def _read_ignore_rules(directory: Path, rel_dir: str) -> list[_IgnoreRule]:
     return rules
 
 
-def discover_taskdocs(rtws_root: Path) -> list[str]:
-    """Every ``*.tsk`` directory under the workspace, as sorted rtws-relative paths.
+WORKFLOW_MARKER = ".workflow"
+"""In a Taskdoc package: the workflow that keeps its runs there (its name, one line)."""
+
+
+def mark_workflow_taskdoc(rtws_root: Path, rel: str, workflow: str) -> None:
+    """Mark ``rel`` as ``workflow``'s own Taskdoc (creating the package); best effort, never raises."""
+    marker = rtws_root / rel / WORKFLOW_MARKER
+    try:
+        if not marker.is_file():
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.write_text(workflow + "\n", encoding="utf-8")
+    except OSError:
+        pass  # unmarked, the Taskdoc is only offered like any other
+
+
+def is_workflow_taskdoc(rtws_root: Path, rel: str) -> bool:
+    return (rtws_root / rel / WORKFLOW_MARKER).is_file()
+
+
+def discover_taskdocs(rtws_root: Path, *, workflow: bool = True) -> list[str]:
+    """Every ``*.tsk`` directory under the workspace, as sorted rtws-relative paths; with
+    ``workflow=False`` without the workflows' own (``WORKFLOW_MARKER``).
 
     Symlinked directories are not followed (they would list a package twice or leave the workspace).
     """
@@ -78,7 +105,7 @@ def discover_taskdocs(rtws_root: Path) -> list[str]:
                 found.append(rel)  # packages are leaves: nothing inside one is another package
             else:
                 stack.append((Path(entry.path), rel, rules))
-    return sorted(found)
+    return sorted(rel for rel in found if workflow or not is_workflow_taskdoc(rtws_root, rel))
 
 
 def taskdoc_fingerprint(rtws_root: Path, rel: str) -> str:

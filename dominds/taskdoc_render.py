@@ -92,14 +92,22 @@ _TEXT: dict[str, tuple[str, str]] = {
     "violations": ("**Layout violations (fix manually):**", "**结构违规（需要人工修复）：**"),
     "extra": ("**Extra sections (index only; bodies not injected):**", "**额外章节索引（不会自动注入）：**"),
     "no_extra": ("- none", "- 无"),
+    "hashes": (
+        "**Section hashes** (pass the one of the text you last saw as `base_hash` to `change_mind`; "
+        "a section changed since is refused with its current text): {hashes}",
+        "**章节哈希**（调用 `change_mind` 时把你最后看到的文本的哈希作为 `base_hash` 传入；"
+        "若该章节此后被改过，写入会被拒绝并返回当前文本）：{hashes}",
+    ),
     "usage": (
         "Read an extra section (or a `bearinmind/` file) with `recall_taskdoc({category, selector})`; "
-        "replace one whole section with `change_mind({selector, content, category?})` "
-        "(no category: goals/constraints/progress; category `bearinmind`: the six fixed names). "
+        "replace one whole section with `change_mind({selector, content, base_hash, category?})` "
+        "(no category: goals/constraints/progress; category `bearinmind`: the six fixed names); "
+        "add one progress entry with `append_progress({entry})` (nothing is rewritten). "
         "General file tools cannot access `*.tsk/`.",
         "用 `recall_taskdoc({category, selector})` 读取额外章节（或 `bearinmind/` 文件）；"
-        "用 `change_mind({selector, content, category?})` 整段替换一个章节"
-        "（不带 category：goals/constraints/progress；category 为 `bearinmind`：六个固定名称）。"
+        "用 `change_mind({selector, content, base_hash, category?})` 整段替换一个章节"
+        "（不带 category：goals/constraints/progress；category 为 `bearinmind`：六个固定名称）；"
+        "用 `append_progress({entry})` 追加一条进展（不改写已有内容）。"
         "通用文件工具不能访问 `*.tsk/`。",
     ),
 }
@@ -133,7 +141,14 @@ def render_effective_taskdoc(taskdoc: Taskdoc, lang: Lang = "en") -> str:
         lines += ["## Bear In Mind"]
         for name, body in bear_blocks:
             lines += [f"### {name}.md", _body(body, lang), ""]
-    lines += ["## Progress", _body(taskdoc.progress, lang), "", "---", ""]
+    lines += ["## Progress", _body(taskdoc.progress, lang), ""]
+    # A runtime import: taskdoc_sections imports dominds.taskdoc, which re-exports this module.
+    from dominds.taskdoc_sections import content_hash
+
+    hashes = [(name, taskdoc.top_section(name) or "") for name in _TOP_SECTIONS]
+    hashes += [(f"bearinmind/{name}", body) for name, body in taskdoc.bearinmind.items()]
+    lines += [_text("hashes", lang).format(hashes=", ".join(f"{k} `{content_hash(v)}`" for k, v in hashes)), ""]
+    lines += ["---", ""]
 
     status: list[str] = []
     if not taskdoc.exists:

@@ -1,9 +1,17 @@
 """Taskdoc section files one at a time: which file a ``change_mind`` writes, writing it atomically, and
 reading one section for ``recall_taskdoc``. Requests that break the layout rules of ``dominds.taskdoc``
-are refused with a ``TaskdocError`` that tells the model what to call instead."""
+are refused with a ``TaskdocError`` that tells the model what to call instead.
+
+Every section has a content hash (``content_hash``): the panel's editor and ``change_mind`` send the hash
+of the text they last saw, and a write is refused (``SectionConflict``, with the current text) when the
+file changed since, so neither an agent nor a person overwrites the other's edit unseen.
+``append_section`` adds one entry (``append_progress``) and never rewrites what is there.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
 from dominds.store.atomic import write_atomic
@@ -108,6 +116,74 @@ def write_section(
     except WriteFailedError as exc:
         raise TaskdocError(f"could not write {rel}/{file_rel}: {exc.problem}") from exc
     return target
+
+
+def content_hash(text: str) -> str:
+    """The hash of a section's text as the Taskdoc view, ``recall_taskdoc`` and the panel show it."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class SectionConflict(TaskdocError):
+    """The section changed since the writer read it; ``current`` is its text now."""
+
+    def __init__(self, message: str, current: str) -> None:
+        super().__init__(message)
+        self.current = current
+        self.current_hash = content_hash(current)
+
+
+def current_section_text(rtws_root: Path, rel_path: str, selector: str, category: str | None) -> str:
+    """A section's text as its hash is computed ("" when it does not exist)."""
+    if not category:
+        return load_taskdoc(rtws_root, rel_path).top_section(selector) or ""
+    try:
+        return read_section(rtws_root, rel_path, category, selector)
+    except TaskdocError:
+        return ""
+
+
+def write_section_checked(
+    rtws_root: Path, rel_path: str, selector: str, content: str, category: str | None, base_hash: str | None
+) -> Path:
+    """``write_section`` unless the section's text is no longer the one ``base_hash`` was computed from."""
+    file_rel = section_file(selector, category)  # refuses a bad section before anything is read
+    if base_hash is not None:
+        current = current_section_text(rtws_root, rel_path, selector, category)
+        if content_hash(current) != base_hash:
+            raise SectionConflict(f"{file_rel} changed since it was read (an agent or a person wrote it)", current)
+    return write_section(rtws_root, rel_path, selector, content, category)
+
+
+def append_section(rtws_root: Path, rel_path: str, selector: str, entry: str, category: str | None = None) -> Path:
+    """Append one entry to a section file, on a line of its own (``append_progress``): what is there stays
+    byte for byte, whoever wrote it meanwhile (an ``O_APPEND`` write, never a read-modify-write)."""
+    rel = normalize_taskdoc_path(rel_path)
+    file_rel = section_file(selector, category)
+    target = package_dir(rtws_root, rel) / file_rel
+    if target.is_symlink() or target.is_dir():
+        raise TaskdocError(f"{rel}/{file_rel} is not a plain file; a human must fix it")
+    if not target.exists():
+        write_section(rtws_root, rel_path, selector, entry, category)  # creates the package, atomically
+        return target
+    text = entry.strip("\n") + "\n"
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND)
+        try:
+            size = os.fstat(fd).st_size
+            needs_newline = size > 0 and not _ends_with_newline(target, size)
+            os.write(fd, (("\n" if needs_newline else "") + text).encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise TaskdocError(f"could not append to {rel}/{file_rel}: {exc.strerror or exc}") from exc
+    return target
+
+
+def _ends_with_newline(path: Path, size: int) -> bool:
+    with path.open("rb") as f:
+        f.seek(size - 1)
+        return f.read(1) == b"\n"
 
 
 def read_section(rtws_root: Path, rel_path: str, category: str, selector: str) -> str:

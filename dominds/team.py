@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from dominds.llm.catalog import Catalog
 from dominds.llm.catalog_yaml import load_catalog
@@ -76,6 +76,9 @@ class Member:
     continue_on_max_tokens: int = 0
     """How many replies in a row that reach the output limit are continued at once; 0 = the model is
     only told on its next turn that its reply was cut."""
+    tellask: Literal["text", "tools", "both"] = "text"
+    """How the member delegates: the ``!?@`` text grammar (the seed's form), the Tellask function tools
+    (``tellask``, ``tellaskSessionless``, ``tellaskBack``, ``askHuman``, ``freshBootsReasoning``), or both."""
     hidden: bool = False
     """Shadow members are hidden from listings but can still be called."""
     line: int | None = None
@@ -160,6 +163,9 @@ class WorkflowMembers:
 
 NO_WORKFLOW_MEMBERS = WorkflowMembers()
 
+_SHADOW_TOOLSETS = ("team-mgmt",)
+"""Toolsets ``_impose_shadow_constraints`` names (fuxi has it, pangu is denied it)."""
+
 
 def _impose_shadow_constraints(member_id: str, values: dict[str, Any]) -> None:
     # team.yaml may tune a shadow member, but not turn it into something else
@@ -214,6 +220,9 @@ def load_team(
         catalog = load_catalog(rtws)[0]
     toolsets = toolsets or NoToolsets()
     known = [*toolsets.names(), *more_toolset_names]
+    if known:  # the toolsets the runtime itself gives its shadow members must exist, or check says so
+        for name in sorted({*_SHADOW_TOOLSETS} - set(known)):
+            collector.error(None, f"the runtime gives the shadow members (fuxi, pangu) toolset {name!r}, which this daemon does not offer")
     try:
         text = rtws.team_yaml.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -17,11 +17,12 @@ _MEMBER_TYPES = {
     "tools": "list", "model_params": "mapping", "fbr_effort": "effort", "fbr_model_params": "mapping",
     "diligence_push_max": "integer", "read_dirs": "list", "write_dirs": "list", "no_read_dirs": "list",
     "no_write_dirs": "list", "icon": "string", "streaming": "boolean", "hidden": "boolean",
-    "continue_on_max_tokens": "continuations",
+    "continue_on_max_tokens": "continuations", "tellask": "tellask_form",
 }  # fmt: skip
 _TYPE_NAMES = {
     "string": "a string", "boolean": "true or false", "integer": "an integer", "mapping": "a mapping",
     "effort": "an integer from 0 to 100", "continuations": "an integer from 0 to 10", "list": "a list of strings", "gofor": "a list of strings or a mapping",
+    "tellask_form": "one of text, tools, both",
 }  # fmt: skip
 
 
@@ -41,6 +42,7 @@ def _has_type(kind: str, v: Any) -> bool:
         "continuations": is_int and 0 <= v <= 10,
         "list": is_str_list,
         "mapping": isinstance(v, dict),
+        "tellask_form": v in ("text", "tools", "both"),
     }[kind]
 
 

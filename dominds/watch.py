@@ -82,6 +82,8 @@ class WorkspaceWatcher:
         """The directories watched right now."""
         self.ready = asyncio.Event()
         """Set once the first set of watches is in place (tests wait for it before editing)."""
+        self.in_place: list[Path] = []
+        """The directories whose watches are in place now (``watching`` once the new watches answer)."""
         self._rescan = asyncio.Event()
 
     def watched_paths(self) -> list[Path]:
@@ -106,6 +108,7 @@ class WorkspaceWatcher:
                 if paths:
                     await self._watch(paths, restart)
                 else:
+                    self.in_place = paths
                     self.ready.set()
                     await restart.wait()
             except (OSError, RuntimeError) as exc:  # e.g. the inotify watch limit; pickup resumes later
@@ -133,7 +136,9 @@ class WorkspaceWatcher:
             yield_on_timeout=True,
         )
         async for changes in watcher:
-            self.ready.set()  # the first (possibly empty) yield comes once the watches are in place
+            # the first (possibly empty) yield comes once the watches are in place
+            self.in_place = paths
+            self.ready.set()
             if changes:
                 self.dispatch(path for _change, path in changes)
 

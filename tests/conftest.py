@@ -12,6 +12,33 @@ from dominds.rtws import Rtws
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+SLOW_MODULES = frozenset(
+    {
+        # real daemons killed and restarted many times, or sweeps over every durable step
+        "tests/driver/test_crashpoints.py",
+        "tests/driver/test_power_cut.py",
+        "tests/driver/test_turn_crash_retry.py",
+        "tests/driver/test_crash_recovery.py",
+        "tests/driver/test_settled_restart.py",
+        "tests/soak/test_soak.py",
+        # the README's quick start on a fresh copy (a venv of its own)
+        "tests/test_fresh_clone.py",
+        # workflow runs through a real daemon restart
+        "tests/workflows/tot/test_tot_wf_cli_restart.py",
+        "tests/workflows/plan_solve/test_ps_restart.py",
+    }
+)
+"""Modules whose every test is a long functional run: marked ``slow`` here (one list, no marker line to
+keep in each file); a single long test elsewhere carries ``@pytest.mark.slow`` itself. ``bin/test
+--quick`` leaves them out (docs/testing.md)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.relative_to(REPO_ROOT).as_posix() in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _no_real_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Forbid real model requests, hide real API keys, and drop the scripted pace in every test."""

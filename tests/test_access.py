@@ -87,6 +87,8 @@ def test_symlink_inside_rtws_resolves_to_its_target(root: Path) -> None:
 
 
 def test_symlink_loop_is_a_denial_not_a_crash(root: Path) -> None:
+    """A loop made `Path.resolve()` raise up to Python 3.12; on 3.13 it returns the path with the loop
+    in it, which passed the access check (the bug: a loop was allowed on 3.13)."""
     (root / "loop-a").symlink_to(root / "loop-b")
     (root / "loop-b").symlink_to(root / "loop-a")
     assert denial(root, "loop-a/x").reason == "unresolvable"
@@ -153,7 +155,11 @@ def test_the_daemon_token_file_is_denied_to_every_file_tool(root: Path) -> None:
         assert denial(root, path).reason == "secret"
     (root / "alias").symlink_to(root / ".dominds", target_is_directory=True)
     assert denial(root, "alias/auth-token").reason == "secret"
-    assert check_access(root, ".dominds/cache", write=False) == (root / ".dominds/cache").resolve()
+    # Issue 34: the rest of `.dominds/` is the daemon's state too (it held the last good team configuration
+    # the daemon falls back to, readable and writable by agents): denied, also to the `.minds` bypass.
+    for path in (".dominds/cache", ".dominds/last-good/.minds/team.yaml", "alias/last-good/.minds/llm.yaml"):
+        assert denial(root, path).reason == "daemon_state"
+        assert denial(root, path, write=True, minds_bypass=True).reason == "daemon_state"
 
 
 def test_minds_needs_the_bypass(root: Path) -> None:

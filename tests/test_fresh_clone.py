@@ -55,7 +55,7 @@ def _borrowed_venv(clone: Path) -> None:
     script.write_text(f"#!{venv}/bin/python\nimport sys\nfrom dominds.cli.main import main\nsys.exit(main())\n")
     script.chmod(0o755)
     digest = hashlib.sha256((clone / "pyproject.toml").read_bytes()).hexdigest()
-    (venv / ".dominds-stamp").write_text(f"v2 {digest} -\n")  # what bin/dominds writes after a runtime install
+    (venv / ".dominds-stamp").write_text(f"v2 {digest} all\n")  # what bin/dominds writes after its install
 
 
 def _tree(clone: Path) -> list[str]:

@@ -58,12 +58,12 @@ def test_runtime_first_then_dev_tools_then_switching_back_installs_only_what_is_
     stamp = root / ".venv" / ".dominds-stamp"
     digest = hashlib.sha256((root / "pyproject.toml").read_bytes()).hexdigest()
 
-    first = _source(root, env, "", log)  # bin/dominds on a fresh clone
+    first = _source(root, env, "all", log)  # bin/dominds on a fresh clone: the runtime and what the demo uses
     assert first[0] == f"-m venv {root}/.venv"
-    assert first[-2:] == ["PYTHONWARNINGS=ignore:Editable installation", f"-m pip install --quiet -e {root}"], (
+    assert first[-2:] == ["PYTHONWARNINGS=ignore:Editable installation", f"-m pip install --quiet -e {root}[all]"], (
         "setuptools' page-long editable-install warning about the checkout itself is not shown to a newcomer"
     )
-    assert stamp.read_text() == f"v2 {digest} -\n"
+    assert stamp.read_text() == f"v2 {digest} all\n"
 
     dev = _source(root, env, "dev", log)  # then bin/test: the dev extra's packages only, no rebuild
     assert dev[-1] == f"-m pip install --quiet -r {root}/.venv/.dominds-extra-requirements.txt", dev
@@ -71,16 +71,20 @@ def test_runtime_first_then_dev_tools_then_switching_back_installs_only_what_is_
     requirements = (root / ".venv" / ".dominds-extra-requirements.txt").read_text().splitlines()
     assert "pytest>=8.0" in requirements and any(r.startswith("mypy") for r in requirements)
     assert not any(r.startswith("aiohttp") for r in requirements), "the runtime is installed already"
-    assert stamp.read_text() == f"v2 {digest} dev\n"
+    assert "duckdb>=1.1" in requirements and not any(r.startswith("dominds") for r in requirements), (
+        "dev names the project's own extras (`dominds[all]`): their packages are listed, not the project"
+    )
+    assert stamp.read_text() == f"v2 {digest} all,dev\n"
 
-    assert _source(root, env, "", log) == [], "bin/dominds after bin/test: nothing to do"
+    assert _source(root, env, "all", log) == [], "bin/dominds after bin/test: nothing to do"
+    assert _source(root, env, "", log) == []
     assert _source(root, env, "dev", log) == []
     assert _source(root, env, None, log) == [], "bin/bench and friends want dev too"
 
     with open(root / "pyproject.toml", "a") as handle:
         handle.write("\n# a change\n")
-    changed = _source(root, env, "", log)
-    assert changed == ["PYTHONWARNINGS=ignore:Editable installation", f"-m pip install --quiet -e {root}[dev]"], (
+    changed = _source(root, env, "all", log)
+    assert changed == ["PYTHONWARNINGS=ignore:Editable installation", f"-m pip install --quiet -e {root}[all,dev]"], (
         "refreshed, and the dev tools are kept"
     )
 

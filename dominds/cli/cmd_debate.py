@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from dominds.cli.common import CliError, command_name, text_argument, workspace
 from dominds.rtws import Rtws
-from dominds.workflows.debate.settings import EMBEDDER_KINDS
+from dominds.workflows.debate.embedder_kinds import EMBEDDER_KINDS
 
 if TYPE_CHECKING:
     from dominds.cli.client import DaemonInfo

@@ -7,7 +7,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-import dominds
+from dominds import bundled
 from dominds.cli.common import CliError, command_name, program
 from dominds.rtws import Rtws, is_rtws
 
@@ -15,17 +15,15 @@ _SKIPPED_NAMES = frozenset({"__pycache__", ".DS_Store"})
 
 
 def template_dir() -> Path:
-    """Where the workspace template is.
-
-    In a checkout it is ``<repo>/rtws-template`` (next to the package). An installed package
-    carries a copy as ``dominds/_template/``; wiring that copy into the build is a packaging step
-    (copy ``rtws-template/`` there when building the wheel) that is not done yet.
-    """
-    package_dir = Path(dominds.__file__).resolve().parent
-    for candidate in (package_dir.parent / "rtws-template", package_dir / "_template"):
-        if (candidate / ".minds").is_dir():
-            return candidate
-    raise CliError(f"the workspace template is missing (looked in {package_dir.parent / 'rtws-template'})")
+    """Where the workspace template is: ``rtws-template/`` in a clone, ``dominds/_template/`` in a
+    built package (see ``dominds/bundled.py``)."""
+    found = bundled.template_dir()
+    if found is None or not (found / ".minds").is_dir():
+        raise CliError(
+            f"the workspace template is missing from this copy of dominds ({bundled.PACKAGE_DIR}); "
+            "reinstall dominds from a wheel or a clone"
+        )
+    return found
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

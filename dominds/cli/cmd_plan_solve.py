@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dominds.cli.common import CliError, text_argument
+from dominds.extras import PLAN_SOLVE, missing_extra_message
 from dominds.rtws import Rtws, find_rtws, is_rtws
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "plan-solve",
         help="Plan & Solve websocket service: serve, client, example data2ppt",
-        description="Plan & Solve: plan slides, solve them in parallel, aggregate. See docs/plan-solve.md.",
+        description="Plan & Solve: plan slides, solve them in parallel, aggregate. See `dominds docs plan-solve`.",
     )
     sub = p.add_subparsers(dest="plan_solve_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda args: _help(p))
@@ -153,14 +155,23 @@ def _help(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _workspace(scripted: bool) -> Rtws:
+def _require_extra() -> None:
+    """Plan & Solve runs here only with DuckDB and python-pptx (``dominds[plan-solve]``)."""
+    message = missing_extra_message(PLAN_SOLVE)
+    if message is not None:
+        raise CliError(message)
+
+
+def _workspace(scripted: bool, cleanup: contextlib.ExitStack) -> Rtws:
+    """The workspace at or above the current directory, else an offline copy of the example in a
+    temporary folder that ``cleanup`` removes when the run ends (each run left ~540 KB behind before)."""
     found = find_rtws(Path.cwd(), must_exist=False)
     if not scripted and is_rtws(found.root):
         return found
     from dominds.workflows.plan_solve.example.workspace import create_example_workspace
 
-    root = Path(tempfile.mkdtemp(prefix="dominds-plan-solve-"))
-    print(f"Offline example workspace (scripted answers): {root}", file=sys.stderr)
+    root = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="dominds-plan-solve-")))
+    print(f"Offline example workspace (scripted answers, removed at the end): {root}", file=sys.stderr)
     return create_example_workspace(root)
 
 
@@ -204,10 +215,16 @@ def _template(chosen: str) -> str:
 
 
 def _run_service(args: argparse.Namespace, *, confirm_plan: bool) -> int:
+    _require_extra()
+    with contextlib.ExitStack() as cleanup:
+        workspace = _workspace(args.scripted, cleanup)
+        return _serve_on(workspace, args, confirm_plan=confirm_plan)
+
+
+def _serve_on(workspace: Rtws, args: argparse.Namespace, *, confirm_plan: bool) -> int:
     from dominds.driver.engine import WorkspaceLocked
     from dominds.workflows.plan_solve.web import WS_PATH, StandaloneError, serve_standalone
 
-    workspace = _workspace(args.scripted)
     settings = _settings(args, workspace, confirm_plan=confirm_plan)
 
     def ready(url: str) -> None:
@@ -237,14 +254,24 @@ def _example_data2ppt(args: argparse.Namespace) -> int:
     if args.serve:
         return _run_service(args, confirm_plan=True)
     from dominds.cli.client import find_daemon
+
+    in_workspace = not args.scripted and is_rtws(find_rtws(Path.cwd(), must_exist=False).root)
+    if not in_workspace:
+        _require_extra()  # before an example workspace is made for nothing
+    with contextlib.ExitStack() as cleanup:
+        workspace = _workspace(args.scripted, cleanup)
+        daemon = find_daemon(workspace) if in_workspace else None
+        if daemon is not None:
+            return _data2ppt_on_daemon(args, daemon, workspace)  # the daemon's install runs it
+        _require_extra()
+        return _data2ppt_here(args, workspace)
+
+
+def _data2ppt_here(args: argparse.Namespace, workspace: Rtws) -> int:
     from dominds.workflows.plan_solve.example.data2ppt import run_data2ppt
     from dominds.workflows.plan_solve.example.workspace import DEFAULT_QUESTION
     from dominds.workflows.plan_solve.settings import DEFAULT_CSV
 
-    workspace = _workspace(args.scripted)
-    daemon = None if args.scripted else find_daemon(workspace)
-    if daemon is not None:
-        return _data2ppt_on_daemon(args, daemon, workspace)
     settings = _settings(args, workspace, confirm_plan=False)
     csv_path = settings.csv_path or workspace.root / DEFAULT_CSV
     return asyncio.run(
@@ -279,6 +306,11 @@ def _data2ppt_on_daemon(args: argparse.Namespace, daemon: DaemonInfo, workspace:
         return asyncio.run(
             data2ppt_on_daemon(daemon, workspace, args.question or DEFAULT_QUESTION, lambda line: print(line, flush=True), json_events=args.json)
         )
+    except aiohttp.WSServerHandshakeError as exc:
+        if exc.status == 503:  # the daemon's install lacks the extra: its page and API say so too
+            missing = missing_extra_message(PLAN_SOLVE) or f"the daemon's install lacks dominds[{PLAN_SOLVE.name}]"
+            raise CliError(f"{missing} (the daemon {daemon.describe()} runs Plan & Solve here)") from exc
+        raise CliError(f"cannot reach the daemon's Plan & Solve service ({daemon.describe()}): {exc}") from exc
     except (OSError, aiohttp.ClientError) as exc:
         raise CliError(f"cannot reach the daemon's Plan & Solve service ({daemon.describe()}): {exc}") from exc
 

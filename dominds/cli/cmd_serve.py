@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from dominds.driver.engine import Engine
     from dominds.watch import WorkspaceWatcher
 
-RESUMED_REASONS = frozenset({"server_shutdown", "server_restart"})
+RESUMED_REASONS = frozenset({"server_shutdown", "server_restart", "storage_error"})
 """Interruptions a process made, not a person: ``serve`` resumes them unless ``--no-resume``."""
 STARTUP_LOCK_WAIT_SECONDS = 5.0
 """How long to wait for a lock held by a CLI command writing offline (they finish in milliseconds)."""

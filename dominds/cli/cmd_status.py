@@ -15,13 +15,14 @@ import json
 import os
 import sys
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dominds.cli.common import command_name, workspace
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.derived import Derived
-from dominds.store.index import DialogIndex
-from dominds.store.index_entries import Entry, Tree
+
+if TYPE_CHECKING:  # imported where used: `dominds --help` registers this command without the store
+    from dominds.store.index import DialogIndex
+    from dominds.store.index_entries import Entry, Tree
 
 Node = dict[str, Any]
 
@@ -59,6 +60,8 @@ def _status(args: argparse.Namespace) -> int:
     statuses = DIALOG_STATUSES if args.all or args.root else ("run",)
     with reach_state(rtws, wait=2.0, read_only=True) as access:
         daemon = find_daemon(rtws)
+        from dominds.store.index import DialogIndex
+
         index = DialogIndex(rtws, persistent=not args.no_cache)
         if args.json:
             encoded, totals = report_json(rtws, index, statuses, args.root, nobody_drives=access.locked)
@@ -98,6 +101,8 @@ def _show_gone_drivers(nodes: list[Node]) -> None:
 def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
     """Trees of the given statuses (or the one tree holding ``root_filter``), most recent activity first."""
     pricing = _Pricing(rtws)
+    from dominds.store.derived import Derived
+
     kept = Derived(index, "status-aggregates", _salt(pricing), preload=True)
     out = []
     for tree in index.trees(statuses, root=_wanted(rtws, root_filter), facts=True):  # every dialog is shown
@@ -164,6 +169,8 @@ def report_json(
     from the index's JSON text without decoding each dialog (what ``collect`` + ``json.dumps`` give, in a
     fraction of the time)."""
     pricing = _Pricing(rtws)
+    from dominds.store.derived import Derived
+
     kept = Derived(index, "status-json-locked" if nobody_drives else "status-json", _salt(pricing), preload=False)
     encoded: list[tuple[int, str, str]] = []
     totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}

@@ -25,7 +25,7 @@ EPILOG = """\
 start here:
   dominds serve --demo        the demo team, offline (no API key), in a workspace kept between runs
   dominds init my-ws          a workspace of your own, then `dominds -C my-ws check`
-  dominds COMMAND --help      a command's options and examples (every command: docs/cli.md)
+  dominds COMMAND --help      a command's options and examples (every command: `dominds docs cli`)
 """
 
 
@@ -82,7 +82,11 @@ def _command_named(argv: list[str] | None) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser(sys.argv[1:] if argv is None else argv)
+    words = sys.argv[1:] if argv is None else argv
+    if "--version" in words and _command_named(words) is None:
+        print(f"dominds {__version__}")  # as argparse would, without registering (importing) every command
+        return 0
+    parser = build_parser(words)
     args = parser.parse_args(argv)
     remember_workspace_option(args.chdir)
     if args.chdir:

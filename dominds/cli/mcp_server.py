@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp_types import (
     CallToolRequestParams,
@@ -48,6 +49,16 @@ follow-up with tell. list_dialogs and list_questions show what is going on."""
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 MAX_WAIT_S = 600
+PROGRESS_EVERY_S = 5.0
+"""While ``read_answer`` waits, a progress notification at least this often (and on each change of run
+state) when the client gave a progress token: clients that reset their request timeout on progress
+(the TypeScript SDK's ``resetTimeoutOnProgress``) then wait the whole ``wait_seconds``."""
+
+Report = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+async def _no_report(progress: float, total: float | None, message: str | None) -> None:
+    return None
 
 
 def _result(data: Any, is_error: bool = False) -> CallToolResult:
@@ -74,15 +85,20 @@ def latest_answer(show: dict[str, Any]) -> str | None:
 _AT_REST = frozenset({"idle", "interrupted", "dead", "terminal", "error"})
 
 
+def taken_up(show: dict[str, Any], msg_id: str) -> bool:
+    return any(e.get("type") == "end_of_user_saying_evt" and e.get("msgId") == msg_id for e in show.get("events", []))
+
+
 def settled(show: dict[str, Any], tree_questions: list[dict[str, Any]], awaited_msg_id: str | None) -> bool:
-    """Whether waiting longer is pointless: the message we sent was taken up, and the dialog is at rest,
-    or it (or a dialog of its tree) waits for a human answer."""
-    if awaited_msg_id is not None and not any(
-        e.get("type") == "end_of_user_saying_evt" and e.get("msgId") == awaited_msg_id for e in show.get("events", [])
-    ):
-        return False
+    """Whether waiting longer is pointless: the dialog (or a dialog of its tree) waits for a human answer,
+    or the message we sent was taken up and the dialog is at rest.
+
+    A question comes first: a message told to a dialog that waits on a question is not taken up before
+    the question is answered, so waiting for it would wait out the whole ``wait_seconds``."""
     if show.get("q4h") or tree_questions:
         return True
+    if awaited_msg_id is not None and not taken_up(show, awaited_msg_id):
+        return False
     state = show.get("runState") or {}
     return state.get("kind") in _AT_REST and not show.get("generating")
 
@@ -262,23 +278,32 @@ def build_server(rtws: Rtws) -> Server[Any]:
         async def run(client: DaemonClient) -> dict[str, Any]:
             msg_id = f"mcp-{uuid.uuid4().hex[:12]}"
             data = await client.post(f"/api/q4h/{question_id}/answer", {"content": answer, "msgId": msg_id})
-            awaited[data["selfId"]] = msg_id
+            if data.get("queued", True):  # an MCP server's question: the answer goes to it, not into the dialog
+                awaited[data["selfId"]] = msg_id
             return {"answered": question_id, "dialogId": data["selfId"], "rootId": data.get("rootId")}
 
         return await daemon_call(run)
 
-    async def read_answer(dialog_id: str, wait_seconds: float) -> CallToolResult:
+    async def read_answer(dialog_id: str, wait_seconds: float, report: Report = _no_report) -> CallToolResult:
         async def run(client: DaemonClient) -> dict[str, Any]:
-            deadline = time.monotonic() + max(0.0, min(float(wait_seconds), MAX_WAIT_S))
+            budget = max(0.0, min(float(wait_seconds), MAX_WAIT_S))
+            start = time.monotonic()
+            said: tuple[str, float] | None = None  # what the last progress said, and when
             while True:
                 show = await client.get(f"/api/dialogs/{dialog_id}")
                 root_id = (show.get("dialog") or {}).get("rootId", dialog_id)
                 questions = [q for q in (await client.get("/api/q4h")).get("questions", []) if q.get("rootId") == root_id]
                 done = settled(show, questions, awaited.get(dialog_id))
-                if done or time.monotonic() >= deadline:
+                waited = time.monotonic() - start
+                if done or waited >= budget:
                     break
+                state = (show.get("runState") or {}).get("kind", "unknown") + (", generating" if show.get("generating") else "")
+                if said is None or said[0] != state or waited - said[1] >= PROGRESS_EVERY_S:
+                    await report(round(waited, 1), budget, f"waiting for {dialog_id}: {state}")
+                    said = (state, waited)
                 await asyncio.sleep(0.25)
-            if done:
+            msg_id = awaited.get(dialog_id)
+            if msg_id is not None and taken_up(show, msg_id):
                 awaited.pop(dialog_id, None)
             keep = ("id", "selfId", "agentId", "tellaskHead", "bodyContent")
             return {
@@ -303,13 +328,15 @@ def build_server(rtws: Rtws) -> Server[Any]:
     async def on_list_tools(ctx: Any, params: Any) -> ListToolsResult:
         return ListToolsResult(tools=tools)
 
-    async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+    async def on_call_tool(ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams) -> CallToolResult:
         if params.name not in handlers:
             return _result(f"no tool {params.name!r}; the tools are {', '.join(handlers)}", True)
         try:
             arguments = parse_arguments(params.name, dict(params.arguments or {}))
         except ArgumentProblem as exc:
             return _result(f"{params.name}: {exc}", True)
+        if params.name == "read_answer":
+            arguments["report"] = ctx.session.report_progress
         return await handlers[params.name](**arguments)
 
     return Server("dominds", version=__version__, instructions=INSTRUCTIONS, on_list_tools=on_list_tools, on_call_tool=on_call_tool)

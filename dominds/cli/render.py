@@ -94,6 +94,7 @@ REASON_LABELS = {
     "user_stop": "stopped",
     "server_shutdown": "daemon stopped",
     "server_restart": "daemon restarted",
+    "storage_error": "paused: the disk refused a write",
     "needs_human_input": "waiting for your answer",
     "needs_human_input_and_subdialogs": "waiting for your answer and subdialogs",
     "declared_by_user": "declared dead",
@@ -115,6 +116,8 @@ def run_state_label(state: dict[str, Any] | None) -> str:
     """``blocked: waiting for your answer``, ``interrupted: error (detail)``."""
     if not state:
         return "unknown"
+    if state.get("kind") == "proceeding" and state.get("reason") == "retrying":
+        return f"retrying: {_one_line(str(state.get('detail') or ''), 120)}"  # the provider's retry window waits
     label = str(state.get("kind", "unknown"))
     if state.get("reason"):
         label += ": " + reason_label(state["reason"])
@@ -229,6 +232,7 @@ class EventRenderer:
             "func_result_evt": self._func_result,
             "stream_error_evt": lambda e: self.w.line(f"  ✗ could not answer: {e.get('error')}", "red"),
             "dlg_run_state_marker_evt": self._marker,
+            "dlg_run_state_evt": self._run_state,
             "workflow_note_evt": lambda e: self.w.line(_one_line(str(e.get("content", "")), 200), "dim", prefix="  · "),
         }
 
@@ -358,8 +362,18 @@ class EventRenderer:
         what = f" ({kind}{' ' + str(session) if session and kind == 'session' else ''})" if kind else ""
         self.w.line(f"  ↪ {at(agent)} {how} in subdialog {sub}{what}", "dim")
 
+    def _run_state(self, event: Event) -> None:
+        """A followed dialog's run state: only the provider's retry waits are worth a line (the rest shows
+        as what the dialog says and does)."""
+        state = event.get("runState") or {}
+        if state.get("reason") == "retrying":
+            self.w.line(f"  ⟳ {run_state_label(state)}", "yellow")
+
     def _subdialog_progress(self, self_id: str, state: dict[str, Any]) -> None:
         kind = str(state.get("kind", ""))
+        if state.get("reason") == "retrying":
+            self.w.line(f"  ⟳ {self._agent(self_id)} ({self_id}): {run_state_label(state)}", "yellow")
+            return
         if self._progress.get(self_id) == kind:
             return
         self._progress[self_id] = kind

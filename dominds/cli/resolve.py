@@ -83,12 +83,13 @@ def default_taskdoc(rtws: Rtws) -> tuple[str, str]:
 
     The workspace's only Taskdoc; with several, the one of the newest dialog in ``run/``; with none, a
     new ``tasks/main.tsk``. Several Taskdocs and no dialog to go by: refused, with the choices listed.
+    Workflows' own Taskdocs and the roots of workflow runs are no choice (see ``taskdoc_discovery``).
     """
     from dominds.store.dialog_store import DialogStore
     from dominds.store.errors import StoreError
     from dominds.taskdoc_discovery import discover_taskdocs
 
-    found = discover_taskdocs(rtws.root)
+    found = discover_taskdocs(rtws.root, workflow=False)
     if len(found) == 1:
         return found[0], "the workspace's only Taskdoc"
     if not found:
@@ -96,10 +97,11 @@ def default_taskdoc(rtws: Rtws) -> tuple[str, str]:
     store = DialogStore(rtws)
     for root_id in reversed(store.root_ids("run")):
         try:
-            path = store.files("run", root_id).read_meta().task_doc_path
+            meta = store.files("run", root_id).read_meta()
         except StoreError:
             continue
-        if path in found:
+        if meta.task_doc_path in found and meta.conductor is None:
+            path = meta.task_doc_path
             return path, f"the Taskdoc of the newest dialog, {root_id}"
     listed = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
     raise CliError(f"this workspace has {len(found)} Taskdocs; choose one with --taskdoc ({listed})")

@@ -8,7 +8,14 @@ from dominds.dialog.model import Dialog, Publish, RootDialog, SubDialog
 from dominds.ids import now_iso
 from dominds.store.dialog_store import DialogFiles
 from dominds.store.errors import CorruptFileError, StoreError
-from dominds.store.records import DialogMeta, LatestState, RegistryEntry, RunState
+from dominds.store.records import (
+    DialogMeta,
+    LatestState,
+    RegistryEntry,
+    RemindersFile,
+    RunState,
+    with_stable_ids,
+)
 
 log = logging.getLogger("dominds.dialog")
 
@@ -81,7 +88,9 @@ def load_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialo
 def _load_state(dialog: Dialog) -> None:
     """Read reminders, Q4H, pending index and the current course; a corrupt file marks the dialog."""
     try:
-        dialog.reminders = list(dialog.files.read_reminders().reminders)
+        dialog.reminders, migrated = with_stable_ids(list(dialog.files.read_reminders().reminders))
+        if migrated:  # reminders from before stable ids (named by number): give them ids once, on disk
+            dialog.files.write_reminders(RemindersFile(reminders=dialog.reminders, updated_at=now_iso()))
         dialog.q4h = list(dialog.files.read_q4h().questions)
         dialog.pending = list(dialog.files.read_subdlg().pending)
         current = dialog.latest.current_course

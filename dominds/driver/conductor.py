@@ -20,6 +20,7 @@ from dominds.driver.waiters import TeammateAnswer
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import HumanTextRecord
 from dominds.store.records import DialogMeta, LatestState
+from dominds.taskdoc_discovery import mark_workflow_taskdoc
 from dominds.tellask_events import TellaskCall
 from dominds.tellask_headline import parse_headline
 
@@ -103,4 +104,5 @@ def start_run(engine: EngineServices, workflow: str, agent_id: str, taskdoc_path
         title=title,
     )
     root = engine.add_root(meta, LatestState(last_modified=now_iso()))
+    mark_workflow_taskdoc(engine.rtws.root, taskdoc_path, workflow)
     return ConductorRun(engine, root)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dominds.dialog.model import Dialog
 from dominds.driver.config import Config, ConfigCache
-from dominds.driver.messages import context_messages
+from dominds.driver.messages import dialog_context_messages
 from dominds.llm.base import ChatMessage
 from dominds.taskdoc import TaskdocError, load_taskdoc
 from dominds.taskdoc_discovery import taskdoc_fingerprint
@@ -35,6 +35,28 @@ Several tellasks in one message run in parallel; their answers arrive as message
 message is its answer. Tools are called with function calling, never with `!?`.
 """
 
+TELLASK_TOOLS = """\
+## Talking to teammates (Tellask function tools)
+You delegate with function tools; each call's result is the answer, given to you when it arrives:
+- `tellaskSessionless {targetAgentId, tellaskContent}` — a fresh one-off task (a new subdialog each time).
+- `tellask {targetAgentId, sessionSlug, tellaskContent}` — a resumable session: the same subdialog keeps
+  its context across calls with the same slug.
+- `askHuman {tellaskContent}` — ask the human; you wait until they answer.
+- `freshBootsReasoning {tellaskContent}` — think about a sub-question with a fresh mind.
+- In a subdialog, `tellaskBack {tellaskContent}` asks back whoever gave you the task.
+Several calls in one reply run in parallel. A subdialog's final message is its answer.
+"""
+TELLASK_TOOLS_ONLY = "Lines starting with `!?@` in your messages are plain text here: they call no one; use the tools.\n"
+
+
+def tellask_teaching(form: str) -> str:
+    """What the system prompt says about delegating, by the member's ``tellask`` form."""
+    if form == "tools":
+        return TELLASK_TOOLS + TELLASK_TOOLS_ONLY
+    if form == "both":
+        return TELLASK_GRAMMAR + "\n" + TELLASK_TOOLS
+    return TELLASK_GRAMMAR
+
 
 def system_prompt(cache: ConfigCache, config: Config, dialog: Dialog, member: Member, tool_names: list[str]) -> str:
     parts = [f"# You are @{member.id} ({member.name}), a member of a team of agents working with a human."]
@@ -51,7 +73,7 @@ def system_prompt(cache: ConfigCache, config: Config, dialog: Dialog, member: Me
         me = " (you)" if other.id == member.id else ""
         directory.append(f"- @{other.id}{me}: {other.name}{' — ' + what if what else ''}")
     parts.append("## Team directory\n" + "\n".join(directory))
-    parts.append(TELLASK_GRAMMAR)
+    parts.append(tellask_teaching(member.tellask))
     if dialog.meta.fbr:
         parts.append(
             "## This is a Fresh Boots Reasoning subdialog\nYou asked yourself this with a fresh mind: think it "
@@ -106,8 +128,10 @@ def taskdoc_message(cache: ConfigCache, dialog: Dialog) -> ChatMessage | None:
 def reminders_text(dialog: Dialog) -> str | None:
     if not dialog.reminders:
         return None
-    lines = [f"reminder #{i}: {r.content}" for i, r in enumerate(dialog.reminders, 1)]
-    return "[Your reminders (manage them with add/update/delete_reminder)]\n" + "\n".join(lines)
+    lines = [f"reminder {r.id}: {r.content}" for r in dialog.reminders]
+    return "[Your reminders (manage them with add/update/delete_reminder, naming a reminder by its id)]\n" + "\n".join(
+        lines
+    )
 
 
 def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[ChatMessage]:
@@ -115,12 +139,12 @@ def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[C
     taskdoc = taskdoc_message(cache, dialog)
     if taskdoc is not None:
         messages.append(taskdoc)
-    course = context_messages(dialog.records)
+    course = dialog_context_messages(dialog)
     reminder = reminders_text(dialog)
     if reminder:
         # Just before the last user message, so the model reads them right before its turn. They move
         # (and change) between generations: volatile, so no provider caches a prefix up to them.
-        last_user = max((i for i, m in enumerate(course) if m.role == "user"), default=None)
+        last_user = next((i for i in range(len(course) - 1, -1, -1) if course[i].role == "user"), None)
         insert_at = last_user if last_user is not None else len(course)
         course.insert(insert_at, ChatMessage(role="user", content=reminder, volatile=True))
     messages.extend(course)

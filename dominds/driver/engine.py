@@ -15,6 +15,7 @@ from typing import Any
 
 import filelock
 
+from dominds.dialog.loader import load_root
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import conductor, diligence, questions, recovery, run_control, titles, usage
 from dominds.driver.conductor import ConductorRun
@@ -40,11 +41,11 @@ from dominds.llm.catalog import ProviderConfig
 from dominds.pubchan import PubChan
 from dominds.rtws import Rtws
 from dominds.store import commit as group_commit
-from dominds.store.course_records import CourseStartRecord, GenFinishRecord
+from dominds.store.course_records import CourseRecord, CourseStartRecord, GenFinishRecord
 from dominds.store.dialog_store import DialogStore, create_dialog_dir
 from dominds.store.errors import StoreError
 from dominds.store.index import DialogIndex
-from dominds.store.records import DialogMeta, HumanQuestion, LatestState, QueuedPrompt
+from dominds.store.records import DialogMeta, HumanQuestion, LatestState, QueuedPrompt, RemindersFile
 from dominds.taskdoc import TaskdocError, normalize_taskdoc_path
 
 __all__ = ["Engine", "EngineBadRequest", "EngineError", "Extensions", "WorkspaceLocked"]
@@ -72,6 +73,7 @@ class Engine(LoadedTrees):
         self.fetched_at: dict[str, float] = {}
         """rootId → when the loaded tree was last handed out (driver/loaded_trees.py)."""
         self.q4h_index: dict[str, tuple[str, str]] = {}
+        self.waiting_answers: dict[str, asyncio.Future[str | None]] = {}
         """questionId → (rootId, selfId) of every pending question in ``run/``."""
         self.health = ContextHealth(self)
         self.conductors = ConductorWaiters()
@@ -197,6 +199,10 @@ class Engine(LoadedTrees):
     def answer_question(self, question_id: str, content: str, msg_id: str | None = None) -> Dialog:
         return questions.answer(self, question_id, content, msg_id)
 
+    async def ask_human_and_wait(self, dialog: Dialog, head: str, body: str, call_id: str, timeout_s: float) -> str | None:
+        """A question for the human whose answer returns here (MCP elicitation); ``None``: declined or timed out."""
+        return await questions.ask_and_wait(self, dialog, head, body, call_id, timeout_s)
+
     def q4h_state(self) -> list[dict[str, Any]]:
         return questions.pending(self)
 
@@ -227,13 +233,27 @@ class Engine(LoadedTrees):
         )
         return self.add_root(meta, latest)
 
-    def add_root(self, meta: DialogMeta, latest: LatestState) -> RootDialog:
-        """Create a root's directory atomically, register it, and announce it."""
+    def add_root(
+        self,
+        meta: DialogMeta,
+        latest: LatestState,
+        *,
+        first: CourseRecord | None = None,
+        history: dict[int, list[CourseRecord]] | None = None,
+        reminders: RemindersFile | None = None,
+    ) -> RootDialog:
+        """Create a root's directory atomically, register it, and announce it. ``first``, ``history`` and
+        ``reminders``: a root that starts with recorded courses (a fork, driver/fork.py), read back once made."""
         files = self.store.files("run", meta.id)
-        first = CourseStartRecord(ts=now_iso(), course=1)
-        create_dialog_dir(files, meta, latest, first)
-        root = RootDialog(files, meta, latest, self.pubchan.publish)
-        root.adopt_first_course(first)
+        if history is None:
+            first = CourseStartRecord(ts=now_iso(), course=1)
+            create_dialog_dir(files, meta, latest, first)
+            root = RootDialog(files, meta, latest, self.pubchan.publish)
+            root.adopt_first_course(first)
+        else:
+            assert first is not None, "a root with history names its current course's first record"
+            create_dialog_dir(files, meta, latest, first, history=history, reminders=reminders)
+            root = load_root(files, self.pubchan.publish, "run")
         self.roots[meta.id] = root
         self.fetched_at[meta.id] = time.monotonic()
         self.pubchan.publish(

@@ -14,13 +14,18 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
+from dominds.driver.images import attach_images, sees_images
+from dominds.driver.pressure import tell_context_pressure
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
+from dominds.driver.retry_state import announce_retries
 from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import CallToRun, prompt_event_fields, runtime_call_id
 from dominds.driver.tellask_exec import execute_tellasks
 from dominds.driver.tool_exec import execute_func_calls, tools_for
+from dominds.driver.tool_form import record_tool_form_calls, split_tellask_tool_calls, tellask_tool_specs_for
 from dominds.ids import now_iso
 from dominds.llm.base import (
+    ChatMessage,
     ContextOverflow,
     GenerationRequest,
     LlmError,
@@ -117,18 +122,22 @@ async def run_generation(
             model_key=resolved.model_key,
             model_name=resolved.model.key,
             system_prompt=system_prompt(engine.config, config, dialog, member, sorted(tools)),
-            messages=build_messages(engine.config, dialog, member),
-            tools=[ToolSpec(t.name, t.description, t.parameters) for t in tools.values()],
+            messages=_with_images(build_messages(engine.config, dialog, member), dialog, resolved.provider.api_type, resolved.model.request_info()),
+            tools=[
+                *(ToolSpec(t.name, t.description, t.parameters) for t in tools.values()),
+                *tellask_tool_specs_for(member.tellask, dialog),
+            ],
             model_params=dict(member.fbr_model_params if dialog.meta.fbr else member.model_params),
             agent_id=dialog.agent_id,
             rtws_root=str(engine.rtws.root),
             streaming=member.streaming,
             model_info=resolved.model.request_info(),
+            on_retry=announce_retries(dialog),
         )
         finish.streaming = request.streaming
         finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)
         generator = engine.generator_for(resolved.provider.api_type)
-        receiver = DialogReceiver(dialog, genseq)
+        receiver = DialogReceiver(dialog, genseq, plain=member.tellask == "tools")
         provider_started = time.perf_counter()
         try:
             result = await generator.generate(request, receiver)
@@ -143,10 +152,14 @@ async def run_generation(
         if result.partial:
             outcome.truncated = True
             outcome.had_output = _continues_cut_reply(dialog, member)
-        tellask_outcome = await execute_tellasks(engine, dialog, receiver.calls, genseq, from_human=False)
-        if receiver.func_calls:
-            await execute_func_calls(engine, dialog, receiver.func_calls, tools, genseq)
-        outcome.had_output = outcome.had_output or bool(receiver.func_calls) or tellask_outcome.had_notes or (
+        tellask_requests, func_calls = split_tellask_tool_calls(receiver.func_calls, member.tellask)
+        tool_form_calls, refused = record_tool_form_calls(dialog, tellask_requests, genseq)
+        tellask_outcome = await execute_tellasks(
+            engine, dialog, [*receiver.calls, *tool_form_calls], genseq, from_human=False
+        )
+        if func_calls:
+            await execute_func_calls(engine, dialog, func_calls, tools, genseq)
+        outcome.had_output = outcome.had_output or bool(func_calls) or refused or tellask_outcome.had_notes or (
             tellask_outcome.dispatched and dialog.can_drive()
         )
         if dialog.stop_reason:
@@ -176,11 +189,12 @@ async def run_generation(
         outcome.error = str(exc)
         dialog.publish({"type": "stream_error_evt", "error": outcome.error, **gen})
         return outcome
-    except asyncio.CancelledError:  # stopped or shut down, wherever it was: recorded interrupted, never ok
-        outcome.stopped = True
+    except asyncio.CancelledError:
+        outcome.stopped = True  # a shutdown's cancellation: recorded interrupted, never ok
         raise
-    except Exception as exc:  # a bug or a refused write: the generation did not finish, so it is not ok
-        outcome.error = outcome.error or f"internal error: {type(exc).__name__}: {exc}"
+    except Exception as exc:  # a bug, not a provider's answer: recorded as the error it is, then raised on
+        _keep_partial(receiver, finish, "broken")
+        outcome.error = f"internal error: {type(exc).__name__}: {exc}"
         raise
     finally:
         if receiver is not None:
@@ -199,6 +213,12 @@ async def run_generation(
         dialog.publish({"type": "generating_finish_evt", **finish_event_fields(finish), **gen})
         if finish.context_health:
             dialog.publish({"type": "context_health_evt", "contextHealth": finish.context_health, **gen})
+        tell_context_pressure(dialog, finish)  # after the generation's own events: the model reads it next
+
+
+def _with_images(messages: list[ChatMessage], dialog: Dialog, api_type: str, model_info: dict[str, Any]) -> list[ChatMessage]:
+    """The messages with the images a vision-capable model sees (``images.py``); a text-only one reads the placeholders."""
+    return attach_images(messages, dialog.files.dir) if sees_images(api_type, model_info) else messages
 
 
 def _keep_partial(receiver: DialogReceiver | None, finish: GenFinishRecord, why: IncompleteReason | None) -> None:

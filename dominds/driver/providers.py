@@ -58,6 +58,8 @@ class Providers:
             "apiType": provider.api_type,
             "baseUrl": provider.base_url,
             "apiKeyEnvVar": provider.api_key_env_var,
+            "reasoningPassBack": provider.reasoning_pass_back,
+            "retry": dict(provider.retry),
         }
 
     def report_problem(self, dialog: Dialog, provider: str, model: str | None, message: str) -> None:

@@ -8,6 +8,7 @@ answer whose question recovery removes, never a removed question without its ans
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from dominds.dialog.model import Dialog
@@ -16,7 +17,10 @@ from dominds.driver.intake import announce_queued, queue_durably, refuse_duplica
 from dominds.driver.services import EngineServices
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.errors import StoreError
-from dominds.store.records import DialogMeta, HumanQuestion, QueuedPrompt
+from dominds.store.records import CallSiteRef, DialogMeta, HumanQuestion, QueuedPrompt
+
+DECLINE_WORDS = frozenset({"decline", "/decline", "拒绝"})
+"""An answer of one of these words to an ``elicitation`` question declines it."""
 
 
 def ask(engine: EngineServices, dialog: Dialog, question: HumanQuestion) -> None:
@@ -36,13 +40,19 @@ def answer(engine: EngineServices, question_id: str, content: str, msg_id: str |
     if where is None:
         raise EngineError(f"question {question_id!r} is not pending (already answered, cleared, or unknown)")
     dialog = engine.get_dialog(*where)
+    # first: a dialog that cannot be loaded has no questions in memory, and "already answered" would both
+    # mislead and drop from the index a question that is still on disk (answerable once the file is mended)
+    engine.check_drivable_target(dialog)
     if not any(q.id == question_id for q in dialog.q4h):
         engine.q4h_index.pop(question_id, None)
         raise EngineError(f"question {question_id!r} is not pending (already answered)")
     if not content.strip():
         raise EngineBadRequest("the answer is empty")
     require_storable({"content": content, "msgId": msg_id})
-    engine.check_drivable_target(dialog)
+    asked = next(q for q in dialog.q4h if q.id == question_id)
+    if asked.kind == "elicitation":
+        _settle_waiting(engine, dialog, question_id, content)
+        return dialog
     if msg_id is not None:
         refuse_duplicate(dialog, msg_id)
     prompt = QueuedPrompt(
@@ -56,6 +66,42 @@ def answer(engine: EngineServices, question_id: str, content: str, msg_id: str |
     announce_queued(dialog, prompt)
     withdraw(engine, dialog, question_id)
     return dialog
+
+
+def _settle_waiting(engine: EngineServices, dialog: Dialog, question_id: str, content: str) -> None:
+    waiting = engine.waiting_answers.get(question_id)
+    withdraw(engine, dialog, question_id)
+    if waiting is None or waiting.done():
+        raise EngineError(f"question {question_id!r} is no longer awaited (the MCP request that asked it has ended)")
+    waiting.set_result(None if content.strip().lower() in DECLINE_WORDS else content.strip())
+
+
+async def ask_and_wait(
+    engine: EngineServices, dialog: Dialog, head: str, body: str, call_id: str, timeout_s: float
+) -> str | None:
+    """Ask a question whose answer goes to the waiting code, not into the dialog (an MCP server's
+    elicitation during a tool call); the answer, or ``None`` when declined or unanswered in time.
+    The question is withdrawn however the wait ends (answered, timed out, cancelled)."""
+    question = HumanQuestion(
+        id=f"q4h-{dialog.self_id}-{call_id}-{new_dialog_id()}",
+        tellask_head=head.strip(),
+        body_content=body.strip(),
+        asked_at=now_iso(),
+        call_id=call_id,
+        call_site_ref=CallSiteRef(course=dialog.latest.current_course, message_index=max(len(dialog.records) - 1, 0)),
+        kind="elicitation",
+    )
+    waiting: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+    engine.waiting_answers[question.id] = waiting
+    try:
+        ask(engine, dialog, question)
+        return await asyncio.wait_for(waiting, timeout_s)
+    except TimeoutError:
+        return None
+    finally:
+        engine.waiting_answers.pop(question.id, None)
+        if any(q.id == question.id for q in dialog.q4h):
+            withdraw(engine, dialog, question.id)
 
 
 def withdraw(engine: EngineServices, dialog: Dialog, question_id: str) -> None:
@@ -78,6 +124,11 @@ def clear_all(engine: EngineServices, dialog: Dialog) -> None:
 
 
 def index_all(engine: EngineServices, dialog: Dialog) -> None:
+    """Index a loaded dialog's questions; an elicitation nothing waits for (left by a restart) is dropped."""
+    stale = [q for q in dialog.q4h if q.kind == "elicitation" and q.id not in engine.waiting_answers]
+    if stale:
+        dialog.q4h = [q for q in dialog.q4h if q not in stale]
+        dialog.save_q4h()
     for question in dialog.q4h:
         engine.q4h_index[question.id] = (dialog.root_id, dialog.self_id)
 
@@ -103,6 +154,7 @@ def _payload(meta: DialogMeta, question: HumanQuestion, root_id: str) -> dict[st
         "askedAt": question.asked_at,
         "callId": question.call_id,
         "callSiteRef": question.call_site_ref.to_disk(),
+        "kind": question.kind,
     }
 
 

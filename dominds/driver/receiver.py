@@ -64,6 +64,8 @@ class DialogReceiver:
     """A high surrogate that ended the last chunk: its low half may start the next one."""
     usage: Usage | None = None
     """The last usage the provider reported while streaming (kept when the stream breaks or is stopped)."""
+    plain: bool = False
+    """Tellask tool form only: saying is plain markdown, never parsed for ``!?@`` calls."""
 
     def _gen(self) -> dict[str, Any]:
         return {"course": self.dialog.latest.current_course, "genseq": self.genseq}
@@ -73,7 +75,8 @@ class DialogReceiver:
             raise StreamProtocolError(f"{kind} segment started while a {self._active} segment is still open")
         self._active = kind
         self._text = []
-        self.dialog.streaming_text[kind] = ""  # a stopped generation may have left a partial segment
+        # The same list: late joiners read the chunks so far (a stopped generation may have left one)
+        self.dialog.streaming_text[kind] = self._text
         self.streamed_anything = True
 
     def _end(self, kind: str) -> str:
@@ -91,9 +94,8 @@ class DialogReceiver:
         if self._active != kind:
             raise StreamProtocolError(f"{kind} chunk outside a {kind} segment")
         text, self._carry = join_surrogates(self._carry + text)
-        self._text.append(text)
+        self._text.append(text)  # also what late joiners read (``Dialog.streaming_text``)
         self.response_chars += len(text)
-        self.dialog.streaming_text[kind] = self.dialog.streaming_text.get(kind, "") + text  # late joiners
         return text
 
     async def thinking_start(self) -> None:
@@ -119,28 +121,35 @@ class DialogReceiver:
 
     async def saying_start(self) -> None:
         self._begin("saying")
-        self._parser = TellaskParser()
+        self._parser = None if self.plain else TellaskParser()
         self._segment += 1
         self.dialog.publish({"type": "saying_start_evt", **self._gen()})
+        if self.plain:
+            self.dialog.publish({"type": "markdown_start_evt", **self._gen()})
 
     async def saying_chunk(self, text: str) -> None:
         text = self._add("saying", text)
-        assert self._parser is not None
-        self._publish_parser_events(self._parser.feed(text))
+        if self._parser is None:
+            self.dialog.publish({"type": "markdown_chunk_evt", "chunk": text, **self._gen()})
+        else:
+            self._publish_parser_events(self._parser.feed(text))
 
     async def saying_finish(self) -> None:
         self._finish_saying(None)
 
     def _finish_saying(self, incomplete: IncompleteReason | None) -> None:
         content = self._end("saying")
-        assert self._parser is not None
-        self._publish_parser_events(self._parser.finish())
+        if self._parser is None:
+            self.dialog.publish({"type": "markdown_finish_evt", **self._gen()})
+        else:
+            self._publish_parser_events(self._parser.finish())
         self._parser = None
         self.dialog.append(
-            AgentWordsRecord(ts=now_iso(), genseq=self.genseq, content=content, incomplete=incomplete), sync=False
+            AgentWordsRecord(ts=now_iso(), genseq=self.genseq, content=content, incomplete=incomplete, plain=self.plain),
+            sync=False,
         )
         self.dialog.publish(
-            {"type": "saying_finish_evt", "content": content, **_incomplete(incomplete), **self._gen()}
+            {"type": "saying_finish_evt", "content": content, **_plain(self.plain), **_incomplete(incomplete), **self._gen()}
         )
 
     async def usage_so_far(self, usage: Usage) -> None:
@@ -174,6 +183,15 @@ class DialogReceiver:
                 self.calls.append(CallToRun(event.call, call_id))
         for payload in parser_event_payloads(events, course, self.genseq, self._segment):
             self.dialog.publish(payload)
+
+
+def _plain(plain: bool) -> dict[str, Any]:
+    return {"plain": True} if plain else {}
+
+
+def plain_fields(record: AgentWordsRecord) -> dict[str, Any]:
+    """``plain`` of a saying finish event (live and in replay): a tool-form member's unparsed saying."""
+    return _plain(record.plain)
 
 
 def _incomplete(reason: IncompleteReason | None) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from dominds.store.course_records import (
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
     TeammateResponseRecord,
+    TellaskCallRecord,
 )
 from dominds.store.dialog_facts import Facts
 from dominds.store.dialog_store import remove_creation_leftovers
@@ -48,9 +49,11 @@ from dominds.tellask_events import TellaskCall
 
 log = logging.getLogger("dominds.recovery")
 
-RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown"})
-"""Interruptions no person asked for: a crash, a graceful daemon stop, or an earlier ``--no-resume`` start.
-Dialogs a user stopped (``user_stop``, ``emergency_stop``) stay stopped."""
+RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown", "storage_error"})
+"""Interruptions no person asked for: a crash, a graceful daemon stop, an earlier ``--no-resume`` start, or
+a write the disk refused (``storage_error``: the daemon stopped before its watcher resumed the dialog; if
+the disk is still full, the drive pauses it again and a new watcher waits for space). Dialogs a user
+stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
 def recover(engine: EngineServices) -> int:
@@ -246,9 +249,23 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
     course = dialog.latest.current_course
     segment = 0
     for record in list(dialog.records):
+        if isinstance(record, TellaskCallRecord) and record.genseq == genseq and record.call_id not in handled:
+            note = TeammateCallResultRecord(
+                ts=now_iso(),
+                genseq=genseq,
+                call_id=record.call_id,
+                responder_id="dominds",
+                tellask_head=record.tellask_head,
+                status="failed",
+                result=texts.dominds_note(texts.INTERRUPTED_TELLASK),
+            )
+            dialog.append(note)  # the tool-form call's result (messages.py)
+            continue
         if not isinstance(record, AgentWordsRecord) or record.genseq != genseq:
             continue
         segment += 1
+        if record.plain:
+            continue  # written in tool form: its `!?@` lines were never calls
         for seg in parse_segments(record.content):
             if not isinstance(seg, TellaskCall):
                 continue
@@ -296,5 +313,5 @@ def _last_generation_finished_quietly(dialog: Dialog) -> bool:
     finishes = [r for r in records[start:] if isinstance(r, GenFinishRecord)]
     if not finishes or finishes[0].status not in ("ok", "truncated"):  # truncated: the model ended its turn
         return False
-    unread = FuncResultRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
+    unread = FuncResultRecord | TellaskCallRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
     return not any(isinstance(r, unread) for r in records[start:])

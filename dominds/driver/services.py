@@ -8,6 +8,7 @@ of ``driver/``, implements this protocol and composes the steps. So there is no 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Protocol
 
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
@@ -41,6 +42,8 @@ class EngineServices(Protocol):
     fetched_at: dict[str, float]
     """rootId → when the loaded tree was last handed out (driver/loaded_trees.py)."""
     q4h_index: dict[str, tuple[str, str]]
+    waiting_answers: dict[str, asyncio.Future[str | None]]
+    """Elicitation questions → the MCP request waiting for the answer (questions.ask_and_wait)."""
     """questionId → (rootId, selfId) of every pending question in ``run/``."""
     resume_on_start: bool
     closed: bool

@@ -1,9 +1,13 @@
 """A dialog whose disk refused a write pauses, and resumes by itself once the disk takes writes again.
 
 The failed drive leaves the dialog paused (``load_error`` set: it is shown with the reason and refuses new
-messages, which could not be stored anyway). A watcher retries the dialog's own state write every few
-seconds; when it succeeds, the cut generation is closed exactly as crash recovery would close it, and
-the dialog is resumed. Nothing acknowledged was lost: it was on disk before it was acknowledged.
+messages, which could not be stored anyway). A watcher probes the dialog's directory every few seconds
+with an allocation of real new blocks (``store/space.py``: the dialog's own state write is no proof, it
+rewrites blocks it already has and succeeds on a full disk); when the probe succeeds, the cut generation is
+closed exactly as crash recovery would close it, and the dialog is resumed. A write that still fails
+after the probe (the space went again) is one more round: the watcher lives until the dialog resumes or
+the engine closes, whatever a round raises. Nothing acknowledged was lost: it was on disk before it was
+acknowledged. After a restart, recovery resumes a dialog left ``interrupted{storage_error}``.
 """
 
 from __future__ import annotations
@@ -15,26 +19,42 @@ from dominds.dialog.model import Dialog
 from dominds.driver.services import EngineServices
 from dominds.store.errors import StoreError
 from dominds.store.records import RunState
+from dominds.store.space import probe_free_space
 
 log = logging.getLogger("dominds.storage")
 
+STORAGE_ERROR = "storage_error"
+"""Reason of ``interrupted`` for a dialog paused by a refused write (resumed by the watcher or recovery)."""
+
 
 async def resume_when_writable(engine: EngineServices, dialog: Dialog, problem: str) -> None:
-    from dominds.driver.recovery import close_interrupted_generation
-
     while not engine.closed:
         await asyncio.sleep(engine.storage_retry_interval)
         if dialog.is_driving:
             continue
         try:
-            close_interrupted_generation(dialog)
-            if dialog.latest.run_state.kind == "interrupted":
-                dialog.set_run_state(RunState(kind="interrupted", reason="storage_error", detail=problem), save=False)
-            dialog.save_latest()
+            if _try_resume(engine, dialog, problem):
+                return
         except StoreError:
-            continue  # still full: try again later
-        log.warning("dialog %s: the disk takes writes again; resuming", dialog.self_id)
-        dialog.load_error = None
-        if dialog.can_drive():
-            engine.request_drive(dialog)
-        return
+            continue  # still full (or full again): try again later
+        except Exception:  # never die silently: a dead watcher left the dialog paused for good
+            log.exception("dialog %s: resuming after a storage failure failed; retrying", dialog.self_id)
+
+
+def _try_resume(engine: EngineServices, dialog: Dialog, problem: str) -> bool:
+    from dominds.driver.recovery import close_interrupted_generation
+
+    probe_free_space(dialog.files.dir)
+    close_interrupted_generation(dialog)
+    if dialog.latest.run_state.kind == "interrupted":
+        dialog.set_run_state(RunState(kind="interrupted", reason=STORAGE_ERROR, detail=problem), save=False)
+    dialog.save_latest()
+    paused_with, dialog.load_error = dialog.load_error, None
+    if dialog.can_drive():
+        try:
+            engine.request_drive(dialog)  # persists needsDrive: may be refused too
+        except BaseException:
+            dialog.load_error = paused_with  # still paused: the next round tries again
+            raise
+    log.warning("dialog %s: the disk takes writes again; resuming", dialog.self_id)
+    return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Literal
 
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
 from dominds.driver import texts
@@ -33,6 +34,8 @@ class CallToRun:
     call: TellaskCall
     call_id: str
     """Runtime call id: the parser's deterministic id qualified by course, generation and segment."""
+    form: Literal["text", "tools"] = "text"
+    """How the model made the call: a ``!?@`` block, or a Tellask function tool (``tool_form.py``)."""
 
 
 def runtime_call_id(parser_call_id: str, course: int, genseq: int, segment: int | str) -> str:

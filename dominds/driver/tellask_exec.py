@@ -50,7 +50,7 @@ async def execute_tellasks(
     outcome = TellaskOutcome()
     jobs = []
     for item in calls:
-        note = _refusal(engine, dialog, item.call)
+        note = _refusal(engine, dialog, item.call, tools=item.form == "tools")
         if note is not None:
             record_note(dialog, item, genseq, note)
             outcome.had_notes = True
@@ -61,16 +61,19 @@ async def execute_tellasks(
     return outcome
 
 
-def _refusal(engine: EngineServices, dialog: Dialog, call: TellaskCall) -> str | None:
-    """Why this call cannot run, or None."""
+def _refusal(engine: EngineServices, dialog: Dialog, call: TellaskCall, *, tools: bool = False) -> str | None:
+    """Why this call cannot run, or None (``tools``: worded for a Tellask function call)."""
     if call.error:
         return f"malformed tellask ({call.error}): {ERROR_EXPLANATIONS.get(call.error, call.error)}."
     first = call.first_mention or ""
     team = engine.config.get().team
+    self_call = "`freshBootsReasoning`" if tools else "`!?@self`"
     if first == "human":
         return None
     if first == "tellasker":
         if dialog.is_root:
+            if tools:
+                return "`tellaskBack` asks back the dialog that gave you your task; a root dialog has none. Use `askHuman`."
             return "`!?@tellasker` asks back the dialog that gave you your task; a root dialog has none. Ask `!?@human`."
         if call.tellask_session:
             return "`!?@tellasker` cannot carry `!tellaskSession`: it always goes to your current tellasker."
@@ -78,17 +81,18 @@ def _refusal(engine: EngineServices, dialog: Dialog, call: TellaskCall) -> str |
     if call.is_fbr:
         member = team.member(dialog.agent_id)
         if member is None or member.fbr_effort < 1:
-            return "Fresh Boots Reasoning (`!?@self`) is disabled for you (fbr_effort is 0)."
+            return f"Fresh Boots Reasoning ({self_call}) is disabled for you (fbr_effort is 0)."
         depth = _self_depth(engine, dialog)
         if depth >= MAX_SELF_DEPTH:
             return (
-                f"you are already {depth} levels deep in `!?@self` subdialogs (the limit is {MAX_SELF_DEPTH}); "
+                f"you are already {depth} levels deep in {self_call} subdialogs (the limit is {MAX_SELF_DEPTH}); "
                 "answer from here instead of asking yourself again."
             )
         return None
     if team.member(first) is None:
+        how = "`targetAgentId` must be one of" if tools else "Tellask is only for teammates"
         return (
-            f"@{first} is not a teammate. Tellask is only for teammates ({', '.join('@' + m for m in team.members)}); "
+            f"@{first} is not a teammate. {how} ({', '.join('@' + m for m in team.members)}); "
             "call tools with native function calling."
         )
     unknown = [m for m in call.mentions[1:] if m not in SPECIAL_MENTIONS and team.member(m) is None]
@@ -123,7 +127,7 @@ async def _run_call(engine: EngineServices, dialog: Dialog, item: CallToRun, gen
     team = engine.config.get().team
     targets = [first, *(m for m in call.mentions[1:] if team.member(m) is not None and m != first)]
     collective = targets if len(targets) > 1 else None
-    if dialog.agent_id in targets:
+    if dialog.agent_id in targets and item.form == "text":  # a tool-form call has one result: the reply
         record_note(
             dialog,
             item,

@@ -15,6 +15,7 @@ from dominds.dialog.model import Dialog
 from dominds.driver import texts
 from dominds.driver.config import Config
 from dominds.driver.drive_scope import run_together
+from dominds.driver.pressure import oversized_result_note
 from dominds.driver.receiver import FuncCallRequest
 from dominds.driver.services import EngineServices
 from dominds.ids import now_iso
@@ -147,6 +148,7 @@ def _record_result(
             content=content,
             is_error=is_error,
             interrupted=interrupted,
+            context_note=oversized_result_note(dialog, content),
         )
     )
     dialog.publish(

@@ -87,6 +87,8 @@ class SayingFinish(Gen):
     """One sanitised HTML string per markdown run, in the order of its ``markdown_start_evt``s (added by the server)."""
     incomplete: Literal["stopped", "broken"] | None = None
     """The segment was cut (a stop, a broken stream); its text so far is kept."""
+    plain: bool | None = None
+    """True: written in Tellask tool form, one markdown run, ``!?@`` lines are plain text (never calls)."""
 
 
 class MarkdownStart(Gen):
@@ -114,7 +116,13 @@ class CallStart(Gen):
 
     type: Literal["teammate_call_start_evt"]
     validation: str
-    """``valid``, or the parser's error code for a malformed block."""
+    """``valid``, or the parser's error code for a malformed block (``invalid_tool_arguments``: a Tellask
+    function call whose arguments were refused)."""
+    form: Literal["text", "tools"] | None = None
+    """``tools``: made with a Tellask function tool (named by ``toolName``), rendered like a text-form block;
+    absent for a text-form block."""
+    toolName: str | None = None
+    """The Tellask function tool of a tool-form call (``tellask``, ``tellaskSessionless``, …)."""
 
 
 class CallHeadlineChunk(Gen):

@@ -158,6 +158,8 @@ class DialogReady(Reply):
     """Why the dialog cannot be used (a corrupt file, a refused write)."""
     notices: list[str] | None = None
     """Things recovery wants the user to know."""
+    forkedFrom: dict[str, Any] | None = None
+    """A root made by forking another at a generation: `{rootId, course, genseq, edited}` (docs/fork.md)."""
     epoch: str
     """This daemon run."""
     seq: int

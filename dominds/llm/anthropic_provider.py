@@ -20,7 +20,7 @@ import httpx2
 
 from dominds.llm.anthropic_request import request_params
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
-from dominds.llm.retry import AttemptFailure, is_billing_error, retry_after_seconds
+from dominds.llm.retry import AttemptFailure, EmptyReply, is_billing_error, retry_after_seconds
 from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, sdk_http_client
 from dominds.store.course_records import FinishReason, Usage
 
@@ -90,12 +90,16 @@ async def _stream_once(
     client: anthropic.AsyncAnthropic, params: dict[str, Any], receiver: GenerationReceiver
 ) -> GenerationResult:
     relay = _BlockRelay(receiver)
+    events = 0
     async with client.messages.stream(**params) as stream:
         async for event in stream:
+            events += 1
             await relay.handle(event)
             if event.type in ("message_start", "message_delta"):
                 # Input tokens are known from the first event: a stream that breaks later still has them.
                 await receiver.usage_so_far(usage_of(stream.current_message_snapshot.usage, partial=True))
+        if events == 0:
+            raise EmptyReply("the server answered with an empty stream")
         message = await stream.get_final_message()
     if getattr(message, "stop_reason", None) is None:
         # The body ended (a proxy closed the connection cleanly) before the message said why it stopped.
@@ -232,7 +236,7 @@ class StreamEndedEarly(Exception):
 
 
 def classify_error(exc: Exception) -> AttemptFailure | None:
-    if isinstance(exc, StreamEndedEarly):
+    if isinstance(exc, StreamEndedEarly | EmptyReply):
         return AttemptFailure(None, str(exc))
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code

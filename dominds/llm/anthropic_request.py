@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from dominds.llm.base import ChatMessage, GenerationRequest
+from dominds.llm.base import ChatMessage, GenerationRequest, ImagePart
 from dominds.llm.params import merged_params
 from dominds.llm.retry import group_tool_turns, refuse_bad_params
 
@@ -154,10 +154,11 @@ def to_anthropic_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
         if message.volatile:
             block[VOLATILE] = True
         role = "assistant" if message.role == "assistant" else "user"
+        blocks = [block] if message.kind == "tool_result" else [block, *map(_image_block, message.images)]
         if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].append(block)
+            turns[-1]["content"].extend(blocks)
         else:
-            turns.append({"role": role, "content": [block]})
+            turns.append({"role": role, "content": blocks})
     if not turns or turns[0]["role"] != "user":
         turns.insert(0, {"role": "user", "content": [{"type": "text", "text": CONVERSATION_START}]})
     if turns[-1]["role"] != "user":
@@ -187,15 +188,22 @@ def _content_block(message: ChatMessage) -> dict[str, Any] | None:
             "input": _arguments_object(message.arguments),
         }
     if message.kind == "tool_result":
+        content: str | list[dict[str, Any]] = message.content or "(no output)"
+        if message.images:  # images go inside the tool result
+            content = [{"type": "text", "text": content}, *map(_image_block, message.images)]
         return {
             "type": "tool_result",
             "tool_use_id": _tool_id(message.tool_call_id),
-            "content": message.content or "(no output)",
+            "content": content,
             "is_error": message.is_error,
         }
     if not message.content.strip():
         return None  # the API rejects empty text blocks
     return {"type": "text", "text": message.content}
+
+
+def _image_block(image: ImagePart) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.mime, "data": image.data}}
 
 
 def _tool_id(call_id: str | None) -> str:

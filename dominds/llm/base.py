@@ -16,10 +16,29 @@ its first event).
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from dominds.store.course_records import TRUNCATING_FINISH_REASONS, FinishReason, Usage
+
+if TYPE_CHECKING:
+    from dominds.llm.retry import RetryNotice
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image the model sees with a message (a tool result's or a user's): base64 bytes and their type."""
+
+    mime: str
+    """``image/png``, ``image/jpeg``, …"""
+    data: str
+    """Base64 of the bytes."""
+    name: str = ""
+    """The dialog artifact it was read from."""
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{self.data}"
 
 
 @dataclass(frozen=True)
@@ -44,6 +63,9 @@ class ChatMessage:
     """Changes from one generation to the next (the reminders): providers never cache a prefix up to it."""
     runtime_note: bool = False
     """Written by the runtime, not by a person or a teammate (e.g. that the previous reply was cut)."""
+    images: tuple[ImagePart, ...] = ()
+    """user / tool_result: images sent with the text to a vision-capable model (``driver/images.py``); the
+    text keeps the artifact's placeholder line, which is all a text-only model gets."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +98,9 @@ class GenerationRequest:
     model_info: dict[str, Any] = field(default_factory=dict)
     """The catalog's entry of the model (``context_length``, ``output_length``, and what it accepts:
     ``thinking``, ``effort``, ``sampling``); empty when unknown."""
+    on_retry: Callable[[RetryNotice | None], Awaitable[None]] | None = None
+    """Told before each wait of the retry window (the dialog shows "retrying: attempt n, next in s"), and
+    ``None`` when the wait is over and the next attempt starts."""
 
 
 class GenerationReceiver(Protocol):

@@ -83,6 +83,12 @@ class ProviderConfig:
     tech_spec_url: str | None = None
     api_mgmt_url: str | None = None
     model_param_options: Mapping[str, Any] = field(default_factory=dict)
+    reasoning_pass_back: bool | str = False
+    """Chat Completions only: send a thinking model's reasoning back on the assistant messages that made
+    tool calls (``true`` = in ``reasoning_content``, a string = in that field); off by default."""
+    retry: Mapping[str, float] = field(default_factory=dict)
+    """The ``retry:`` settings (``window_s``, ``base_delay_s``, ``max_delay_s``, ``max_retry_after_s``);
+    unset ones keep the defaults of ``llm/retry.py``."""
 
 
 @dataclass(frozen=True)

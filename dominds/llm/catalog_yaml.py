@@ -16,6 +16,7 @@ from typing import Any
 
 from dominds.llm.catalog import API_TYPES, BUILTIN_SOURCE, Catalog, ModelInfo, ProviderConfig
 from dominds.llm.pricing import ModelPricing, parse_pricing
+from dominds.llm.retry import RETRY_SETTINGS
 from dominds.problems import (
     LLM_CONFIG_ERROR,
     Problem,
@@ -102,6 +103,8 @@ def parse_providers_yaml(text: str, collector: ProblemCollector) -> dict[str, Pr
 
 _PROVIDER_KEYS = (
     "name", "apiType", "baseUrl", "apiKeyEnvVar", "tech_spec_url", "api_mgmt_url", "model_param_options", "models",
+    "reasoning_pass_back",
+    "retry",
 )  # fmt: skip
 _MODEL_INT_KEYS = (
     "context_length", "input_length", "output_length", "optimal_max_tokens", "critical_max_tokens",
@@ -153,10 +156,19 @@ def _parse_provider(key: str, line: int, node: Any, collector: ProblemCollector)
             lines["model_param_options"], f"{who}: `model_param_options` must be a mapping; ignored"
         )
         options = None
+    pass_back = fields.get("reasoning_pass_back", False)
+    if not isinstance(pass_back, bool | str):
+        collector.error(
+            lines["reasoning_pass_back"],
+            f"{who}: `reasoning_pass_back` must be true, false or a field name (e.g. reasoning_content); ignored",
+        )
+        pass_back = False
     models = _parse_models(who, line, models_entry, collector)
     if models is None:
         return None
+    retry = _retry_settings(fields.get("retry"), lines.get("retry", line), who, collector)
     return ProviderConfig(
+        reasoning_pass_back=pass_back,
         key=key,
         name=strings["name"] or key,
         api_type="openai-compatible" if api_type == "openai" else api_type,
@@ -167,7 +179,27 @@ def _parse_provider(key: str, line: int, node: Any, collector: ProblemCollector)
         tech_spec_url=strings["tech_spec_url"],
         api_mgmt_url=strings["api_mgmt_url"],
         model_param_options=options or {},
+        retry=retry,
     )
+
+
+def _retry_settings(raw: object, line: int, who: str, collector: ProblemCollector) -> dict[str, float]:
+    """A provider's ``retry:`` mapping, each setting a positive number of seconds (others reported, ignored)."""
+    if raw is None:
+        return {}
+    names = RETRY_SETTINGS
+    if not isinstance(raw, dict):
+        collector.error(line, f"{who}: `retry` must be a mapping of {', '.join(names)}; ignored")
+        return {}
+    settings: dict[str, float] = {}
+    for key, value in raw.items():
+        if key not in RETRY_SETTINGS:
+            collector.warning(line, f"{who}: unknown `retry` key {key!r} ignored{did_you_mean(str(key), names)}")
+        elif isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            collector.error(line, f"{who}: `retry.{key}` must be a positive number of seconds, got {value!r}; ignored")
+        else:
+            settings[key] = float(value)
+    return settings
 
 
 def _parse_models(

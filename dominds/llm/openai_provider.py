@@ -21,9 +21,15 @@ from urllib.parse import urlparse
 import httpx2
 import openai
 
-from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult, ImagePart
 from dominds.llm.params import merged_params
-from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, retry_after_seconds
+from dominds.llm.retry import (
+    AttemptFailure,
+    EmptyReply,
+    group_tool_turns,
+    is_billing_error,
+    retry_after_seconds,
+)
 from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, sdk_http_client
 from dominds.store.course_records import FinishReason, Usage
 
@@ -94,14 +100,18 @@ async def _stream_once(
         stream_options={"include_usage": True},
         extra_body=body["extra"],
     )
+    chunks = 0
     async with stream:
         async for chunk in stream:
+            chunks += 1
             served_model = getattr(chunk, "model", None) or served_model
             if getattr(chunk, "usage", None) is not None:
                 usage = usage_of(chunk.usage)
             for choice in chunk.choices or []:
                 await relay.delta(choice.delta)
                 finish_reason = getattr(choice, "finish_reason", None) or finish_reason
+    if chunks == 0:
+        raise EmptyReply("the server answered with an empty stream")
     if finish_reason is None and usage is None:
         # Neither the last choice chunk nor the usage chunk came: the body ended early.
         raise StreamEndedEarly("the stream ended before the completion did (no finish_reason)")
@@ -228,7 +238,7 @@ def usage_of(usage: Any) -> Usage:
 
 
 def classify_error(exc: Exception) -> AttemptFailure | None:
-    if isinstance(exc, StreamEndedEarly):
+    if isinstance(exc, StreamEndedEarly | EmptyReply):
         return AttemptFailure(None, str(exc))
     if isinstance(exc, openai.APIStatusError):
         detail = _error_message(exc.body) or exc.message
@@ -278,18 +288,41 @@ def request_body(request: GenerationRequest, base_url: str) -> dict[str, Any]:
             }
             for t in request.tools
         ]
-    return {"messages": to_openai_messages(request.system_prompt, request.messages), "extra": extra}
+    field = reasoning_field(request.provider_config.get("reasoningPassBack"))
+    return {"messages": to_openai_messages(request.system_prompt, request.messages, field), "extra": extra}
 
 
-def to_openai_messages(system_prompt: str, messages: list[ChatMessage]) -> list[dict[str, Any]]:
+def reasoning_field(pass_back: object) -> str | None:
+    """The assistant-message field reasoning is carried back in (``reasoning_pass_back`` of the provider in
+    llm.yaml: ``true`` = ``reasoning_content``, a string = that field), or None (off, the default)."""
+    if pass_back is True:
+        return "reasoning_content"
+    return pass_back if isinstance(pass_back, str) and pass_back else None
+
+
+def to_openai_messages(
+    system_prompt: str, messages: list[ChatMessage], reasoning_field: str | None = None
+) -> list[dict[str, Any]]:
     """Neutral messages as chat-completions messages.
 
     Consecutive user texts and consecutive assistant texts are merged: several chat templates (vLLM,
-    llama.cpp) refuse two turns of the same role in a row. Thinking is not sent back: the dialect has
-    no field for it and some servers reject ``reasoning_content`` in requests.
+    llama.cpp) refuse two turns of the same role in a row. Thinking is not sent back, except (opt-in per
+    provider, ``reasoning_field``) on an assistant message that made tool calls: thinking models served
+    over Chat Completions (DeepSeek, Kimi, MiniMax, …) expect their reasoning back there, while other
+    servers reject the field.
     """
     out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    reasoning: dict[int, list[str]] = {}
+    if reasoning_field is not None:
+        for message in messages:
+            if message.kind == "thinking" and message.genseq is not None and message.content:
+                reasoning.setdefault(message.genseq, []).append(message.content)
+    tool_images: list[ImagePart] = []
+    """Images of the tool results just sent: a tool message holds text only, so they follow as a user message."""
     for message in group_tool_turns(messages):
+        if tool_images and message.kind != "tool_result":
+            out.append(_images_message(tool_images))
+            tool_images = []
         last = out[-1] if out else None
         if message.kind == "thinking":
             continue
@@ -305,13 +338,21 @@ def to_openai_messages(system_prompt: str, messages: list[ChatMessage]) -> list[
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
             else:
-                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                last = {"role": "assistant", "content": None, "tool_calls": [call]}
+                out.append(last)
+            thought = reasoning.pop(message.genseq, None) if message.genseq is not None else None
+            if reasoning_field is not None and thought:
+                last[reasoning_field] = "\n\n".join(thought)
         elif message.kind == "tool_result":
             out.append(
                 {"role": "tool", "tool_call_id": message.tool_call_id or "call", "content": message.content}
             )
+            tool_images += message.images
         elif not message.content.strip():
             continue
+        elif message.images and message.role == "user":
+            parts = [{"type": "text", "text": message.content}, *_image_parts(message.images)]
+            out.append({"role": "user", "content": parts})
         elif (
             last is not None
             and last["role"] == message.role
@@ -321,7 +362,19 @@ def to_openai_messages(system_prompt: str, messages: list[ChatMessage]) -> list[
             last["content"] += "\n\n" + message.content
         else:
             out.append({"role": message.role, "content": message.content})
+    if tool_images:
+        out.append(_images_message(tool_images))
     return out
+
+
+def _image_parts(images: tuple[ImagePart, ...] | list[ImagePart]) -> list[dict[str, Any]]:
+    return [{"type": "image_url", "image_url": {"url": image.data_url()}} for image in images]
+
+
+def _images_message(images: list[ImagePart]) -> dict[str, Any]:
+    names = ", ".join(image.name for image in images if image.name)
+    text = f"[The images the tool results above returned{': ' + names if names else ''}]"
+    return {"role": "user", "content": [{"type": "text", "text": text}, *_image_parts(images)]}
 
 
 def _arguments_text(arguments: dict[str, Any] | str | None) -> str:

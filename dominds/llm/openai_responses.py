@@ -17,10 +17,16 @@ from typing import Any
 
 import openai
 
-from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult, ImagePart
 from dominds.llm.openai_provider import OpenAiSdkGenerator, classify_error
 from dominds.llm.params import merged_params
-from dominds.llm.retry import AttemptFailure, group_tool_turns, is_billing_error, refuse_bad_params
+from dominds.llm.retry import (
+    AttemptFailure,
+    EmptyReply,
+    group_tool_turns,
+    is_billing_error,
+    refuse_bad_params,
+)
 from dominds.store.course_records import FinishReason, Usage
 
 PROVIDER_DATA_KEY = "openai_reasoning"
@@ -75,9 +81,13 @@ class OpenAiResponsesGenerator(OpenAiSdkGenerator):
 async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
     relay = _ItemRelay(receiver)
     stream = await client.responses.create(**body, stream=True)
+    events = 0
     async with stream:
         async for event in stream:
+            events += 1
             await relay.handle(event)
+    if events == 0:
+        raise EmptyReply("the server answered with an empty stream")
     return relay.result()
 
 
@@ -277,7 +287,11 @@ def to_responses_input(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     encrypted content to resume from, and the API would refuse it).
     """
     items: list[dict[str, Any]] = []
+    tool_images: list[ImagePart] = []
     for message in group_tool_turns(messages):
+        if tool_images and message.kind != "tool_result":
+            items.append(_images_item(tool_images))
+            tool_images = []
         if message.kind == "thinking":
             data = (message.provider_data or {}).get(PROVIDER_DATA_KEY)
             if isinstance(data, dict) and data.get("id"):
@@ -303,6 +317,22 @@ def to_responses_input(messages: list[ChatMessage]) -> list[dict[str, Any]]:
             items.append(
                 {"type": "function_call_output", "call_id": message.tool_call_id or "call", "output": message.content or "(no output)"}
             )
+            tool_images += message.images
+        elif message.images and message.role == "user" and message.content.strip():
+            items.append({"role": "user", "content": [{"type": "input_text", "text": message.content}, *_image_inputs(message.images)]})
         elif message.content.strip():
             items.append({"role": message.role if message.role in ("user", "assistant") else "user", "content": message.content})
+    if tool_images:
+        items.append(_images_item(tool_images))
     return items
+
+
+def _image_inputs(images: tuple[ImagePart, ...] | list[ImagePart]) -> list[dict[str, Any]]:
+    return [{"type": "input_image", "image_url": image.data_url()} for image in images]
+
+
+def _images_item(images: list[ImagePart]) -> dict[str, Any]:
+    """Images of the function outputs just sent, as the user message that follows them."""
+    names = ", ".join(image.name for image in images if image.name)
+    text = f"[The images the tool results above returned{': ' + names if names else ''}]"
+    return {"role": "user", "content": [{"type": "input_text", "text": text}, *_image_inputs(images)]}

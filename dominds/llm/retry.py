@@ -4,7 +4,10 @@ A generation is retried only while nothing has reached the receiver yet (referen
 segment or a function call was streamed, the transcript already shows it and a second attempt would
 duplicate it, so a later failure is a ``StreamBroken``. Retriable are 408, 429 (honouring
 ``retry-after``), 5xx, 529/overload and connection failures; the wait is capped exponential backoff
-with full jitter. Other 4xx answers become ``ProviderRejected`` with a hint a person can act on — and so
+with full jitter, for as long as the retry window lasts (30 minutes by default, ``retry:`` of a provider
+in ``.minds/llm.yaml``): an unattended team waits out an outage rather than stopping for a human after a
+few seconds. Each wait is announced (``on_retry``, then ``None`` when the next attempt starts) so the dialog shows
+"retrying" and Stop can end it. Other 4xx answers become ``ProviderRejected`` with a hint a person can act on — and so
 does an account out of credit or over its spend limit, whatever status it comes with: OpenAI sends
 ``insufficient_quota`` as a 429 and Anthropic its spend limits as a 429 ``rate_limit_error``, but no wait
 fixes billing, so retrying them only delayed the reason by a minute of backoff.
@@ -17,13 +20,17 @@ imports an SDK.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
 import email.utils
+import json
 import logging
+import math
 import os
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -66,9 +73,52 @@ CONTEXT_OVERFLOW_MESSAGES = (
     "maximum context length",  # OpenAI Chat Completions, vLLM and other compatible servers
     "context_length_exceeded",  # OpenAI's error code (the Responses API puts it in the message)
     "exceeds the context window",  # OpenAI Responses
+    "longer than the maximum model length",  # vLLM: "The decoder prompt (length 9000) is longer than …"
+    "exceed_context_size_error",  # llama.cpp server's error type
+    "exceeds the available context size",  # llama.cpp: "the request exceeds the available context size"
+    "prompt too long",  # Ollama: "prompt too long; exceeded max context length by 12 tokens"
+    "exceeds the context length",  # Ollama: "input length exceeds the context length"
+    "exceeds the maximum number of tokens allowed",  # OpenAI-compatible proxies
 )
-"""How a provider says the prompt is longer than the model's context window (a 400 with no code of its own
-on Anthropic, so the message is what tells it apart)."""
+"""How a provider says the prompt is longer than the model's context window, whatever the status (a 400
+with no code of its own on Anthropic; an error event inside a 200 stream or a 500 on some local servers),
+so the message is what tells it apart."""
+
+CHARS_PER_TOKEN_ESTIMATE = 4
+"""For the one place we estimate a prompt's size without the provider's count: an empty reply."""
+
+
+class EmptyReply(Exception):
+    """The server answered 200 with a stream (or body) that carried nothing at all. llama.cpp's
+    OpenAI-compatible server answers so when the prompt is longer than its window."""
+
+
+def estimated_prompt_tokens(request: GenerationRequest) -> int:
+    """A rough size of the prompt (characters / 4) of every text the request carries."""
+    chars = len(request.system_prompt) + sum(len(t.description) + len(str(t.parameters)) for t in request.tools)
+    for message in request.messages:
+        chars += len(message.content) + len(str(message.arguments or ""))
+    return chars // CHARS_PER_TOKEN_ESTIMATE
+
+
+def empty_reply_overflow(request: GenerationRequest) -> ContextOverflow | None:
+    """An empty reply to a prompt the catalog says is longer than the model's window: an overflow."""
+    window = request.model_info.get("context_length")
+    estimate = estimated_prompt_tokens(request)
+    if not isinstance(window, int) or estimate <= window:
+        return None
+    return ContextOverflow(
+        f"{request.provider_key} answered with an empty reply to a prompt of about {estimate} tokens, longer "
+        f"than the context window of {request.model_name!r} ({window} tokens in the catalog)",
+        status=200,
+        fix_hint=OVERFLOW_HINT,
+    )
+
+
+OVERFLOW_HINT = (
+    "the runtime starts a new course when the course so far is what overflows; if a single message, "
+    "tool result or the Taskdoc is larger than the window, shorten it or choose a model with a larger context"
+)
 
 
 def is_context_overflow(message: str) -> bool:
@@ -82,25 +132,64 @@ def is_billing_error(codes: tuple[object, ...], message: str) -> bool:
     return any(str(c) in BILLING_ERROR_CODES for c in codes if c) or any(m in text for m in BILLING_MESSAGES)
 
 
+DEFAULT_RETRY_WINDOW_S = 1800.0
+"""How long transient failures are retried before the dialog is interrupted (an outage of half an hour
+is waited out without a human)."""
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often and how long to retry. Tests inject ``sleep`` and shrink the limits."""
+    """How often and how long to retry. Tests inject ``sleep``/``clock`` and shrink the limits."""
 
-    attempts: int = 5
-    """Total attempts, the first one included."""
-    base_delay: float = 0.5
-    max_delay: float = 20.0
+    attempts: int | None = None
+    """Total attempts, the first one included; ``None``: as many as fit in ``window``."""
+    base_delay: float = 1.0
+    max_delay: float = 120.0
     """Cap of the exponential backoff (before jitter)."""
-    max_retry_after: float = 60.0
+    max_retry_after: float = 600.0
     """Cap of a server's ``retry-after`` so a bad header cannot park a dialog for hours."""
+    window: float = DEFAULT_RETRY_WINDOW_S
+    """Seconds from the first failure after which no further attempt is made."""
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     jitter: Callable[[], float] = random.random
     """Uniform in [0, 1): full jitter spreads retries of many dialogs hitting one rate limit."""
+    clock: Callable[[], float] = time.monotonic
 
     def delay(self, retry_index: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return max(0.0, min(retry_after, self.max_retry_after))
-        return self.jitter() * min(self.max_delay, self.base_delay * 2.0**retry_index)
+        return self.jitter() * min(self.max_delay, self.base_delay * 2.0 ** min(retry_index, 60))
+
+    def configured(self, settings: Mapping[str, Any] | None) -> RetryPolicy:
+        """This policy with a provider's ``retry:`` settings (``RETRY_SETTINGS`` names) applied."""
+        if not settings:
+            return self
+        def setting(name: str, default: float) -> float:
+            value = settings.get(name)
+            return float(value) if isinstance(value, int | float) and value > 0 else default
+
+        return dataclasses.replace(
+            self,
+            window=setting("window_s", self.window),
+            base_delay=setting("base_delay_s", self.base_delay),
+            max_delay=setting("max_delay_s", self.max_delay),
+            max_retry_after=setting("max_retry_after_s", self.max_retry_after),
+        )
+
+
+RETRY_SETTINGS = ("window_s", "base_delay_s", "max_delay_s", "max_retry_after_s")
+"""``retry:`` keys of a provider in ``.minds/llm.yaml`` (all positive seconds; see ``RetryPolicy.configured``)."""
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """A retry about to wait: what the dialog shows while it waits (``retrying: attempt n, next in s``)."""
+
+    attempt: int
+    """The attempt that will run after the wait (2 = the first retry)."""
+    wait_s: float
+    reason: str
+    """The failure being waited out (redacted)."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +207,7 @@ class AttemptFailure:
 
     @property
     def retriable(self) -> bool:
-        if self.billing or self.status == 402:
+        if self.billing or self.status == 402 or is_context_overflow(self.detail):
             return False
         return self.status is None or self.status in RETRIABLE_STATUSES or self.status >= 500
 
@@ -200,10 +289,13 @@ async def generate_with_retries(
     classify: Callable[[Exception], AttemptFailure | None],
     target: ProviderTarget,
     policy: RetryPolicy,
+    on_retry: Callable[[RetryNotice | None], Awaitable[None]] | None = None,
 ) -> T:
-    """Run ``attempt`` until it succeeds, is rejected, breaks mid-stream or the budget is spent."""
+    """Run ``attempt`` until it succeeds, is rejected, breaks mid-stream or the retry window is spent."""
     last: AttemptFailure | None = None
-    for index in range(policy.attempts):
+    first_failure_at: float | None = None
+    index = 0
+    while True:
         tracker = StreamTracker(receiver)
         try:
             return await attempt(tracker)
@@ -227,17 +319,28 @@ async def generate_with_retries(
             if not failure.retriable:
                 raise rejection(failure, target) from None
             last = failure
-        if index + 1 < policy.attempts:
-            wait = policy.delay(index, last.retry_after)
-            log.warning(
-                "%s: %s; retry %d/%d in %.1f s",
-                target.provider_key, redact(last.describe(), target.secret), index + 1, policy.attempts - 1, wait,
-            )  # fmt: skip
-            await policy.sleep(wait)
-    assert last is not None
+        index += 1
+        now = policy.clock()
+        first_failure_at = now if first_failure_at is None else first_failure_at
+        left = policy.window - (now - first_failure_at)
+        if (policy.attempts is not None and index >= policy.attempts) or left <= 0:
+            break
+        wait = min(policy.delay(index - 1, last.retry_after), left)
+        reason = redact(last.describe(), target.secret)
+        log.warning(
+            "%s: %s; attempt %d in %.1f s (retry window %.0f s left)",
+            target.provider_key, reason, index + 1, wait, left,
+        )  # fmt: skip
+        if on_retry is not None:
+            await on_retry(RetryNotice(attempt=index + 1, wait_s=wait, reason=reason))
+        await policy.sleep(wait)
+        if on_retry is not None:
+            await on_retry(None)  # the wait is over: the next attempt runs
+    assert last is not None and first_failure_at is not None
+    spent = policy.clock() - first_failure_at
     raise ProviderUnavailable(
         redact(
-            f"{target.provider_key} ({target.base_url}) unavailable after {policy.attempts} attempts; "
+            f"{target.provider_key} ({target.base_url}) unavailable after {index} attempts over {spent:.0f} s; "
             f"last error: {last.describe()}",
             target.secret,
         )
@@ -256,12 +359,11 @@ def rejection(failure: AttemptFailure, target: ProviderTarget) -> ProviderReject
             fix_hint=f"add credit or raise the spend limit in the provider's billing settings{key}, "
             "then resume the dialog (waiting does not help; it was not retried)",
         )
-    if failure.status in (400, 413) and is_context_overflow(failure.detail):
+    if is_context_overflow(failure.detail):
         return ContextOverflow(
             f"{where} refused the request: the prompt is longer than the context window of {target.model!r} ({detail})",
             status=failure.status,
-            fix_hint="the runtime starts a new course when the course so far is what overflows; if a single message, "
-            "tool result or the Taskdoc is larger than the window, shorten it or choose a model with a larger context",
+            fix_hint=OVERFLOW_HINT,
         )
     if failure.status in (401, 403):
         if target.api_key_env_var:
@@ -309,28 +411,111 @@ def retry_after_seconds(headers: Any) -> float | None:
     millis = headers.get("retry-after-ms")
     if millis is not None:
         try:
-            return float(millis) / 1000
+            seconds = float(millis) / 1000
         except ValueError:
-            pass
+            seconds = -1.0
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+        log.warning("ignoring a retry-after-ms header that is not a usable number: %r", millis)
     value = headers.get("retry-after")
     if value is None:
         return None
     try:
-        return float(value)
+        seconds = float(value)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value.strip() else None
-        return None if parsed is None else max(0.0, parsed.timestamp() - time.time())
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (ValueError, TypeError):
+            parsed = None
+        if parsed is None:
+            log.warning("ignoring a retry-after header that is neither seconds nor an HTTP date: %r", value)
+            return None
+        if parsed.tzinfo is None:  # "-0000": UTC with no source zone said
+            parsed = parsed.replace(tzinfo=datetime.UTC)
+        return max(0.0, parsed.timestamp() - time.time())
+    if not math.isfinite(seconds) or seconds < 0:
+        log.warning("ignoring a retry-after header that is not a usable number of seconds: %r", value)
+        return None
+    return seconds
 
 
 # ---------------------------------------------------------------- wire helpers every provider uses
+
+
+NAMELESS_CALL_NOTE = (
+    "(runtime note: a tool call of yours named no function, so it was removed from this conversation and "
+    "never ran; its arguments were: {arguments}. Call a tool by its exact name.)"
+)
+
+
+def sanitize_tool_calls(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """The history as every API accepts it back, whatever a server streamed earlier.
+
+    Real servers stream calls with no function name and repeat call ids (llama.cpp numbers the calls of
+    each reply from ``call_0``), and a model writes arguments that are not a JSON object; replayed as
+    given, the server refuses every later request of the dialog. So: a nameless call is dropped with its
+    result, and a note tells the model; a repeated (or missing) id is re-keyed, its result with it;
+    arguments that are not a JSON object are sent as ``{"raw_arguments": text}`` for the model to see.
+    """
+    seen: set[str] = set()
+    renamed: dict[tuple[int | None, str | None], list[str | None]] = {}
+    """(genseq, id as recorded) → the ids its calls got, in order; results take them in the same order."""
+    out: list[ChatMessage] = []
+    for message in messages:
+        if message.kind == "tool_call":
+            key = (message.genseq, message.tool_call_id)
+            if not (message.tool_name or "").strip():
+                renamed.setdefault(key, []).append(None)
+                raw = message.arguments if isinstance(message.arguments, str) else json.dumps(message.arguments or {})
+                note = NAMELESS_CALL_NOTE.format(arguments=raw[:200] or "(none)")
+                out.append(ChatMessage(role="user", content=note, genseq=message.genseq, runtime_note=True))
+                continue
+            call_id = message.tool_call_id or "call"
+            if call_id in seen:
+                call_id = _fresh_id(call_id, message.genseq, seen)
+            seen.add(call_id)
+            renamed.setdefault(key, []).append(call_id)
+            out.append(dataclasses.replace(message, tool_call_id=call_id, arguments=_arguments_object(message.arguments)))
+        elif message.kind == "tool_result":
+            ids = renamed.get((message.genseq, message.tool_call_id))
+            if not ids:
+                out.append(message)  # its call is not in this history: left as it is
+                continue
+            new_id = ids.pop(0)
+            if new_id is not None:
+                out.append(dataclasses.replace(message, tool_call_id=new_id))
+        else:
+            out.append(message)
+    return out
+
+
+def _fresh_id(call_id: str, genseq: int | None, seen: set[str]) -> str:
+    n = 1
+    while f"{call_id}_g{genseq}_{n}" in seen:
+        n += 1
+    return f"{call_id}_g{genseq}_{n}"
+
+
+def _arguments_object(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return arguments
+    if not arguments:
+        return {}
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        parsed = None
+    return parsed if isinstance(parsed, dict) else {"raw_arguments": arguments}
 
 
 def group_tool_turns(messages: list[ChatMessage]) -> list[ChatMessage]:
     """Messages with every generation's tool calls together, directly followed by their results.
 
     Both APIs require each tool call to be answered right after the assistant turn that made it,
-    while the course may interleave calls, results and teammate notes of one generation.
+    while the course may interleave calls, results and teammate notes of one generation. The calls are
+    sanitized first (``sanitize_tool_calls``): every provider builds its request through here.
     """
+    messages = sanitize_tool_calls(messages)
     calls: dict[int, list[ChatMessage]] = {}
     results: dict[int, list[ChatMessage]] = {}
     for message in messages:

@@ -9,7 +9,7 @@ optionally only for one agent; the first matching entry wins::
                                            # DOMINDS_SCRIPTED_PACE=0 drops the delay (tests)
     responses:
       - message: "hello"            # exact match, case and surrounding space ignored
-        # or contains: "part"  /  regex: "^Hi @(\\w+)" (the response may echo groups: "{1}")
+        # or contains: "part"  /  regex: "^Hi @(\\w+)" (the response and function-call arguments may echo groups: "{1}")
         role: user                  # default user; `tool` matches a function result
         agent: lead                 # optional
         response: "Hi! I am the lead."   # shorthand for one saying segment
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import os
 import re
 import secrets
@@ -228,7 +229,7 @@ class ScriptedGenerator:
             kind, value = next(iter(seg.items()))
             if kind == "func_call":
                 call = value if isinstance(value, dict) else {}
-                args = call.get("arguments", {})
+                args = _fill_in(call.get("arguments", {}), groups)
                 args_json = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
                 # Unique like a real provider's ids: the same script line may run many times in one dialog.
                 call_id = str(call.get("id") or f"call-{secrets.token_hex(6)}")
@@ -289,6 +290,17 @@ def _regex_groups(entry: ScriptedEntry, last: ChatMessage | None) -> tuple[str, 
     return tuple(g or "" for g in found.groups()) if found else ()
 
 
+def _fill_in(value: Any, groups: tuple[str, ...]) -> Any:
+    """A function call's arguments with the groups filled into every string (``{1}``, as in a response)."""
+    if isinstance(value, str):
+        return _fill_groups(value, groups)
+    if isinstance(value, dict):
+        return {k: _fill_in(v, groups) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill_in(v, groups) for v in value]
+    return value
+
+
 def _fill_groups(text: str, groups: tuple[str, ...]) -> str:
     for number, group in enumerate(groups, start=1):
         text = text.replace(f"{{{number}}}", group)
@@ -307,10 +319,14 @@ def _raise_error(error: dict[str, Any]) -> None:
     raise StreamBroken(message)
 
 
+_CONTENT = operator.attrgetter("content")
+
+
 def _usage(entry: ScriptedEntry, request: GenerationRequest, completion_chars: int) -> Usage:
     if entry.usage:
         return Usage.model_validate(entry.usage)
-    prompt_chars = len(request.system_prompt) + sum(len(m.content) for m in request.messages)
+    # map in C: a Python loop over every message made a turn of a long dialog cost more than a short one's
+    prompt_chars = len(request.system_prompt) + sum(map(len, map(_CONTENT, request.messages)))
     return Usage(input_tokens=(prompt_chars + 3) // 4, output_tokens=(completion_chars + 3) // 4)
 
 
@@ -323,7 +339,7 @@ def _missing_text(path: Path, rtws_root: Path, db: ScriptedDatabase, last: ChatM
     if db.load_error:
         return f"the scripted database {where} does not load, so @{agent_id} has no answer: {db.load_error}"
     if db.mtime_ns < 0:
-        return f"no scripted database {where} for @{agent_id}: create it with a `responses:` list (docs/configuration.md)"
+        return f"no scripted database {where} for @{agent_id}: create it with a `responses:` list (`dominds docs configuration`)"
     role = last.role if last else "user"
     text = " ".join((last.content if last else "").split())
     key, shown = ("message", text) if len(text) <= 120 else ("contains", text[:60])

@@ -30,7 +30,14 @@ from typing import Any, Generic, Protocol, TypeVar
 import httpx2
 
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
-from dominds.llm.retry import AttemptFailure, RetryPolicy, generate_with_retries, resolve_target
+from dominds.llm.retry import (
+    AttemptFailure,
+    EmptyReply,
+    RetryPolicy,
+    empty_reply_overflow,
+    generate_with_retries,
+    resolve_target,
+)
 from dominds.tls import shared_tls_context
 
 REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
@@ -101,12 +108,23 @@ class SdkGenerator(ABC, Generic[ClientT, PreparedT]):
         client = self.clients.get(target.base_url, target.secret or self.keyless_api_key)
 
         async def attempt(tracked: GenerationReceiver) -> GenerationResult:
-            if request.streaming:
-                return await self.stream_once(client, prepared, tracked)
-            return await self.create_once(client, prepared, tracked)
+            try:
+                if request.streaming:
+                    return await self.stream_once(client, prepared, tracked)
+                return await self.create_once(client, prepared, tracked)
+            except EmptyReply:
+                overflow = empty_reply_overflow(request)
+                if overflow is not None:  # not retried: the same prompt gets the same empty answer
+                    raise overflow from None
+                raise
 
         return await generate_with_retries(
-            attempt, receiver, classify=self.classify, target=target, policy=self.retry_policy
+            attempt,
+            receiver,
+            classify=self.classify,
+            target=target,
+            policy=self.retry_policy.configured(request.provider_config.get("retry")),
+            on_retry=request.on_retry,
         )
 
     async def aclose(self) -> None:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
+import warnings
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,11 @@ from dominds.mcp.config import SecretRef, ServerSpec, resolve
 CONNECT_TIMEOUT_S = 30.0
 CANCEL_GRACE_S = 2.0
 """How long a cancelled call gets to tell the server (``notifications/cancelled``) before it is left."""
+IDLE_CHECK_S = 2.0
+"""A call on a connection idle for longer first pings the server: one that died while idle (its
+process exited, its endpoint went away) is then found before the call is sent, so the call runs on a
+fresh connection instead of failing as one that "may or may not have run"."""
+PING_TIMEOUT_S = 5.0
 
 
 class ServerGone(Exception):
@@ -28,6 +36,10 @@ class ServerGone(Exception):
 
 class ServerUnreachable(Exception):
     """The server could not be started or connected to."""
+
+
+class ServerGoneBeforeCall(ServerGone):
+    """The server was found gone before the call was sent: the call did not run."""
 
 
 class CallTimeout(Exception):
@@ -73,8 +85,17 @@ def _transport(spec: ServerSpec, workspace: Path, environ: Any, stack: contextli
     return streamable_http_client(spec.url, http_client=http)
 
 
+Elicit = Callable[[Any, Any], Awaitable[Any]]
+"""``(caller, ElicitRequestParams) -> ElicitResult``: the manager's answer to a server's elicitation."""
+
+
 class Connection:
-    """A started session to one server; ``label`` names it in messages (``server 'x'``)."""
+    """A started session to one server; ``label`` names it in messages (``server 'x'``).
+
+    Elicitation: the client declares the capability; a server's request during a call goes to
+    ``on_elicit`` with the caller of the one call in flight (``call_tool(caller=…)``). With no call or
+    several at once on the session, nobody can be told apart: declined. While a person is being asked,
+    the call's own timeout does not run (it starts afresh once the question is settled)."""
 
     def __init__(self, spec: ServerSpec, workspace: Path, environ: Any = None) -> None:
         self.spec = spec
@@ -87,6 +108,11 @@ class Connection:
         self._gone = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._secrets = secret_values(spec, self.environ)
+        self._used_at = time.monotonic()
+        self._in_flight = 0
+        self._callers: list[Any] = []
+        self._asking = 0
+        self.on_elicit: Elicit | None = None
 
     def redact(self, text: str) -> str:
         """``text`` with the values of the server's secrets replaced, so they never reach records or logs."""
@@ -123,7 +149,7 @@ class Connection:
                 # A stateful server keeps state per session, which only the handshake-era protocol has
                 # (Mcp-Session-Id); from 2026-07-28 on the protocol is sessionless.
                 mode = "legacy" if self.spec.stateful else "auto"
-                client = await stack.enter_async_context(Client(transport, mode=mode))
+                client = await stack.enter_async_context(Client(transport, mode=mode, elicitation_callback=self._elicited))
                 self.client = client
                 self._ready.set()
                 await self._close.wait()
@@ -148,8 +174,50 @@ class Connection:
                 break
         return tools
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], timeout_s: float) -> Any:
-        return await self._guarded(self.client.call_tool(name, arguments), timeout_s)
+    async def call_tool(self, name: str, arguments: dict[str, Any], timeout_s: float, caller: Any = None) -> Any:
+        if not self._in_flight and time.monotonic() - self._used_at > IDLE_CHECK_S:
+            await self._check_alive()
+        self._in_flight += 1
+        self._callers.append(caller)
+        try:
+            return await self._guarded(self.client.call_tool(name, arguments), timeout_s)
+        finally:
+            self._in_flight -= 1
+            self._callers.remove(caller)
+            self._used_at = time.monotonic()
+
+    async def _elicited(self, context: Any, params: Any) -> Any:
+        import mcp_types
+
+        if self.on_elicit is None or len(self._callers) != 1 or self._callers[0] is None:
+            return mcp_types.ElicitResult(action="decline")
+        self._asking += 1
+        try:
+            return await self.on_elicit(self._callers[0], params)
+        except Exception:  # whatever went wrong on our side, the server hears a decline, never a hang
+            return mcp_types.ElicitResult(action="decline")
+        finally:
+            self._asking -= 1
+
+    async def _check_alive(self) -> None:
+        """Ping; ``ServerGoneBeforeCall`` when the connection is closed. A slow answer, or a server that
+        refuses pings, counts as alive: the call then goes on as before."""
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            with warnings.catch_warnings():  # ping is legacy-mode only; a modern server says "Method not found"
+                warnings.simplefilter("ignore")
+                await self._guarded(self.client.send_ping(), PING_TIMEOUT_S)
+        except ServerGone as exc:
+            self._mark_gone(str(exc))
+            raise ServerGoneBeforeCall(str(exc)) from exc
+        except (CallTimeout, MCPError):
+            return
+        except Exception as exc:  # the transport failed: nothing answers there any more
+            reason = self.redact(_describe(exc))
+            self._mark_gone(reason)
+            raise ServerGoneBeforeCall(reason) from exc
+        self._used_at = time.monotonic()
 
     async def _guarded(self, coro: Any, timeout_s: float) -> Any:
         """Await ``coro``, but give up when the server goes away or time is up."""
@@ -159,7 +227,10 @@ class Connection:
         call = asyncio.ensure_future(coro)
         gone = asyncio.ensure_future(self._gone.wait())
         try:
-            done, _ = await asyncio.wait({call, gone}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            while True:
+                done, _ = await asyncio.wait({call, gone}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+                if done or not self._asking:
+                    break  # while a person is asked (elicitation), the call's clock does not run
         except asyncio.CancelledError:
             # The caller was cancelled (its dialog was stopped): the call must not outlive it. Cancelling
             # the SDK's request sends the protocol's ``notifications/cancelled`` to the server.

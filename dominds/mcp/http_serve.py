@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
 import os
 import secrets
@@ -22,19 +21,11 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from dominds.loopback import is_loopback_host
+
 TOKEN_ENV = "DOMINDS_MCP_TOKEN"
 Scope = MutableMapping[str, Any]
 Asgi = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
-
-
-def is_loopback(host: str) -> bool:
-    name = host.strip().lower().removeprefix("[").removesuffix("]")
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def user_data_dir(app: str = "dominds") -> Path:
@@ -69,7 +60,7 @@ class Guard:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         host = headers.get("host", "")
         host_name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
-        if self.token is None and not is_loopback(host_name):
+        if self.token is None and not is_loopback_host(host_name):
             await _refuse(send, 403, "without a token only loopback host names are answered")
             return
         origin = headers.get("origin")
@@ -98,7 +89,7 @@ async def serve_http(
     """Serve ``server`` (an SDK ``MCPServer`` or low-level ``Server``) at ``http://host:port/mcp`` until cancelled; prints the URL on stdout."""
     import uvicorn
 
-    if token is None and not is_loopback(host):
+    if token is None and not is_loopback_host(host):
         raise SystemExit(f"{name}: --no-auth is only allowed on a loopback address, not {host}")
     app = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=stateless, host=host)
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)

@@ -10,7 +10,8 @@ A stateless server has one shared session. A stateful server gets one session pe
 that ends when the dialog leaves ``run/`` (done, archived, deleted), after ``LEASE_IDLE_S`` without a
 call, or when the agent calls ``release_<id>_session``. A server that goes away is started again on
 the next use after a back-off (0.5 s doubling to 30 s); the call it was serving is an error the model
-reads ("may or may not have run"), never re-run.
+reads ("may or may not have run"), never re-run. A server found dead before a call is sent (a ping
+after a quiet spell, see connection.py) is started again and the call runs on the new connection.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from dominds.mcp.config import (
     ServerSpec,
     load_mcp_config,
 )
-from dominds.mcp.connection import CallTimeout, Connection, ServerGone, ServerUnreachable
+from dominds.mcp.connection import (
+    CallTimeout,
+    Connection,
+    ServerGone,
+    ServerGoneBeforeCall,
+    ServerUnreachable,
+)
+from dominds.mcp.elicit import ask_person
 from dominds.mcp.results import render_result
 from dominds.problems import Problem, make_problem
 from dominds.rtws import Rtws
@@ -244,26 +252,32 @@ class McpManager:
         spec = state.spec
         if self.servers.get(spec.id) is not state:
             raise ToolError(f"MCP server {spec.id!r} was removed from or changed in {MCP_YAML}; call the tool again")
-        try:
-            conn = await self._lease(state, ctx) if spec.stateful else await self._shared(state)
-        except (ServerUnreachable, ServerGone) as exc:
-            self._failed(state, f"unreachable: {exc}")
-            raise ToolError(f"MCP server {spec.id!r} is unreachable ({exc}); the tool did not run") from exc
-        try:
-            result = await conn.call_tool(mcp_name, args, spec.timeout_s)
-        except CallTimeout as exc:
-            raise ToolError(
-                f"MCP server {spec.id!r}: {mcp_name} gave no answer within {spec.timeout_s:g}s; "
-                "it may or may not have run (it is not retried)"
-            ) from exc
-        except ServerGone as exc:
-            self._gone(state, conn, str(exc))
-            raise ToolError(
-                f"MCP server {spec.id!r} went away during {mcp_name} ({exc}); the call may or may not have run "
-                "(it is not retried). The server is started again on the next call."
-            ) from exc
-        except Exception as exc:
-            raise ToolError(conn.redact(f"MCP server {spec.id!r} refused {mcp_name}: {type(exc).__name__}: {exc}")) from exc
+        for attempt in (1, 2):  # a server found dead before the call was sent is started again, once
+            try:
+                conn = await self._lease(state, ctx) if spec.stateful else await self._shared(state)
+            except (ServerUnreachable, ServerGone) as exc:
+                self._failed(state, f"unreachable: {exc}")
+                raise ToolError(f"MCP server {spec.id!r} is unreachable ({exc}); the tool did not run") from exc
+            try:
+                result = await conn.call_tool(mcp_name, args, spec.timeout_s, caller=ctx)
+                break
+            except ServerGoneBeforeCall as exc:
+                self._gone(state, conn, str(exc))
+                if attempt == 2:
+                    raise ToolError(f"MCP server {spec.id!r} went away again before {mcp_name} was sent ({exc}); the tool did not run") from exc
+            except CallTimeout as exc:
+                raise ToolError(
+                    f"MCP server {spec.id!r}: {mcp_name} gave no answer within {spec.timeout_s:g}s; "
+                    "it may or may not have run (it is not retried)"
+                ) from exc
+            except ServerGone as exc:
+                self._gone(state, conn, str(exc))
+                raise ToolError(
+                    f"MCP server {spec.id!r} went away during {mcp_name} ({exc}); the call may or may not have run "
+                    "(it is not retried). The server is started again on the next call."
+                ) from exc
+            except Exception as exc:
+                raise ToolError(conn.redact(f"MCP server {spec.id!r} refused {mcp_name}: {type(exc).__name__}: {exc}")) from exc
         state.failures = 0
         dialog = ctx.services.get("dialog")
         dialog_dir: Path | None = getattr(getattr(dialog, "files", None), "dir", None)
@@ -296,6 +310,7 @@ class McpManager:
         was = state.state
         state.state = "starting" if was in ("not started", "stopped") else "restarting"
         conn = Connection(state.spec, self.rtws.root, self.environ)
+        conn.on_elicit = lambda caller, params: ask_person(state.spec.id, caller, params)  # elicit.py
         try:
             await conn.start()
         except ServerUnreachable:

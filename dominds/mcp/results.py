@@ -68,7 +68,19 @@ def _save(data: str, mime: str, kind: str, dialog_dir: Path | None, self_id: str
         return f"[{kind} ({mime}) left out: its data is not valid base64]"
     if dialog_dir is None:
         return f"[{kind} ({mime}, {len(raw)} bytes) not saved: no dialog directory]"
+    return save_artifact(dialog_dir, self_id, stem, raw, mime, kind, uri)
+
+
+def save_artifact(dialog_dir: Path, self_id: str, stem: str, raw: bytes, mime: str, kind: str = "image", source: str = "") -> str:
+    """Write ``raw`` as a dialog artifact; returns the placeholder line the model and the panel read
+    (``driver/images.py`` finds image lines again to send the image itself to a vision-capable model)."""
     name = f"{stem}{_extension(mime)}"
     write_atomic(dialog_dir / ARTIFACTS_DIR / name, raw)
-    where = f" from {uri}" if uri else ""
+    where = f" from {source}" if source else ""
     return f"[{kind} saved as artifact {name} ({mime}, {len(raw)} bytes){where}: {artifact_url(self_id, name)}]"
+
+
+IMAGE_ARTIFACT_LINE = re.compile(
+    r"\[image saved as artifact (?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,127}) \((?P<mime>image/[A-Za-z0-9.+-]+), \d+ bytes\)"
+)
+"""An image placeholder line written by ``save_artifact``."""

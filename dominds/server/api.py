@@ -15,6 +15,7 @@ from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dominds.driver.engine import Engine
+from dominds.driver.fork import fork_root
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
 from dominds.server.listing import ListingInThread, dialog_tree
@@ -62,6 +63,15 @@ class SectionBody(_Body):
 
 class DeadBody(_Body):
     note: str = ""
+
+
+class ForkBody(_Body):
+    genseq: Annotated[int, Field(ge=1)]
+    """The generation to run anew in the fork (the fork holds everything recorded before it)."""
+    course: Annotated[int, Field(ge=1)] | None = None
+    """Its course (default: the dialog's current course)."""
+    message: Annotated[str, Field(min_length=1, max_length=1024 * 1024)] | None = None
+    """The fork's first message instead of the one that generation answered."""
 
 
 class MoveBody(_Body):
@@ -186,9 +196,12 @@ async def cancel_queued(request: web.Request) -> web.Response:
 async def answer_question(request: web.Request) -> web.Response:
     body = await _body(request, MessageBody)
     question_id = request.match_info["question_id"]
-    dialog = _engine(request).answer_question(question_id, body.content, body.msgId)
+    engine = _engine(request)
+    elicitation = question_id in engine.waiting_answers  # its answer goes to an MCP server, not the dialog
+    dialog = engine.answer_question(question_id, body.content, body.msgId)
     return web.json_response(
-        {"questionId": question_id, "selfId": dialog.self_id, "rootId": dialog.root_id}, status=202
+        {"questionId": question_id, "selfId": dialog.self_id, "rootId": dialog.root_id, "queued": not elicitation},
+        status=202,
     )
 
 
@@ -210,6 +223,22 @@ async def run_control(request: web.Request) -> web.Response:
         await engine.declare_dead(dialog, body.note)
     result["runState"] = dialog.latest.run_state.to_disk()
     return web.json_response(result)
+
+
+async def fork_dialog(request: web.Request) -> web.Response:
+    """A new main dialog holding the original's history before a generation, which it runs anew (driver/fork.py)."""
+    body = await _body(request, ForkBody)
+    engine = _engine(request)
+    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    if not dialog.is_root:
+        raise ApiError(400, f"dialog {dialog.self_id} is a subdialog; only a main dialog can be forked")
+    fork = fork_root(engine, dialog.root_id, genseq=body.genseq, course=body.course, message=body.message)
+    origin = fork.meta.forked_from
+    assert origin is not None
+    return web.json_response(
+        {"selfId": fork.self_id, "rootId": fork.root_id, "agentId": fork.agent_id, "forkedFrom": origin.to_disk()},
+        status=201,
+    )
 
 
 async def move_dialog(request: web.Request) -> web.Response:
@@ -254,7 +283,8 @@ async def write_taskdoc_section(request: web.Request) -> web.Response:
 
 
 async def taskdocs(request: web.Request) -> web.Response:
-    return web.json_response({"taskdocs": discover_taskdocs(_engine(request).rtws.root)})
+    # a workflow's own Taskdocs are no choice for a new dialog (taskdoc_discovery.WORKFLOW_MARKER)
+    return web.json_response({"taskdocs": discover_taskdocs(_engine(request).rtws.root, workflow=False)})
 
 
 async def problems(request: web.Request) -> web.Response:
@@ -297,6 +327,7 @@ def add_api_routes(app: web.Application) -> None:
     app.router.add_post("/api/dialogs/{self_id}/messages", post_message)
     app.router.add_delete("/api/dialogs/{self_id}/messages/{msg_id}", cancel_queued)
     app.router.add_post("/api/dialogs/{self_id}/title", set_title)
+    app.router.add_post("/api/dialogs/{self_id}/fork", fork_dialog)
     app.router.add_post("/api/dialogs/{self_id}/{action:stop|resume|dead}", run_control)
     app.router.add_get("/api/q4h", list_questions)
     app.router.add_post("/api/q4h/{question_id}/answer", answer_question)

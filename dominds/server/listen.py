@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import ipaddress
 import socket
 from collections.abc import Sequence
 from typing import Any
+
+from dominds.loopback import is_loopback_host as is_loopback_host  # re-exported: the listeners' rule
 
 PORT_ATTEMPTS = 20
 """How many consecutive ports are tried when the requested one is taken."""
 BACKLOG = 128
 """Connections the kernel queues while the daemon is busy (aiohttp's own default)."""
-LOOPBACK_NAMES = frozenset({"localhost", "localhost.", "ip6-localhost"})
 
 
 class ServerError(Exception):
@@ -69,17 +69,6 @@ def _bind_all(addresses: Sequence[tuple[int, tuple[Any, ...]]], port: int) -> li
                 sock.close()
         raise
     return bound
-
-
-def is_loopback_host(host: str) -> bool:
-    """True for a loopback IP address or name (``127.0.0.1``, ``::1``, ``[::1]``, ``localhost``)."""
-    name = host.strip().lower().removeprefix("[").removesuffix("]")
-    if name in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def listening_port(sockets: list[socket.socket]) -> int:

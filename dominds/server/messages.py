@@ -10,9 +10,11 @@ coercing ``"5"`` into ``5`` or ``1`` into ``True``.
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
 
 from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
 
@@ -247,14 +249,28 @@ def parse_client_message(frame: str) -> ClientMessage:
     return message
 
 
+_UNION_BRANCH = re.compile(r"^(str|int|float|bool|list|dict|none|constrained-\w+|[\w-]+\[.*\])$")
+"""A ``loc`` part pydantic adds for a branch of a union (``requestId.constrained-str``): not a field."""
+
+
 def _describe(kind: str, exc: ValidationError) -> str:
+    """At most three problems, one per field: a union's branches are one field, described by the branch
+    matching the value's JSON type (``requestId`` too long, not "…or should be an integer")."""
+    by_field: dict[str, ErrorDetails] = {}
+    for error in exc.errors(include_url=False):
+        parts = [str(part) for part in error["loc"]]
+        field = ".".join(p for p in parts if not _UNION_BRANCH.match(p)) or "message"
+        branch = next((p for p in parts if _UNION_BRANCH.match(p)), "")
+        value = error.get("input")
+        matches = (isinstance(value, str) and "str" in branch) or (type(value) is int and "int" in branch)
+        if field not in by_field or matches:
+            by_field[field] = error
     problems = []
-    for error in exc.errors(include_url=False)[:3]:
-        where = ".".join(str(part) for part in error["loc"]) or "message"
+    for field, error in list(by_field.items())[:3]:
         if error["type"] == "missing":
-            problems.append(f"`{where}` is required")
+            problems.append(f"`{field}` is required")
         else:
-            problems.append(f"`{where}`: {error['msg']} (got {_short(error.get('input'))})")
+            problems.append(f"`{field}`: {error['msg']} (got {_short(error.get('input'))})")
     return f"bad {kind} message: " + "; ".join(problems)
 
 

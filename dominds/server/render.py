@@ -149,7 +149,8 @@ def enrich(event: dict[str, Any]) -> None:
     framed tellask), live (``server/hub.py``) and replayed from the files (``server/replay.py``) alike."""
     kind = event.get("type")
     if kind == "saying_finish_evt" and "markdownHtml" not in event:
-        event["markdownHtml"] = render_saying(str(event.get("content", "")))
+        content = str(event.get("content", ""))
+        event["markdownHtml"] = [render_markdown(content)] if event.get("plain") else render_saying(content)
     elif kind == "teammate_response_evt" and "responseHtml" not in event:
         event["responseHtml"] = render_markdown(str(event.get("response", "")))
     elif kind == "end_of_user_saying_evt":

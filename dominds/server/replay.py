@@ -18,8 +18,14 @@ import json
 from typing import Any
 
 from dominds.dialog.model import Dialog
-from dominds.driver.receiver import finish_event_fields, incomplete_fields, parser_event_payloads
+from dominds.driver.receiver import (
+    finish_event_fields,
+    incomplete_fields,
+    parser_event_payloads,
+    plain_fields,
+)
 from dominds.driver.subdialogs import assignment_msg_id, prompt_event_fields
+from dominds.driver.tool_form import tool_form_call_events
 from dominds.server.render import enrich
 from dominds.store.course_records import (
     AgentThoughtRecord,
@@ -35,6 +41,7 @@ from dominds.store.course_records import (
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
     TeammateResponseRecord,
+    TellaskCallRecord,
 )
 from dominds.store.records import Assignment
 from dominds.tellask import TellaskParser
@@ -117,6 +124,8 @@ class _CourseReplay:
                     "isError": record.is_error,
                 }
             ]
+        if isinstance(record, TellaskCallRecord):
+            return tool_form_call_events(record, course)
         if isinstance(record, TeammateCallResultRecord):
             return [
                 {
@@ -161,14 +170,22 @@ class _CourseReplay:
         segment = self.segments.get(record.genseq, 0) + 1
         self.segments[record.genseq] = segment
         gen = {"course": self.course, "genseq": record.genseq}
-        parser = TellaskParser()
-        parsed = [*parser.feed(record.content), *parser.finish()]
+        if record.plain:  # tool form: one markdown run, nothing parsed
+            body: list[Event] = [
+                {"type": "markdown_start_evt", **gen},
+                {"type": "markdown_chunk_evt", "chunk": record.content, **gen},
+                {"type": "markdown_finish_evt", **gen},
+            ]
+        else:
+            parser = TellaskParser()
+            body = parser_event_payloads([*parser.feed(record.content), *parser.finish()], self.course, record.genseq, segment)
         return [
             {"type": "saying_start_evt", **gen},
-            *parser_event_payloads(parsed, self.course, record.genseq, segment),
+            *body,
             {
                 "type": "saying_finish_evt",
                 "content": record.content,
+                **plain_fields(record),
                 **incomplete_fields(record),
                 **gen,
             },
@@ -207,13 +224,13 @@ class _CourseReplay:
             return []
         genseq = dialog.genseq
         gen = {"course": self.course, "genseq": genseq}
-        thinking = dialog.streaming_text.get("thinking")
+        thinking = dialog.streamed_so_far("thinking")
         if thinking is not None:
             return [
                 {"type": "thinking_start_evt", **gen},
                 {"type": "thinking_chunk_evt", "chunk": thinking, **gen},
             ]
-        saying = dialog.streaming_text.get("saying")
+        saying = dialog.streamed_so_far("saying")
         if saying is None:
             return []
         segment = self.segments.get(genseq, 0) + 1

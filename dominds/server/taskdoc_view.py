@@ -10,21 +10,19 @@ and as an editor's atomic save — refusing it when the file changed since the p
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from dominds.server.render import render_markdown
 from dominds.taskdoc import BEARINMIND_CATEGORY, TOP_SECTIONS, Taskdoc, TaskdocError
-from dominds.taskdoc_sections import read_section, section_file, write_section
+from dominds.taskdoc_sections import SectionConflict, content_hash, read_section, section_file
+from dominds.taskdoc_sections import write_section_checked as write_checked
+
+__all__ = ["SectionConflict", "taskdoc_sections", "write_section_checked"]
 
 MAX_EXTRA_SECTIONS = 100
 """Extra sections shown with their text; more are listed by name only (a hand-made package can hold thousands)."""
 _NOT_EDITABLE = {"too_large": "only the first part of this file is shown", "not_utf8": "the file is not UTF-8 text"}
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _section(taskdoc: Taskdoc, key: str, text: str | None, lead_title: str | None = None) -> dict[str, Any]:
@@ -87,24 +85,10 @@ def write_section_checked(rtws_root: Path, taskdoc_path: str, key: str, content:
     the file's current text is not the one the panel read.
     """
     category, _, selector = key.rpartition("/")
-    file_rel = section_file(selector, category or None)  # refuses a bad key before anything is read
-    if base_hash is not None:
-        try:
-            current = read_section(rtws_root, taskdoc_path, category, selector) if category else None
-        except TaskdocError:
-            current = ""
-        if current is None:  # a top section: read the file directly (recall_taskdoc refuses them)
-            from dominds.taskdoc import load_taskdoc
-
-            current = load_taskdoc(rtws_root, taskdoc_path).top_section(selector) or ""
-        if content_hash(current) != base_hash:
-            raise SectionConflict(
-                f"{file_rel} changed since you opened it (an agent or an editor "
-                "wrote it); reload the Taskdoc and edit again"
-            )
-    target = write_section(rtws_root, taskdoc_path, selector, content, category or None)
+    try:
+        target = write_checked(rtws_root, taskdoc_path, selector, content, category or None, base_hash)
+    except SectionConflict as exc:
+        file_rel = section_file(selector, category or None)
+        message = f"{file_rel} changed since you opened it (an agent or an editor wrote it); reload the Taskdoc and edit again"
+        raise SectionConflict(message, exc.current) from None
     return target.relative_to(rtws_root).as_posix()
-
-
-class SectionConflict(Exception):
-    """The section changed on disk after the panel read it."""

@@ -74,6 +74,12 @@ async def artifact(request: web.Request) -> web.StreamResponse:
     )
 
 
+async def tools_page(request: web.Request) -> web.StreamResponse:
+    """``/tools``: the Tools view lives at ``/static/tools.html`` (``/tools`` was a 404)."""
+    raise web.HTTPFound(request.rel_url.with_path("/static/tools.html").with_query(request.rel_url.query))
+
+
 def add_tools_routes(app: web.Application) -> None:
+    app.router.add_get("/tools", tools_page)
     app.router.add_get("/api/tools", list_tools)
     app.router.add_get("/api/dialogs/{self_id}/artifacts/{name}", artifact)

@@ -59,6 +59,8 @@ def dialog_summary(engine: Engine, dialog: Dialog) -> dict[str, Any]:
         summary["loadError"] = dialog.load_error
     if dialog.notices:
         summary["notices"] = list(dialog.notices)
+    if meta.forked_from is not None:
+        summary["forkedFrom"] = meta.forked_from.to_disk()
     return summary
 
 

@@ -2,7 +2,7 @@
 // panels, keeps what is shown in the address (router.js), and routes every message from the daemon.
 // Protocol: docs/protocol.md.
 
-import { apiGet } from "./api.js";
+import { apiGet, apiPost } from "./api.js";
 import { renderProblems, refreshBannerLanguage, wireBanner } from "./banner.js";
 import { Connection, signIn, takeAuthFailure } from "./connection.js";
 import { DialogLists } from "./dialog_lists.js";
@@ -28,6 +28,7 @@ const transcript = new Transcript($("#transcript"), {
   openDialog: (ref) => openDialog(ref),
   answer: answerQuestion,
   followLink: (target) => openDialog(target, target),
+  fork: (ref, at) => forkAt(ref, at),
 });
 const view = new DialogView(conn, transcript, {
   onReady: onDialogReady,
@@ -166,6 +167,32 @@ async function answerQuestion(question, content) {
     content,
     msgId: randomId("ans-"),
   });
+}
+
+/** Fork the main dialog ``ref`` at a reply: the person may edit the message that reply answered. */
+async function forkAt(ref, { course, genseq, prompt }) {
+  let forked = null;
+  const submitted = await askInPage({
+    id: "fork-dialog",
+    title: t("forkTitle", { n: genseq }),
+    text: t("forkText"),
+    field: { multiline: true, value: prompt || "", label: t("forkMessage"), placeholder: t("forkMessagePlaceholder") },
+    confirm: t("forkConfirm"),
+    cancel: t("cancel"),
+    check: async (value) => {
+      const body = { genseq, course };
+      if (value.trim() && value !== (prompt || "")) body.message = value;
+      try {
+        forked = await apiPost(`/api/dialogs/${encodeURIComponent(ref.rootId)}/fork`, body);
+        return null;
+      } catch (error) {
+        return error.message;
+      }
+    },
+  });
+  if (submitted === null || !forked) return;
+  refreshLists();
+  openDialog({ selfId: forked.selfId, rootId: forked.rootId });
 }
 
 function jumpToQuestion(question) {

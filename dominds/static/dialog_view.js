@@ -254,6 +254,13 @@ export class DialogView {
     const parent = $("#dh-parent");
     parent.hidden = !info.supdialogId;
     if (info.supdialogId) parent.href = linkTo({ selfId: info.supdialogId, rootId: info.dialog.rootId });
+    const origin = $("#dh-forked-from");  // a fork links back to the reply it was forked at
+    origin.hidden = !info.forkedFrom;
+    if (info.forkedFrom) {
+      const { rootId, course, genseq } = info.forkedFrom;
+      origin.href = linkTo({ selfId: rootId, rootId, course });
+      origin.textContent = t("forkedFrom", { n: genseq });
+    }
     this.renderAssignment(info.assignmentFromSup);
     const viewing = this.viewingCourse || info.currentCourse;
     $("#course-label").textContent = t("course", { n: viewing, total: info.totalCourses });

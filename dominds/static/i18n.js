@@ -92,6 +92,7 @@ const MESSAGES = {
     origin_system: "System",
     state_idle: "idle",
     state_proceeding: "generating",
+    state_retrying: "retrying",
     state_stop_requested: "stopping",
     state_interrupted: "interrupted",
     state_blocked: "blocked",
@@ -147,6 +148,14 @@ const MESSAGES = {
     copyLink: "Copy a link to this dialog",
     linkCopied: "Link copied.",
     linkTo: "Link to this call",
+    fork: "Fork",
+    forkHint: "Fork here: a new dialog that runs this reply again (this dialog stays as it is)",
+    forkTitle: "Fork at reply #{n}",
+    forkText: "A new dialog gets everything before this reply and runs it again, on the message below (edit it to ask differently). This dialog is not changed.",
+    forkMessage: "The message the fork answers",
+    forkMessagePlaceholder: "Leave as is to run the same reply again",
+    forkConfirm: "Fork",
+    forkedFrom: "forked at reply #{n}",
     treeCost: "Tokens and cost of the whole dialog tree (root and subdialogs)",
     paneDialogs: "Dialogs",
     paneConversation: "Conversation",
@@ -265,6 +274,7 @@ const MESSAGES = {
     origin_system: "系统",
     state_idle: "空闲",
     state_proceeding: "生成中",
+    state_retrying: "重试中",
     state_stop_requested: "停止中",
     state_interrupted: "已中断",
     state_blocked: "阻塞",
@@ -320,6 +330,14 @@ const MESSAGES = {
     copyLink: "复制此对话的链接",
     linkCopied: "已复制链接。",
     linkTo: "此调用的链接",
+    fork: "分叉",
+    forkHint: "从这里分叉：新对话重新生成这条回复（本对话保持不变）",
+    forkTitle: "在回复 #{n} 处分叉",
+    forkText: "新对话包含这条回复之前的全部内容，并根据下面的消息重新生成这条回复（可修改消息）。本对话不会改变。",
+    forkMessage: "分叉要回答的消息",
+    forkMessagePlaceholder: "保持不变即重新生成同一条回复",
+    forkConfirm: "分叉",
+    forkedFrom: "分叉自回复 #{n}",
     treeCost: "整个对话树（根与子对话）的令牌与费用",
     paneDialogs: "对话",
     paneConversation: "会话",
@@ -385,5 +403,7 @@ export function onLanguageChange(listener) {
 export function runStateLabel(runState) {
   if (!runState) return "";
   if (runState.kind === "blocked" && runState.reason) return t(`state_${runState.reason}`);
+  // The provider's retry window waits out an outage: "retrying: attempt 3, next in 12 s, HTTP 529: …".
+  if (runState.kind === "proceeding" && runState.reason === "retrying") return `${t("state_retrying")}: ${runState.detail || ""}`;
   return t(`state_${runState.kind}`);
 }

@@ -23,7 +23,7 @@ const USER_ORIGIN_LABEL = {
 };
 
 export class Transcript {
-  /** actions: { openDialog(ref), answer(question, text): Promise, followLink(target) } */
+  /** actions: { openDialog(ref), answer(question, text): Promise, followLink(target), fork?(ref, at) } */
   constructor(root, actions) {
     this.root = root;
     this.actions = actions;
@@ -230,16 +230,26 @@ const HANDLERS = {
       ? this.tellaskBubble(e, framed)
       : h("div", { class: `bubble user origin-${e.origin}`, dataset: { msgId: e.msgId } }, h("div", { class: "who", text: label }), body);
     // the prompt is recorded by the generation that consumes it, just after generating_start_evt
-    if (this.gen && this.gen.genseq === e.genseq) this.gen.el.before(bubble);
-    else this.root.append(bubble);
+    if (this.gen && this.gen.genseq === e.genseq) {
+      this.gen.el.before(bubble);
+      if (e.origin === "user" || e.origin === "q4h_answer") this.gen.prompt = e.content;  // what a fork re-asks
+    } else this.root.append(bubble);
   },
   generating_start_evt(e) {
     const body = h("div", { class: "gen-body" });
-    const el = h("div", { class: "bubble gen streaming", dataset: { genseq: e.genseq } },
-      h("div", { class: "who" }, h("span", { class: "agent", text: `@${this.agentId}` }), h("span", { class: "genseq", text: `#${e.genseq}` })),
-      body);
+    const who = h("div", { class: "who" }, h("span", { class: "agent", text: `@${this.agentId}` }), h("span", { class: "genseq", text: `#${e.genseq}` }));
+    const el = h("div", { class: "bubble gen streaming", dataset: { genseq: e.genseq } }, who, body);
     this.root.append(el);
-    this.gen = { el, body, genseq: e.genseq };
+    const gen = { el, body, genseq: e.genseq, prompt: null };
+    this.gen = gen;
+    // a main dialog can be forked at any reply: a new dialog that runs this reply again (driver/fork.py)
+    if (this.actions.fork && this.ref && this.ref.selfId === this.ref.rootId) {
+      const course = e.course ?? this.ref.course;
+      who.append(h("button", {
+        type: "button", class: "fork-gen", text: t("fork"), title: t("forkHint"), "aria-label": t("forkHint"),
+        onclick: () => this.actions.fork(this.ref, { course, genseq: e.genseq, prompt: gen.prompt }),
+      }));
+    }
   },
   generating_finish_evt(e) {
     const note = FINISH_NOTES[e.finishReason];

@@ -143,6 +143,9 @@ class AgentWordsRecord(Record):
     """Saying text, verbatim."""
     incomplete: IncompleteReason | None = None
     """Set when the segment was cut off before its end (the text is what had streamed). Since v1."""
+    plain: bool = False
+    """Written by a member in Tellask tool form (``tellask: tools``): ``!?@`` lines in it are plain text, not
+    calls (replay and recovery do not parse it). Since v1; absent = parsed."""
 
 
 class FuncCallRecord(Record):
@@ -174,12 +177,41 @@ class FuncResultRecord(Record):
     name: str
     """Tool name."""
     content: str
-    """Result text the model sees."""
+    """Result text (what the model sees unless ``context_note`` is set)."""
     is_error: bool = False
     """The call failed or was refused."""
     interrupted: bool = False
     """The call did not finish: recorded at recovery (the daemon died while the tool ran) or when a stop
     cancelled it; the content says whether it may have run."""
+    context_note: str | None = None
+    """What the model sees instead of ``content``: a result too large for a context under pressure is
+    replaced by this note (``driver/pressure.py``); ``content`` keeps the whole result for the panel.
+    Since issue 32; absent in older records."""
+
+
+class TellaskCallRecord(Record):
+    """A tellask made with a function tool (the tool form; a text-form call's site is its saying segment),
+    persisted before it runs. Its reply, note or answer is the tool call's result. Since v1."""
+
+    type: Literal["tellask_call_record"] = "tellask_call_record"
+    ts: str
+    """ISO time."""
+    genseq: int
+    """Generation that made the call."""
+    call_id: str
+    """Runtime callId (as a text-form call's: the registry, replies and questions use it)."""
+    form: Literal["tools"] = "tools"
+    """How the call was made: ``tools`` (a function call). Text-form calls have no such record."""
+    tool_call_id: str
+    """The provider's id of the function call (the tool result answers it)."""
+    tool_name: str
+    """``tellask``, ``tellaskSessionless``, ``tellaskBack``, ``askHuman`` or ``freshBootsReasoning``."""
+    arguments: dict[str, Any] | str
+    """The call's arguments as the model gave them (raw text when not a JSON object)."""
+    tellask_head: str
+    """The headline the text form would have written (``@coder !tellaskSession s``); empty when refused."""
+    tellask_body: str
+    """``tellaskContent``."""
 
 
 class TeammateCallResultRecord(Record):
@@ -312,6 +344,7 @@ CourseRecord = Annotated[
     | AgentWordsRecord
     | FuncCallRecord
     | FuncResultRecord
+    | TellaskCallRecord
     | TeammateCallResultRecord
     | TeammateResponseRecord
     | SubdialogCreatedRecord

@@ -17,7 +17,14 @@ from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.store.atomic import fsync_dir, remove_file, renamed_into_place, restore_spare, spare_path
+from dominds.store.atomic import (
+    fsync_dir,
+    remove_file,
+    renamed_into_place,
+    restore_spare,
+    spare_path,
+    write_fresh,
+)
 from dominds.store.course_records import CourseRecord
 from dominds.store.crashpoints import durable_step
 from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
@@ -26,6 +33,7 @@ from dominds.store.fileio import (
     load_model,
     load_raw,
     read_course,
+    record_line,
     repair_tail,
     save_model,
     save_raw,
@@ -259,8 +267,20 @@ def _whole_spare(path: Path) -> LatestState | None:
 CREATING_PREFIX = ".creating-"
 
 
-def create_dialog_dir(files: DialogFiles, meta: DialogMeta, latest: LatestState, first: CourseRecord) -> None:
+def create_dialog_dir(
+    files: DialogFiles,
+    meta: DialogMeta,
+    latest: LatestState,
+    first: CourseRecord,
+    *,
+    history: dict[int, list[CourseRecord]] | None = None,
+    reminders: RemindersFile | None = None,
+) -> None:
     """Create a dialog directory with its first files atomically.
+
+    ``history``: course files to write as well (course number → records; for ``latest.current_course``, the
+    records after ``first``), and ``reminders`` its ``reminders.json``: a fork is created with its
+    copied history in the same single rename, so no reader or crash sees it half made.
 
     The files are written into a hidden sibling directory that is then renamed into place, so a crash
     never leaves a dialog directory without its ``dialog.yaml`` (recovery removes leftover temp dirs).
@@ -281,13 +301,26 @@ def create_dialog_dir(files: DialogFiles, meta: DialogMeta, latest: LatestState,
     save_model(staged.dialog_yaml, meta, fresh=True)
     staged.write_latest(latest, fresh=True)
     course = course_file_name(latest.current_course)
-    write_first_record(staging / course, first)
+    names = [DIALOG_YAML, LATEST_YAML, course]
+    history = history or {}
+    for number, records in sorted(history.items()):
+        if number != latest.current_course:
+            write_fresh(staging / course_file_name(number), "".join(record_line(r) + "\n" for r in records))
+            names.append(course_file_name(number))
+    if latest.current_course in history:  # the current course: ``first``, then the records that follow it
+        lines = [first, *history[latest.current_course]]
+        write_fresh(staging / course, "".join(record_line(r) + "\n" for r in lines))
+    else:
+        write_first_record(staging / course, first)
+    if reminders is not None:
+        save_model(staged.reminders_json, reminders, fresh=True)
+        names.append(REMINDERS_JSON)
     durable_step("rename", final)
     try:
         os.rename(staging, final)
     except OSError as exc:
         raise WriteFailedError(final, exc.strerror or str(exc)) from exc
-    renamed_into_place(final, (DIALOG_YAML, LATEST_YAML, course))
+    renamed_into_place(final, names)
 
 
 def remove_creation_leftovers(directory: Path) -> int:

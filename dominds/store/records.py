@@ -8,6 +8,7 @@ wrong shape raises ``CorruptFileError`` naming the file instead of failing later
 
 from __future__ import annotations
 
+import secrets
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -52,6 +53,19 @@ class Assignment(Record):
     """All targets when one tellask addressed several members."""
 
 
+class ForkOrigin(Record):
+    """Where a forked root came from: the original root and the generation it was forked at."""
+
+    root_id: str
+    """Root id of the original dialog (which the fork never changes)."""
+    course: int
+    """Course of the original in which the generation ran."""
+    genseq: int
+    """The generation the fork runs anew: the fork holds everything recorded before it."""
+    edited: bool = False
+    """The prompt of that generation was replaced by the person who forked."""
+
+
 class DialogMeta(Record):
     """``dialog.yaml``: identity of a dialog; written at creation and on TYPE B re-assignment."""
 
@@ -79,6 +93,8 @@ class DialogMeta(Record):
     """Roots run by a workflow (e.g. ``tot``): Python code asks teammates; the root never calls an LLM."""
     title: str | None = None
     """Optional human title (workflow runs name their question here)."""
+    forked_from: ForkOrigin | None = None
+    """Roots made by forking another root at a generation (``dominds fork``, the panel's Fork). Since v1."""
 
     @property
     def is_root(self) -> bool:
@@ -212,14 +228,33 @@ class LatestState(Record):
 class Reminder(Record):
     """One dialog-scoped reminder."""
 
-    id: str
-    """Stable id (``rem-…``)."""
+    id: str = ""
+    """Stable id (``rem-…``): the reminder tools name a reminder by it. A file from before ids were used
+    (reminders named by their number) loads with ``""``; the loader gives it one (``with_stable_ids``)."""
     content: str
     """Text shown to the agent before its last user message."""
     owner: str | None = None
     """Tool that owns and re-renders it, if any."""
-    created_at: str
+    created_at: str = ""
     """ISO creation time."""
+
+
+def new_reminder_id() -> str:
+    return f"rem-{secrets.token_hex(4)}"
+
+
+def with_stable_ids(reminders: list[Reminder]) -> tuple[list[Reminder], bool]:
+    """Every reminder with an id of its own (a missing or repeated id gets a fresh one); True if any changed."""
+    seen: set[str] = set()
+    out: list[Reminder] = []
+    changed = False
+    for reminder in reminders:
+        if not reminder.id.startswith("rem-") or reminder.id in seen:
+            reminder = reminder.model_copy(update={"id": new_reminder_id()})
+            changed = True
+        seen.add(reminder.id)
+        out.append(reminder)
+    return out, changed
 
 
 class RemindersFile(Record):
@@ -260,6 +295,10 @@ class HumanQuestion(Record):
     """callId of the ``!?@human`` tellask."""
     call_site_ref: CallSiteRef
     """Where it was asked."""
+    kind: Literal["tellask", "elicitation"] = "tellask"
+    """``tellask``: an ``!?@human`` call; the answer is queued into the dialog. ``elicitation``: an MCP
+    server's request during a tool call; the answer goes back to the server, not into the dialog, and
+    a question of this kind left after a restart has nobody waiting (it is dropped)."""
 
 
 class Q4hFile(Record):

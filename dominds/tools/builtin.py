@@ -20,6 +20,7 @@ BUILTIN_TOOLSETS: dict[str, str] = {
     "team_memory": "dominds.tools.memory:TEAM_MEMORY_TOOLS",
     "os": "dominds.tools.shell:OS_TOOLS",
     "tot": "dominds.tools.tot.toolset:TOT_TOOLS",
+    "team-mgmt": "dominds.tools.team_mgmt:TEAM_MGMT_TOOLS",
 }
 """Toolset name → ``module:attribute`` of its list of tools."""
 

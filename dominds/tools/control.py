@@ -1,20 +1,31 @@
-"""Intrinsic tools every agent has: reminders, clear_mind, change_mind (roots only), recall_taskdoc.
+"""Intrinsic tools every agent has: reminders, clear_mind, change_mind and append_progress (roots only),
+recall_taskdoc.
 
-Handlers find their dialog in ``ctx.services["dialog"]``. ``clear_mind`` does not switch courses in the
+Handlers find their dialog in ``ctx.services["dialog"]``. Reminders are named by their stable id
+(``rem-…``), never by position: a delete no longer shifts the number a parallel update meant. A
+``change_mind`` carries the hash of the section text the model last saw (the Taskdoc view and
+``recall_taskdoc`` show it); a section changed since is refused with its current text, so a person's
+edit made meanwhile is never overwritten unseen. ``clear_mind`` does not switch courses in the
 middle of a generation (the call's own result must stay next to the call); it asks the driver to start
 the new course when the generation ends, via ``Dialog.pending_new_course`` (persisted in ``latest.yaml``).
 """
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.ids import now_iso
-from dominds.store.records import Reminder
+from dominds.store.records import Reminder, new_reminder_id
 from dominds.taskdoc import TaskdocError
-from dominds.taskdoc_sections import read_section, write_section
+from dominds.taskdoc_sections import (
+    SectionConflict,
+    append_section,
+    content_hash,
+    current_section_text,
+    read_section,
+    write_section_checked,
+)
 from dominds.tools.base import FuncTool, ToolCallContext, ToolError, object_schema
 
 
@@ -25,39 +36,41 @@ def _dialog(ctx: ToolCallContext) -> Dialog:
     return dialog
 
 
-def _reminder_index(dialog: Dialog, number: Any) -> int:
-    if not isinstance(number, int) or not 1 <= number <= len(dialog.reminders):
-        count = len(dialog.reminders)
-        raise ToolError(f"reminder_no must be between 1 and {count}" if count else "there are no reminders")
-    return number - 1
+def _reminder_index(dialog: Dialog, reminder_id: Any) -> int:
+    for index, reminder in enumerate(dialog.reminders):
+        if reminder.id == reminder_id:
+            return index
+    ids = ", ".join(r.id for r in dialog.reminders)
+    raise ToolError(f"no reminder {reminder_id!r}; the reminders are: {ids}" if ids else "there are no reminders")
 
 
 async def add_reminder(ctx: ToolCallContext, args: dict[str, Any]) -> str:
     dialog = _dialog(ctx)
-    reminder = Reminder(id=f"rem-{secrets.token_hex(4)}", content=str(args["content"]), created_at=now_iso())
+    reminder = Reminder(id=new_reminder_id(), content=str(args["content"]), created_at=now_iso())
     position = args.get("position")
     if isinstance(position, int) and 1 <= position <= len(dialog.reminders) + 1:
         dialog.reminders.insert(position - 1, reminder)
     else:
         dialog.reminders.append(reminder)
     dialog.save_reminders()
-    return f"Reminder #{dialog.reminders.index(reminder) + 1} added ({len(dialog.reminders)} in total)."
+    position = dialog.reminders.index(reminder) + 1
+    return f"Reminder #{position} added, id {reminder.id} ({len(dialog.reminders)} in total; name it by its id)."
 
 
 async def update_reminder(ctx: ToolCallContext, args: dict[str, Any]) -> str:
     dialog = _dialog(ctx)
-    index = _reminder_index(dialog, args["reminder_no"])
+    index = _reminder_index(dialog, args["reminder_id"])
     dialog.reminders[index] = dialog.reminders[index].model_copy(update={"content": str(args["content"])})
     dialog.save_reminders()
-    return f"Reminder #{index + 1} updated."
+    return f"Reminder {dialog.reminders[index].id} updated."
 
 
 async def delete_reminder(ctx: ToolCallContext, args: dict[str, Any]) -> str:
     dialog = _dialog(ctx)
-    index = _reminder_index(dialog, args["reminder_no"])
-    del dialog.reminders[index]
+    index = _reminder_index(dialog, args["reminder_id"])
+    removed = dialog.reminders.pop(index)
     dialog.save_reminders()
-    return f"Reminder #{index + 1} deleted ({len(dialog.reminders)} left)."
+    return f"Reminder {removed.id} deleted ({len(dialog.reminders)} left)."
 
 
 async def clear_mind(ctx: ToolCallContext, args: dict[str, Any]) -> str:
@@ -77,22 +90,54 @@ async def change_mind(ctx: ToolCallContext, args: dict[str, Any]) -> str:
     dialog = _dialog(ctx)
     if not dialog.is_root:
         raise ToolError("change_mind is for root dialogs only; ask your tellasker with `!?@tellasker` to change the Taskdoc")
+    selector, category = str(args["selector"]), args.get("category") or None
+    base_hash = args.get("base_hash")
     try:
-        path = write_section(
-            ctx.rtws.root, dialog.meta.task_doc_path, str(args["selector"]), str(args["content"]), args.get("category")
-        )
+        current = current_section_text(ctx.rtws.root, dialog.meta.task_doc_path, selector, category)
+        if base_hash is None and current.strip():
+            raise SectionConflict("base_hash is missing: this section has text, and replacing it unseen could lose an edit", current)
+        path = write_section_checked(
+            ctx.rtws.root, dialog.meta.task_doc_path, selector, str(args["content"]), category,
+            None if base_hash is None else str(base_hash),
+        )  # fmt: skip
+    except SectionConflict as exc:
+        raise ToolError(
+            f"change_mind refused: {exc}. Nothing was written. The section's current text "
+            f"(base_hash `{exc.current_hash}`) is below; redo your edit on it and call change_mind again with "
+            f"that base_hash (or use append_progress to add a progress entry).\n\n{exc.current}"
+        ) from exc
     except TaskdocError as exc:
         raise ToolError(str(exc)) from exc
     dialog.publish({"type": "taskdoc_updated", "taskDocPath": dialog.meta.task_doc_path, "file": path.name})
-    return f"Taskdoc section {path.relative_to(ctx.rtws.root).as_posix()} replaced; every dialog of the tree sees it now."
+    now = current_section_text(ctx.rtws.root, dialog.meta.task_doc_path, selector, category)
+    return (
+        f"Taskdoc section {path.relative_to(ctx.rtws.root).as_posix()} replaced (its base_hash is now "
+        f"`{content_hash(now)}`); every dialog of the tree sees it now."
+    )
+
+
+async def append_progress(ctx: ToolCallContext, args: dict[str, Any]) -> str:
+    dialog = _dialog(ctx)
+    if not dialog.is_root:
+        raise ToolError("append_progress is for root dialogs only; tell your tellasker what to record")
+    entry = str(args["entry"]).strip()
+    if not entry:
+        raise ToolError("entry is empty: write the progress entry to add")
+    try:
+        path = append_section(ctx.rtws.root, dialog.meta.task_doc_path, "progress", entry)
+    except TaskdocError as exc:
+        raise ToolError(str(exc)) from exc
+    dialog.publish({"type": "taskdoc_updated", "taskDocPath": dialog.meta.task_doc_path, "file": path.name})
+    return f"Progress entry added to {path.relative_to(ctx.rtws.root).as_posix()} (nothing else was changed)."
 
 
 async def recall_taskdoc(ctx: ToolCallContext, args: dict[str, Any]) -> str:
     dialog = _dialog(ctx)
     try:
-        return read_section(ctx.rtws.root, dialog.meta.task_doc_path, str(args["category"]), str(args["selector"]))
+        text = read_section(ctx.rtws.root, dialog.meta.task_doc_path, str(args["category"]), str(args["selector"]))
     except TaskdocError as exc:
         raise ToolError(str(exc)) from exc
+    return f"{text}\n\n(section hash: `{content_hash(text)}`; pass it as base_hash to change_mind to replace this section)"
 
 
 CONTROL_TOOLS = [
@@ -107,14 +152,14 @@ CONTROL_TOOLS = [
     ),
     FuncTool(
         "update_reminder",
-        "Replace the text of reminder #reminder_no (1-based).",
-        object_schema({"reminder_no": {"type": "integer"}, "content": {"type": "string"}}, ["reminder_no", "content"]),
+        "Replace the text of the reminder with this id (`rem-…`, as your reminders list shows it).",
+        object_schema({"reminder_id": {"type": "string"}, "content": {"type": "string"}}, ["reminder_id", "content"]),
         update_reminder,
     ),
     FuncTool(
         "delete_reminder",
-        "Delete reminder #reminder_no (1-based).",
-        object_schema({"reminder_no": {"type": "integer"}}, ["reminder_no"]),
+        "Delete the reminder with this id (`rem-…`, as your reminders list shows it).",
+        object_schema({"reminder_id": {"type": "string"}}, ["reminder_id"]),
         delete_reminder,
     ),
     FuncTool(
@@ -126,17 +171,33 @@ CONTROL_TOOLS = [
     ),
     FuncTool(
         "change_mind",
-        "Replace one whole section of the shared Taskdoc (goals, constraints, progress; or category/selector).",
+        "Replace one whole section of the shared Taskdoc (goals, constraints, progress; or category/selector). "
+        "base_hash: the section hash of the text you last saw (the Taskdoc view or recall_taskdoc shows it); "
+        "required when the section has text. If the section changed since, nothing is written and you get "
+        "its current text to redo your edit on.",
         object_schema(
-            {"selector": {"type": "string"}, "content": {"type": "string"}, "category": {"type": "string"}},
+            {
+                "selector": {"type": "string"},
+                "content": {"type": "string"},
+                "base_hash": {"type": "string"},
+                "category": {"type": "string"},
+            },
             ["selector", "content"],
         ),
         change_mind,
         root_only=True,
     ),
     FuncTool(
+        "append_progress",
+        "Add one entry to the Taskdoc's progress section, after what is there (never rewrites it).",
+        object_schema({"entry": {"type": "string"}}, ["entry"]),
+        append_progress,
+        root_only=True,
+    ),
+    FuncTool(
         "recall_taskdoc",
-        "Read a Taskdoc section that is not injected into context (bearinmind/* or an extra category).",
+        "Read a Taskdoc section that is not injected into context (bearinmind/* or an extra category), with "
+        "its section hash.",
         object_schema({"category": {"type": "string"}, "selector": {"type": "string"}}, ["category", "selector"]),
         recall_taskdoc,
     ),

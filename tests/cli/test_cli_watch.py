@@ -124,8 +124,12 @@ def test_classify_and_temp_names(tmp_path: Path) -> None:
 
 
 async def test_the_watcher_debounces_bursts_and_picks_up_new_packages(tmp_path: Path) -> None:
+    """Waits on signals, never on a fixed sleep: "only one call for the burst" was a 0.3-s wait that passed
+    vacuously on a slow machine; it is now checked once a later edit's call has come (calls are in order),
+    and the new package is edited once its watch reports it is in place (a 0.3-s guess flaked under load)."""
     (tmp_path / ".minds").mkdir()
     (tmp_path / "a.tsk").mkdir()
+    (tmp_path / "b.tsk").mkdir()
     calls: list[tuple[str, object]] = []
     watcher = WorkspaceWatcher(
         tmp_path,
@@ -141,13 +145,14 @@ async def test_the_watcher_debounces_bursts_and_picks_up_new_packages(tmp_path: 
         (tmp_path / ".minds" / "memory").mkdir()
         (tmp_path / ".minds" / "memory" / "note.md").write_text("agents write here all the time\n")
         await _until(lambda: ("taskdoc", "a.tsk") in calls)
-        await asyncio.sleep(0.3)
-        assert calls == [("taskdoc", "a.tsk")], "one call for the burst; memory writes are not configuration"
+        _editor_save(tmp_path / "b.tsk" / "goals.md", "after the burst\n")  # its call comes after any of the burst's
+        await _until(lambda: ("taskdoc", "b.tsk") in calls)
+        assert calls == [("taskdoc", "a.tsk"), ("taskdoc", "b.tsk")], "one call for the burst; memory writes are not configuration"
+        calls.clear()
 
         (tmp_path / "later.tsk").mkdir()
         watcher.rescan_soon()
-        await _until(lambda: tmp_path / "later.tsk" in watcher.watching)
-        await asyncio.sleep(0.3)  # the new watches are being put in place
+        await _until(lambda: tmp_path / "later.tsk" in watcher.in_place)  # the new watches answer
         (tmp_path / "later.tsk" / "goals.md").write_text("new\n")
         (tmp_path / ".minds" / "llm.yaml").write_text("providers: {}\n")
         await _until(lambda: ("taskdoc", "later.tsk") in calls and ("minds", [".minds/llm.yaml"]) in calls)

@@ -37,6 +37,7 @@ from dominds.store.course_records import (
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
     TeammateResponseRecord,
+    TellaskCallRecord,
 )
 from dominds.store.dialog_store import DialogStore
 
@@ -56,6 +57,12 @@ class Scenario:
     """Asking agent → the answer it must receive."""
     human_answer: str | None = None
     """The answer a person gives to every question, as soon as it is asked."""
+    tellask: str = "text"
+    """The team's Tellask form (``tools``: delegation by function tools, issue 33)."""
+
+
+def _tellask_tool(name: str, **arguments: str) -> dict[str, Any]:
+    return {"func_call": {"name": name, "arguments": arguments}}
 
 
 SCENARIOS = [
@@ -156,6 +163,37 @@ SCENARIOS = [
 ]
 
 
+SCENARIOS.append(
+    Scenario(
+        "tool_form_retellask_other_caller",
+        [
+            # The tool-form twin of retellask_other_caller: a note, reply or answer is the tool call's result.
+            {"agent": "lead", "role": "tool", "contains": "NOT delivered", "stream": [
+                _tellask_tool("tellask", targetAgentId="coder", sessionSlug="job", tellaskContent="part one"),
+                _tellask_tool("tellaskSessionless", targetAgentId="researcher", tellaskContent="review"),
+            ]},
+            {"agent": "researcher", "role": "tool", "contains": "NOT delivered", "stream": [
+                _tellask_tool("tellask", targetAgentId="coder", sessionSlug="job", tellaskContent="part two"),
+            ]},
+            {"agent": "lead", "message": "go", "stream": [
+                _tellask_tool("tellask", targetAgentId="coder", sessionSlug="job", tellaskContent="part one"),
+                _tellask_tool("tellaskSessionless", targetAgentId="researcher", tellaskContent="review"),
+            ]},
+            {"agent": "researcher", "contains": "review", "stream": [
+                _tellask_tool("tellask", targetAgentId="coder", sessionSlug="job", tellaskContent="part two"),
+            ]},
+            {"agent": "coder", "contains": "part two", "response": "Part two done."},
+            {"agent": "coder", "contains": "part one", "response": "Part one done."},
+            {"agent": "researcher", "role": "tool", "contains": "Part two done.", "response": "Reviewed."},
+            {"agent": "lead", "role": "tool", "contains": "", "response": "All done."},
+        ],  # fmt: skip
+        ["go"],
+        "All done.",
+        tellask="tools",
+    )
+)
+
+
 def _with_continuations(responses: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A generation cut after its saying was stored is generated again with that saying last in its context:
     the scripted agent then says the same thing again (a real model continues or repeats itself)."""
@@ -218,6 +256,10 @@ def _audit(rtws: Rtws, scenario: Scenario, acked: list[str], point: int) -> None
         assert len(replies) == len(set(replies)), f"{where}: a reply was recorded twice in {meta.id}"
         missing = [c for c in calls if c not in replies and c[1] not in notes]
         assert not missing, f"{where}: {meta.agent_id} {meta.id} never got a reply for {missing}"
+        # A tool-form call site (its result is the reply or the note) is answered exactly once.
+        answered = [r.call_id for r in course if isinstance(r, TeammateResponseRecord | TeammateCallResultRecord)]
+        for site in (r for r in course if isinstance(r, TellaskCallRecord)):
+            assert answered.count(site.call_id) == 1, f"{where}: tool-form call {site.tool_name} answered {answered.count(site.call_id)} times"
         assert not files.subdlg_yaml.exists() and not files.q4h_yaml.exists(), f"{where}: {meta.id} still waits"
         assert not latest.queued_prompts and not latest.inbound_tellask_backs, f"{where}: {meta.id} has work left"
         assert latest.run_state.kind == "idle", f"{where}: {meta.agent_id} {meta.id} ended {latest.run_state}"
@@ -242,6 +284,8 @@ def run_every_crash_point(tmp_path: Path, scenario: Scenario, *, stride: int = 1
     exercised = 0
     for point in range(first, limit + 1, stride):
         rtws = write_workspace(tmp_path / f"{scenario.name}-{point}", _with_continuations(scenario.responses))
+        if scenario.tellask != "text":
+            rtws.team_yaml.write_text(rtws.team_yaml.read_text().replace("member_defaults:\n", f"member_defaults:\n  tellask: {scenario.tellask}\n"))
         crashed, acked = _crash_run(rtws, scenario, point)
         if not crashed:
             _audit(rtws, scenario, acked, point)  # the uninterrupted run obeys the same invariants

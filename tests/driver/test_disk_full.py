@@ -6,12 +6,15 @@ import asyncio
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import records, sayings
+from tmpfs import Filler, tmpfs
 from workspace_kit import set_responses
 
-from dominds.store import atomic
+from dominds.driver import storage_watch
+from dominds.store import atomic, space
 from dominds.store.course_records import HumanTextRecord
 from dominds.store.errors import WriteFailedError
 
@@ -33,9 +36,15 @@ class DiskFull:
                 raise OSError(errno.ENOSPC, "No space left on device")
             return real_pwrite(fd, data, offset)
 
-        real_pwrite = os.pwrite
+        def posix_fallocate(fd: int, offset: int, length: int) -> None:  # the watcher's probe of free space
+            if self.armed:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            real_fallocate(fd, offset, length)
+
+        real_pwrite, real_fallocate = os.pwrite, os.posix_fallocate
         monkeypatch.setattr(atomic.os, "write", write)
         monkeypatch.setattr(atomic.os, "pwrite", pwrite)
+        monkeypatch.setattr(atomic.os, "posix_fallocate", posix_fallocate)
 
 
 async def test_refused_message_is_not_acknowledged_and_the_daemon_lives_on(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -134,3 +143,101 @@ async def test_a_dialog_paused_by_a_full_disk_resumes_when_space_returns(make_en
     assert root.load_error is None and sayings(root) == ["done"]
     assert [r.msg_id for r in records(root) if isinstance(r, HumanTextRecord)] == ["acked"]
     assert root.latest.run_state.kind == "idle"
+
+
+SESSION_ON_A_FULL_DISK = [
+    {"agent": "lead", "message": "go", "response": "!?@coder !tellaskSession job build it\n"},
+    # Long enough that its record needs new pages of the tmpfs: the write the full disk refuses.
+    {"agent": "coder", "contains": "build it", "response": "built " + "x" * 20000, "chunk_chars": 4000, "delay_ms": 5},
+    {"agent": "lead", "contains": "built", "response": "Done."},
+]
+
+
+class WatchRounds:
+    """The watcher's probes, counted: five refused ones, and the first that passed."""
+
+    def __init__(self) -> None:
+        self.refused = 0
+        self.five_refused = asyncio.Event()
+        self.passed = asyncio.Event()
+
+
+async def _coder_paused_on_a_full_tmpfs(make_engine, ws: Path, rounds: WatchRounds, monkeypatch) -> tuple[Any, Any, Filler]:  # type: ignore[no-untyped-def]
+    """The lead tellasks a coder session; the disk fills (really: a tmpfs at 0 bytes free) while it streams."""
+    real_probe = storage_watch.probe_free_space
+
+    def counted_probe(directory: Path, size: int = space.PROBE_BYTES) -> None:
+        try:
+            real_probe(directory, size)
+        except WriteFailedError:
+            rounds.refused += 1
+            if rounds.refused >= 5:
+                rounds.five_refused.set()
+            raise
+        rounds.passed.set()
+
+    monkeypatch.setattr(storage_watch, "probe_free_space", counted_probe)
+    engine = await make_engine(SESSION_ON_A_FULL_DISK, root=ws)
+    engine.storage_retry_interval = 0.02
+    filler = Filler(ws.parent)
+
+    filled: list[bool] = []
+
+    def fill_when_the_coder_speaks(event: dict[str, Any]) -> None:
+        if event["type"] == "saying_start_evt" and event["dialog"]["selfId"] != event["dialog"]["rootId"]:
+            if not filled:
+                filled.append(True)
+                filler.fill()
+
+    engine.pubchan.subscribe(fill_when_the_coder_speaks, wants_all=True)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go", msg_id="m1")
+    await engine.wait_idle()
+    coder = next(d for d in root.local.values() if not d.is_root)
+    assert coder.load_error is not None and "no space left" in coder.load_error, coder.load_error
+    return engine, root, filler
+
+
+@pytest.mark.slow
+async def test_a_session_paused_on_a_really_full_disk_waits_for_space_and_then_resumes(make_engine, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug (issue 34): the watcher probed with the dialog's own state write, which goes over its spare's blocks
+    and succeeds on a disk with 0 bytes free; the next write failed, the watcher task died ("Task exception
+    was never retrieved") and nothing retried, so the TYPE B session stayed paused and its caller blocked."""
+    unhandled: list[dict[str, Any]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: unhandled.append(context))
+    rounds = WatchRounds()
+    with tmpfs(tmp_path / "mnt") as mnt:
+        engine, root, filler = await _coder_paused_on_a_full_tmpfs(make_engine, mnt / "ws", rounds, monkeypatch)
+        coder = next(d for d in root.local.values() if not d.is_root)
+        await rounds.five_refused.wait()  # the watcher keeps probing while the disk stays full
+        assert not rounds.passed.is_set() and coder.load_error is not None, "the probe is not fooled by the spare"
+        assert not unhandled, unhandled
+        filler.free()
+        await rounds.passed.wait()
+        await engine.wait_idle()
+        assert coder.load_error is None and root.latest.run_state.kind == "idle"
+        assert sayings(root)[-1] == "Done." and sayings(coder)[-1].startswith("built ") and not unhandled
+        await engine.close()
+
+
+@pytest.mark.slow
+async def test_a_session_left_paused_by_a_full_disk_is_resumed_by_recovery_once_space_returns(make_engine, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug (issue 34): recovery did not resume ``interrupted{storage_error}``, so a session the daemon left
+    paused on a full disk (its watcher had saved that state) stayed so after a restart, its caller blocked."""
+    with tmpfs(tmp_path / "mnt") as mnt:
+        engine, root, filler = await _coder_paused_on_a_full_tmpfs(make_engine, mnt / "ws", WatchRounds(), monkeypatch)
+        coder = next(d for d in root.local.values() if not d.is_root)
+        # The daemon dies right after the watcher saved the state, before the drive it requests.
+        died = asyncio.Event()
+        monkeypatch.setattr(engine, "request_drive", lambda dialog: died.set())
+        filler.free()
+        await died.wait()
+        await engine.close()
+        latest = coder.files.read_latest()
+        assert latest is not None and (latest.run_state.kind, latest.run_state.reason) == ("interrupted", "storage_error")
+        engine2 = await make_engine([], root=mnt / "ws")
+        await engine2.wait_idle()
+        restored = engine2.get_dialog(root.root_id)
+        assert sayings(restored)[-1] == "Done."
+        assert all(d.latest.run_state.kind == "idle" for d in restored.local.values())
+        await engine2.close()

@@ -63,6 +63,7 @@ from dominds.store.course_records import (
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
     TeammateResponseRecord,
+    TellaskCallRecord,
 )
 from dominds.store.dialog_store import DialogStore
 
@@ -133,7 +134,54 @@ def _responses() -> list[dict[str, Any]]:
     return entries
 
 
+def _as_tool_calls(text: str) -> list[dict[str, Any]]:
+    """The stream a ``tellask: tools`` agent gives for a text-form response: its prose, then each block as
+    the Tellask function call it stands for (a collective block: one call per member)."""
+    from dominds.tellask import parse_segments
+    from dominds.tellask_events import TellaskCall
+
+    stream: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for seg in parse_segments(text):
+        if not isinstance(seg, TellaskCall):
+            if seg.text.strip():
+                stream.append({"saying": seg.text})
+            continue
+        words = seg.headline.split()
+        content = " ".join(w for w in words if not w.startswith("@") and w != "!tellaskSession" and w != seg.tellask_session)
+        first = seg.first_mention
+        if first == "human":
+            calls.append({"name": "askHuman", "arguments": {"tellaskContent": content}})
+        elif first == "tellasker":
+            calls.append({"name": "tellaskBack", "arguments": {"tellaskContent": content}})
+        elif first == "self":
+            calls.append({"name": "freshBootsReasoning", "arguments": {"tellaskContent": content}})
+        else:
+            for member in seg.mentions:
+                arguments = {"targetAgentId": member, "tellaskContent": content}
+                if seg.tellask_session:
+                    calls.append({"name": "tellask", "arguments": {**arguments, "sessionSlug": seg.tellask_session}})
+                else:
+                    calls.append({"name": "tellaskSessionless", "arguments": arguments})
+    return stream + [{"func_call": call} for call in calls]
+
+
+def _tool_form_responses() -> list[dict[str, Any]]:
+    """The same agents in ``tellask: tools`` form: blocks become Tellask tool calls, and what answers a
+    user prompt also answers a tool result (a reply, an answer or a note is the tool call's result)."""
+    out: list[dict[str, Any]] = []
+    for entry in _responses():
+        if "!?@" in str(entry.get("response", "")):
+            entry = {k: v for k, v in entry.items() if k != "response"} | {"stream": _as_tool_calls(entry["response"])}
+        out.append(entry)
+        if "role" not in entry:
+            out.append({**entry, "role": "tool"})
+    return out
+
+
 class DriverModel(RuleBasedStateMachine):
+    tellask_form = "text"
+
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
@@ -150,8 +198,10 @@ class DriverModel(RuleBasedStateMachine):
 
     def _workspace(self) -> Rtws:
         rtws = write_workspace(self.base / f"ws{self.generation}", [])
-        (rtws.minds_dir / "scripted" / "test.yaml").write_text(_yaml(_responses()))
-        rtws.team_yaml.write_text(rtws.team_yaml.read_text().replace("fbr_effort: 2", "fbr_effort: 1"))
+        tools = self.tellask_form == "tools"
+        (rtws.minds_dir / "scripted" / "test.yaml").write_text(_yaml(_tool_form_responses() if tools else _responses()))
+        team = rtws.team_yaml.read_text().replace("fbr_effort: 2", "fbr_effort: 1")
+        rtws.team_yaml.write_text(team.replace("member_defaults:\n", f"member_defaults:\n  tellask: {self.tellask_form}\n"))
         return rtws
 
     def _start(self, rtws: Rtws) -> Engine:
@@ -281,10 +331,15 @@ class DriverModel(RuleBasedStateMachine):
             keys = [(r.callee_dialog_id, r.call_id) for r in replies]
             notes = {r.call_id for r in course if isinstance(r, TeammateCallResultRecord)}
             assert len(keys) == len(set(keys)), f"{meta.id}: a reply recorded twice"
+            # A tool-form call site (its body carries the token) is answered at most once: its one result.
+            sites = {r.call_id: r.tellask_body for r in course if isinstance(r, TellaskCallRecord)}
+            answers = [r.call_id for r in course if isinstance(r, TeammateResponseRecord | TeammateCallResultRecord)]
+            for call_id in sites:
+                assert answers.count(call_id) <= 1, f"{meta.id}: tool-form call {call_id} answered {answers.count(call_id)} times"
             for reply in replies:  # invariant 1 and 2: a completed reply answers its own request
                 if reply.status == "completed":
                     assert "!?@" not in reply.response, f"{meta.id}: an intermediate tellask was taken as the reply {reply.response!r}"
-                asked = TOKEN.findall(reply.tellask_head)
+                asked = TOKEN.findall(reply.tellask_head + " " + sites.get(reply.call_id, ""))
                 if reply.status == "completed" and asked and reply.response != "noted":
                     assert asked[0] in reply.response, f"{meta.id}: {reply.tellask_head!r} answered {reply.response!r}"
             open_calls = {(s, c) for s, c, _ in calls} - set(keys)
@@ -380,23 +435,45 @@ test_driver_model = DriverModel.TestCase
 test_driver_model.pytestmark = [pytest.mark.timeout(900)]
 
 
-async def test_the_model_agents_do_what_the_rules_say(tmp_path: Path) -> None:
-    """Guards the model itself: each rule's script really reaches its shape (not the "noted" fallback)."""
+class ToolFormDriverModel(DriverModel):
+    """The same model with every agent delegating by Tellask function tools (issue 33): the tool form is a
+    dimension of the driver's model, with the same invariants."""
+
+    tellask_form = "tools"
+
+
+ToolFormDriverModel.TestCase.settings = settings(
+    max_examples=examples(25),  # the text form's 100 cover the shared paths; bin/fuzz runs more
+    stateful_step_count=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+test_driver_model_tool_form = ToolFormDriverModel.TestCase
+test_driver_model_tool_form.pytestmark = [pytest.mark.timeout(900)]
+
+
+@pytest.mark.parametrize("form", ["text", "tools"])
+async def test_the_model_agents_do_what_the_rules_say(tmp_path: Path, form: str) -> None:
+    """Guards the model itself: each rule's script really reaches its shape (not the "noted" fallback),
+    in both Tellask forms."""
     rtws = write_workspace(tmp_path / "ws", [])
-    (rtws.minds_dir / "scripted" / "test.yaml").write_text(_yaml(_responses()))
-    rtws.team_yaml.write_text(rtws.team_yaml.read_text().replace("fbr_effort: 2", "fbr_effort: 1"))
+    (rtws.minds_dir / "scripted" / "test.yaml").write_text(_yaml(_tool_form_responses() if form == "tools" else _responses()))
+    team = rtws.team_yaml.read_text().replace("fbr_effort: 2", "fbr_effort: 1")
+    rtws.team_yaml.write_text(team.replace("member_defaults:\n", f"member_defaults:\n  tellask: {form}\n"))
     engine = Engine(rtws)
     await engine.start()
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
-        for text in ("do fresh-via t1", "do nested t2", "do tool t3", "do selftool t4", "do clear t5"):
+        for text in ("do fresh-via t1", "do nested t2", "do tool t3", "do selftool t4", "do collective t6", "do clear t5"):
             engine.submit_user_message(engine.get_dialog(root.root_id), text, msg_id=f"m-{text}")
             await engine.wait_idle(timeout=30)
         store = DialogStore(rtws)
         replies: dict[str, list[str]] = {}
         tools: list[str] = []
+        tool_form: list[str] = []
         for files in store.iter_tree("run", root.root_id):
             course = [r for n in files.course_numbers() for r in files.read_course(n)]
+            tool_form += [r.tool_name for r in course if isinstance(r, TellaskCallRecord)]
             replies[files.read_meta().agent_id + ":" + files.read_meta().id] = [
                 r.response for r in course if isinstance(r, TeammateResponseRecord)
             ]
@@ -404,6 +481,11 @@ async def test_the_model_agents_do_what_the_rules_say(tmp_path: Path) -> None:
         said = sorted(x for v in replies.values() for x in v)
         assert "reply t1" in said, "the ask-back answered after a tellask to the researcher"
         assert "found t1" in said and "because t2" in said and "answer t2" in said
+        assert said.count("answer t6") == 2, "the collective call reached both members"
+        if form == "tools":
+            assert {"tellaskSessionless", "tellaskBack", "freshBootsReasoning"} <= set(tool_form) and tool_form.count("tellaskSessionless") >= 5
+        else:
+            assert not tool_form
         assert tools.count("add_reminder") == 2 and tools.count("clear_mind") == 1
         assert engine.get_dialog(root.root_id).latest.current_course == 2
     finally:

@@ -161,7 +161,11 @@ FANOUT = Scenario(
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("grouping", ["per_loop_turn", "until_idle"])
 @pytest.mark.parametrize(
-    "scenario", [FANOUT, *(s for s in SCENARIOS if s.name in ("ask_back", "question_in_subdialog"))], ids=lambda s: s.name
+    "scenario",
+    # tool_then_clear_mind starts a second course: a new course file is durable only once its directory is
+    # fsynced, which no scenario here exercised (that fsync could be removed with every test green)
+    [FANOUT, *(s for s in SCENARIOS if s.name in ("ask_back", "question_in_subdialog", "tool_then_clear_mind"))],
+    ids=lambda s: s.name,
 )
 def test_a_power_cut_at_any_point_of_a_group_loses_nothing_let_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario: Scenario, grouping: str

@@ -268,3 +268,83 @@ async def test_a_pending_subdialog_without_dialog_yaml_is_restored_not_a_refused
     engine2.answer_question(question["id"], "postgres")
     await engine2.wait_idle()
     assert reloaded.last_saying() == "Great."
+
+
+async def test_an_answer_queued_before_a_crash_removes_its_question_at_restart(  # type: ignore[no-untyped-def]
+    make_engine, tmp_path: Path, monkeypatch
+) -> None:
+    """Answering queues the answer durably, then removes the question (two writes). The bug this holds:
+    the recovery step that drops a question whose answer is already queued could be deleted with every
+    test green, and then a crash between the two writes left the question pending for ever (the dialog
+    cannot drive while it has one) with its answer queued behind it."""
+    from dominds.driver import questions
+
+    responses = [
+        {"agent": "lead", "message": "start", "response": "!?@human Which colour?\n"},
+        {"agent": "lead", "message": "blue", "response": "Blue it is."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "start")
+    await engine.wait_idle()
+    [question] = engine.q4h_state()
+    # the daemon dies right after the answer is queued: the question's removal never happens
+    monkeypatch.setattr(questions, "withdraw", lambda *_args, **_kw: None)
+    engine.answer_question(question["id"], "blue")
+    await engine.wait_idle()
+    assert root.files.q4h_yaml.exists() and sayings(root) == ["!?@human Which colour?\n"]
+    await engine.close()
+    monkeypatch.undo()
+
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    assert engine2.q4h_state() == [] and not restored.files.q4h_yaml.exists()
+    assert sayings(restored)[-1] == "Blue it is.", "the queued answer was driven once its question was dropped"
+
+
+async def test_a_tree_found_at_rest_at_start_is_noted_settled_for_the_next(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Recovery notes as settled the trees it finds at rest without loading them, so the next start reads
+    not even their facts. The bug this holds: that note could be dropped with every test green (only trees
+    recovery loaded were checked), and every start then re-read every idle tree of a big workspace."""
+    from dominds.store.index import DialogIndex
+
+    engine = await make_engine([{"agent": "lead", "message": "hi", "response": "hello"}])
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "hi")
+    await engine.wait_idle()
+    await engine.close()
+    index = DialogIndex(engine.rtws)
+    index.path.unlink()  # a cold index: the next start reads the tree's facts and finds it at rest
+    [tree] = index.trees(root=("run", root.root_id))
+    assert not tree.settled
+    await make_engine([], root=tmp_path / "ws")
+    [tree] = DialogIndex(engine.rtws).trees(root=("run", root.root_id))
+    assert tree.settled, "a tree found at rest by recovery was not noted settled"
+
+
+async def test_a_dialog_the_user_stopped_stays_stopped_across_a_restart(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Recovery resumes interruptions nobody asked for (a crash, a shutdown) but must leave a dialog the user
+    stopped as it was: not reset to idle, not driven again (a mutant that did either survived every test)."""
+    import asyncio
+
+    responses = [{"message": "slow", "response": "word " * 200, "chunk_chars": 5, "delay_ms": 5}]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "slow")
+    for _ in range(3000):  # until the stream has begun (a condition, not a fixed wait)
+        if root.streaming_text.get("saying"):
+            break
+        await asyncio.sleep(0.01)
+    assert root.streaming_text.get("saying")
+    assert engine.stop(root)
+    await engine.wait_idle()
+    stopped = root.latest.run_state
+    assert (stopped.kind, stopped.reason) == ("interrupted", "user_stop")
+    generations_before = sum(isinstance(r, GenStartRecord) for r in records(root))
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    assert (restored.latest.run_state.kind, restored.latest.run_state.reason) == ("interrupted", "user_stop")
+    assert sum(isinstance(r, GenStartRecord) for r in records(restored)) == generations_before, "not driven again"

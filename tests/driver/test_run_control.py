@@ -8,10 +8,19 @@ import pytest
 from helpers import records, sayings
 
 from dominds.driver.engine import EngineError
-from dominds.store.course_records import HumanTextRecord, RunMarkerRecord, TeammateResponseRecord
+from dominds.store.course_records import (
+    AgentWordsRecord,
+    HumanTextRecord,
+    RunMarkerRecord,
+    TeammateResponseRecord,
+)
 
 
-async def test_clear_mind_keeps_reminders_and_registry_and_clears_q4h(make_engine) -> None:  # type: ignore[no-untyped-def]
+async def test_clear_mind_keeps_reminders_and_registry_and_clears_q4h(make_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The bug: starting a new course cleared pending questions in memory only; no test checked that
+    ``q4h.yaml`` was rewritten, so a question cleared by clear_mind could come back after a restart (the
+    test's only question was answered before clear_mind ran). Now a second question is asked in the very
+    generation that calls clear_mind, and a restarted engine must not see it."""
     engine = await make_engine(
         [
             {"agent": "lead", "message": "setup", "response": "!?@researcher !tellaskSession s1 dig\n"},
@@ -20,7 +29,10 @@ async def test_clear_mind_keeps_reminders_and_registry_and_clears_q4h(make_engin
             {
                 "agent": "lead",
                 "message": "yes",
-                "stream": [{"func_call": {"name": "clear_mind", "arguments": {"reminder_content": "keep going"}}}],
+                "stream": [
+                    {"saying": "!?@human Second question?\n"},
+                    {"func_call": {"name": "clear_mind", "arguments": {"reminder_content": "keep going"}}},
+                ],
             },
             {"agent": "lead", "role": "tool", "contains": "new course", "response": "Clearing."},
             {"agent": "lead", "contains": "This is course #2", "response": "Fresh start."},
@@ -30,7 +42,6 @@ async def test_clear_mind_keeps_reminders_and_registry_and_clears_q4h(make_engin
     engine.submit_user_message(root, "setup")
     await engine.wait_idle()
     [question] = engine.q4h_state()
-    # a second question so clear_mind has one to clear
     engine.answer_question(question["id"], "yes")
     await engine.wait_idle()
     assert root.latest.current_course == 2
@@ -40,6 +51,12 @@ async def test_clear_mind_keeps_reminders_and_registry_and_clears_q4h(make_engin
     assert sayings(root) == ["Fresh start."]
     first = root.files.read_course(1)
     assert any(isinstance(r, HumanTextRecord) and r.content == "yes" for r in first)
+    asked = "".join(r.content for r in first if isinstance(r, AgentWordsRecord))
+    assert "Second question?" in asked, "the second question was asked"
+    await engine.close()
+    restarted = await make_engine([], root=tmp_path / "ws")
+    assert restarted.q4h_state() == [], "a question cleared by clear_mind came back after a restart"
+    assert not restarted.get_dialog(root.root_id).files.q4h_yaml.exists()
 
 
 async def test_corrupt_latest_yaml_isolates_one_dialog(make_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -142,3 +159,40 @@ async def test_usage_rolls_up_over_the_tree(make_engine) -> None:  # type: ignor
     assert totals["total"]["inputTokens"] == 340 and totals["total"]["outputTokens"] == 34
     assert totals["total"]["generations"] == 5 and len(totals["dialogs"]) == 3
     assert totals["total"]["costUsd"] == pytest.approx((340 * 1.0 + 34 * 2.0) / 1_000_000)
+
+
+async def test_answering_a_question_of_a_dialog_that_cannot_run_is_refused_and_keeps_it(make_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A question indexed at start (its tree at rest, not loaded) whose dialog's ``latest.yaml`` (and its spare) is then broken
+    by hand: answering it is refused with the reason, nothing is queued, and the question stays on disk,
+    answerable once the file is mended. The bugs this holds: the drivability check could be removed with every
+    test green; and a dialog that failed to load answered "already answered" and dropped a question still on
+    disk from the pending list."""
+    responses = [
+        {"agent": "lead", "message": "start", "response": "!?@human Which colour?\n"},
+        {"agent": "lead", "message": "blue", "response": "Blue it is."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "start")
+    await engine.wait_idle()
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    [question] = engine2.q4h_state()
+    latest = root.files.latest_yaml
+    spare = latest.with_name(f".{latest.name}.spare")
+    good = {p: p.read_bytes() for p in (latest, spare) if p.exists()}
+    for path in (latest, spare):  # broken beyond the spare's rescue
+        path.write_text("currentCourse: [broken\n")
+    with pytest.raises(EngineError, match="cannot be used"):
+        engine2.answer_question(question["id"], "blue")
+    assert "Which colour?" in root.files.q4h_yaml.read_text(), "the question is still on disk"
+    assert "blue" not in latest.read_text(), "nothing was queued"
+    await engine2.close()
+    for path, data in good.items():
+        path.write_bytes(data)
+    spare.unlink(missing_ok=True) if spare not in good else None
+    engine3 = await make_engine(responses, root=tmp_path / "ws")
+    [again] = engine3.q4h_state()
+    engine3.answer_question(again["id"], "blue")
+    await engine3.wait_idle()
+    assert sayings(engine3.get_dialog(root.root_id))[-1] == "Blue it is."

@@ -56,8 +56,14 @@ class FakeLlmServer:
         self.disconnects: list[float] = []
         """``time.monotonic()`` when a client hung up during a stream."""
         self._hung_up = asyncio.Event()
+        self.strict_tool_history = False
+        """Refuse (400) a request whose tool calls a real server refuses (``tool_history_problems``)."""
         self.url = ""
         """``http://127.0.0.1:<port>`` once running (OpenAI clients append ``/v1``)."""
+        self.validate_tool_history = False
+        """Refuse (400, as the real APIs do) a request whose tool calls and results do not pair up."""
+        self.history_problems: list[str] = []
+        """What ``validate_tool_history`` found, one line per problem (the request number first)."""
 
     def queue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
@@ -83,6 +89,13 @@ class FakeLlmServer:
         headers = {k.lower(): v for k, v in request.headers.items()}
         recorded = RecordedRequest(request.path, headers, await request.json())
         self.requests.append(recorded)
+        problems = tool_history_problems(request.path, recorded.body) if self.strict_tool_history else []
+        if self.validate_tool_history:
+            problems = tool_history_problems(request.path, recorded.body) + tool_pairing_problems(recorded)
+            self.history_problems += [f"request {len(self.requests)} ({request.path}): {p}" for p in problems]
+        if problems:
+            error = {"type": "invalid_request_error", "message": "; ".join(problems)}
+            return web.json_response({"type": "error", "error": error}, status=400)
         if self.responder is not None:
             reply = self.responder(recorded)
         elif self.replies:
@@ -115,6 +128,137 @@ class FakeLlmServer:
             self._note_hang_up()
             raise
         return response
+
+
+def tool_history_problems(path: str, body: dict[str, Any]) -> list[str]:
+    """What a strict server (Anthropic, OpenAI, vLLM's chat templates) refuses in a request's tool calls:
+    a call with no name, an id used twice, arguments that are not a JSON object, a result of no call."""
+    calls: list[tuple[str, str, Any]] = []
+    """(id, name, arguments: a dict, or the JSON text for the OpenAI APIs)"""
+    results: list[str] = []
+    if path == "/v1/messages":
+        for message in body.get("messages") or []:
+            for block in message["content"] if isinstance(message["content"], list) else []:
+                if block.get("type") == "tool_use":
+                    calls.append((block.get("id", ""), block.get("name", ""), block.get("input")))
+                elif block.get("type") == "tool_result":
+                    results.append(block.get("tool_use_id", ""))
+    elif path == "/v1/chat/completions":
+        for message in body.get("messages") or []:
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                calls.append((call.get("id", ""), function.get("name", ""), function.get("arguments")))
+            if message.get("role") == "tool":
+                results.append(message.get("tool_call_id", ""))
+    else:
+        for item in body.get("input") or []:
+            if item.get("type") == "function_call":
+                calls.append((item.get("call_id", ""), item.get("name", ""), item.get("arguments")))
+            elif item.get("type") == "function_call_output":
+                results.append(item.get("call_id", ""))
+    problems: list[str] = []
+    ids = [call_id for call_id, _, _ in calls]
+    for call_id, name, arguments in calls:
+        if not name:
+            problems.append(f"tool call {call_id!r} has an empty function name")
+        if ids.count(call_id) > 1:
+            problems.append(f"tool call id {call_id!r} is not unique")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                problems.append(f"arguments of tool call {call_id!r} are not valid JSON")
+                continue
+        if not isinstance(arguments, dict):
+            problems.append(f"arguments of tool call {call_id!r} are not an object")
+    problems += [f"tool result {r!r} answers no tool call" for r in results if r not in ids]
+    return problems
+
+
+def tool_pairing_problems(request: RecordedRequest) -> list[str]:
+    """Where a request's history breaks the API's tool-call rules: every call answered exactly once, by a
+    result with its id, where the API wants it (Anthropic: the very next user turn, results first; Chat
+    Completions: the tool messages right after the assistant message; Responses: a later output item)."""
+    if request.path == "/v1/messages":
+        return _anthropic_tool_problems(request.body.get("messages", []))
+    if request.path == "/v1/chat/completions":
+        return _chat_tool_problems(request.body.get("messages", []))
+    return _responses_tool_problems(request.body.get("input", []))
+
+
+def _anthropic_tool_problems(messages: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    seen: set[str] = set()
+    for index, message in enumerate(messages):
+        if index and message["role"] == messages[index - 1]["role"]:
+            problems.append(f"messages {index - 1} and {index} are both {message['role']}")
+        blocks = message["content"] if isinstance(message["content"], list) else [{"type": "text"}]
+        results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+        calls = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        if results:
+            before = messages[index - 1]["content"] if index else []
+            wanted = [b["id"] for b in before if isinstance(before, list) and b.get("type") == "tool_use"]
+            if sorted(results) != sorted(wanted):
+                problems.append(f"message {index}: tool results {results} do not answer the calls {wanted}")
+            kinds = [b.get("type") for b in blocks]
+            if kinds[: len(results)] != ["tool_result"] * len(results):
+                problems.append(f"message {index}: text before the tool results")
+        for call_id in calls:
+            if call_id in seen:
+                problems.append(f"message {index}: tool call id {call_id} used twice")
+            seen.add(call_id)
+            following = messages[index + 1]["content"] if index + 1 < len(messages) else []
+            answers = [b for b in following if isinstance(following, list) and b.get("tool_use_id") == call_id]
+            if len(answers) != 1:
+                problems.append(f"message {index}: tool call {call_id} answered {len(answers)} times in the next turn")
+    return problems
+
+
+def _chat_tool_problems(messages: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    open_calls: list[str] = []
+    seen: set[str] = set()
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in open_calls:
+                problems.append(f"message {index}: tool result {call_id} answers no open call")
+            else:
+                open_calls.remove(call_id)
+            continue
+        if open_calls:
+            problems.append(f"message {index}: {role} message before the results of {open_calls}")
+            open_calls = []
+        for call in message.get("tool_calls") or []:
+            if call["id"] in seen:
+                problems.append(f"message {index}: tool call id {call['id']} used twice")
+            seen.add(call["id"])
+            open_calls.append(call["id"])
+    if open_calls:
+        problems.append(f"calls {open_calls} are never answered")
+    return problems
+
+
+def _responses_tool_problems(items: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    calls: list[str] = []
+    answered: list[str] = []
+    for index, item in enumerate(items):
+        if item.get("type") == "function_call":
+            if item["call_id"] in calls:
+                problems.append(f"item {index}: call id {item['call_id']} used twice")
+            calls.append(item["call_id"])
+        elif item.get("type") == "function_call_output":
+            if item["call_id"] not in calls:
+                problems.append(f"item {index}: output {item['call_id']} answers no earlier call")
+            if item["call_id"] in answered:
+                problems.append(f"item {index}: call {item['call_id']} answered twice")
+            answered.append(item["call_id"])
+    missing = [c for c in calls if c not in answered]
+    if missing:
+        problems.append(f"calls {missing} are never answered")
+    return problems
 
 
 @contextlib.contextmanager

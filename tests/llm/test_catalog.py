@@ -261,3 +261,31 @@ def test_resolution_errors_say_what_to_fix() -> None:
     only_keyless = Catalog({"local-openai": catalog.providers["local-openai"]})
     with pytest.raises(LlmResolutionError, match="fallback 'scripted' is not in the catalog"):
         resolve_member_llm(Choice(), only_keyless, {})
+
+
+def test_a_providers_retry_window_is_read_from_llm_yaml_and_bad_settings_are_problems(tmp_rtws: Rtws) -> None:
+    """``retry:`` of a provider sets its retry window (issue 32: the policy could not be configured)."""
+    tmp_rtws.llm_yaml.write_text(
+        textwrap.dedent(
+            """\
+            providers:
+              local:
+                apiType: openai-compatible
+                baseUrl: http://127.0.0.1:8080/v1
+                apiKeyEnvVar: null
+                retry: {window_s: 7200, max_delay_s: 300, base_delay_s: -1, waitForever: true}
+                models: {qwen: {context_length: 32768}}
+            """
+        )
+    )
+    catalog, problems = load_catalog(tmp_rtws)
+    local = catalog.provider("local")
+    assert local is not None and dict(local.retry) == {"window_s": 7200.0, "max_delay_s": 300.0}
+    messages = [p.message for p in problems]
+    assert any("`retry.base_delay_s` must be a positive number of seconds" in m for m in messages), messages
+    assert any("unknown `retry` key 'waitForever'" in m for m in messages), messages
+    from dominds.llm.retry import RetryPolicy
+
+    policy = RetryPolicy().configured(local.retry)
+    assert (policy.window, policy.max_delay, policy.base_delay) == (7200.0, 300.0, RetryPolicy().base_delay)
+    assert RetryPolicy().window >= 1800, "the default window waits out half an hour of outage"

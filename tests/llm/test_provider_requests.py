@@ -240,7 +240,9 @@ async def test_chat_context_maps_to_chat_messages(fake: FakeLlmServer) -> None:
     assert sent[0] == {"role": "system", "content": "You are @lead."}
     assert sent[2] == {"role": "user", "content": "taskdoc\n\ndo it"}, "consecutive user texts are merged"
     assert sent[3]["role"] == "assistant" and sent[3]["content"] == "Calling."
-    assert [c["function"]["arguments"] for c in sent[3]["tool_calls"]] == ['{"a": 1}', "not json"]
+    # Arguments that are not JSON are sent as an object holding the raw text (issue 32: servers that parse
+    # them, as llama.cpp's chat templates do, refused the whole request).
+    assert [c["function"]["arguments"] for c in sent[3]["tool_calls"]] == ['{"a": 1}', '{"raw_arguments": "not json"}']
     assert sent[4:] == [
         {"role": "tool", "tool_call_id": "c1", "content": "r1"},
         {"role": "tool", "tool_call_id": "c2", "content": "r2"},

@@ -97,7 +97,7 @@ async def test_exhausted_budget_reports_the_last_status() -> None:
     with pytest.raises(ProviderUnavailable) as caught:
         await run(Script(*[AttemptFailure(529, "Overloaded")] * 3), waits, attempts=3)
     assert str(caught.value) == (
-        "prov (http://127.0.0.1:1) unavailable after 3 attempts; last error: HTTP 529: Overloaded"
+        "prov (http://127.0.0.1:1) unavailable after 3 attempts over 0 s; last error: HTTP 529: Overloaded"
     )
     assert len(waits) == 2
 
@@ -188,7 +188,7 @@ def test_retry_after_header_forms() -> None:
 
 def test_tool_calls_of_a_generation_are_grouped_before_their_results() -> None:
     def call(i: str, gen: int) -> ChatMessage:
-        return ChatMessage(role="assistant", kind="tool_call", tool_call_id=i, genseq=gen)
+        return ChatMessage(role="assistant", kind="tool_call", tool_call_id=i, tool_name="f", genseq=gen)
 
     def result(i: str, gen: int) -> ChatMessage:
         return ChatMessage(role="tool", kind="tool_result", tool_call_id=i, genseq=gen)

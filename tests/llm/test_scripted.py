@@ -57,7 +57,7 @@ async def test_a_miss_is_an_error_naming_the_file_and_the_entry_to_add(tmp_path:
         await generator.generate(_request(tmp_path, ChatMessage("user", content="hi")), Collect())
     assert str(missing.value) == (
         "no scripted database .minds/scripted/test.yaml for @lead: create it with a `responses:` list "
-        "(docs/configuration.md)"
+        "(`dominds docs configuration`)"
     )
     _database(tmp_path, {"responses": [{"message": "hello", "response": "Hi!"}]})
     long = "x" * 500

@@ -3,7 +3,8 @@
 Tools: ``echo``; ``remember``/``recall`` (state kept per MCP session, so a stateful client can tell
 sessions apart; in stateless mode one process-wide slot); ``crash`` (the process exits mid-call);
 ``hang`` (never answers); ``nap`` (sleeps, logs a cancellation); ``picture`` (a PNG image); ``pid`` (the process id, to see restarts);
-``dotted.name`` (a name no model may call); ``bad_schema`` (an invalid input schema); ``getenv``.
+``dotted.name`` (a name no model may call); ``bad_schema`` (an invalid input schema); ``getenv``;
+``paint`` (elicits the colour and the number of coats from the client, answers with what it got).
 
     python fake_mcp_server.py stdio
     python fake_mcp_server.py http PORT [--stateless]
@@ -20,7 +21,7 @@ from typing import Annotated, Any
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, ImageContent, TextContent
-from pydantic import WithJsonSchema
+from pydantic import BaseModel, WithJsonSchema
 
 # a 1x1 red PNG
 PNG = base64.b64decode(
@@ -115,6 +116,20 @@ async def dotted() -> str:
 async def pid() -> str:
     """The server's process id."""
     return str(os.getpid())
+
+
+class Paint(BaseModel):
+    colour: str
+    coats: int
+
+
+@server.tool()
+async def paint(ctx: Context[Any, Any]) -> str:
+    """Asks which colour and how many coats, then paints."""
+    answer = await ctx.elicit("Which colour for the shed?", schema=Paint)
+    if answer.action == "accept" and answer.data is not None:
+        return f"painted {answer.data.colour}, {answer.data.coats} coats"
+    return f"not painted ({answer.action})"
 
 
 @server.tool()

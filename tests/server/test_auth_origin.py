@@ -97,4 +97,16 @@ def test_helpers() -> None:
     assert tokens_match("abc", "abc") and not tokens_match("abd", "abc") and not tokens_match(None, "abc")
     assert all(is_loopback_host(h) for h in ("127.0.0.1", "::1", "[::1]", "localhost", "127.5.0.1"))
     assert not any(is_loopback_host(h) for h in ("0.0.0.0", "192.168.1.2", "example.com", ""))
-    assert callable(host_header_is_loopback)
+
+
+def test_host_header_is_loopback_reads_the_requests_host() -> None:
+    """The old check here was ``assert callable(host_header_is_loopback)``, which no mutant of the function
+    could fail. The Host header decides: loopback names and addresses (with or without a port) pass; any
+    other host, or one that does not parse, does not."""
+    from aiohttp.test_utils import make_mocked_request
+
+    def loopback(host: str) -> bool:
+        return host_header_is_loopback(make_mocked_request("GET", "/api/dialogs", headers={"Host": host}))
+
+    assert all(loopback(h) for h in ("127.0.0.1:8080", "localhost", "[::1]:9000", "127.9.9.9"))
+    assert not any(loopback(h) for h in ("example.com", "evil.example:8080", "0.0.0.0:80", "192.168.1.2"))

@@ -30,6 +30,8 @@ async def test_a_link_with_the_token_sets_the_session_cookie_and_leaves_the_addr
     cookie = entered.cookies[f"dominds_session_{client.port}"]
     assert cookie.value == session_value(TOKEN) and TOKEN not in cookie.value
     assert cookie["httponly"] and cookie["samesite"] == "Strict" and cookie["path"] == "/"
+    # the session lasts 30 days (docs/panel.md); an untested Max-Age could change with every test green
+    assert cookie["max-age"] == str(30 * 24 * 3600)
     client.session.cookie_jar.clear()  # from here on each request names its cookie explicitly
 
     headers = _cookie_header(client.port, TOKEN)

@@ -37,6 +37,14 @@ async def _still_alive(sock: WsClient) -> None:
             '{"type": "display_dialog", "dialog": {"selfId": "a"}, "since": {"epoch": "e", "seq": -1}}',
             "`since.seq`",
         ),
+        # nested objects are as strict as the message: a quoted number is not coerced
+        (
+            '{"type": "display_dialog", "dialog": {"selfId": "a"}, "since": {"epoch": "e", "seq": "5"}}',
+            "`since.seq`: Input should be a valid integer",
+        ),
+        ('{"type": "display_dialog", "dialog": {"selfId": "a", "rootId": 7}}', "`dialog.rootId`"),
+        # one problem per field, in the words of the branch the value took (not the integer's)
+        ('{"type": "get_problems", "requestId": "' + "r" * 201 + '"}', "`requestId`: String should have at most 200"),
     ],
 )
 async def test_malformed_frames_are_answered(serve: ServeFactory, frame: str, expected: str) -> None:
@@ -110,3 +118,70 @@ async def test_answering_an_answered_question_is_an_error(serve: ServeFactory) -
     second = await sock.request(answer, "error")
     assert "already answered" in second["message"] or "not pending" in second["message"]
     await _still_alive(sock)
+
+
+async def test_the_limits_are_exact(serve: ServeFactory) -> None:
+    """A frame of exactly ``MAX_FRAME_BYTES`` and a ``requestId`` of exactly 200 characters are accepted; one
+    byte or character more is refused (tested only far past the limit before, so an off-by-one survived)."""
+    served = await serve()
+    sock = await served.ws()
+    head = '{"type": "get_q4h_state", "requestId": "' + "r" * 200 + '", "pad": "'
+    frame = head + "x" * (MAX_FRAME_BYTES - len(head) - 2) + '"}'
+    assert len(frame.encode()) == MAX_FRAME_BYTES
+    await sock.ws.send_str(frame)
+    reply = await sock.wait_type("q4h_state_response")
+    assert reply.get("requestId") == "r" * 200
+    await sock.ws.send_str(frame[:-2] + 'x"}')
+    error = await sock.wait_type("error")
+    assert "message too large" in error["message"]
+    await _still_alive(sock)
+
+
+_REF = {"selfId": "a"}
+_FIELD_LIMITS = [
+    # (message without the field, path of the field, kind, lowest accepted, highest accepted)
+    ({"type": "get_problems"}, ("requestId",), "str", 0, 200),
+    ({"type": "display_dialog"}, ("dialog", "selfId"), "str", 1, 100),
+    ({"type": "display_dialog", "dialog": _REF}, ("dialog", "rootId"), "str", 1, 100),
+    ({"type": "display_dialog", "dialog": _REF, "since": {"seq": 0}}, ("since", "epoch"), "str", 0, 64),
+    ({"type": "display_dialog", "dialog": _REF, "since": {"epoch": "e"}}, ("since", "seq"), "int", 0, None),
+    ({"type": "create_dialog", "taskDocPath": "t.tsk"}, ("agentId",), "str", 1, 100),
+    ({"type": "create_dialog"}, ("taskDocPath",), "str", 1, 1000),
+    ({"type": "display_course", "dialog": _REF}, ("course",), "int", 1, None),
+    ({"type": "drive_dlg_by_user_msg", "dialog": _REF, "content": "hi"}, ("msgId",), "str", 1, 200),
+    ({"type": "drive_dialog_by_user_answer", "dialog": _REF, "content": "hi"}, ("questionId",), "str", 1, 300),
+    ({"type": "drive_dialog_by_user_answer", "dialog": _REF, "content": "hi", "questionId": "q"}, ("msgId",), "str", 1, 200),
+    ({"type": "set_dialog_title", "dialog": _REF}, ("title",), "str", 0, 1000),
+    ({"type": "cancel_queued_msg", "dialog": _REF}, ("msgId",), "str", 1, 200),
+    ({"type": "declare_subdialog_dead", "dialog": _REF}, ("note",), "str", 0, 10_000),
+]
+
+
+@pytest.mark.parametrize(("base", "path", "kind", "low", "high"), _FIELD_LIMITS, ids=lambda v: ".".join(v) if isinstance(v, tuple) else None)
+def test_every_field_limit_is_exact(base: dict, path: tuple[str, ...], kind: str, low: int, high: int | None) -> None:  # type: ignore[type-arg]
+    """Each bound of each inbound field, at the bound and one past it (a mutation audit scored websocket
+    input validation 50%: limits were tested only far past them, so ``max_length=300`` could become 301
+    and ``ge=0`` become ``ge=1`` with every test green)."""
+    import copy
+
+    from dominds.server.messages import BadMessage, parse_client_message
+
+    def frame(value: object) -> str:
+        message = copy.deepcopy(base)
+        target = message
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = value
+        return json.dumps(message)
+
+    def make(size: int) -> object:
+        return "x" * size if kind == "str" else size
+
+    parse_client_message(frame(make(low)))
+    if kind == "int" or low > 0:  # (an empty string has no shorter one)
+        with pytest.raises(BadMessage, match=f"`{'.'.join(path)}`"):
+            parse_client_message(frame(make(low - 1)))
+    if high is not None:
+        parse_client_message(frame(make(high)))
+        with pytest.raises(BadMessage, match=f"`{'.'.join(path)}`"):
+            parse_client_message(frame(make(high + 1)))

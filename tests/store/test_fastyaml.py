@@ -24,7 +24,7 @@ data = st.recursive(
 )
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.dictionaries(keys, data, max_size=6))
 def test_round_trip_through_yaml_loader(value: dict[str, object]) -> None:
     assert yaml.safe_load(dump(value)) == value
@@ -46,7 +46,7 @@ def test_characters_yaml_forbids_raw_are_escaped() -> None:
     assert yaml.load(dump(value), Loader=yaml.CSafeLoader) == expected
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.dictionaries(keys, data, max_size=6))
 def test_fast_reader_agrees_with_pyyaml_or_declines(value: dict[str, object]) -> None:
     """The store reads with the fast reader first: it must return what PyYAML returns, or decline."""

@@ -133,7 +133,7 @@ def _agrees_or_declines(text: str) -> None:
         assert _same(fast, slow), f"{text!r}: fast {fast!r} vs {loader.__name__} {slow!r}"
 
 
-@settings(max_examples=examples(600), deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(documents())
 @example("a: 012\n")
 @example("on: 1\n")
@@ -177,7 +177,7 @@ values = st.recursive(
 )
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.dictionaries(keys, values, max_size=5))
 def test_what_the_emitter_writes_every_loader_reads_back(value: dict[str, Any]) -> None:
     """Bugs: ``inf`` was written as ``inf`` (a string to YAML); a key past 1,024 characters made a file

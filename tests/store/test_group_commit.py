@@ -250,3 +250,47 @@ async def test_a_group_committed_on_a_busy_loop_carries_a_deferred_write_over_on
     finally:
         stop = True
         await commit.disable()
+
+
+async def test_a_new_append_only_file_makes_its_directory_entry_durable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new course file is durable only once its directory is fsynced too. The bug this holds: that
+    directory fsync (alone, and within a group) could be removed with every test green, since in the
+    daemon a state write in the same directory usually fsyncs it as well; a new course file with no such
+    write would then vanish in a power cut with the replies it held. Appends to an existing file do not
+    fsync the directory again."""
+    log = FsyncLog(monkeypatch)
+    course = tmp_path / "d" / "course-002.jsonl"
+    course.parent.mkdir()
+    append_line(course, '{"n": 1}')
+    assert log.calls == [(str(course), False), (str(course.parent), True)], "file, then its new entry"
+    log.calls.clear()
+    append_line(course, '{"n": 2}')
+    assert log.calls == [(str(course), False)], "an existing file's entry is durable already"
+
+    log.calls.clear()
+    other = tmp_path / "e" / "course-003.jsonl"
+    other.parent.mkdir()
+    group = commit.enable()
+    assert group is not None
+    try:
+        append_line(other, '{"n": 1}')
+        await commit.durable()
+    finally:
+        await commit.disable()
+    assert log.calls == [(str(other), False), (str(other.parent), True)], "in a group too"
+
+
+def test_a_spare_written_in_place_outside_a_group_is_fsynced_before_the_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``latest.yaml`` is replaced by writing the next version over its spare and swapping the names.
+    Outside a group commit the spare's bytes must be fsynced before the swap is made durable; the bug this
+    holds: that fsync could be removed with every test green (a power cut after the swap's directory fsync
+    would then leave ``latest.yaml`` naming blocks never written)."""
+    path = tmp_path / "latest.yaml"
+    write_atomic(path, "v: 1\n", spare=True)
+    write_atomic(path, "v: 2\n", spare=True)  # the first version becomes the spare
+    spare = tmp_path / ".latest.yaml.spare"
+    assert spare.read_text() == "v: 1\n"
+    log = FsyncLog(monkeypatch)
+    write_atomic(path, "v: 3\n", spare=True)  # written over the spare in place, then swapped
+    assert path.read_text() == "v: 3\n" and spare.read_text() == "v: 2\n"
+    assert log.calls == [(str(spare), False), (str(tmp_path), True)], "the bytes, then the swapped names"

@@ -61,6 +61,8 @@ def ws(tmp_rtws: Rtws, tmp_path: Path) -> Rtws:
         "deep/nested/x.TSK/a.md",
         ".dialogs/run/d1/latest.yaml",
         ".minds/team.yaml",
+        ".dominds/last-good/.minds/team.yaml",
+        ".dominds/cache/dialogs.sqlite",
     ):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(SECRET)
@@ -69,13 +71,14 @@ def ws(tmp_rtws: Rtws, tmp_path: Path) -> Rtws:
     (outside / "secret.txt").write_text(SECRET)
     (root / "link-out").symlink_to(outside, target_is_directory=True)
     (root / "file-link-out").symlink_to(outside / "secret.txt")
+    (root / "docs" / "fallback").symlink_to(root / ".dominds" / "last-good", target_is_directory=True)
     return tmp_rtws
 
 
 def protected_snapshot(tmp_path: Path) -> dict[str, str]:
     """Content hash of every file in the protected areas (and outside), to prove nothing changed."""
     root = tmp_path / "ws"
-    places = [tmp_path / "outside", root / "tasks", root / "deep", root / ".dialogs", root / ".minds"]
+    places = [tmp_path / "outside", root / "tasks", root / "deep", root / ".dialogs", root / ".minds", root / ".dominds"]
     snapshot: dict[str, str] = {}
     for place in places:
         for path in sorted(place.rglob("*")):
@@ -96,6 +99,11 @@ FORBIDDEN = {
     "nested_taskdoc_upper_case": ("deep/nested/x.TSK/a.md", "deep/nested/x.TSK"),
     "dialogs": (".dialogs/run/d1/latest.yaml", ".dialogs/run"),
     "minds": (".minds/team.yaml", ".minds"),
+    # The copy of the team configuration the daemon falls back to: rewriting it chose the next fallback's
+    # toolsets (a coder gave the lead `os`), providers (`baseUrl`) and MCP commands.
+    "dominds_last_good": (".dominds/last-good/.minds/team.yaml", ".dominds/last-good/.minds"),
+    "dominds_state_upper_case": (".DOMINDS/cache/dialogs.sqlite", ".Dominds/cache"),
+    "symlink_into_dominds": ("docs/fallback/.minds/team.yaml", "docs/fallback/.minds"),
 }
 
 CALLS: dict[str, tuple[str, Callable[[str, str], dict[str, Any]]]] = {
@@ -142,9 +150,10 @@ async def test_listing_and_search_leave_forbidden_areas_out(ws: Rtws) -> None:
     ctx = make_ctx(ws)
     listing = await call(ctx, "list_dir")
     assert "src/" in listing and "tasks/" in listing
-    for hidden in (".dialogs", ".minds", "link-out", "file-link-out"):
+    for hidden in (".dialogs", ".minds", ".dominds", "link-out", "file-link-out"):
         assert hidden not in listing
-    assert "[4 entries not shown: not accessible to you]" in listing
+    assert "[5 entries not shown: not accessible to you]" in listing
+    assert "fallback" not in await call(ctx, "list_dir", path="docs"), "a link into .dominds/ is not listed"
     assert "demo.tsk" not in await call(ctx, "list_dir", path="tasks")
     assert (await call(ctx, "search_files", pattern="secret")).startswith("No matches for 'secret'")
     (ws.root / "docs" / "notes.md").write_text("a secret here\n")

@@ -3,18 +3,22 @@
 Each session is one file, ``<dir>/<sessionId>.json``, replaced atomically (``write_atomic``) on every
 accepted change, so a crash or a restart never loses or tears a session. An operation loads the file,
 runs the pure machine, and saves only when the machine accepted the call. Within one process the
-operations are synchronous, so two calls on one session never interleave; two processes writing one
-session at the same moment are not supported (the last write wins).
+operations are synchronous; across processes (two `dominds tot-mcp` of two clients, or one and the
+team's toolset in the daemon) each change holds ``<sessionId>.lock`` (``filelock``) from load to save,
+so calls on one session are serialised. Without it two clients proposing at once both got OK and one
+proposal was lost (the last write won).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import filelock
 from pydantic import ValidationError
 
 from dominds.ids import new_dialog_id, now_iso
@@ -24,6 +28,7 @@ from dominds.store.errors import StoreError
 from dominds.tools.tot import machine
 from dominds.tools.tot.machine import CommitResult, NodeState, ProposedNode, Session, TotError
 
+LOCK_TIMEOUT_S = 30.0
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -36,6 +41,21 @@ class SessionStore:
     @classmethod
     def for_rtws(cls, rtws: Rtws) -> SessionStore:
         return cls(rtws.state_dir / "tot")
+
+    @contextlib.contextmanager
+    def locked(self, session_id: str) -> Iterator[None]:
+        """Hold the session's lock from load to save (serialises writers in other processes)."""
+        path = self.path_for(session_id).with_suffix(".lock")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock = filelock.FileLock(str(path), timeout=LOCK_TIMEOUT_S)
+            lock.acquire()
+        except (OSError, filelock.Timeout) as exc:
+            raise TotError.of("STORAGE_ERROR", f"cannot lock session {session_id}: {exc}.") from exc
+        try:
+            yield
+        finally:
+            lock.release()
 
     def path_for(self, session_id: str) -> Path:
         if not SESSION_ID_RE.match(session_id):
@@ -309,10 +329,11 @@ class TotService:
         return self._change(session_id, lambda s: machine.reclassify(s, node_id, state, now_iso()))
 
     def end(self, session_id: str) -> dict[str, Any]:
-        session = self.store.load(session_id)
-        if session.ended_at is None:
-            machine.end(session, now_iso())
-            self.store.save(session)
+        with self.store.locked(session_id):
+            session = self.store.load(session_id)
+            if session.ended_at is None:
+                machine.end(session, now_iso())
+                self.store.save(session)
         return final_report(session)
 
     def status(self, session_id: str | None) -> dict[str, Any]:
@@ -348,8 +369,9 @@ class TotService:
         }
 
     def _change(self, session_id: str, operation: Callable[[Session], dict[str, Any]]) -> dict[str, Any]:
-        """Load, apply, save: the file is written only when the machine accepted the call."""
-        session = self.store.load(session_id)
-        result = operation(session)
-        self.store.save(session)
+        """Load, apply, save under the session's lock: the file is written only when the machine accepted the call."""
+        with self.store.locked(session_id):
+            session = self.store.load(session_id)
+            result = operation(session)
+            self.store.save(session)
         return {**result, **progress(session)}

@@ -29,6 +29,7 @@ from dominds.tools.base import (
 )
 from dominds.tools.tot import machine
 from dominds.tools.tot.machine import CommitResult, NodeState, ProposedNode, TotError
+from dominds.tools.tot.report import end_answer
 from dominds.tools.tot.sessions import SessionStore, TotService
 
 USAGE = f"""\
@@ -121,7 +122,9 @@ TOOL_SPECS: dict[str, tuple[str, list[str], list[str]]] = {
     ),
     "tot_end": (
         f"End the investigation (only from round {machine.MIN_END_ROUND}, with every DRILL/VERIFY node given its "
-        "children and nothing pending). Returns the tree as JSON and Markdown and the VALID root-to-leaf paths.",
+        "children and nothing pending). Returns the counts, the VALID root-to-leaf paths, the SPEC theories and "
+        "the tree, long texts clipped; the full report (every text, the tree as JSON and Markdown) is written "
+        "to the files named under fullReport.",
         ["sessionId"],
         [],
     ),
@@ -293,7 +296,7 @@ def call_tool(service: TotService, tool_name: str, args: Mapping[str, Any]) -> d
     if tool_name == "tot_reclassify":
         state = parse_state(_get(args, "state", also=STATE_ALIASES))
         return service.reclassify(sid, _id(_get(args, "nodeId"), "nodeId"), state)
-    return service.end(sid)
+    return end_answer(service, sid)
 
 
 def _handler(tool_name: str) -> ToolHandler:

@@ -21,17 +21,16 @@ A bad value is reported and its default used: the debate should run even with a 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from dominds.rtws import Rtws
+from dominds.workflows.debate.embedder_kinds import EMBEDDER_KINDS, EmbedderKind
 from dominds.workflows.debate.host import Thresholds
 
 SETTINGS_FILE = "debate.yaml"
 MAX_ROUNDS_CAP = 5
-EmbedderKind = Literal["auto", "wordllama", "provider", "minilm", "jaccard"]
-EMBEDDER_KINDS: tuple[EmbedderKind, ...] = ("auto", "wordllama", "provider", "minilm", "jaccard")
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from dominds.extras import PLAN_SOLVE, missing_extra_message
 from dominds.tools.base import FuncTool, ToolCallContext, ToolError, Toolsets, object_schema
 from dominds.workflows.plan_solve import run_record
 from dominds.workflows.plan_solve.dataset import MAX_ROWS, TIMEOUT_S, QueryError, open_table, result_text
@@ -35,6 +36,9 @@ def run_data_path(ctx: ToolCallContext) -> Path:
 
 
 async def _query_data(ctx: ToolCallContext, args: dict[str, object]) -> str:
+    missing = missing_extra_message(PLAN_SOLVE)
+    if missing is not None:
+        raise ToolError(missing)
     path = run_data_path(ctx)
     sql = str(args.get("sql", ""))
     try:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from dominds import extras
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
 from dominds.server import keys
@@ -33,7 +36,7 @@ from dominds.workflows.plan_solve.members import plan_solve_extensions
 from dominds.workflows.plan_solve.protocol import handle_frame
 from dominds.workflows.plan_solve.session import Connection, PlanSolveService, close_connection
 from dominds.workflows.plan_solve.settings import PlanSolveSettings
-from dominds.workflows.plan_solve.web_page import add_page_routes
+from dominds.workflows.plan_solve.web_page import PAGE_PATH, add_page_routes
 
 WS_PATH = "/plan-solve/ws"
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -50,13 +53,36 @@ class StandaloneError(Exception):
 
 def add_routes(app: web.Application, settings: PlanSolveSettings | None = None) -> None:
     """Serve Plan & Solve at ``/plan-solve/ws``, its page at ``/plan-solve`` and the page's API
-    (web_page.py), on the app's engine (``app[keys.ENGINE]``)."""
+    (web_page.py), on the app's engine (``app[keys.ENGINE]``). Without DuckDB and python-pptx (the
+    ``plan-solve`` extra) every one of these paths answers the one line saying how to install them."""
+    missing = extras.missing_extra_message(extras.PLAN_SOLVE)
+    if missing is not None:
+        _add_missing_extra_routes(app, missing)
+        return
     engine = app[keys.ENGINE]
     engine.config.extend(plan_solve_extensions())  # idempotent: serve's engine has them already
     app[PLAN_SOLVE] = PlanSolveService(engine, settings or PlanSolveSettings())
     app.router.add_get(WS_PATH, websocket_handler)
     add_page_routes(app, PLAN_SOLVE)
     app.on_shutdown.append(_close_all)
+
+
+def _add_missing_extra_routes(app: web.Application, message: str) -> None:
+    """The page says what is missing and how to install it; the API and the websocket answer 503 with it."""
+    page = (
+        "<!doctype html><html><head><meta charset=utf-8><title>Plan &amp; Solve</title></head>"
+        f"<body><h1>Plan &amp; Solve</h1><p id=missing-extra>{html.escape(message)}</p></body></html>"
+    )
+
+    async def page_handler(request: web.Request) -> web.Response:
+        return web.Response(text=page, content_type="text/html", status=503)
+
+    async def api_handler(request: web.Request) -> web.Response:
+        return web.json_response({"error": message}, status=503)
+
+    app.router.add_get(PAGE_PATH, page_handler)
+    app.router.add_get(WS_PATH, api_handler)
+    app.router.add_route("*", "/api/plan-solve/{rest:.*}", api_handler)
 
 
 async def websocket_handler(request: web.Request) -> web.StreamResponse:
@@ -148,12 +174,27 @@ async def root_handler(request: web.Request) -> web.StreamResponse:
     return web.Response(text=ROOT_HELP, content_type="text/plain")
 
 
+SHARED_PAGE_FILES = ("workflow_i18n.js", "workflow_theme.css")
+"""Files of the panel's static folder every workflow page loads from ``/static/``; ``dominds serve`` has
+them with the panel, the standalone service serves just these (without them its page stayed blank)."""
+PANEL_STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
+
+
+def _shared_file(name: str) -> Callable[[web.Request], Awaitable[web.FileResponse]]:
+    async def handler(request: web.Request) -> web.FileResponse:
+        return web.FileResponse(PANEL_STATIC_DIR / name, headers={"Cache-Control": "no-cache"})
+
+    return handler
+
+
 def make_standalone_app(engine: Engine, settings: PlanSolveSettings) -> web.Application:
     app = web.Application(client_max_size=MAX_MESSAGE_BYTES)
     app[keys.ENGINE] = engine
     app[keys.SETTINGS] = keys.ServerSettings(token=settings.token, allowed_origins=settings.allowed_origins)
     add_routes(app, settings)
     app.router.add_get("/", root_handler)
+    for name in SHARED_PAGE_FILES:
+        app.router.add_get(f"/static/{name}", _shared_file(name))
     return app
 
 

@@ -23,10 +23,13 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
 from dominds import __version__
 from dominds.mcp.stdio_serve import serve_stdio
 from dominds.tools.tot.machine import TotError
+from dominds.tools.tot.report import RESOURCE_PREFIX, listed_reports, read_report
 from dominds.tools.tot.sessions import SessionStore, TotService
 from dominds.tools.tot.toolset import TOOL_SPECS, USAGE, call_tool, parameters_for
 
@@ -34,6 +37,7 @@ _READ_ONLY = types.ToolAnnotations(read_only_hint=True, idempotent_hint=True, op
 _WRITES = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 # tot_end returns the same report when called again on an ended session
 _ENDS = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+_MIME = {"md": "text/markdown", "json": "application/json"}
 _ANNOTATIONS = {"tot_status": _READ_ONLY, "tot_end": _ENDS}
 
 TOOLS = [
@@ -58,7 +62,34 @@ def build_server(store: SessionStore) -> Server[Any]:
         text = json.dumps(result, ensure_ascii=False, indent=2)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=result, is_error=is_error)
 
-    return Server("dominds-tot", version=__version__, instructions=USAGE, on_list_tools=list_tools, on_call_tool=on_call_tool)
+    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        reports = await anyio.to_thread.run_sync(listed_reports, service)
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name=f"{sid}.{kind}", uri=f"{RESOURCE_PREFIX}{sid}.{kind}", mime_type=_MIME[kind],
+                    description=f"the full tot_end report of session {sid}",
+                )
+                for sid, kind in reports
+            ]
+        )  # fmt: skip
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        name = uri.removeprefix(RESOURCE_PREFIX)
+        if name == uri or "." not in name:
+            raise MCPError(code=INVALID_PARAMS, message=f"no resource {uri!r}; reports are {RESOURCE_PREFIX}<sessionId>.md or .json")
+        sid, kind = name.rsplit(".", 1)
+        try:
+            text = await anyio.to_thread.run_sync(read_report, service, sid, kind)
+        except TotError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=exc.violations[0].message) from exc
+        return types.ReadResourceResult(contents=[types.TextResourceContents(uri=uri, mime_type=_MIME[kind], text=text)])
+
+    return Server(
+        "dominds-tot", version=__version__, instructions=USAGE, on_list_tools=list_tools, on_call_tool=on_call_tool,
+        on_list_resources=list_resources, on_read_resource=read_resource,
+    )  # fmt: skip
 
 
 def run_stdio(sessions_dir: Path) -> None:

@@ -143,17 +143,18 @@ async def test_a_stopped_run_resumes_from_its_last_completed_round_after_a_resta
     rtws = write_workspace(tmp_path / "ws", responses)
     async with started_engine(rtws) as engine:
         first: list[dict[str, Any]] = []
-        round_one_decided = asyncio.Event()
+        critic_in_round_two = asyncio.Event()
 
         def record(event: dict[str, Any]) -> None:
             first.append(event)
-            if event["type"] == "host_decision":
-                round_one_decided.set()
+            if event == {"type": "agent_status", "agent": "critic", "status": "running", "round": 2}:
+                critic_in_round_two.set()
 
         session = await open_debate(engine, emit=record, question="q", comparer=PositionComparer(AngleEmbedder()))
         task = asyncio.create_task(session.run_to_end())
-        await asyncio.wait_for(round_one_decided.wait(), 10)
-        await asyncio.sleep(0.1)  # the critic's round-2 step is under way
+        # the critic's round-2 step is under way (was a fixed 0.1-s sleep after round 1's decision: under load
+        # the step had not begun, or had ended, when the stop came)
+        await asyncio.wait_for(critic_in_round_two.wait(), 30)
         assert session.stop("user_stop")
         await asyncio.gather(task, return_exceptions=True)
         assert task.cancelled()

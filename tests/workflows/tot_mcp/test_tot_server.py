@@ -258,9 +258,12 @@ async def test_the_seed_example_session_ends_with_its_valid_paths(tmp_path: Path
         assert [p["path"] for p in report["validPaths"]] == [["R1.A", "R2.A1", "R3.A1a"], ["R1.A", "R2.A2", "R3.A2b"]]
         assert [t["nodeId"] for t in report["theories"]] == ["R3.A2a"]
         assert (report["rounds"], report["totalNodes"], report["deadEnds"]) == (3, 11, 5)
-        assert report["markdown"].startswith("# Tree of Thoughts: Why does the service leak memory?")
-        assert "## Valid paths" in report["markdown"] and "R3.A2b idea R3.A2b" in report["markdown"]
-        assert [n["id"] for n in report["tree"]] == ["R1.A", "R1.B", "R1.C", "R1.D", "R1.E"]
+        markdown = (await tot.client.read_resource(f"tot://reports/{sid}.md")).contents[0].text
+        assert markdown.startswith("# Tree of Thoughts: Why does the service leak memory?")
+        assert "## Valid paths" in markdown and "R3.A2b idea R3.A2b" in markdown
+        tree = json.loads((await tot.client.read_resource(f"tot://reports/{sid}.json")).contents[0].text)["tree"]
+        assert [n["id"] for n in tree] == ["R1.A", "R1.B", "R1.C", "R1.D", "R1.E"]
+        assert [line.split("**")[1] for line in report["tree"].splitlines() if line.startswith("- ")] == [n["id"] for n in tree]
         assert await tot.ok("tot_end", sessionId=sid) == report  # ending again repeats the report
 
 

@@ -19,6 +19,10 @@ from mcp_pipe import pipe_calls
 from test_tot_server import REPO_ROOT, Tot, in_process, only_text, root
 
 
+def _read(path: str) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
 async def invalid(t: Tot, tool: str, **args: Any) -> dict[str, Any]:
     """The single INVALID_ARGUMENT error of a refused call."""
     errors = await t.rejected(tool, **args)
@@ -110,7 +114,7 @@ async def test_tot_status_bounds_long_texts_and_tot_end_keeps_them(tmp_path: Pat
         await t.grow(sid, {"R3.A1a": ("R2.A1", "VALID"), "R3.A1b": ("R2.A1", "DEAD")})
         await t.grow(sid, {"R2.A2": ("R1.A", "DEAD")})
         report = await t.ok("tot_end", sessionId=sid)
-        assert report["tree"][0]["findings"] == findings, "the report keeps the full text"
+        assert json.loads(_read(report["fullReport"]["json"]))["tree"][0]["findings"] == findings, "the full report keeps the full text"
 
 
 async def test_tot_status_of_a_large_tree_stays_bounded_and_keeps_the_open_nodes(tmp_path: Path) -> None:
@@ -151,10 +155,11 @@ async def test_tot_status_without_an_id_lists_the_latest_sessions_and_counts_the
         assert (await t.ok("tot_status", sessionId=ids[0]))["nodes"] == 0, "an older one is still there by its id"
 
 
-async def test_only_the_tools_capability_is_advertised(tmp_path: Path) -> None:
+async def test_no_empty_capability_is_advertised(tmp_path: Path) -> None:
+    """Tools, and resources (the full reports tot_end writes, see test_tot_end_bounded); no prompts."""
     async with in_process(tmp_path) as t:
         caps = t.client.server_capabilities
-        assert caps.tools is not None and caps.prompts is None and caps.resources is None
+        assert caps.tools is not None and caps.prompts is None and caps.resources is not None
 
 
 def test_requests_in_flight_when_stdin_closes_are_all_answered(tmp_path: Path) -> None:
@@ -164,4 +169,4 @@ def test_requests_in_flight_when_stdin_closes_are_all_answered(tmp_path: Path) -
     replies = pipe_calls(["tot-mcp", "--sessions-dir", str(tmp_path / "s")], calls, cwd=tmp_path, env=env)
     assert all("result" in r and not r["result"].get("isError") for r in replies)
     assert len(list((tmp_path / "s").iterdir())) == 30
-    assert set(replies[0]["result"]["capabilities"]) == {"tools"}
+    assert set(replies[0]["result"]["capabilities"]) == {"tools", "resources"}

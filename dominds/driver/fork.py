@@ -1,0 +1,163 @@
+"""Fork a main dialog at a generation: a new root (a new tree) that holds everything the original recorded
+before that generation and runs it anew, with its prompt as it was or as the person edited it.
+
+The original is only read. The fork is written whole in one rename (``create_dialog_dir`` with its
+history): its course files are the original's records up to the generation's start, byte for byte the same
+records, and the reminders as they are now. What the generation answered (a person's message, a question's
+answer) is queued again as the fork's first message, or the person's edited text instead; a generation that
+followed tool results or a teammate's reply (no prompt of its own) is simply driven again.
+
+A tellask in the copied history whose teammate had not answered by then gets a recorded reply saying so
+(the fork has no subdialogs: the original's stay with the original), so every call site in the fork has
+exactly one reply. Its registry starts empty: a TYPE B session tellasked again in the fork is a new one.
+``dialog.yaml`` records ``forkedFrom`` (root, course, genseq); the panel links back to the original.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dominds.dialog.model import RootDialog
+from dominds.driver.engine import Engine  # fork sits beside the engine, above the steps
+from dominds.driver.errors import EngineBadRequest, EngineError
+from dominds.ids import new_dialog_id, now_iso
+from dominds.store.course_records import (
+    CourseRecord,
+    CourseStartRecord,
+    GenStartRecord,
+    HumanTextRecord,
+    SubdialogCreatedRecord,
+    TeammateCallResultRecord,
+    TeammateResponseRecord,
+)
+from dominds.store.records import DialogMeta, ForkOrigin, LatestState
+
+NOT_CARRIED = (
+    "(This call was still waiting for its reply when this dialog was forked from {root}; the reply, if any, "
+    "went to the original dialog. Tellask again here if you still need it.)"
+)
+"""The reply a fork records for a call whose teammate had not answered before the fork point."""
+
+REQUEUED_ORIGINS = ("user", "q4h_answer")
+"""Prompts a person wrote: queued again in the fork as its first message."""
+
+
+@dataclass
+class ForkPlan:
+    """What the fork will hold, computed from the original's files before anything is written."""
+
+    courses: dict[int, list[CourseRecord]]
+    """Course number → the records the fork starts with (the last course ends before the generation)."""
+    prompt: str | None
+    """The message queued in the fork (None: the generation had no prompt and none was given)."""
+    prompt_msg_id: str | None
+    """The original prompt's msgId when it is queued unedited (the records then match), else None."""
+
+
+def plan_fork(root: RootDialog, course: int, genseq: int, message: str | None) -> ForkPlan:
+    """The fork of ``root`` at generation ``genseq`` of ``course``; ``EngineBadRequest`` names what is wrong."""
+    numbers = root.files.course_numbers()
+    if course not in numbers:
+        raise EngineBadRequest(f"dialog {root.self_id} has no course {course} (courses: 1 to {max(numbers, default=1)})")
+    records = root.files.read_course(course)
+    start = next((i for i, r in enumerate(records) if isinstance(r, GenStartRecord) and r.genseq == genseq), None)
+    if start is None:
+        last = max((r.genseq for r in records if isinstance(r, GenStartRecord)), default=0)
+        raise EngineBadRequest(
+            f"course {course} of dialog {root.self_id} has no generation {genseq} "
+            + (f"(its generations are 1 to {last})" if last else "(it has no generation yet)")
+        )
+    prompts = [r for r in records if isinstance(r, HumanTextRecord) and r.genseq == genseq]
+    if message is not None and not message.strip():
+        raise EngineBadRequest("the edited message is empty")
+    if message is None and any(p.origin not in REQUEUED_ORIGINS for p in prompts):
+        origin = next(p.origin for p in prompts if p.origin not in REQUEUED_ORIGINS)
+        raise EngineBadRequest(
+            f"generation {genseq} answered a prompt of the runtime ({origin}), not a person's message: fork at "
+            "another generation, or give the message the fork should start with"
+        )
+    courses = {n: root.files.read_course(n) for n in numbers if n < course}
+    kept = records[:start]
+    if not kept or not isinstance(kept[0], CourseStartRecord):
+        raise EngineError(f"course {course} of dialog {root.self_id} does not begin with its course_start record")
+    all_kept = [r for n in sorted(courses) for r in courses[n]] + kept
+    kept = kept + _replies_for_unanswered_calls(all_kept, root, genseq)
+    courses[course] = kept
+    if message is not None:
+        return ForkPlan(courses, message, None)
+    if prompts:
+        return ForkPlan(courses, "\n\n".join(p.content for p in prompts), prompts[0].msg_id if len(prompts) == 1 else None)
+    return ForkPlan(courses, None, None)
+
+
+def _replies_for_unanswered_calls(records: list[CourseRecord], root: RootDialog, genseq: int) -> list[CourseRecord]:
+    answered = {r.call_id for r in records if isinstance(r, TeammateResponseRecord)}
+    created = {r.call_id: r for r in records if isinstance(r, SubdialogCreatedRecord)}
+    replies: list[CourseRecord] = []
+    for record in records:
+        if not isinstance(record, TeammateCallResultRecord) or record.status != "pending":
+            continue
+        if record.call_id in answered:
+            continue
+        answered.add(record.call_id)
+        sub = created.get(record.call_id)
+        note = NOT_CARRIED.format(root=root.root_id)
+        replies.append(
+            TeammateResponseRecord(
+                ts=now_iso(),
+                genseq=record.genseq,
+                call_id=record.call_id,
+                call_type=sub.call_type if sub else "C",
+                responder_id=record.responder_id,
+                callee_dialog_id=sub.subdialog_id if sub else "",
+                tellask_head=record.tellask_head,
+                status="failed",
+                response=note,
+                result=note,
+                agent_id=root.agent_id,
+                origin_member_id=root.agent_id,
+            )
+        )
+    return replies
+
+
+def fork_root(
+    engine: Engine, root_id: str, *, genseq: int, course: int | None = None, message: str | None = None
+) -> RootDialog:
+    """Create the fork of main dialog ``root_id`` at ``genseq`` (of ``course``, default its current course),
+    queue its first message or drive it, and return it. The original is not changed."""
+    source = engine.load_root(root_id)
+    if source.load_error:
+        raise EngineError(f"dialog {root_id} cannot be forked: {source.load_error}")
+    if source.meta.conductor:
+        raise EngineBadRequest(f"dialog {root_id} is a {source.meta.conductor} workflow run; its workflow drives it")
+    plan = plan_fork(source, course or source.latest.current_course, genseq, message)
+    at_course = max(plan.courses)
+    member = engine.config.get().team.member(source.agent_id)
+    push_max = member.diligence_push_max if member is not None else 0
+    new_id = new_dialog_id()
+    title = source.latest.title or source.meta.title
+    meta = DialogMeta(
+        id=new_id,
+        root_id=new_id,
+        agent_id=source.agent_id,
+        task_doc_path=source.meta.task_doc_path,
+        created_at=now_iso(),
+        forked_from=ForkOrigin(root_id=root_id, course=at_course, genseq=genseq, edited=message is not None),
+    )
+    latest = LatestState(
+        current_course=at_course,
+        last_modified=now_iso(),
+        disable_diligence_push=push_max < 1,
+        diligence_push_remaining_budget=max(push_max, 0),
+        title=f"Fork of {title}" if title else None,
+        needs_drive=plan.prompt is None,
+    )
+    first, *rest = plan.courses[at_course]
+    history = {**plan.courses, at_course: rest}
+    fork = engine.add_root(meta, latest, first=first, history=history, reminders=source.files.read_reminders())
+    if plan.prompt is not None:
+        engine.submit_user_message(fork, plan.prompt, plan.prompt_msg_id)
+    else:
+        engine.want(fork)
+    return fork

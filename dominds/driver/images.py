@@ -1,0 +1,56 @@
+"""Images the model sees: the image artifacts a message names (an MCP tool's picture, ``read_picture``, an
+image a user attached) are sent as image content to a vision-capable model, newest first, at most
+``IMAGE_BUDGET`` per request; older ones, and every one for a text-only model, stay the placeholder line
+the text already holds (``mcp.results.save_artifact``).
+
+Whether a model sees images: its catalog entry's ``vision`` (true/false); without one, Anthropic and
+OpenAI Responses models do and Chat Completions servers (often local, text-only) do not.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from dominds.llm.base import ChatMessage, ImagePart
+from dominds.mcp.results import ARTIFACTS_DIR, IMAGE_ARTIFACT_LINE
+
+IMAGE_BUDGET = 8
+"""Images sent in one request (the newest); each replay sends the course again, so older ones are dropped."""
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""Larger images stay placeholders (Anthropic's per-image limit)."""
+VISION_BY_DEFAULT = frozenset({"anthropic", "openai-responses"})
+
+
+def sees_images(api_type: str, model_info: dict[str, Any]) -> bool:
+    vision = model_info.get("vision")
+    return vision if isinstance(vision, bool) else api_type in VISION_BY_DEFAULT
+
+
+def attach_images(messages: list[ChatMessage], dialog_dir: Path, *, budget: int = IMAGE_BUDGET) -> list[ChatMessage]:
+    """``messages`` with the images their placeholder lines name, newest first, up to ``budget``."""
+    out = list(messages)
+    left = budget
+    for index in range(len(out) - 1, -1, -1):
+        message = out[index]
+        if left <= 0:
+            break
+        if message.role == "assistant" or "[image saved as artifact" not in message.content:
+            continue
+        images: list[ImagePart] = []
+        for found in IMAGE_ARTIFACT_LINE.finditer(message.content):
+            if left <= 0:
+                break
+            try:
+                raw = (dialog_dir / ARTIFACTS_DIR / found["name"]).read_bytes()
+            except OSError:
+                continue  # removed by hand: the placeholder stays
+            if len(raw) > MAX_IMAGE_BYTES:
+                continue
+            images.append(ImagePart(found["mime"], base64.b64encode(raw).decode("ascii"), found["name"]))
+            left -= 1
+        if images:
+            out[index] = replace(message, images=tuple(images))
+    return out

@@ -1,0 +1,133 @@
+"""Images in (issue 33): an image a tool returns reaches a vision-capable model as image content, through the
+real SDKs against the fake server; a text-only model gets the placeholder line; a request carries at most
+``IMAGE_BUDGET`` images (the newest)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm and tests/mcp are not packages
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
+from dialects import AnthropicDialect, OpenAiChatDialect, OpenAiResponsesDialect, Script, Text, Tool
+from fake_servers import FakeLlmServer, RecordedRequest, Reply, running_fake_server
+from mcp_kit import stdio_server_yaml
+
+from dominds.driver.engine import Engine
+from dominds.driver.images import IMAGE_BUDGET, attach_images
+from dominds.llm.base import ChatMessage
+from dominds.mcp.results import save_artifact
+from dominds.rtws import Rtws
+
+LLM_YAML = """\
+providers:
+  fake-anthropic:
+    apiType: anthropic
+    baseUrl: {url}
+    apiKeyEnvVar: FAKE_IMAGES_ANTHROPIC_KEY
+    models:
+      fake-model: {{context_length: 200000}}
+  fake-openai:
+    apiType: openai-compatible
+    baseUrl: {url}/v1
+    apiKeyEnvVar: null
+    models:
+      fake-model: {{context_length: 128000{vision}}}
+  fake-responses:
+    apiType: openai-responses
+    baseUrl: {url}/v1
+    apiKeyEnvVar: null
+    models:
+      fake-model: {{context_length: 128000}}
+"""
+
+
+@pytest.fixture
+async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLlmServer]:
+    monkeypatch.setenv("FAKE_IMAGES_ANTHROPIC_KEY", "sk-ant-images-not-a-real-key")
+    async with running_fake_server() as server:
+        server.validate_tool_history = True
+        yield server
+
+
+def _respond(request: RecordedRequest) -> Reply:
+    dialect = {"/v1/messages": AnthropicDialect(), "/v1/chat/completions": OpenAiChatDialect()}.get(
+        request.path, OpenAiResponsesDialect()
+    )
+    body = json.dumps(request.body)
+    blocks = (Text("I see a red dot."),) if "a red dot" in body else (Tool("call_pic", "picture", {}),)
+    return dialect.reply(Script(blocks))
+
+
+async def _draw(root_dir: Path, fake: FakeLlmServer, provider: str, vision: str = "") -> list[RecordedRequest]:
+    rtws = Rtws(root_dir)
+    rtws.minds_dir.mkdir(parents=True)
+    rtws.team_yaml.write_text(
+        f"member_defaults: {{provider: {provider}, model: fake-model, diligence_push_max: 0}}\n"
+        "default_responder: lead\nmembers:\n  lead: {name: Lead, toolsets: [fake]}\n"
+    )
+    rtws.llm_yaml.write_text(LLM_YAML.format(url=fake.url, vision=vision))
+    (rtws.minds_dir / "mcp.yaml").write_text("servers:\n" + stdio_server_yaml())
+    (root_dir / "tasks" / "t.tsk").mkdir(parents=True)
+    (root_dir / "tasks" / "t.tsk" / "goals.md").write_text("Draw.\n")
+    rtws.ensure_layout()
+    fake.responder = _respond
+    engine = Engine(rtws)
+    await engine.start()
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        engine.submit_user_message(root, "draw")
+        await engine.wait_idle(timeout=30)
+    finally:
+        await engine.close()
+    assert not fake.history_problems
+    assert len(fake.requests) == 2, "the picture call, then the answer"
+    return fake.requests
+
+
+async def test_an_mcp_image_reaches_anthropic_inside_the_tool_result(tmp_path: Path, fake: FakeLlmServer) -> None:
+    second = (await _draw(tmp_path / "ws", fake, "fake-anthropic"))[1].body
+    results = [b for m in second["messages"] for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    assert len(results) == 1 and results[0]["tool_use_id"] == "call_pic"
+    content = results[0]["content"]
+    assert content[0]["type"] == "text" and "a red dot" in content[0]["text"]
+    image = content[1]
+    assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
+    assert base64.b64decode(image["source"]["data"]).startswith(b"\x89PNG")
+
+
+async def test_an_mcp_image_reaches_openai_responses_after_the_function_output(tmp_path: Path, fake: FakeLlmServer) -> None:
+    items = (await _draw(tmp_path / "ws", fake, "fake-responses"))[1].body["input"]
+    kinds = [item.get("type") or item.get("role") for item in items]
+    after = items[kinds.index("function_call_output") + 1]
+    assert after["role"] == "user" and after["content"][1]["type"] == "input_image"
+    assert after["content"][1]["image_url"].startswith("data:image/png;base64,")
+
+
+@pytest.mark.parametrize("vision", ["", ", vision: true"])
+async def test_chat_completions_gets_the_image_only_when_the_catalog_says_vision(
+    tmp_path: Path, fake: FakeLlmServer, vision: str
+) -> None:
+    messages = (await _draw(tmp_path / "ws", fake, "fake-openai", vision))[1].body["messages"]
+    tool = next(m for m in messages if m["role"] == "tool")
+    assert "[image saved as artifact" in tool["content"], "the placeholder line is always there"
+    images = [p for m in messages if isinstance(m["content"], list) for p in m["content"] if p.get("type") == "image_url"]
+    if vision:
+        assert len(images) == 1 and images[0]["image_url"]["url"].startswith("data:image/png;base64,")
+        assert messages[messages.index(tool) + 1]["role"] == "user", "right after the tool results"
+    else:
+        assert not images, "a text-only model gets the placeholder"
+
+
+def test_a_request_carries_only_the_newest_images(tmp_path: Path) -> None:
+    lines = [save_artifact(tmp_path, "d", f"shot-{i}", b"\x89PNG-%d" % i, "image/png") for i in range(IMAGE_BUDGET + 3)]
+    messages = [ChatMessage(role="tool", kind="tool_result", content=line, tool_call_id=f"c{i}") for i, line in enumerate(lines)]
+    attached = attach_images(messages, tmp_path)
+    with_images = [m.images[0].name for m in attached if m.images]
+    assert with_images == [f"shot-{i}.png" for i in range(3, IMAGE_BUDGET + 3)], "older images stay placeholders"
+    assert all(m.content == line for m, line in zip(attached, lines, strict=True))
