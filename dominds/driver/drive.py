@@ -46,10 +46,12 @@ async def _generations(engine: EngineServices, dialog: Dialog) -> GenOutcome:
     outcome = GenOutcome()
     generations = 0
     answering_user = False
+    """Serving a user message that drove this main dialog while it waited on subdialogs (DESIGN §4.3): the
+    turn goes on through its own tool results. Otherwise (it was not waiting) today's rules apply."""
     while True:
         prompt = next_prompt(dialog)
         if prompt is not None:
-            answering_user = prompt.origin == "user"
+            answering_user = prompt.origin == "user" and bool(dialog.pending)
         outcome = await run_generation(engine, dialog, prompt, merged_user_messages(dialog, prompt))
         generations += 1
         if outcome.context_overflow:
