@@ -41,7 +41,7 @@ def test_every_directly_imported_package_is_declared_with_a_lower_bound() -> Non
     distributions = importlib.metadata.packages_distributions()
     optional = PROJECT["optional-dependencies"]
     declared = {_name(r): r for r in PROJECT["dependencies"]}
-    declared |= {_name(r): r for name in ("plan-solve", "embeddings") for r in optional[name]}
+    declared |= {_name(r): r for name in ("plan-solve", "embeddings", "otel") for r in optional[name]}
     undeclared = {}
     for module in sorted(_imported_top_level_modules()):
         names = {_name(d) for d in distributions.get(module, [module])}
@@ -57,5 +57,5 @@ def test_plan_solve_packages_are_an_extra_and_its_install_hint_names_them() -> N
     core = {_name(r) for r in PROJECT["dependencies"]}
     assert not core & {"duckdb", "python-pptx", "wordllama"}, "the core install is the dialog runtime only"
     assert tuple(PROJECT["optional-dependencies"]["plan-solve"]) == PLAN_SOLVE.requirements
-    assert PROJECT["optional-dependencies"]["all"] == ["dominds[plan-solve,embeddings]"]
+    assert PROJECT["optional-dependencies"]["all"] == ["dominds[plan-solve,embeddings,otel]"]
     assert "dominds[all]" in PROJECT["optional-dependencies"]["dev"], "the tests run every workflow"

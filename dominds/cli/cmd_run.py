@@ -6,6 +6,7 @@ import argparse
 import asyncio
 from typing import TYPE_CHECKING
 
+from dominds.cli.attach import add_image_flag, read_pictures, with_pictures
 from dominds.cli.common import text_argument, workspace
 from dominds.cli.drive_here import drive_in_process
 from dominds.cli.follow import Plan, message_sender, new_msg_id
@@ -22,6 +23,7 @@ examples:
   dominds run --taskdoc tasks/demo.tsk "Research the demo task"
   dominds run --agent coder --taskdoc tasks/x.tsk "Fix the failing test" --json > events.jsonl
   echo "long prompt" | dominds run --taskdoc tasks/x.tsk -
+  dominds run --image screenshot.png "What does this error dialog say?"
 exit status: 0 idle, 3 waiting for your answer (`dominds answer`), 1 stopped or failed.
 """
 
@@ -40,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--taskdoc", metavar="PATH", help=TASKDOC_HELP)
     p.add_argument("--agent", metavar="ID", help="the agent (default: the team's default_responder)")
     p.add_argument("--json", action="store_true", help="print every event as a JSON line, then the outcome")
+    add_image_flag(p)
     p.set_defaults(func=_run)
 
 
@@ -49,6 +52,7 @@ def _run(args: argparse.Namespace) -> int:
     from dominds.cli.render import at
 
     rtws = workspace()
+    pictures = read_pictures(args.image)
     text = text_argument(args.message)
     taskdoc = chosen_taskdoc(rtws, args.taskdoc, quiet=args.json)
     daemon = find_daemon(rtws)
@@ -57,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
         def start(engine: Engine) -> Plan:
             require_key_here(engine, args.agent)
             root = engine.create_dialog(args.agent, taskdoc)
-            engine.submit_user_message(root, text, new_msg_id())
+            engine.submit_user_message(root, with_pictures(rtws, root.self_id, text, pictures), new_msg_id())
             return Plan(root.root_id, {root.self_id}, {root.self_id: root.agent_id})
 
         return asyncio.run(drive_in_process(rtws, start, json_mode=args.json))
@@ -69,8 +73,9 @@ def _run(args: argparse.Namespace) -> int:
             root_id = root["rootId"]
             if not args.json:
                 print(f"(dialog {root_id}, {at(root.get('agentId'))}, on the daemon {daemon.describe()})", flush=True)
+            message = with_pictures(rtws, root_id, text, pictures)
             return await follow_via_daemon(
-                client, [root_id], root_id, send=message_sender(client, root_id, text), json_mode=args.json
+                client, [root_id], root_id, send=message_sender(client, root_id, message), json_mode=args.json
             )
 
     return asyncio.run(via_daemon())

@@ -1,7 +1,9 @@
 """`dominds show DIALOG`: a dialog's transcript rendered for a terminal.
 
 The transcript is the replay of one course (``server/replay.py``: the same events a panel gets), from
-the daemon's API when one runs (it adds the segment being streamed right now) or from the files.
+the daemon's API when one runs (it adds the segment being streamed right now) or from the files. It is
+paged like the panel: the course's last page by default, ``--before N`` the page ending at record N,
+``--all`` every page in order, each fetched and printed in turn (memory bounded by a page).
 Reading the files needs no lock: state files are replaced atomically and course files only grow
 (a torn last line is skipped). ``--follow`` joins the daemon's live stream until the dialog rests.
 """
@@ -12,6 +14,7 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from dominds.cli.common import CliError, command_name, workspace
@@ -21,6 +24,8 @@ EPILOG = """\
 examples:
   dominds show 0mi7x2k3a-9f3c
   dominds show 0mi7x2k3a-9f3c --course 1          an earlier course (after clear_mind)
+  dominds show 0mi7x2k3a-9f3c --all               the whole course, page by page
+  dominds show 0mi7x2k3a-9f3c --before 1200       the page ending at record 1200
   dominds show 0mi7x2k3a-9f3c --follow            live, until idle or a question for you
   dominds show 0mi7x2k3a-9f3c --json | jq '.events[].type'
 """
@@ -38,6 +43,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("dialog", metavar="DIALOG", help="dialog id or a unique prefix of one (see `dominds status`)")
     p.add_argument("--course", type=int, metavar="N", help="show course N (default: the current course)")
+    pages = p.add_mutually_exclusive_group()
+    pages.add_argument("--all", action="store_true", help="the whole course, page by page (default: its last page)")
+    pages.add_argument("--before", type=int, metavar="N", help="the page that ends at record N (see the first line printed)")
     p.add_argument("--follow", action="store_true", help="then stream live events from the daemon until idle or a question")
     p.add_argument("--json", action="store_true", help="print the dialog and its events as JSON")
     p.set_defaults(func=_show)
@@ -57,6 +65,8 @@ def _show(args: argparse.Namespace) -> int:
             raise CliError(f"--follow needs a running daemon (`{command_name()} serve`); without one nothing changes")
         if args.course is not None:
             raise CliError("--follow shows the current course; leave out --course")
+        if args.all or args.before is not None:
+            raise CliError("--follow shows the current course's last page, then live events; leave out --all/--before")
         from dominds.cli.follow_daemon import follow_via_daemon
 
         async def follow() -> int:
@@ -69,34 +79,67 @@ def _show(args: argparse.Namespace) -> int:
                 )
 
         return asyncio.run(follow())
-    if daemon is not None:
+    if args.before is not None and args.before < 0:
+        raise CliError("--before takes a record index (0 or more)")
+    fetch = _daemon_pages(daemon, self_id, root_id, args.course) if daemon is not None else _file_pages(rtws, self_id, args.course)
+    if not args.all:
+        view = fetch({} if args.before is None else {"before": args.before})
+        if args.json:
+            json.dump(view, sys.stdout, ensure_ascii=False, indent=1)
+            sys.stdout.write("\n")
+            return 0
+        _print_view(view, first_page=True)
+        return 0
+    after = 0
+    while True:  # page by page: never the whole course in memory
+        view = fetch({"after": after})
+        if args.json:
+            sys.stdout.write(json.dumps(view, ensure_ascii=False) + "\n")
+        else:
+            _print_view(view, first_page=after == 0)
+        if view["toRecord"] >= view["totalRecords"] or view["toRecord"] <= after:
+            return 0
+        after = view["toRecord"]
 
-        async def fetch() -> dict[str, Any]:
+
+PageFetch = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _daemon_pages(daemon: Any, self_id: str, root_id: str, course: int | None) -> PageFetch:
+    from dominds.cli.client import DaemonClient
+
+    def fetch(where: dict[str, Any]) -> dict[str, Any]:
+        async def get() -> dict[str, Any]:
             async with DaemonClient(daemon) as client:
-                params = {"rootId": root_id, **({"course": str(args.course)} if args.course is not None else {})}
+                params = {"rootId": root_id, **({"course": str(course)} if course is not None else {})}
+                params.update({key: str(value) for key, value in where.items()})
                 view: dict[str, Any] = await client.get(f"/api/dialogs/{self_id}", **params)
                 return view
 
-        view = asyncio.run(fetch())
-    else:
-        from dominds.cli.client import lock_is_held
-        from dominds.cli.offline import as_seen_now
+        return asyncio.run(get())
 
-        view = view_from_files(rtws, self_id, args.course)
+    return fetch
+
+
+def _file_pages(rtws: Rtws, self_id: str, course: int | None) -> PageFetch:
+    from dominds.cli.client import lock_is_held
+    from dominds.cli.offline import as_seen_now
+
+    def fetch(where: dict[str, Any]) -> dict[str, Any]:
+        view = view_from_files(rtws, self_id, course, **where)
         view["runState"] = as_seen_now(view["runState"], nobody_drives=not lock_is_held(rtws.lock_path))
-    if args.json:
-        json.dump(view, sys.stdout, ensure_ascii=False, indent=1)
-        sys.stdout.write("\n")
-        return 0
-    _print_view(view)
-    return 0
+        return view
+
+    return fetch
 
 
-def view_from_files(rtws: Rtws, self_id: str, course: int | None) -> dict[str, Any]:
-    """What ``GET /api/dialogs/{selfId}`` answers, built read-only from the files."""
+def view_from_files(
+    rtws: Rtws, self_id: str, course: int | None, *, before: int | None = None, after: int | None = None
+) -> dict[str, Any]:
+    """What ``GET /api/dialogs/{selfId}`` answers (one page), built read-only from the files."""
     from dominds.cli.offline import locate_dialog
     from dominds.dialog.model import Dialog, RootDialog, SubDialog
-    from dominds.server.replay import replay_course
+    from dominds.server.replay import replay_page
     from dominds.store.dialog_store import DialogStore
     from dominds.store.errors import StoreError
     from dominds.store.records import LatestState
@@ -123,7 +166,7 @@ def view_from_files(rtws: Rtws, self_id: str, course: int | None) -> dict[str, A
         )
         dialog.records = files.read_course(current) if wanted == current else []
         dialog.q4h = list(files.read_q4h().questions)
-        events = replay_course(dialog, wanted, epoch="files", seq=0)
+        page = replay_page(dialog, wanted, epoch="files", seq=0, before=before, after=after)
     except StoreError as exc:
         raise CliError(str(exc)) from exc
     view: dict[str, Any] = {
@@ -141,7 +184,11 @@ def view_from_files(rtws: Rtws, self_id: str, course: int | None) -> dict[str, A
              "bodyContent": q.body_content, "askedAt": q.asked_at}
             for q in dialog.q4h
         ],
-        "events": events,
+        "course": page.course,
+        "fromRecord": page.start,
+        "toRecord": page.end,
+        "totalRecords": page.total,
+        "events": page.events,
     }
     if meta.assignment_from_sup is not None:
         view["assignmentFromSup"] = meta.assignment_from_sup.to_disk()
@@ -163,18 +210,31 @@ def _print_header(view: dict[str, Any]) -> None:
         print(style(f"  assigned by {at(assignment.get('originMemberId'))}: {assignment.get('tellaskHead', '').strip()}", "dim"))
 
 
-def _print_view(view: dict[str, Any]) -> None:
+def _print_view(view: dict[str, Any], *, first_page: bool) -> None:
     from dominds.cli.render import EventRenderer, Style, TranscriptWriter
 
-    _print_header(view)
     dialog = view["dialog"]
-    writer = TranscriptWriter(sys.stdout, Style.for_stream(sys.stdout))
+    style = Style.for_stream(sys.stdout)
+    if first_page:
+        _print_header(view)
+    start = int(view.get("fromRecord") or 0)
+    if first_page and start > 0:
+        print(
+            style(
+                f"  … records 0..{start - 1} of this course are earlier pages: "
+                f"`{command_name()} show {dialog['selfId']} --before {start}` or `--all`",
+                "dim",
+            )
+        )
+    writer = TranscriptWriter(sys.stdout, style)
     renderer = EventRenderer(
         writer, followed={dialog["selfId"]}, root_id=dialog["rootId"], agents={dialog["selfId"]: str(view.get("agentId"))}
     )
     for event in view.get("events", ()):
         renderer.feed(event)
     writer.end_line()
+    if int(view.get("toRecord") or 0) < int(view.get("totalRecords") or 0):
+        return  # a page before the last: the questions come with the last
     for question in view.get("q4h", ()):
         renderer.question(question)
         writer.line(f'  answer with: {command_name()} answer {question["id"]} "your answer"', "dim")

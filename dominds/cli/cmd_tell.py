@@ -12,6 +12,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
+from dominds.cli.attach import add_image_flag, read_pictures, with_pictures
 from dominds.cli.common import command_name, text_argument, workspace
 from dominds.cli.drive_here import drive_in_process
 from dominds.cli.follow import Plan, message_sender, new_msg_id
@@ -26,6 +27,7 @@ TELL_EPILOG = """\
 examples:
   dominds tell 0mi7x2k3a-9f3c "Now write the tests"
   dominds tell 0mi7x2k3a-9f3c "Go on" --follow      stream the reply until idle or a question
+  dominds tell 0mi7x2k3a-9f3c "What is wrong here?" --image shot.png
 exit status with --follow: 0 idle, 3 waiting for your answer, 1 stopped or failed.
 """
 NEW_EPILOG = """\
@@ -48,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     tell.add_argument("dialog", metavar="DIALOG", help="dialog id or a unique prefix of one (see `dominds status`)")
     tell.add_argument("message", metavar="MESSAGE", help="the message; `-` reads it from stdin")
+    add_image_flag(tell)
     _output_flags(tell)
     tell.set_defaults(func=_tell)
 
@@ -77,8 +80,10 @@ def _tell(args: argparse.Namespace) -> int:
 
     rtws = workspace()
     self_id = resolve_dialog_id(rtws, args.dialog)
+    pictures = read_pictures(args.image)
     text = text_argument(args.message)
     _status, root_id = locate_dialog(rtws, self_id)
+    text = with_pictures(rtws, self_id, text, pictures)
     if args.follow and find_daemon(rtws) is None:
 
         def start(engine: Engine) -> Plan:

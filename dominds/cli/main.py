@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib
 import os
 import sys
@@ -81,12 +82,28 @@ def _command_named(argv: list[str] | None) -> str | None:
     return None
 
 
+def _unknown_command(parser: argparse.ArgumentParser, words: list[str]) -> str | None:
+    """For a command word no command has: one line naming the nearest commands (argparse listed all
+    23 choices and no "did you mean"), else ``None``."""
+    named = _command_named(words)
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if named is None or not actions or named in actions[0].choices:
+        return None
+    near = difflib.get_close_matches(named, list(actions[0].choices), n=3, cutoff=0.6)
+    hint = "; did you mean " + " or ".join(f"`{n}`" for n in near) + "?" if near else ""
+    return f"{program()}: unknown command {named!r}{hint} (`{program()} --help` lists the commands)"
+
+
 def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else argv
     if "--version" in words and _command_named(words) is None:
         print(f"dominds {__version__}")  # as argparse would, without registering (importing) every command
         return 0
     parser = build_parser(words)
+    unknown = _unknown_command(parser, words)
+    if unknown is not None:
+        print(unknown, file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     remember_workspace_option(args.chdir)
     if args.chdir:

@@ -10,6 +10,7 @@ from dominds.dialog.model import Dialog
 from dominds.driver import questions, texts
 from dominds.driver.drive_scope import DriveScope
 from dominds.driver.generation import GenOutcome, run_generation
+from dominds.driver.loop_guard import check_loops
 from dominds.driver.services import EngineServices
 from dominds.driver.supply import answer_tellask_back, supply_response
 from dominds.ids import now_iso, short_token
@@ -57,6 +58,8 @@ async def _generations(engine: EngineServices, dialog: Dialog) -> GenOutcome:
         if outcome.context_overflow:
             start_new_course(engine, dialog, reason="context_overflow", carried=_message_being_answered(dialog))
             continue
+        if not (outcome.stopped or outcome.error):
+            outcome.error = check_loops(dialog)  # a model repeating itself: told, then stopped with the reason
         if dialog.pending_new_course:
             start_new_course(engine, dialog, reason=dialog.new_course_reason)
         if outcome.stopped or outcome.error:

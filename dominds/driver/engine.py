@@ -17,7 +17,7 @@ import filelock
 
 from dominds.dialog.loader import load_root
 from dominds.dialog.model import Dialog, RootDialog
-from dominds.driver import conductor, diligence, questions, recovery, run_control, titles, usage
+from dominds.driver import conductor, diligence, questions, recovery, run_control, titles, tracing, usage
 from dominds.driver.conductor import ConductorRun
 from dominds.driver.config import ConfigCache
 from dominds.driver.errors import EngineBadRequest, EngineError, WorkspaceLocked
@@ -94,6 +94,7 @@ class Engine(LoadedTrees):
         self._lock = filelock.FileLock(str(rtws.lock_path)) if take_lock else None
         self._group_commit: group_commit.GroupCommit | None = None
         self.closed = False
+        self.tracing: tracing.Tracing | None = None
         self.trees_at_start = 0
         """Trees of ``run/`` recovery went through when the engine started."""
 
@@ -111,6 +112,7 @@ class Engine(LoadedTrees):
                     f"the workspace {self.rtws.root} is locked by another Dominds process ({self.rtws.lock_path})"
                 ) from exc
         self._group_commit = group_commit.enable()  # fsyncs shared by the writes of a group (store/commit.py)
+        self.tracing = tracing.install(self)  # OpenTelemetry spans, when the environment asks (tracing.py)
         self.trees_at_start = recovery.recover(self)
         self.scheduler.start()
 
@@ -120,6 +122,9 @@ class Engine(LoadedTrees):
             return
         self.closed = True
         await self.scheduler.stop(timeout)
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.close)  # off the loop: a local collector may be served by it
+            self.tracing = None
         await self.providers.close()
         await self.config.mcp.close()
         if self._group_commit is not None:

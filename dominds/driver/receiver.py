@@ -169,7 +169,11 @@ class DialogReceiver:
             raise StreamProtocolError(f"function call {name!r} inside an open {self._active} segment")
         self.streamed_anything = True
         self.response_chars += len(arguments_json)
-        self.func_calls.append(FuncCallRequest(scrub(call_id), scrub(name), scrub(arguments_json)))
+        call_id = scrub(call_id) or "call"
+        taken = {c.call_id for c in self.func_calls}
+        if call_id in taken:  # a server that repeats an id within one reply: each call keeps its own result
+            call_id = next(f"{call_id}-{n}" for n in range(2, len(taken) + 3) if f"{call_id}-{n}" not in taken)
+        self.func_calls.append(FuncCallRequest(call_id, scrub(name), scrub(arguments_json)))
 
     def check_closed(self) -> None:
         if self._active is not None:
@@ -206,6 +210,11 @@ def incomplete_fields(record: AgentThoughtRecord | AgentWordsRecord) -> dict[str
 def finish_event_fields(finish: GenFinishRecord) -> dict[str, Any]:
     """What ``generating_finish_evt`` says about how a generation ended (live and in replay)."""
     fields: dict[str, Any] = {"llmGenModel": finish.model, "status": finish.status}
+    if finish.usage is not None and finish.usage.available:
+        fields["inputTokens"] = finish.usage.input_tokens + finish.usage.cache_read_tokens + finish.usage.cache_write_tokens
+        fields["outputTokens"] = finish.usage.output_tokens
+        if finish.usage.reasoning_tokens:
+            fields["reasoningTokens"] = finish.usage.reasoning_tokens
     if finish.finish_reason is not None:
         fields["finishReason"] = finish.finish_reason
     if finish.partial:

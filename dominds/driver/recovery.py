@@ -215,11 +215,11 @@ def _has_open_generation(dialog: Dialog) -> bool:
 
 def close_interrupted_generation(dialog: Dialog) -> None:
     records = dialog.records
-    results = {r.id for r in records if isinstance(r, FuncResultRecord)}
+    results = {(r.genseq, r.id) for r in records if isinstance(r, FuncResultRecord)}  # ids repeat across replies
     finished = {r.genseq for r in records if isinstance(r, GenFinishRecord)}
     open_gens = [r.genseq for r in records if isinstance(r, GenStartRecord) and r.genseq not in finished]
     for record in list(records):
-        if isinstance(record, FuncCallRecord) and record.id not in results:
+        if isinstance(record, FuncCallRecord) and (record.genseq, record.id) not in results:
             dialog.append(
                 FuncResultRecord(
                     ts=now_iso(),

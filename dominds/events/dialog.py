@@ -149,6 +149,12 @@ class CourseUpdate(DialogEvent):
     """How many courses the dialog has."""
     eventCount: int | None = None
     """In a replay: how many events of that course follow."""
+    fromRecord: int | None = None
+    """In a replay: the first record of the course the page holds (0: the course's beginning) **(ours)**."""
+    toRecord: int | None = None
+    """In a replay: the record after the page's last (`totalRecords`: the page reaches the course's end) **(ours)**."""
+    totalRecords: int | None = None
+    """In a replay: how many records the course has now **(ours)**."""
 
 
 class DiligenceBudget(DialogEvent):

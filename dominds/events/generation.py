@@ -29,6 +29,12 @@ class GeneratingFinish(Gen):
     """Why a cut or stopped reply ended (``max_tokens``, ``context_window``, ``refusal``, ``content_filter``, ``stopped``, ``broken``)."""
     partial: bool | None = None
     """Output was produced before it broke off (kept, marked incomplete)."""
+    inputTokens: int | None = None
+    """Prompt tokens of this generation, cache reads and writes included (absent when the provider reported none)."""
+    outputTokens: int | None = None
+    """Output tokens of this generation, reasoning included."""
+    reasoningTokens: int | None = None
+    """Of ``outputTokens``, those spent on reasoning (when the provider reports them)."""
 
 
 class EndOfUserSaying(Gen):

@@ -104,6 +104,8 @@ class Welcome(Reply):
     """`dominds`."""
     version: str
     """The daemon's version."""
+    protocol: int
+    """The wire protocol's version: `2` since replays are paged (docs/protocol.md §4 Paging)."""
     serverWorkLanguage: str
     """The language agents work in (`en`)."""
     supportedLanguageCodes: list[str]

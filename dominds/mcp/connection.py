@@ -175,12 +175,17 @@ class Connection:
         return tools
 
     async def call_tool(self, name: str, arguments: dict[str, Any], timeout_s: float, caller: Any = None) -> Any:
+        return await self.request(lambda client: client.call_tool(name, arguments), timeout_s, caller)
+
+    async def request(self, op: Callable[[Any], Awaitable[Any]], timeout_s: float, caller: Any = None) -> Any:
+        """``op(client)`` (a tool call, a resource read…) with the idle check, the caller known to
+        elicitation and the guard against a server that goes away or takes too long."""
         if not self._in_flight and time.monotonic() - self._used_at > IDLE_CHECK_S:
             await self._check_alive()
         self._in_flight += 1
         self._callers.append(caller)
         try:
-            return await self._guarded(self.client.call_tool(name, arguments), timeout_s)
+            return await self._guarded(op(self.client), timeout_s)
         finally:
             self._in_flight -= 1
             self._callers.remove(caller)

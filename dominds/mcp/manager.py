@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import fnmatch
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from dominds.mcp.config import (
     load_mcp_config,
 )
 from dominds.mcp.connection import (
+    CONNECT_TIMEOUT_S,
     CallTimeout,
     Connection,
     ServerGone,
@@ -42,6 +43,7 @@ from dominds.mcp.connection import (
     ServerUnreachable,
 )
 from dominds.mcp.elicit import ask_person
+from dominds.mcp.resource_tools import resource_tools
 from dominds.mcp.results import render_result
 from dominds.problems import Problem, make_problem
 from dominds.rtws import Rtws
@@ -73,6 +75,8 @@ class ServerState:
     """Problems of the tool list (name clashes, tools left out), recomputed when any list changes."""
     listed: list[Any] | None = None
     """The tools the server listed, as the SDK returned them."""
+    has_resources: bool = False
+    """The server listed at least one resource at discovery (resource_tools.py offers them)."""
     shared: Connection | None = None
     leases: dict[str, _Lease] = field(default_factory=dict)
     failures: int = 0
@@ -159,10 +163,13 @@ class McpManager:
                     conn = await self._start(state)
                     try:
                         listed = await conn.list_tools()
+                        state.has_resources = await _has_resources(conn)
                     finally:
                         await conn.close()
                 else:
-                    listed = await (await self._shared(state)).list_tools()
+                    conn = await self._shared(state)
+                    listed = await conn.list_tools()
+                    state.has_resources = await _has_resources(conn)
             except (ServerUnreachable, ServerGone, CallTimeout) as exc:
                 self._failed(state, f"unreachable: {exc}")
                 return
@@ -213,6 +220,13 @@ class McpManager:
                 continue
             taken.add(name)
             tools.append(self._func_tool(state, mcp_tool, name))
+        if state.has_resources:
+            for tool in resource_tools(spec.id, spec.whitelist, spec.blacklist, lambda ctx, label, op: self._run_result(state, label, ctx, op)):
+                if tool.name in taken:
+                    self._problem(state, spec.line, f"server {spec.id!r}: tool {tool.name!r} left out: another toolset has a tool of that name")
+                    continue
+                taken.add(tool.name)
+                tools.append(tool)
         if spec.stateful:
             tools.append(self._release_tool(state))
         return tools
@@ -249,6 +263,19 @@ class McpManager:
     # ---------------------------------------------------------------- calls
 
     async def _call(self, state: ServerState, mcp_name: str, ctx: ToolCallContext, args: dict[str, Any]) -> str:
+        result, conn = await self._run(state, mcp_name, ctx, lambda client: client.call_tool(mcp_name, args))
+        dialog = ctx.services.get("dialog")
+        dialog_dir: Path | None = getattr(getattr(dialog, "files", None), "dir", None)
+        text, is_error = render_result(result, dialog_dir, ctx.self_id, ctx.call_id)
+        text = conn.redact(text)
+        if is_error:
+            raise ToolError(text)
+        return text
+
+    async def _run(
+        self, state: ServerState, mcp_name: str, ctx: ToolCallContext, op: Callable[[Any], Awaitable[Any]]
+    ) -> tuple[Any, Connection]:
+        """``op(client)`` on the dialog's connection to the server; failures become ``ToolError``s."""
         spec = state.spec
         if self.servers.get(spec.id) is not state:
             raise ToolError(f"MCP server {spec.id!r} was removed from or changed in {MCP_YAML}; call the tool again")
@@ -259,7 +286,7 @@ class McpManager:
                 self._failed(state, f"unreachable: {exc}")
                 raise ToolError(f"MCP server {spec.id!r} is unreachable ({exc}); the tool did not run") from exc
             try:
-                result = await conn.call_tool(mcp_name, args, spec.timeout_s, caller=ctx)
+                result = await conn.request(op, spec.timeout_s, caller=ctx)
                 break
             except ServerGoneBeforeCall as exc:
                 self._gone(state, conn, str(exc))
@@ -279,13 +306,10 @@ class McpManager:
             except Exception as exc:
                 raise ToolError(conn.redact(f"MCP server {spec.id!r} refused {mcp_name}: {type(exc).__name__}: {exc}")) from exc
         state.failures = 0
-        dialog = ctx.services.get("dialog")
-        dialog_dir: Path | None = getattr(getattr(dialog, "files", None), "dir", None)
-        text, is_error = render_result(result, dialog_dir, ctx.self_id, ctx.call_id)
-        text = conn.redact(text)
-        if is_error:
-            raise ToolError(text)
-        return text
+        return result, conn
+
+    async def _run_result(self, state: ServerState, label: str, ctx: ToolCallContext, op: Callable[[Any], Awaitable[Any]]) -> Any:
+        return (await self._run(state, label, ctx, op))[0]
 
     async def _shared(self, state: ServerState) -> Connection:
         async with state.start_lock:
@@ -418,6 +442,19 @@ class McpManager:
                 }
             )
         return out
+
+
+async def _has_resources(conn: Connection) -> bool:
+    """Whether the server offers resources: the capability and at least one listed (FastMCP advertises
+    the capability with none). A server that fails the listing simply offers none."""
+    caps = getattr(conn.client, "server_capabilities", None)
+    if caps is None or getattr(caps, "resources", None) is None:
+        return False
+    try:
+        listed = await conn.request(lambda client: client.list_resources(), CONNECT_TIMEOUT_S)
+    except Exception:
+        return False
+    return bool(listed.resources)
 
 
 def _schema_problem(schema: Any) -> str | None:

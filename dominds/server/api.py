@@ -7,6 +7,7 @@ refuses in the current state (``EngineError``), 400 for a bad request (``EngineB
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -19,9 +20,10 @@ from dominds.driver.fork import fork_root
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
 from dominds.server.listing import ListingInThread, dialog_tree
-from dominds.server.replay import replay_course
+from dominds.server.replay import replay_page
 from dominds.server.starting import health_payload
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
+from dominds.server.timeline import tree_timeline
 from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload, team_payload
 from dominds.store.commit import durable
 from dominds.taskdoc_discovery import discover_taskdocs
@@ -155,16 +157,40 @@ async def hierarchy(request: web.Request) -> web.Response:
 
 
 async def show_dialog(request: web.Request) -> web.Response:
-    """A dialog's state and one course's events (default: the current course), as replay events."""
+    """A dialog's state and one page of one course (default: the current course's last page), as replay
+    events; ``before``/``after`` (record indices) or ``aroundCall`` pick another page (paging)."""
     engine = _engine(request)
     dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
     course_text = request.query.get("course", str(dialog.latest.current_course))
     if not course_text.isdigit() or not 1 <= int(course_text) <= dialog.latest.current_course:
         raise ApiError(400, f"`course` must be between 1 and {dialog.latest.current_course}")
+    where = {key: request.query[key] for key in ("before", "after", "aroundCall") if key in request.query}
+    if len(where) > 1:
+        raise ApiError(400, "give at most one of `before`, `after` and `aroundCall`")
+    for key in ("before", "after"):
+        if key in where and not where[key].isdigit():
+            raise ApiError(400, f"`{key}` must be a record index (0 or more)")
     seq = engine.pubchan.last_seq(dialog.self_id)
-    events = replay_course(dialog, int(course_text), epoch=engine.pubchan.epoch, seq=seq)
+    page = replay_page(
+        dialog,
+        int(course_text),
+        epoch=engine.pubchan.epoch,
+        seq=seq,
+        before=int(where["before"]) if "before" in where else None,
+        after=int(where["after"]) if "after" in where else None,
+        around=where.get("aroundCall"),
+    )
     return web.json_response(
-        {**dialog_summary(engine, dialog), "epoch": engine.pubchan.epoch, "seq": seq, "events": events}
+        {
+            **dialog_summary(engine, dialog),
+            "epoch": engine.pubchan.epoch,
+            "seq": seq,
+            "course": page.course,
+            "fromRecord": page.start,
+            "toRecord": page.end,
+            "totalRecords": page.total,
+            "events": page.events,
+        }
     )
 
 
@@ -262,6 +288,13 @@ async def emergency_stop(request: web.Request) -> web.Response:
     return web.json_response({"stopped": _engine(request).emergency_stop()})
 
 
+async def timeline(request: web.Request) -> web.Response:
+    """A tree's generations and tool calls on a time axis (server/timeline.py), read in a worker thread."""
+    engine = _engine(request)
+    await durable()
+    return web.json_response(await asyncio.to_thread(tree_timeline, engine.store, request.match_info["root"]))
+
+
 async def usage(request: web.Request) -> web.Response:
     return web.json_response(_engine(request).usage_totals(request.match_info["root"]))
 
@@ -323,6 +356,7 @@ def add_api_routes(app: web.Application) -> None:
     app.router.add_post("/api/dialogs/move", move_dialog)
     app.router.add_get("/api/dialogs/{root}/hierarchy", hierarchy)
     app.router.add_get("/api/dialogs/{root}/usage", usage)
+    app.router.add_get("/api/dialogs/{root}/timeline", timeline)
     app.router.add_get("/api/dialogs/{self_id}", show_dialog)
     app.router.add_post("/api/dialogs/{self_id}/messages", post_message)
     app.router.add_delete("/api/dialogs/{self_id}/messages/{msg_id}", cancel_queued)

@@ -26,7 +26,7 @@ from dominds.server.auth import (
     set_session_cookie,
     tokens_match,
 )
-from dominds.server.hub import Hub
+from dominds.server.hub import MAX_OUTBOX_BYTES, Hub
 from dominds.server.render import highlight_css
 from dominds.server.resting import SWEEP_SECONDS
 from dominds.server.tools_api import add_tools_routes
@@ -145,9 +145,10 @@ def _push_taskdoc(hub: Hub, path: str) -> None:
 PANEL_HEADERS = {
     "Cache-Control": "no-cache",
     # Defence in depth around the server-sanitised HTML the panel inserts: only the daemon's own
-    # scripts, styles and websocket, no framing, and no Referer that could carry ?auth= away.
+    # scripts, styles and websocket, no framing, and no Referer that could carry ?auth= away. Images may
+    # also be blob: URLs the page made itself (artifacts fetched with the session cookie, attachments).
     "Content-Security-Policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
         "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
     ),
     "Referrer-Policy": "no-referrer",
@@ -172,6 +173,7 @@ def make_app(
     taskdoc_poll_interval: float = 1.0,
     rest_sweep_interval: float = SWEEP_SECONDS,
     extra_routes: Iterable[Callable[[web.Application], None]] = (),
+    outbox_bytes: int = MAX_OUTBOX_BYTES,
 ) -> web.Application:
     """The daemon's web application over a started ``engine``; ``extra_routes`` mount workflows;
     ``rest_sweep_interval``: seconds between unloads of the trees at rest nobody displays (resting.py)."""
@@ -182,7 +184,12 @@ def make_app(
     if settings.access is not None:
         settings.access.on_change = lambda fresh: engine.secrets.register("daemon access token", fresh)
     app[keys.SETTINGS] = settings
-    app[keys.HUB] = Hub(engine, taskdoc_poll_interval=taskdoc_poll_interval, rest_sweep_interval=rest_sweep_interval)
+    app[keys.HUB] = Hub(
+        engine,
+        taskdoc_poll_interval=taskdoc_poll_interval,
+        rest_sweep_interval=rest_sweep_interval,
+        outbox_bytes=outbox_bytes,
+    )
     add_api_routes(app)
     app.router.add_post("/api/session", session)
     app.router.add_delete("/api/session", session)

@@ -1,8 +1,10 @@
 """Websocket connections and how pubchan events reach them.
 
 Each connection is one pubchan subscriber. Publishing is synchronous, so delivery only appends the
-encoded event to the connection's outbox and a writer task sends it; a client that falls too far
-behind is closed with 4008 and simply reconnects and resumes.
+encoded event to the connection's outbox and a writer task sends it. The outbox is bounded in bytes:
+a client whose unsent frames pass ``MAX_OUTBOX_BYTES`` (it stopped reading, or reads slower than its
+dialogs speak) is closed with 4008 and reconnects and resumes from its last seq. Replays never come
+near that bound: they are sent a page at a time, each page once the outbox is below ``ROOM_BYTES``.
 
 No duplicates per socket: every dialog channel (and the global channel) has a ``SeqTracker`` per
 connection, and an event whose ``seq`` that socket already delivered is dropped. This matters
@@ -33,8 +35,10 @@ from dominds.store.commit import after_durable
 
 log = logging.getLogger("dominds.server")
 
-MAX_OUTBOX = 20_000
-"""Queued frames per connection before it is considered stuck and closed (close code 4008)."""
+MAX_OUTBOX_BYTES = 16 * 1024 * 1024
+"""Unsent bytes per connection before it is considered stuck and closed (close code 4008)."""
+ROOM_BYTES = 1024 * 1024
+"""A replay page is built only once the outbox holds less than this (the back-pressure of paging)."""
 CLOSE_TOO_SLOW = 4008
 
 _TRACKED_LIMIT = 4096
@@ -101,12 +105,17 @@ class Connection:
 
     def __init__(self, hub: Hub, ws: web.WebSocketResponse) -> None:
         self.hub = hub
+        self.outbox_limit = hub.outbox_bytes
         self.ws = ws
         self.ui_language = "en"
         self.followed: dict[str, str] = {}
         """selfId of each followed dialog → its Taskdoc path (for live Taskdoc refreshes)."""
         self.trackers: dict[str, SeqTracker] = {}
         self._outbox: deque[str] = deque()
+        self._outbox_bytes = 0
+        """Characters queued and not sent yet (a close measure of the bytes: events are mostly ASCII)."""
+        self._room = asyncio.Event()
+        self._room.set()
         self._ready = asyncio.Event()
         self._drained = asyncio.Event()
         self._drained.set()
@@ -166,15 +175,31 @@ class Connection:
         if wire.checking():
             wire.check_text(text)
         self._outbox.append(text)
+        self._outbox_bytes += len(text)
         self._ready.set()
         self._drained.clear()
-        if len(self._outbox) > MAX_OUTBOX:
-            log.warning("closing a websocket that fell %d frames behind", len(self._outbox))
-            self._outbox.clear()
-            self._closing = True
-            self._closer = asyncio.get_running_loop().create_task(
-                self.ws.close(code=CLOSE_TOO_SLOW, message=b"too slow: reconnect and resume")
+        if self._outbox_bytes > ROOM_BYTES:
+            self._room.clear()
+        if self._outbox_bytes > self.outbox_limit and len(self._outbox) > 1:  # one big frame is sent whole
+            log.warning(
+                "closing a websocket that fell %d bytes (%d frames) behind", self._outbox_bytes, len(self._outbox)
             )
+            self._outbox.clear()
+            self._outbox_bytes = 0
+            self._closing = True
+            self._room.set()
+            self._closer = asyncio.get_running_loop().create_task(
+                self.ws.close(code=CLOSE_TOO_SLOW, message=b"too slow: reconnect and resume since your last seq")
+            )
+
+    def resume_limit(self) -> int:
+        """The most bytes of missed events a resume sends; past it the client gets the last page."""
+        return min(self.outbox_limit // 2, 4 * ROOM_BYTES)
+
+    async def wait_room(self) -> None:
+        """Until the outbox holds less than ``ROOM_BYTES`` (at once on a closing connection)."""
+        while not self._room.is_set():
+            await self._room.wait()
 
     # -- following -----------------------------------------------------------------------------
 
@@ -196,10 +221,15 @@ class Connection:
                 while self._outbox:
                     with _corked(self.ws, len(self._outbox)):
                         while self._outbox:
-                            await self.ws.send_str(self._outbox.popleft())
+                            text = self._outbox.popleft()
+                            self._outbox_bytes -= len(text)
+                            if self._outbox_bytes <= ROOM_BYTES:
+                                self._room.set()
+                            await self.ws.send_str(text)
                 self._drained.set()
         except (ConnectionError, RuntimeError):  # the peer went away; the reader side notices too
             self._closing = True
+            self._room.set()
             self._drained.set()
 
     async def flush(self, timeout: float = 2.0) -> None:
@@ -209,6 +239,7 @@ class Connection:
 
     async def close(self) -> None:
         self._closing = True
+        self._room.set()
         self.hub.engine.pubchan.unsubscribe(self.subscriber)
         self._writer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -244,9 +275,16 @@ class Hub:
     """All live connections of one app, the event encoder and the Taskdoc watcher."""
 
     def __init__(
-        self, engine: Engine, *, taskdoc_poll_interval: float = 1.0, rest_sweep_interval: float = SWEEP_SECONDS
+        self,
+        engine: Engine,
+        *,
+        taskdoc_poll_interval: float = 1.0,
+        rest_sweep_interval: float = SWEEP_SECONDS,
+        outbox_bytes: int = MAX_OUTBOX_BYTES,
     ) -> None:
         self.engine = engine
+        self.outbox_bytes = outbox_bytes
+        """A connection with more unsent bytes than this is closed with 4008."""
         self.encoder = EventEncoder()
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self.taskdoc_poll_interval = taskdoc_poll_interval

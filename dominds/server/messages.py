@@ -83,9 +83,15 @@ class UnfollowDialog(_Message):
 
 
 class DisplayCourse(_Message):
+    """One page of a course: the last, the one ending at record ``before``, the one starting at record
+    ``after``, or the one around call ``aroundCall`` (paging **(ours)**)."""
+
     type: Literal["display_course"]
     dialog: DialogRef
     course: Annotated[int, Field(ge=1)]
+    before: Annotated[int, Field(ge=0)] | None = None
+    after: Annotated[int, Field(ge=0)] | None = None
+    aroundCall: Annotated[str, Field(min_length=1, max_length=300)] | None = None
 
 
 class DisplayReminders(_Message):

@@ -15,6 +15,7 @@ its snapshot. The segment being streamed right now (``Dialog.streaming_text``) i
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from dominds.dialog.model import Dialog
@@ -240,35 +241,168 @@ class _CourseReplay:
         ]
 
 
-def replay_course(dialog: Dialog, course: int, *, epoch: str, seq: int) -> list[Event]:
-    """Every event of one course of ``dialog``, stamped as replay at ``(epoch, seq)``.
+PAGE_BYTES = 256 * 1024
+"""About how much event JSON one page of a replay holds (measured before markdown is rendered to HTML,
+which adds its own size). A page is never empty: a record bigger than this is a page of its own."""
 
-    The current course comes from memory (the same records as the file, plus the segment being
-    streamed); an older course is read from its file.
+_SNAP_RECORDS = 200
+"""How far back a page start moves to begin at a prompt or a generation's start (so the panel gets the
+generation's frame); past this it starts mid-generation, with the saying segments counted right."""
+
+
+@dataclass(frozen=True)
+class ReplayPage:
+    """Records ``start``..``end`` (exclusive) of a course of ``total`` records, as stamped replay events."""
+
+    course: int
+    start: int
+    end: int
+    total: int
+    events: list[Event]
+
+
+def replay_course(dialog: Dialog, course: int, *, epoch: str, seq: int) -> list[Event]:
+    """Every event of one course of ``dialog``, stamped as replay at ``(epoch, seq)`` (one page of it all)."""
+    records = course_records(dialog, course)
+    return _page(dialog, course, records, 0, len(records), epoch=epoch, seq=seq).events
+
+
+def replay_page(
+    dialog: Dialog,
+    course: int,
+    *,
+    epoch: str,
+    seq: int,
+    before: int | None = None,
+    after: int | None = None,
+    around: str | None = None,
+    page_bytes: int = PAGE_BYTES,
+) -> ReplayPage:
+    """One page of a course: the last one, the one ending at record ``before``, the one starting at record
+    ``after``, or the one around the records of call ``around`` (a tellask call id or a function call id).
+
+    The current course's page also carries the segment being streamed now when it reaches the end.
+    A call that the course does not hold gives the last page (the client finds no call and says so).
     """
-    current = course == dialog.latest.current_course
-    records = dialog.records if current else dialog.files.read_course(course)
+    records = course_records(dialog, course)
+    total = len(records)
+    if after is not None:
+        start = min(max(after, 0), total)
+        end = _span_forward(dialog, course, records, start, page_bytes)
+    elif around is not None and (where := _find_call(records, course, around)) is not None:
+        start = _snap(records, _span_back(dialog, course, records, where + 1, page_bytes // 2))
+        end = max(_span_forward(dialog, course, records, where, page_bytes // 2), where + 1)
+    else:
+        end = total if before is None else min(max(before, 0), total)
+        start = _snap(records, _span_back(dialog, course, records, end, page_bytes))
+    return _page(dialog, course, records, start, end, epoch=epoch, seq=seq)
+
+
+def course_records(dialog: Dialog, course: int) -> list[CourseRecord]:
+    """The current course comes from memory (the same records as the file); an older one from its file."""
+    return dialog.records if course == dialog.latest.current_course else dialog.files.read_course(course)
+
+
+def _record_bytes(dialog: Dialog, course: int, record: CourseRecord) -> int:
+    """The size of a record's events (segment numbers do not change it enough to matter)."""
+    return sum(len(_json(e)) for e in _CourseReplay(dialog, course).events(record))
+
+
+def _span_back(dialog: Dialog, course: int, records: list[CourseRecord], end: int, budget: int) -> int:
+    """The first record of the page ending at ``end`` (at least one record when there is one)."""
+    start, used = end, 0
+    while start > 0:
+        used += _record_bytes(dialog, course, records[start - 1])
+        if used > budget and start < end:
+            break
+        start -= 1
+    return start
+
+
+def _span_forward(dialog: Dialog, course: int, records: list[CourseRecord], start: int, budget: int) -> int:
+    end, used = start, 0
+    while end < len(records):
+        used += _record_bytes(dialog, course, records[end])
+        if used > budget and end > start:
+            break
+        end += 1
+    return end
+
+
+def _starts_turn(record: CourseRecord) -> bool:
+    return isinstance(record, (CourseStartRecord, HumanTextRecord, GenStartRecord, RunMarkerRecord))
+
+
+def _snap(records: list[CourseRecord], start: int) -> int:
+    """Move a page start back to a prompt or a generation start when one is near."""
+    for index in range(start, max(start - _SNAP_RECORDS, 0) - 1, -1):
+        if index == 0 or _starts_turn(records[index]):
+            return index
+    return start
+
+
+def _find_call(records: list[CourseRecord], course: int, call: str) -> int | None:
+    """The index of the record that made call ``call``: a function call's record, or for a tellask call
+    (``<parser id>.<course>.<genseq>.<segment>``) the saying that held it."""
+    parts = call.rsplit(".", 3)
+    tellask = None
+    if len(parts) == 4 and all(p.isdigit() for p in parts[1:]) and int(parts[1]) == course:
+        tellask = (int(parts[2]), int(parts[3]))
+    segments: dict[int, int] = {}
+    for index, record in enumerate(records):
+        if isinstance(record, FuncCallRecord) and record.id == call:
+            return index
+        if isinstance(record, (TeammateCallResultRecord, SubdialogCreatedRecord)) and record.call_id == call:
+            return index
+        if isinstance(record, AgentWordsRecord):
+            segment = segments[record.genseq] = segments.get(record.genseq, 0) + 1
+            if tellask == (record.genseq, segment):
+                return index
+    return None
+
+
+def _page(
+    dialog: Dialog, course: int, records: list[CourseRecord], start: int, end: int, *, epoch: str, seq: int
+) -> ReplayPage:
     replay = _CourseReplay(dialog, course)
+    if start < end:
+        genseq = getattr(records[start], "genseq", None)
+        index = start
+        while index > 0 and not isinstance(records[index - 1], GenStartRecord):  # back to its generation's start
+            index -= 1
+            record = records[index]
+            if getattr(record, "genseq", None) != genseq:
+                break
+            if isinstance(record, AgentWordsRecord):  # the live receiver numbers segments 1.. per generation
+                replay.segments[record.genseq] = replay.segments.get(record.genseq, 0) + 1
     payloads: list[Event] = [
-        {"type": "course_update", "course": course, "totalCourses": dialog.latest.current_course}
+        {
+            "type": "course_update",
+            "course": course,
+            "totalCourses": dialog.latest.current_course,
+            "fromRecord": start,
+            "toRecord": end,
+            "totalRecords": len(records),
+        }
     ]
     timestamps: list[str | None] = [None]
-    for record in records:
+    for record in records[start:end]:
         events = replay.events(record)
         payloads.extend(events)
         timestamps.extend([record.ts] * len(events))
-    if current:
+    if course == dialog.latest.current_course and end == len(records):
         tail = replay.streaming_tail()
         payloads.extend(tail)
         timestamps.extend([None] * len(tail))
-    payloads[0]["eventCount"] = len(payloads) - 1  # lets a client know when the course is complete
+    payloads[0]["eventCount"] = len(payloads) - 1  # lets a client know when the page is complete
     for payload in payloads:
         enrich(payload)  # the HTML of finished markdown, added as to the live stream's events
     stamp = {"dialog": dialog.ident, "epoch": epoch, "seq": seq, "replay": True}
-    return [
+    events = [
         {**payload, **stamp, "timestamp": ts or dialog.latest.last_modified}
         for payload, ts in zip(payloads, timestamps, strict=True)
     ]
+    return ReplayPage(course, start, end, len(records), events)
 
 
 def _json(value: Any) -> str:

@@ -22,8 +22,12 @@ from dominds.driver.engine import Engine, EngineError
 from dominds.pubchan import GLOBAL
 from dominds.server import messages as m
 from dominds.server.hub import Connection
-from dominds.server.replay import replay_course
+from dominds.server.replay import replay_page
 from dominds.server.views import dialog_summary, reminders_payload, resolve_dialog, taskdoc_payload
+
+PROTOCOL_VERSION = 2
+"""1: replays were whole courses, the outbox bound counted frames. 2: paged replays (``display_course``
+``before``/``after``/``aroundCall``, record fields on ``course_update``), the outbox bound in bytes."""
 
 
 def welcome(engine: Engine) -> dict[str, Any]:
@@ -32,6 +36,7 @@ def welcome(engine: Engine) -> dict[str, Any]:
         "message": "Connected to Dominds",
         "server": "dominds",
         "version": __version__,
+        "protocol": PROTOCOL_VERSION,
         "serverWorkLanguage": "en",
         "supportedLanguageCodes": ["en", "zh"],
         "epoch": engine.pubchan.epoch,
@@ -75,6 +80,8 @@ def follow_dialog(
         for other in [k for k in conn.followed if k != key]:
             conn.unfollow(other)
     missed = pubchan.events_since(key, since.epoch, since.seq) if since is not None else None
+    if missed is not None and sum(_text_chars(e) for e in missed) > conn.resume_limit():
+        missed = None  # too much to send at once: the last page instead (a resume never overflows the outbox)
     seq = pubchan.last_seq(key)
     conn.follow(key, dialog.meta.task_doc_path)
     tracker = conn.tracker(key)
@@ -82,11 +89,9 @@ def follow_dialog(
         tracker.cover(min(since.seq, seq))  # the client has everything up to `since`
         texts = [conn.hub.encoder.encode(e) for e in missed if tracker.admit(int(e["seq"]))]
         tracker.cover(seq)  # events still waiting to be durable are in `missed`: not sent live again
-    else:
-        texts = [
-            json.dumps(e, ensure_ascii=False)
-            for e in replay_course(dialog, dialog.latest.current_course, epoch=pubchan.epoch, seq=seq)
-        ]
+    else:  # the course's last page: earlier ones come with `display_course{before}` (paging)
+        page = replay_page(dialog, dialog.latest.current_course, epoch=pubchan.epoch, seq=seq)
+        texts = [json.dumps(e, ensure_ascii=False) for e in page.events]
         tracker.cover(seq)
     conn.send(
         _with_request_id(
@@ -104,6 +109,11 @@ def follow_dialog(
     )
     for text in texts:
         conn.send_text(text)
+
+
+def _text_chars(event: dict[str, Any]) -> int:
+    """About the size of an event on the wire: its text fields (what makes an event big) and a little."""
+    return 64 + sum(len(value) for value in event.values() if isinstance(value, str))
 
 
 async def on_set_ui_language(conn: Connection, msg: m.SetUiLanguage) -> None:
@@ -130,13 +140,26 @@ async def on_unfollow_dialog(conn: Connection, msg: m.UnfollowDialog) -> None:
 
 
 async def on_display_course(conn: Connection, msg: m.DisplayCourse) -> None:
+    """One page of a course, built once the socket's outbox has room (back-pressure in bytes)."""
+    if sum(x is not None for x in (msg.before, msg.after, msg.aroundCall)) > 1:
+        raise EngineError("display_course takes at most one of `before`, `after` and `aroundCall`")
+    await conn.wait_room()
     dialog = _dialog(conn, msg.dialog)
     if msg.course > dialog.latest.current_course or not dialog.files.course(msg.course).exists():
         raise EngineError(
             f"dialog {dialog.self_id} has no course {msg.course} (courses 1..{dialog.latest.current_course})"
         )
     pubchan = conn.hub.engine.pubchan
-    for event in replay_course(dialog, msg.course, epoch=pubchan.epoch, seq=pubchan.last_seq(dialog.self_id)):
+    page = replay_page(
+        dialog,
+        msg.course,
+        epoch=pubchan.epoch,
+        seq=pubchan.last_seq(dialog.self_id),
+        before=msg.before,
+        after=msg.after,
+        around=msg.aroundCall,
+    )
+    for event in page.events:
         conn.send(_with_request_id(event, msg.requestId) if event["type"] == "course_update" else event)
 
 

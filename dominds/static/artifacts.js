@@ -8,7 +8,7 @@ const IMAGE = /\.(png|jpg|jpeg|gif|webp|bmp)$/i;
 export function artifactImages(text) {
   const paths = [...new Set(String(text || "").match(ARTIFACT) || [])].filter((p) => IMAGE.test(p));
   return paths.map((path) => {
-    const img = h("img", { class: "artifact", alt: path.split("/").pop(), style: "display:block;max-width:100%;margin-top:4px", dataset: { artifact: path } });
+    const img = h("img", { class: "artifact", alt: path.split("/").pop(), dataset: { artifact: path } });
     fetch(path, { credentials: "same-origin" })
       .then((r) => (r.ok ? r.blob() : Promise.reject(new Error(r.statusText))))
       .then((blob) => { img.src = URL.createObjectURL(blob); })

@@ -4,6 +4,9 @@
 // the input until the agent reads it, with a Cancel button for the user's own messages: nothing is ever
 // sent that the user cannot see. The daemon announces the queue (prompt_queued_evt,
 // queued_prompt_cancelled_evt) and the end_of_user_saying_evt with the same msgId takes an entry out.
+// Images pasted or dropped into the input are stored as artifacts of the dialog at once (POST
+// /api/dialogs/<selfId>/artifacts), shown above the input, and sent as lines naming them: the daemon
+// gives a vision-capable model the images themselves.
 
 import { $, h, onCtrlEnter, randomId, toast } from "./dom.js";
 import { t } from "./i18n.js";
@@ -19,6 +22,12 @@ export class Composer {
     this.target = null; // questionId the composer answers
     this.busy = false;
     this.input = $("#input");
+    this.attachments = []; // {line, url} of images attached to the next message
+    this.attachmentList = h("div", { id: "attachments", class: "attachments", hidden: true });
+    this.input.before(this.attachmentList);
+    this.input.addEventListener("paste", (e) => this.takeImages(e, e.clipboardData?.files));
+    this.input.addEventListener("dragover", (e) => { if (e.dataTransfer?.types.includes("Files")) e.preventDefault(); });
+    this.input.addEventListener("drop", (e) => this.takeImages(e, e.dataTransfer?.files));
     $("#send").addEventListener("click", () => this.send());
     onCtrlEnter(this.input, () => this.send());
     $("#answer-target").addEventListener("change", (e) => {
@@ -117,10 +126,46 @@ export class Composer {
     }
   }
 
+  /** Images pasted or dropped into the input: each is stored in the dialog and shown until sent. */
+  takeImages(event, files) {
+    const images = [...(files || [])].filter((file) => file.type.startsWith("image/"));
+    if (!images.length) return;
+    event.preventDefault();
+    for (const file of images) this.attach(file);
+  }
+
+  async attach(file) {
+    const ref = this.actions.ref();
+    if (!ref) return;
+    try {
+      const response = await fetch(`/api/dialogs/${encodeURIComponent(ref.selfId)}/artifacts`, {
+        method: "POST", credentials: "same-origin", headers: { "Content-Type": file.type, Accept: "application/json" }, body: file,
+      });
+      const data = await response.json().catch(() => ({}));
+      if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+      this.attachments.push({ line: data.line, url: data.url, preview: URL.createObjectURL(file) });
+      this.renderAttachments();
+    } catch (error) {
+      toast(error.message, "error");
+    }
+  }
+
+  renderAttachments() {
+    this.attachmentList.hidden = this.attachments.length === 0;
+    this.attachmentList.replaceChildren(...this.attachments.map((a, index) => h("span", { class: "attachment", dataset: { url: a.url } },
+      h("img", { src: a.preview, alt: a.url.split("/").pop() }),
+      h("button", { type: "button", class: "attachment-remove", text: "×", title: t("cancel"), onclick: () => {
+        this.attachments.splice(index, 1);
+        this.renderAttachments();
+      } }))));
+  }
+
   /** Send the input (or `text`): an answer to the selected question, or a message (queued if need be). */
   async send(text) {
     const ref = this.actions.ref();
-    const content = (text ?? this.input.value).trim();
+    const typed = (text ?? this.input.value).trim();
+    const attached = text === undefined ? this.attachments.map((a) => a.line) : [];
+    const content = [typed, ...attached].filter(Boolean).join("\n");
     if (!content || !ref || this.busy) return;
     const question = text === undefined ? this.currentQuestion() : null;
     this.busy = true;
@@ -130,7 +175,11 @@ export class Composer {
       } else {
         await this.conn.request({ type: "drive_dlg_by_user_msg", dialog: ref, content, msgId: randomId("ui-") });
       }
-      if (text === undefined) this.input.value = "";
+      if (text === undefined) {
+        this.input.value = "";
+        this.attachments = [];
+        this.renderAttachments();
+      }
     } catch (error) {
       toast(error.message, "error");
     } finally {

@@ -2,6 +2,9 @@
 // navigation, transcript and composer. It follows exactly one dialog ("display_dialog", follow: "replace")
 // and remembers the last seq it saw so a reconnect resumes without gaps or repeats. What it shows is in
 // the address (router.js): the dialog, the course, and a call site or question to bring into view.
+// A course is shown a page at a time (docs/protocol.md §4 Paging): the daemon sends the last page, and
+// scrolling to the top (or the "earlier" bar) asks for the page before; a link to a call that is not on
+// screen asks for the page around it, a window that then grows both ways as the reader scrolls.
 
 import { apiGet, apiPost } from "./api.js";
 import { Composer } from "./composer.js";
@@ -24,6 +27,9 @@ export class DialogView {
     this.snapshotRemaining = 0;
     this.target = null; // {course, call, question} to bring into view once the snapshot is complete
     this.awaitingCreate = false;
+    this.page = null; // {course, from, to, total}: the records of the course on screen
+    this.pageLoad = null; // {mode: "prepend"|"append"|"window", started, remaining, events[]}
+    this.earlier = h("button", { type: "button", class: "load-earlier", text: t("loadEarlier"), onclick: () => this.loadEarlier() });
     this.refreshCost = debounce(() => this.loadCost(), 150);
     this.composer = new Composer(conn, { ref: () => this.ref, answer: (q, text) => hooks.answer(q, text) });
     this.wire();
@@ -50,6 +56,7 @@ export class DialogView {
     $("#course-prev").addEventListener("click", () => this.showCourse((this.viewingCourse || 1) - 1));
     $("#course-next").addEventListener("click", () => this.showCourse((this.viewingCourse || 1) + 1));
     $("#course-latest").addEventListener("click", () => this.showCourse(this.info?.currentCourse));
+    this.transcript.root.addEventListener("scroll", () => this.onScroll(), { passive: true });
     $("#dh-parent").addEventListener("click", (e) => {
       e.preventDefault();
       if (this.info?.supdialogId) this.navigate({ selfId: this.info.supdialogId, rootId: this.ref.rootId });
@@ -69,7 +76,7 @@ export class DialogView {
     const wanted = Number(course) || null;
     this.target = { course: wanted, call, question };
     const sameDialog = this.ref?.selfId === ref.selfId;
-    const since = resume && sameDialog && this.epoch && this.viewingCourse === this.info?.currentCourse
+    const since = resume && sameDialog && this.epoch && this.viewingCourse === this.info?.currentCourse && !this.windowed()
       ? { epoch: this.epoch, seq: this.lastSeq } : undefined;
     const shown = sameDialog && this.info && !resume && !force && this.snapshotRemaining === 0;
     if (shown && wanted && wanted !== this.viewingCourse) {
@@ -153,14 +160,113 @@ export class DialogView {
     if (target.question) {
       if (this.transcript.focusQuestion({ id: target.question })) this.composer.selectQuestion(target.question);
     } else if (target.call) {
-      this.transcript.focusCall(target.call);
+      if (!this.transcript.focusCall(target.call) && this.page?.from > 0) this.loadAround(target.call);
     }
+  }
+
+  // -- paging ------------------------------------------------------------------------------------
+
+  /** The course on screen is a window that does not reach its end: live events wait for "latest". */
+  windowed() {
+    return Boolean(this.page && this.page.to !== null && this.page.total !== null && this.page.to < this.page.total);
+  }
+
+  showEarlierBar() {
+    const root = this.transcript.root;
+    if (this.page?.from > 0) {
+      this.earlier.disabled = false;
+      this.earlier.textContent = t("loadEarlier");
+      if (root.firstChild !== this.earlier) root.prepend(this.earlier);
+    } else this.earlier.remove();
+  }
+
+  onScroll() {
+    const root = this.transcript.root;
+    if (this.pageLoad || !this.page || this.snapshotRemaining > 0) return;
+    if (root.scrollTop < 120 && this.page.from > 0) this.loadEarlier();
+    else if (this.windowed() && root.scrollHeight - root.scrollTop - root.clientHeight < 120) this.loadLater();
+  }
+
+  async requestPage(mode, fields) {
+    if (this.pageLoad || !this.page || !this.ref) return;
+    this.pageLoad = { mode, started: false, remaining: 0, events: [] };
+    if (mode === "prepend") {
+      this.earlier.disabled = true;
+      this.earlier.textContent = t("loadingEarlier");
+    }
+    try {
+      await this.conn.request({ type: "display_course", dialog: this.ref, course: this.page.course, ...fields });
+    } catch (error) {
+      this.pageLoad = null;
+      this.showEarlierBar();
+      toast(error.message, "error");
+    }
+  }
+
+  loadEarlier() {
+    if (this.page?.from > 0) this.requestPage("prepend", { before: this.page.from });
+  }
+
+  loadLater() {
+    if (this.windowed()) this.requestPage("append", { after: this.page.to });
+  }
+
+  loadAround(call) {
+    this.target = { call };
+    this.requestPage("window", { aroundCall: call });
+  }
+
+  /** An event of a page being loaded: the course_update that starts it, then its events. */
+  takePageEvent(event) {
+    const load = this.pageLoad;
+    if (!load.started) {
+      if (event.type !== "course_update" || event.requestId === undefined) return false;
+      load.started = true;
+      load.remaining = event.eventCount || 0;
+      load.head = event;
+    } else {
+      load.events.push(event);
+      load.remaining -= 1;
+    }
+    if (load.remaining === 0) this.pageDone(load);
+    return true;
+  }
+
+  pageDone(load) {
+    this.pageLoad = null;
+    const head = load.head;
+    if (load.mode === "window") {
+      const target = this.target;
+      this.onCourse(head);
+      for (const event of load.events) this.transcript.apply(event);
+      this.transcript.settle();
+      this.target = target;
+      this.bringTargetIntoView();
+      this.renderHeader();
+      return;
+    }
+    if (load.mode === "prepend") {
+      this.page.from = head.fromRecord;
+      this.transcript.prepend(load.events, this.earlier);
+    } else {
+      this.page.to = head.toRecord;
+      this.page.total = head.totalRecords;
+      for (const event of load.events) this.transcript.apply(event);
+      if (!this.windowed() && this.viewingCourse === this.info?.currentCourse) {
+        // the window reached the live end: show it as a follower again (new events may have come)
+        this.open(this.ref, { force: true });
+        return;
+      }
+    }
+    this.showEarlierBar();
+    this.renderHeader();
   }
 
   /** Every event of the dialog on screen (live or replay) goes through here. */
   onEvent(event) {
     if (!this.ref || event.dialog?.selfId !== this.ref.selfId) return;
     if (!event.replay) this.lastSeq = Math.max(this.lastSeq, event.seq);
+    if (this.pageLoad && event.replay && this.takePageEvent(event)) return;
     this.composer.onEvent(event);
     if (event.type === "course_update" && event.requestId !== undefined) {
       // the reply to display_course: eventCount events of that course follow
@@ -171,7 +277,7 @@ export class DialogView {
     }
     if (event.type === "dlg_run_state_evt") this.setRunState(event.runState, event.seq);
     else if (event.type === "course_update") this.onCourse(event);
-    else if (event.replay || this.viewingCourse === this.info?.currentCourse) this.transcript.apply(event);
+    else if (event.replay || (this.viewingCourse === this.info?.currentCourse && !this.windowed())) this.transcript.apply(event);
     if (event.type === "generating_finish_evt" && !event.replay) this.refreshCost();
     if (this.snapshotRemaining > 0) {
       this.snapshotRemaining -= 1;
@@ -182,7 +288,10 @@ export class DialogView {
   onCourse(event) {
     if (!event.replay) this.info.currentCourse = event.course; // clear_mind started a new course live
     this.viewingCourse = event.course;
+    this.pageLoad = null;
+    this.page = { course: event.course, from: event.fromRecord || 0, to: event.toRecord ?? null, total: event.totalRecords ?? null };
     this.transcript.reset();
+    this.showEarlierBar();
     this.transcript.ref = { ...this.ref, course: event.course };
     this.info.totalCourses = event.totalCourses;
     this.renderHeader();
@@ -194,6 +303,7 @@ export class DialogView {
       this.target = null;
       patchRoute({ course: course === this.info.currentCourse ? null : course, call: null, question: null });
     }
+    this.pageLoad = null;
     if (course === this.info.currentCourse) {
       await this.open(this.ref, { ...(keepTarget ? this.target : {}), course: null, force: true });
       return;
@@ -254,6 +364,7 @@ export class DialogView {
     const parent = $("#dh-parent");
     parent.hidden = !info.supdialogId;
     if (info.supdialogId) parent.href = linkTo({ selfId: info.supdialogId, rootId: info.dialog.rootId });
+    $("#dh-timeline").href = `/static/timeline.html?root=${encodeURIComponent(info.dialog.rootId)}`;
     const origin = $("#dh-forked-from");  // a fork links back to the reply it was forked at
     origin.hidden = !info.forkedFrom;
     if (info.forkedFrom) {
@@ -266,7 +377,7 @@ export class DialogView {
     $("#course-label").textContent = t("course", { n: viewing, total: info.totalCourses });
     $("#course-prev").disabled = viewing <= 1;
     $("#course-next").disabled = viewing >= info.totalCourses;
-    $("#course-latest").hidden = viewing === info.currentCourse;
+    $("#course-latest").hidden = viewing === info.currentCourse && !this.windowed();
     const running = info.status === "run";
     const kind = info.runState?.kind;
     const alive = running && kind !== "dead" && !info.loadError && !info.conductor;

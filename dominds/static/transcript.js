@@ -58,6 +58,26 @@ export class Transcript {
     if (stick) this.root.scrollTop = this.root.scrollHeight;
   }
 
+  /** An earlier page of the course (paging): rendered apart, then put above what is shown, keeping the
+   * reader's place. The open generation and its streaming state belong to the newest page, so they are
+   * kept; the page's call blocks join the maps so links and results find them. */
+  prepend(events, before = null) {
+    const live = { root: this.root, gen: this.gen, thinking: this.thinking, saying: this.saying, md: this.md, call: this.call };
+    const page = document.createElement("div");
+    Object.assign(this, { root: page, gen: null, thinking: null, saying: null, md: null, call: null });
+    try {
+      for (const event of events) HANDLERS[event.type]?.call(this, event);
+    } finally {
+      Object.assign(this, live);
+    }
+    const root = this.root;
+    const height = root.scrollHeight;
+    const top = root.scrollTop;
+    root.insertBefore(page, before && before.parentNode === root ? before.nextSibling : root.firstChild);
+    page.replaceWith(...page.childNodes);
+    root.scrollTop = top + (root.scrollHeight - height);
+  }
+
   container() {
     return this.gen ? this.gen.body : this.root;
   }
@@ -228,7 +248,8 @@ const HANDLERS = {
       : e.askBack && { ...e.askBack, dialogId: e.askBack.fromDialogId, label: "askBackFrom", back: "askBackCall" };
     const bubble = framed
       ? this.tellaskBubble(e, framed)
-      : h("div", { class: `bubble user origin-${e.origin}`, dataset: { msgId: e.msgId } }, h("div", { class: "who", text: label }), body);
+      : h("div", { class: `bubble user origin-${e.origin}`, dataset: { msgId: e.msgId } }, h("div", { class: "who", text: label }), body,
+        ...artifactImages(e.content));
     // the prompt is recorded by the generation that consumes it, just after generating_start_evt
     if (this.gen && this.gen.genseq === e.genseq) {
       this.gen.el.before(bubble);
@@ -252,6 +273,10 @@ const HANDLERS = {
     }
   },
   generating_finish_evt(e) {
+    if (this.gen && e.outputTokens != null) {
+      const reasoning = e.reasoningTokens ? ` (${t("reasoningTokens", { count: e.reasoningTokens })})` : "";
+      this.gen.el.querySelector(".who")?.append(h("span", { class: "gen-usage", text: `${e.inputTokens ?? 0} → ${e.outputTokens}${reasoning}` }));
+    }
     const note = FINISH_NOTES[e.finishReason];
     if (note && this.gen) this.gen.body.append(h("div", { class: "notice finish-note", dataset: { finishReason: e.finishReason }, text: t(note) }));
     this.gen?.el.classList.remove("streaming");

@@ -1,4 +1,5 @@
-"""The ``ws_read`` toolset (``list_dir``, ``read_file``, ``search_files``); the path policy that every
+"""The ``ws_read`` toolset (``list_dir``, ``read_file``, ``search_files``, and ``read_picture`` from
+``pictures.py``); the path policy that every
 general file tool shares is in ``fs_common.py``.
 
 Every path a file tool touches goes through ``dominds.access.check_access`` with the calling member's
@@ -33,6 +34,7 @@ from dominds.tools.fs_common import (
     looks_binary,
     os_error,
 )
+from dominds.tools.pictures import READ_PICTURE
 
 MAX_LIST_ENTRIES = 500
 DEFAULT_MAX_LINES = 500
@@ -350,5 +352,6 @@ WS_READ_TOOLS = [
         ),
         search_files,
     ),
+    READ_PICTURE,
 ]
 

@@ -11,6 +11,8 @@ unique token ``tN``; the scripted agents echo it, so each reply says which reque
 - ``clear_mind``: the lead calls ``clear_mind`` (a new course) while other work may be running;
 - ``ask_human``: the lead asks the human a question; ``answer``: the human answers one;
 - ``interject``: a user message arrives while other work may be running;
+- ``heavy``: the lead answers with a prompt at the caution level of its context (issue 32), so the
+  runtime tells it so in a notice;
 - ``settle``: run until nothing can move;
 - ``crash``: copy the workspace at an arbitrary event-loop step (exactly what a kill would leave: every
   write is atomic or an append), drop the engine, recover a new one from the copy;
@@ -28,10 +30,12 @@ Invariants, checked at rest after every step:
 3. no dialog is stuck: each is idle or waits on an open question (directly or through its callees);
 4. one live subdialog per registry key;
 5. every acknowledged user message is recorded exactly once;
-6. every generation and every tool call is closed in the course; an interrupted tool call belongs to an
+6. every context-pressure notice directly follows the generation it measures, which was at caution or
+   critical, and caution notices are at least ``CAUTION_EVERY`` generations apart;
+7. every generation and every tool call is closed in the course; an interrupted tool call belongs to an
    interrupted generation (never ``ok``); nothing of a stopped generation is recorded after its
    ``interrupted`` marker;
-7. a root waiting only on its subdialogs has no user message left queued (a user message drives it).
+8. a root waiting only on its subdialogs has no user message left queued (a user message drives it).
 CI runs a few dozen examples; ``bin/fuzz`` runs many more (DOMINDS_FUZZ_EXAMPLES).
 """
 
@@ -121,6 +125,8 @@ def _responses() -> list[dict[str, Any]]:
         {"agent": "coder", "regex": r"tool-task (t\d+)", "stream": tool_call},
         {"agent": "lead", "regex": r"selftool-task (t\d+)", "stream": tool_call},  # the lead's @self subdialog
     ]
+    heavy = {"input_tokens": 120_000, "output_tokens": 5}  # 60 % of the test model's window: caution
+    entries.append({"agent": "lead", "regex": r"^do heavy (t\d+)$", "response": "heavy {1}", "usage": heavy})
     entries.append({"agent": "lead", "regex": r"^do clear (t\d+)$", "stream": [
         {"saying": "Starting afresh."},
         {"func_call": {"name": "clear_mind", "arguments": {"reminder_content": "carry on"}}},
@@ -262,6 +268,10 @@ class DriverModel(RuleBasedStateMachine):
         self._submit(f"note {self._token()}")
 
     @rule()
+    def heavy(self) -> None:
+        self._submit(f"do heavy {self._token()}")
+
+    @rule()
     def settle(self) -> None:
         self._settle()
 
@@ -277,7 +287,7 @@ class DriverModel(RuleBasedStateMachine):
         if target.drive_task is not None:
             self.loop.run_until_complete(asyncio.wait({target.drive_task}, timeout=30))
         assert not target.is_driving, f"{target.self_id}: still driving after its stop"
-        for _ in range(20):  # whatever the stopped drive started had its chance to write (invariant 6 looks)
+        for _ in range(20):  # whatever the stopped drive started had its chance to write (invariant 7 looks)
             self.loop.run_until_complete(asyncio.sleep(0))
         self.engine.resume_all()
 
@@ -326,6 +336,8 @@ class DriverModel(RuleBasedStateMachine):
             assert latest is not None
             course = [r for n in files.course_numbers() for r in files.read_course(n)]
             recorded += [r.msg_id for r in course if isinstance(r, HumanTextRecord) and r.origin == "user"]
+            for n in files.course_numbers():  # invariant 6
+                _pressure_notices_follow_their_generation(meta.id, files.read_course(n))
             calls = [(r.subdialog_id, r.call_id, r.tellask_head) for r in course if isinstance(r, SubdialogCreatedRecord)]
             replies = [r for r in course if isinstance(r, TeammateResponseRecord)]
             keys = [(r.callee_dialog_id, r.call_id) for r in replies]
@@ -352,9 +364,9 @@ class DriverModel(RuleBasedStateMachine):
                 f"{meta.id}: prompts queued at rest with nothing to wait for"
             )
             assert latest.run_state.kind in ("idle", "blocked"), f"{meta.id} ended {latest.run_state}"
-            for number in files.course_numbers():  # invariant 6 (generations are numbered per course)
+            for number in files.course_numbers():  # invariant 7 (generations are numbered per course)
                 _assert_closed(f"{meta.id} course {number}", files.read_course(number))
-            if meta.is_root and not files.q4h_yaml.exists() and not latest.inbound_tellask_backs:  # invariant 7
+            if meta.is_root and not files.q4h_yaml.exists() and not latest.inbound_tellask_backs:  # invariant 8
                 assert not [p for p in latest.queued_prompts if p.origin == "user"], f"{meta.id}: a user message waits"
 
         def waits_on_a_question(dialog_id: str, seen: frozenset[str] = frozenset()) -> bool:
@@ -408,6 +420,24 @@ def _tree_bytes(rtws: Rtws) -> dict[str, tuple[int, int]]:
         for p in rtws.dialogs_dir.rglob("*")
         if p.is_file() and not p.name.endswith(".lock")
     }
+
+
+def _pressure_notices_follow_their_generation(dialog_id: str, course: list[Any]) -> None:
+    from dominds.driver.pressure import CAUTION_EVERY, CAUTION_ID, CRITICAL_ID
+
+    last_caution: int | None = None
+    finished = 0
+    for index, record in enumerate(course):
+        finished += isinstance(record, GenFinishRecord)
+        if not (isinstance(record, HumanTextRecord) and record.msg_id.startswith((CAUTION_ID, CRITICAL_ID))):
+            continue
+        before = course[index - 1]
+        assert isinstance(before, GenFinishRecord) and before.genseq == record.genseq, f"{dialog_id}: notice out of place"
+        level = (before.context_health or {}).get("level")
+        assert level in ("caution", "critical"), f"{dialog_id}: a notice after a {level} generation"
+        if record.msg_id.startswith(CAUTION_ID):
+            assert last_caution is None or finished - last_caution >= CAUTION_EVERY, f"{dialog_id}: caution told too often"
+            last_caution = finished
 
 
 def _empty() -> Any:

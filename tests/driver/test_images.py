@@ -82,7 +82,7 @@ async def _draw(root_dir: Path, fake: FakeLlmServer, provider: str, vision: str 
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
         engine.submit_user_message(root, "draw")
-        await engine.wait_idle(timeout=30)
+        await engine.wait_idle(timeout=120)  # an MCP server starts slowly on a loaded machine
     finally:
         await engine.close()
     assert not fake.history_problems

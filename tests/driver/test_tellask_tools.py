@@ -16,7 +16,16 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm is not a package
-from dialects import AnthropicDialect, Block, OpenAiChatDialect, OpenAiResponsesDialect, Script, Text, Tool
+from dialects import (
+    AnthropicDialect,
+    Block,
+    OpenAiChatDialect,
+    OpenAiResponsesDialect,
+    Script,
+    ScriptUsage,
+    Text,
+    Tool,
+)
 from fake_servers import FakeLlmServer, RecordedRequest, Reply, running_fake_server
 
 from dominds.driver.engine import Engine
@@ -128,9 +137,9 @@ async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeLlmServer]:
 async def harness(tmp_path: Path, fake: FakeLlmServer) -> AsyncIterator[Callable[..., Any]]:
     engines: list[Engine] = []
 
-    async def start(provider: str, brain: Brain, form: str = "tools") -> Harness:
+    async def start(provider: str, brain: Brain, form: str = "tools", usage: ScriptUsage | None = None) -> Harness:
         def respond(request: RecordedRequest) -> Reply:
-            return dialect_of(request).reply(Script(brain(agent_of(request), tail_of(request))))
+            return dialect_of(request).reply(Script(brain(agent_of(request), tail_of(request)), usage=usage or ScriptUsage()))
 
         fake.responder = respond
         root = tmp_path / "ws"
@@ -486,3 +495,15 @@ async def test_reasoning_is_carried_back_on_tool_call_messages_only_when_opted_i
         assert calling[0][field] == "delegate the build"
         assert sum(field in m for m in last) == 1, "only on the message that made tool calls"
     assert not h.fake.history_problems
+
+
+@pytest.mark.parametrize("provider", ["fake-openai", "fake-responses"])
+async def test_reasoning_tokens_are_shown_with_the_usage(harness, provider: str) -> None:  # type: ignore[no-untyped-def]
+    """Each generation's finish event (live and replayed: the panel shows it on the generation) carries its
+    tokens, and the reasoning tokens among the output when the provider reports them."""
+    from dominds.server.replay import replay_course
+
+    h = await harness(provider, lambda agent, tail: (Text("Thought it through."),), usage=ScriptUsage(input=40, output=30, reasoning=12))
+    root_id = await run(h, "think")
+    [finish] = [e for e in replay_course(h.engine.get_dialog(root_id), 1, epoch="e", seq=0) if e["type"] == "generating_finish_evt"]
+    assert (finish["outputTokens"], finish["reasoningTokens"]) == (30, 12) and finish["inputTokens"] >= 40

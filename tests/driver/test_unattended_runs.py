@@ -168,3 +168,69 @@ async def test_an_empty_200_stream_after_an_oversized_prompt_starts_a_new_course
     second = root.files.read_course(2)
     prompts = [r for r in second if isinstance(r, HumanTextRecord)]
     assert prompts and prompts[0].origin == "new_course" and "lorem ipsum" in prompts[0].content
+
+
+async def test_a_generation_that_raises_unexpectedly_is_recorded_as_an_error_never_ok(
+    tmp_path: Path, fake: FakeLlmServer, engine_for: Any
+) -> None:
+    """Bug: an exception that was not a provider error (the ``Retry-After`` ValueError was one) left the
+    generation's finish record at ``status: ok`` with zero characters."""
+    engine = await engine_for(workspace(tmp_path / "ws", fake.url))
+
+    class Broken:
+        async def generate(self, request: Any, receiver: Any) -> Any:
+            raise ValueError("could not convert string to float: 'soon-ish'")
+
+    engine.providers._generators["openai-compatible"] = Broken()  # a bug inside a provider
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "Carry on.")
+    await engine.wait_idle(timeout=30)
+    [finish] = finishes(engine, root.root_id)
+    assert finish.status == "error" and "internal error: ValueError" in (finish.error or "")
+
+
+async def test_stop_ends_a_retry_wait_at_once(tmp_path: Path, fake: FakeLlmServer, engine_for: Any) -> None:
+    """A dialog waiting out an outage shows "retrying" and Stop still works: the wait is cancelled."""
+    import asyncio
+
+    fake.responder = lambda _: CHAT.error(529, "Overloaded")
+    rtws = workspace(tmp_path / "ws2", fake.url, window=600)
+    rtws.llm_yaml.write_text(rtws.llm_yaml.read_text().replace("base_delay_s: 0.01, max_delay_s: 0.02", "base_delay_s: 300, max_delay_s: 300"))
+    engine = await engine_for(rtws)
+    retrying = asyncio.Event()
+    engine.pubchan.subscribe(
+        lambda e: retrying.set() if e["type"] == "dlg_run_state_evt" and e["runState"].get("reason") == "retrying" else None,
+        wants_all=True,
+    )
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "Carry on.")
+    await asyncio.wait_for(retrying.wait(), 30)
+    assert engine.stop(root)
+    await engine.wait_idle(timeout=30)  # the wait was 300 s: idle now means Stop cancelled it
+    assert len(fake.requests) == 1, "no attempt after the stop"
+    assert root.latest.run_state.kind == "interrupted" and root.latest.run_state.reason == "user_stop"
+    [finish] = finishes(engine, root.root_id)
+    assert finish.status == "interrupted"
+
+
+async def test_a_repeated_call_id_in_one_reply_keeps_both_results_and_replays_cleanly(
+    tmp_path: Path, fake: FakeLlmServer, engine_for: Any
+) -> None:
+    """Servers that repeat a call id (llama.cpp's ``call_0`` in every reply, or twice in one) made the
+    second call's result pair with the first call and the next request was refused."""
+    from dialects import Tool
+
+    fake.strict_tool_history = True
+    replies = iter([
+        CHAT.reply(Script((Tool("call_0", "add_reminder", {"content": "a"}), Tool("call_0", "add_reminder", {"content": "b"})))),
+        CHAT.reply(Script((Tool("call_0", "add_reminder", {"content": "c"}),))),
+    ])  # fmt: skip
+    fake.responder = lambda _: next(replies, CHAT.reply(Script((Text("All noted."),))))
+    engine = await engine_for(workspace(tmp_path / "ws", fake.url))
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "Remember three things.")
+    await engine.wait_idle(timeout=30)
+    assert [f.status for f in finishes(engine, root.root_id)] == ["ok", "ok", "ok"], "no request was refused"
+    assert sorted(r.content for r in root.files.read_reminders().reminders) == ["a", "b", "c"]
+    last = json.dumps(fake.requests[-1].body)
+    assert last.count('"role": "tool"') == 3

@@ -5,6 +5,7 @@ sessions apart; in stateless mode one process-wide slot); ``crash`` (the process
 ``hang`` (never answers); ``nap`` (sleeps, logs a cancellation); ``picture`` (a PNG image); ``pid`` (the process id, to see restarts);
 ``dotted.name`` (a name no model may call); ``bad_schema`` (an invalid input schema); ``getenv``;
 ``paint`` (elicits the colour and the number of coats from the client, answers with what it got).
+Resource: ``fake://notes/greeting`` (text).
 
     python fake_mcp_server.py stdio
     python fake_mcp_server.py http PORT [--stateless]
@@ -130,6 +131,11 @@ async def paint(ctx: Context[Any, Any]) -> str:
     if answer.action == "accept" and answer.data is not None:
         return f"painted {answer.data.colour}, {answer.data.coats} coats"
     return f"not painted ({answer.action})"
+
+
+@server.resource("fake://notes/greeting", name="greeting", description="A short greeting", mime_type="text/plain")
+def greeting() -> str:
+    return "hello from the fake server"
 
 
 @server.tool()

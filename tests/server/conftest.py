@@ -12,6 +12,7 @@ from server_kit import TOKEN, Served, ServeFactory, write_workspace
 from dominds.driver.engine import Engine
 from dominds.server import make_app
 from dominds.server.auth import AccessToken
+from dominds.server.hub import MAX_OUTBOX_BYTES
 from dominds.server.resting import SWEEP_SECONDS
 
 
@@ -26,6 +27,7 @@ async def serve(tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[ServeFacto
         suggestions: list[str] | None = None,
         allowed_origins: tuple[str, ...] = (),
         rest_sweep_interval: float = SWEEP_SECONDS,
+        outbox_bytes: int = MAX_OUTBOX_BYTES,
     ) -> Served:
         rtws = write_workspace(tmp_path / "ws", responses, suggestions)
         engine = Engine(rtws)
@@ -36,6 +38,7 @@ async def serve(tmp_path: Path, aiohttp_client: Any) -> AsyncIterator[ServeFacto
             allowed_origins=allowed_origins,
             taskdoc_poll_interval=0.05,
             rest_sweep_interval=rest_sweep_interval,
+            outbox_bytes=outbox_bytes,
         )
         client = await aiohttp_client(app)
         served = Served(engine, client, token.current() if isinstance(token, AccessToken) else token, [])

@@ -434,7 +434,7 @@ def test_builtin_toolsets_exist_and_the_template_team_loads_cleanly(tmp_path: Pa
     read_tools = builtin_toolsets().get("ws_read")
     mod_tools = builtin_toolsets().get("ws_mod")
     assert read_tools is not None and mod_tools is not None
-    assert [t.name for t in read_tools] == ["list_dir", "read_file", "search_files"]
+    assert [t.name for t in read_tools] == ["list_dir", "read_file", "search_files", "read_picture"]
     assert {t.name for t in read_tools} < {t.name for t in mod_tools}
     for tool in mod_tools:
         jsonschema.Draft202012Validator.check_schema(tool.parameters)

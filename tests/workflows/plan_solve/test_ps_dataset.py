@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -59,9 +60,12 @@ def test_a_file_that_is_not_csv_is_refused_clearly(tmp_path: Path) -> None:
 def test_example_data2ppt_runs_offline_and_prints_the_queries(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Bug: each run left its offline example workspace (~540 KB) in the temp directory."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # gettempdir() may have cached another one
     assert main(["plan-solve", "example", "data2ppt", "--scripted", "--workdir", "out"]) == 0
+    assert not list(tmp_path.glob("dominds-plan-solve-*")), "the example workspace is removed when the run ends"
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1].startswith("[agent.final_answer] Presentation ready: cover + 3 slides in ./out/ppt/")
     assert sum(line.startswith("[agent.tool_call] slide ") for line in printed) == 5

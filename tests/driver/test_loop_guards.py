@@ -1,0 +1,78 @@
+"""Loop guards (issue 32), through the engine and the scripted provider.
+
+Bugs: a model calling the same tool with the same arguments after every result ran 200 generations
+(to the runaway guard), each a full-context request; a model addressing a teammate that does not exist
+was re-prompted 21 times.
+"""
+
+from __future__ import annotations
+
+from helpers import generations, records
+
+from dominds.driver.loop_guard import MAX_REFUSED_TELLASK_ROUNDS, TOOL_LOOP_NOTICE_AT, TOOL_LOOP_STOP_AT
+from dominds.store.course_records import GenFinishRecord, HumanTextRecord, RunMarkerRecord
+
+SAME_CALL = [{"func_call": {"name": "recall_taskdoc", "arguments": {"selector": "plan", "category": "notes"}}}]
+
+
+async def test_six_identical_tool_calls_stop_the_dialog_with_the_reason(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine([
+        {"agent": "lead", "message": "go", "stream": SAME_CALL},
+        {"agent": "lead", "role": "tool", "contains": "has no section", "stream": SAME_CALL},
+        {"agent": "lead", "contains": "[Loop] You called", "stream": SAME_CALL},
+    ])  # fmt: skip
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go")
+    await engine.wait_idle()
+    assert generations(root) == TOOL_LOOP_STOP_AT, "stopped at the sixth identical round, not at 200"
+    course = records(root)
+    notices = [r for r in course if isinstance(r, HumanTextRecord) and r.origin == "system"]
+    [notice] = notices
+    finished_before = sum(isinstance(r, GenFinishRecord) for r in course[: course.index(notice)])
+    assert finished_before == TOOL_LOOP_NOTICE_AT and "`recall_taskdoc`" in notice.content
+    state = root.latest.run_state
+    assert state.kind == "interrupted" and state.detail is not None
+    assert state.detail.startswith("stopped: the same tool call (`recall_taskdoc`) with the same arguments returned")
+    assert any(isinstance(r, RunMarkerRecord) and r.kind == "interrupted" for r in course)
+
+
+async def test_a_changing_result_is_not_a_loop(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """add_reminder with the same arguments returns a different result each time (its position): not stopped."""
+    add = [{"func_call": {"name": "add_reminder", "arguments": {"content": "x"}}}]
+    engine = await make_engine([
+        {"agent": "lead", "message": "go", "stream": add},
+        {"agent": "lead", "role": "tool", "contains": "#7 added", "response": "Enough."},
+        {"agent": "lead", "role": "tool", "contains": "added", "stream": add},
+    ])  # fmt: skip
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go")
+    await engine.wait_idle()
+    assert generations(root) == 8 and root.latest.run_state.kind == "idle"
+
+
+async def test_an_unknown_teammate_is_re_prompted_a_capped_number_of_times(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine([
+        {"agent": "lead", "message": "ask", "response": "!?@nobody do it\n"},
+        {"agent": "lead", "contains": "Dominds note", "response": "!?@nobody do it please\n"},
+    ])  # fmt: skip
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "ask")
+    await engine.wait_idle()
+    assert generations(root) == MAX_REFUSED_TELLASK_ROUNDS
+    state = root.latest.run_state
+    assert state.kind == "interrupted" and state.detail is not None
+    assert state.detail.startswith(f"stopped: {MAX_REFUSED_TELLASK_ROUNDS} generations in a row addressed tellasks")
+    assert "nobody" in state.detail
+
+
+async def test_a_malformed_headline_is_re_prompted_a_capped_number_of_times(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine([
+        {"agent": "lead", "message": "ask", "response": "!?@coder !tellaskSession a !tellaskSession b do it\n"},
+        {"agent": "lead", "contains": "Dominds note", "response": "!?@coder !tellaskSession a !tellaskSession b again\n"},
+    ])  # fmt: skip
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "ask")
+    await engine.wait_idle()
+    assert generations(root) == MAX_REFUSED_TELLASK_ROUNDS
+    detail = root.latest.run_state.detail or ""
+    assert root.latest.run_state.kind == "interrupted" and "malformed tellask" in detail, detail
