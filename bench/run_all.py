@@ -53,12 +53,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller workloads, no 100,000 dialogs (smoke run)")
     parser.add_argument("--out", type=Path, help="write the JSON results here (default: the user cache directory)")
+    parser.add_argument("only", nargs="?", choices=["long"], help="run one workload alone: long (bench_long.py)")
     args = parser.parse_args()
     quick = args.quick
     started = time.strftime("%Y-%m-%d %H:%M:%S %z")
     plan: list[tuple[str, ...]] = [
         ("bench_startup.py", "--runs", "3" if quick else "10"),
         ("bench_ws.py", "--rounds", "1" if quick else "5"),
+        ("bench_long_display.py", "--turns", "2000" if quick else "10000", "--runs", "2" if quick else "5"),
         ("bench_memory.py", "--dialogs", "100" if quick else "200,1000"),
         ("bench_coldstart.py", "--roots", "200" if quick else "2000", "--runs", "1" if quick else "3"),
         ("bench_engine.py", *(["--roots", "200", "--turns", "2"] if quick else [])),
@@ -66,6 +68,8 @@ def main() -> int:
     ]
     if not quick:
         plan.insert(3, ("bench_coldstart.py", "--roots", "20000", "--runs", "2"))
+    if args.only == "long":
+        plan = [("bench_long.py", *(["--turns", "500", "--flood", "1000", "--timed", "10"] if quick else []))]
     # The floors are measured before and after the workloads: a figure is read as a multiple of what this
     # machine's disk and loopback allowed in this very run, under this run's load.
     figures: list[Figure] = floor_figures("before")

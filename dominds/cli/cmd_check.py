@@ -71,6 +71,8 @@ def _check(args: argparse.Namespace) -> int:
         workflow_members=extensions.members,
     )
     problems += team_problems
+    team, team_fallback = _team_in_use(rtws, team, team_problems, extensions, mcp.toolset_names(), catalog)
+    problems += team_fallback
     if mcp.servers and not args.no_connect:
         problems += _mcp_runtime_problems(mcp)
     resolutions: dict[str, str] = {}
@@ -254,6 +256,23 @@ def _resolution_problem(team: Team, member_id: str, message: str, known: list[Pr
     ):
         return []  # load_team already reported the bad provider/model on this line
     return [make_problem(TEAM_CONFIG_ERROR, TEAM_YAML, line, message)]
+
+
+def _team_in_use(rtws: Rtws, team: Team, team_problems: list[Problem], extensions: Any, mcp_names: list[str], catalog: Any) -> tuple[Team, list[Problem]]:
+    """The team a daemon (``run``, ``serve``) would use: with errors in team.yaml, its last good copy when
+    there is one (before, `check` reported the broken file's empty team, "0 members, default responder
+    fuxi", while `run` went on with the last good one), and the problem that says so."""
+    from dominds.driver.last_good import LastGood, has_errors
+    from dominds.team import load_team
+
+    if not has_errors(team_problems):
+        return team, []
+    last_good = LastGood(rtws)
+    saved_at = last_good.saved_at(rtws.team_yaml)
+    if saved_at is None:
+        return team, []  # what could be read is what a daemon uses too
+    kept, _ = load_team(last_good.shadow, extensions.toolsets, more_toolset_names=mcp_names, catalog=catalog, workflow_members=extensions.members)
+    return kept, [last_good.fallback_problem(rtws.team_yaml, saved_at)]
 
 
 def _print_report(team: Team, resolutions: dict[str, str], problems: list[Problem]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from dominds.dialog.model import Dialog, Publish, RootDialog, SubDialog
+from dominds.dialog.queue import PromptQueue
 from dominds.ids import now_iso
 from dominds.store.dialog_store import DialogFiles
 from dominds.store.errors import CorruptFileError, StoreError
@@ -88,6 +89,7 @@ def load_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialo
 def _load_state(dialog: Dialog) -> None:
     """Read reminders, Q4H, pending index and the current course; a corrupt file marks the dialog."""
     try:
+        dialog.queue = PromptQueue.load(dialog.files.queue_log, dialog.latest)
         dialog.reminders, migrated = with_stable_ids(list(dialog.files.read_reminders().reminders))
         if migrated:  # reminders from before stable ids (named by number): give them ids once, on disk
             dialog.files.write_reminders(RemindersFile(reminders=dialog.reminders, updated_at=now_iso()))

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from dominds.dialog.queue import PromptQueue
 from dominds.ids import now_iso
 from dominds.store import commit as group_commit
 from dominds.store.course_records import (
@@ -51,6 +52,8 @@ class Dialog:
         self.files = files
         self.meta = meta
         self.latest = latest
+        self.queue = PromptQueue(files.queue_log, latest, [])
+        """Accepted prompts waiting for a generation, oldest first (the loader reads them from disk)."""
         self._publish = publish
         self.root: RootDialog = root if root is not None else self  # type: ignore[assignment]
         self.reminders: list[Reminder] = []
@@ -135,7 +138,7 @@ class Dialog:
         if self.q4h:
             return False
         return not self.blocking_pending() or (
-            self.waits_only_on_subdialogs() and any(p.origin == "user" for p in self.latest.queued_prompts)
+            self.waits_only_on_subdialogs() and self.queue.first_of("user") is not None
         )
 
     def waits_only_on_subdialogs(self) -> bool:
@@ -155,9 +158,8 @@ class Dialog:
 
     def serving_obligation(self) -> InboundTellaskBack | None:
         """The ask-back being answered now: serving started, or its prompt already consumed."""
-        queued = {p.msg_id for p in self.latest.queued_prompts}
         for inbound in self.latest.inbound_tellask_backs:
-            if inbound.serving_since is not None or inbound.msg_id not in queued:
+            if inbound.serving_since is not None or inbound.msg_id not in self.queue:
                 return inbound
         return None
 
@@ -181,7 +183,7 @@ class Dialog:
         """Mark the ask-back carried by ``prompt_msg_id`` as being served (persisted by the caller's save)."""
         for index, inbound in enumerate(self.latest.inbound_tellask_backs):
             if inbound.msg_id == prompt_msg_id and inbound.serving_since is None:
-                earlier = [p.msg_id for p in self.latest.queued_prompts if p.msg_id != prompt_msg_id]
+                earlier = [p.msg_id for p in self.queue if p.msg_id != prompt_msg_id]
                 self.latest.inbound_tellask_backs[index] = inbound.model_copy(
                     update={
                         "serving_since": now_iso(),
@@ -222,6 +224,7 @@ class Dialog:
         else:
             self._latest_dirty = False
             self.files.write_latest(self.latest)
+            self.queue.latest_written()
         if self._run_state_unpublished:
             self._run_state_unpublished = False
             self.publish({"type": "dlg_run_state_evt", "runState": self.latest.run_state.to_disk()})
@@ -234,6 +237,7 @@ class Dialog:
             except BaseException:
                 self._latest_dirty = True
                 raise
+            self.queue.latest_written(move=False)
 
     def set_run_state(self, state: RunState, *, save: bool = True) -> None:
         """Change the run state; with ``save=False`` it is persisted (then published) by the next save."""

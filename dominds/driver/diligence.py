@@ -39,8 +39,9 @@ def diligence_push(engine: EngineServices, dialog: Dialog) -> bool:
     budget = min(dialog.latest.diligence_push_remaining_budget, member.diligence_push_max)
     if budget >= 1:
         dialog.latest.diligence_push_remaining_budget = budget - 1
-        dialog.latest.queued_prompts.append(
-            QueuedPrompt(msg_id=f"dil-{new_dialog_id()}", content=text, grammar="markdown", origin="diligence", queued_at=now_iso())
+        dialog.queue.put(
+            QueuedPrompt(msg_id=f"dil-{new_dialog_id()}", content=text, grammar="markdown", origin="diligence", queued_at=now_iso()),
+            with_latest=True,  # one write with the budget it spends
         )
         dialog.save_latest()
         dialog.publish(

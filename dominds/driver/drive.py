@@ -19,6 +19,8 @@ from dominds.store.records import InboundTellaskBack, QueuedPrompt, RunState
 
 MAX_GENERATIONS_PER_DRIVE = 200
 """A runaway guard: a model that calls tools forever is interrupted with a clear reason."""
+OUTSIDE_ORIGINS = frozenset({"user", "q4h_answer", "assignment", "tellask_back"})
+"""Prompts from someone else than the runtime (a person, a caller, an asker)."""
 
 
 async def drive_dialog(engine: EngineServices, dialog: Dialog, scope: DriveScope | None = None) -> None:
@@ -54,7 +56,9 @@ async def _generations(engine: EngineServices, dialog: Dialog) -> GenOutcome:
         if prompt is not None:
             answering_user = prompt.origin == "user" and bool(dialog.pending)
         outcome = await run_generation(engine, dialog, prompt, merged_user_messages(dialog, prompt))
-        generations += 1
+        # The guard counts generations in a row that no one asked for: 10,000 queued messages are read
+        # in one drive, and each resets it (they used to stop the drive after 200).
+        generations = 1 if prompt is not None and prompt.origin in OUTSIDE_ORIGINS else generations + 1
         if outcome.context_overflow:
             start_new_course(engine, dialog, reason="context_overflow", carried=_message_being_answered(dialog))
             continue
@@ -83,7 +87,7 @@ async def _generations(engine: EngineServices, dialog: Dialog) -> GenOutcome:
 def _settle(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> None:
     # needsDrive may have been set again since the last generation began (an answer arrived after the loop
     # ended, while the scope's task was finishing): the dialog is driven again rather than settled.
-    wanted = bool(dialog.latest.queued_prompts) or dialog.latest.needs_drive
+    wanted = bool(dialog.queue) or dialog.latest.needs_drive
     dialog.latest.needs_drive = wanted and not outcome.stopped and not outcome.error
     if dialog.is_dead:
         dialog.save_latest()
@@ -113,7 +117,7 @@ async def _after_drive(engine: EngineServices, dialog: Dialog, outcome: GenOutco
         return
     if dialog.latest.needs_drive:
         return  # new input arrived: the next drive answers (and supplies) with it in view
-    if not dialog.pending and not dialog.latest.queued_prompts and not dialog.latest.inbound_tellask_backs:
+    if not dialog.pending and not dialog.queue and not dialog.latest.inbound_tellask_backs:
         await supply_response(engine, dialog, assignment, dialog.last_saying() or "(the teammate gave no answer)")
 
 
@@ -132,43 +136,53 @@ WHILE_SUBDIALOGS_WORK = frozenset({"tellask_back", "user", "q4h_answer"})
 to its own question is read before a message typed after it); the rest waits for the replies."""
 
 
+MAX_MERGED_MESSAGES = 20
+"""At most this many queued user messages are answered by one generation (a long queue stays many turns)."""
+
+
 def merged_user_messages(dialog: Dialog, prompt: QueuedPrompt | None) -> list[QueuedPrompt]:
     """The user messages queued right behind ``prompt`` (itself a user message): answered by the same
     generation, so two quick messages get one considered answer; each is recorded with its own msgId."""
     if prompt is None or prompt.origin != "user":
         return []
-    queue = dialog.latest.queued_prompts
-    index = next((i for i, p in enumerate(queue) if p.msg_id == prompt.msg_id), None)
-    if index is None:
-        return []
     merged: list[QueuedPrompt] = []
-    for follower in queue[index + 1 :]:
-        if follower.origin != "user":
+    behind = False
+    for queued in dialog.queue:
+        if not behind:
+            behind = queued.msg_id == prompt.msg_id
+            continue
+        if queued.origin != "user" or len(merged) >= MAX_MERGED_MESSAGES - 1:
             break
-        merged.append(follower)
+        merged.append(queued)
     return merged
 
 
 def next_prompt(dialog: Dialog) -> QueuedPrompt | None:
     """The prompt the next generation consumes, serving obligations one at a time, in order."""
-    queue = dialog.latest.queued_prompts
+    queue = dialog.queue
     serving = dialog.serving_obligation()
     if serving is not None:
         return next((p for p in queue if continues(serving, p)), None)
     if dialog.pending and dialog.waits_only_on_subdialogs():
         # A main dialog waiting on subdialogs: an ask-back (answering it unblocks them) or a user message
         # (DESIGN §4.3) goes ahead, in the order they arrived, so neither starves the other.
-        queue = [p for p in queue if p.origin in WHILE_SUBDIALOGS_WORK]
-    elif dialog.pending and dialog.latest.inbound_tellask_backs:
+        waiting = [p for p in queue if p.origin in WHILE_SUBDIALOGS_WORK]
+        if waiting and waiting[0].origin == "user":
+            answer = next((p for p in waiting if p.origin == "q4h_answer"), None)
+            if answer is not None:
+                return answer
+        return waiting[0] if waiting else None
+    if dialog.pending and dialog.latest.inbound_tellask_backs:
         # Blocked on subdialogs: only an ask-back may go ahead (answering it is what unblocks them).
-        return next((p for p in queue if p.origin == "tellask_back"), None)
-    if queue and queue[0].origin == "user":
+        return queue.first_of("tellask_back")
+    first = queue.first()
+    if first is not None and first.origin == "user":
         # A message typed while a question was open waits behind the answer: the agent reads the answer
         # to its own question first (the message used to overtake it and the agent replied twice).
-        answer = next((p for p in queue if p.origin == "q4h_answer"), None)
+        answer = queue.first_of("q4h_answer")
         if answer is not None:
             return answer
-    return queue[0] if queue else None
+    return first
 
 
 def settled_obligation(dialog: Dialog) -> InboundTellaskBack | None:
@@ -176,7 +190,7 @@ def settled_obligation(dialog: Dialog) -> InboundTellaskBack | None:
     serving = dialog.serving_obligation()
     if serving is None or dialog.q4h or dialog.obligation_work(serving):
         return None
-    if any(continues(serving, p) for p in dialog.latest.queued_prompts):
+    if any(continues(serving, p) for p in dialog.queue):
         return None  # e.g. an answer to a question asked while serving: read it first
     return serving
 
@@ -224,6 +238,6 @@ def start_new_course(engine: EngineServices, dialog: Dialog, *, reason: str, car
         origin="new_course",
         queued_at=now_iso(),
     )
-    dialog.latest.queued_prompts.insert(0, prompt)
+    dialog.queue.put(prompt, front=True, with_latest=True)  # one write with the new course's number
     dialog.save_latest()
     dialog.publish({"type": "course_update", "course": number, "totalCourses": number})

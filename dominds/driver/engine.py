@@ -28,6 +28,7 @@ from dominds.driver.intake import (
     cancel_queued,
     queue_durably,
     refuse_duplicate,
+    refuse_when_full,
     require_storable,
 )
 from dominds.driver.loaded_trees import LoadedTrees
@@ -89,6 +90,8 @@ class Engine(LoadedTrees):
         """Text kept in cached transcripts at most (huge messages must not pin hundreds of MiB)."""
         self.storage_retry_interval = 5.0
         """Seconds between retries of a dialog paused by a refused write (a full disk)."""
+        self.max_queued_per_dialog = 10_000
+        """User messages waiting unread in one dialog at most (more are refused: ``QueueFull``)."""
         self.max_concurrent_drives = 64
         """Drives in flight at once; bounds memory and keeps latency fair under bursts."""
         self._lock = filelock.FileLock(str(rtws.lock_path)) if take_lock else None
@@ -171,8 +174,8 @@ class Engine(LoadedTrees):
 
     # ---------------------------------------------------------------- providers and health (providers.py)
 
-    def generator_for(self, api_type: str) -> Generator:
-        return self.providers.generator_for(api_type)
+    async def generator_for(self, api_type: str) -> Generator:
+        return await self.providers.generator_for(api_type)
 
     @staticmethod
     def provider_config_dict(provider: ProviderConfig) -> dict[str, Any]:
@@ -287,10 +290,11 @@ class Engine(LoadedTrees):
         require_storable({"content": content, "msgId": msg_id})
         msg_id = msg_id or f"msg-{new_dialog_id()}"
         refuse_duplicate(dialog, msg_id)
+        refuse_when_full(dialog, self.max_queued_per_dialog)
         prompt = QueuedPrompt(msg_id=msg_id, content=content, grammar=grammar, origin="user", queued_at=now_iso())  # type: ignore[arg-type]
-        titled = titles.title_first_message(dialog, content)  # saved by the same write as the queue
+        titled = titles.title_first_message(dialog, content)  # saved with needsDrive, before the queue's append
         try:
-            queue_durably(self, dialog, prompt)
+            queue_durably(self, dialog, prompt, latest_changed=titled)
         except StoreError:
             if titled:
                 dialog.latest.title = None

@@ -11,5 +11,10 @@ class EngineBadRequest(EngineError):
     """The request itself is wrong (unknown agent, bad Taskdoc path, empty text): fix it and retry."""
 
 
+class QueueFull(EngineError):
+    """Too many messages wait unread (in one dialog, or sent by one connection): HTTP 429 and a websocket
+    ``error`` naming the limit; the sender retries once the agent has read some."""
+
+
 class WorkspaceLocked(EngineError):
     """Another daemon (or a writing CLI command) holds the workspace lock."""

@@ -136,7 +136,7 @@ async def run_generation(
         )
         finish.streaming = request.streaming
         finish.messages_count = len(request.messages) + (1 if request.system_prompt else 0)
-        generator = engine.generator_for(resolved.provider.api_type)
+        generator = await engine.generator_for(resolved.provider.api_type)
         receiver = DialogReceiver(dialog, genseq, plain=member.tellask == "tools")
         provider_started = time.perf_counter()
         try:
@@ -263,7 +263,7 @@ def _record_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:
                 ask_back=prompt.ask_back,
             )
         )
-    dialog.latest.queued_prompts = [p for p in dialog.latest.queued_prompts if p.msg_id != prompt.msg_id]
+    dialog.queue.take(prompt.msg_id)
 
 
 def _publish_prompt(dialog: Dialog, prompt: QueuedPrompt, genseq: int) -> None:

@@ -4,11 +4,12 @@ until the provider works again."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import importlib
 import os
-import sys
+from types import ModuleType
 from typing import Any
 
 from dominds.dialog.model import Dialog
@@ -34,12 +35,27 @@ class Providers:
         self.engine = engine
         self._generators: dict[str, Generator] = {"scripted": ScriptedGenerator()}
         self._problems_cache: tuple[int, set[str]] | None = None
+        self._loading: dict[str, asyncio.Future[ModuleType]] = {}
+        """API type → its SDK's import, running in a worker thread."""
 
-    def generator_for(self, api_type: str) -> Generator:
+    async def generator_for(self, api_type: str) -> Generator:
+        """The generator of an API type; the first call imports its SDK in a worker thread, so the event
+        loop (every request, every other dialog) goes on meanwhile: on the loop, the import of
+        ``anthropic`` held the HTTP API for ~1 s (20 s at load 30)."""
         generator = self._generators.get(api_type)
-        if generator is None:
-            generator = _load_generator(api_type)
-            self._generators[api_type] = generator
+        if generator is not None:
+            return generator
+        loading = self._loading.get(api_type)
+        if loading is None:
+            loading = self._loading[api_type] = asyncio.ensure_future(asyncio.to_thread(_import_generator_module, api_type))
+        try:
+            module = await asyncio.shield(loading)
+        finally:
+            if loading.done():
+                self._loading.pop(api_type, None)
+        generator = self._generators.get(api_type)
+        if generator is None:  # the first of the callers that waited on this import makes it
+            generator = self._generators[api_type] = _make_generator(api_type, module)
         return generator
 
     async def close(self) -> None:
@@ -121,20 +137,28 @@ def _mtime(path: Any) -> int:
         return -1
 
 
-def _load_generator(api_type: str) -> Generator:
-    # Imported on first use: the SDKs are heavy and a scripted-only workspace never needs them.
+def _import_generator_module(api_type: str) -> ModuleType:
+    """In a worker thread. Imported on first use: the SDKs are heavy and a scripted-only workspace never needs them."""
     spec = _GENERATOR_CLASSES.get(api_type)
     if spec is None:
         raise LlmError(f"unknown provider apiType {api_type!r} (known: scripted, {', '.join(_GENERATOR_CLASSES)})")
-    first_import = spec[0] not in sys.modules
     try:
-        module = importlib.import_module(spec[0])
+        return importlib.import_module(spec[0])
     except ImportError as exc:
         raise LlmError(f"provider type {api_type!r} is not available: {exc}") from exc
-    if first_import and gc.get_freeze_count():
+
+
+def _make_generator(api_type: str, module: ModuleType) -> Generator:
+    """On the event loop, once the import is done."""
+    if gc.get_freeze_count() and api_type not in _FROZEN:
+        _FROZEN.add(api_type)
         _freeze_the_sdk()
-    generator: Generator = getattr(module, spec[1])()
+    generator: Generator = getattr(module, _GENERATOR_CLASSES[api_type][1])()
     return generator
+
+
+_FROZEN: set[str] = set()
+"""API types whose SDK was frozen out of the collector's sight (once per process)."""
 
 
 def _freeze_the_sdk() -> None:

@@ -181,7 +181,7 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
                 dialog.latest.needs_drive = True
         if dialog.latest.run_state.kind in ("idle", "blocked"):
             dialog.latest.run_state = dialog.idle_run_state()
-        if dialog.latest.queued_prompts and not workflow_run:
+        if dialog.queue and not workflow_run:
             dialog.latest.needs_drive = True
         if dialog.latest != latest_before.get(dialog.self_id):  # unchanged files are not rewritten
             dialog.save_latest()
@@ -191,7 +191,7 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
 
 def _drop_answered_questions(engine: EngineServices, dialog: Dialog) -> None:
     """A queued answer whose question is still indexed: the daemon died between the two writes."""
-    answered = {p.question_id for p in dialog.latest.queued_prompts if p.question_id}
+    answered = {p.question_id for p in dialog.queue if p.question_id}
     answered |= {r.question_id for r in dialog.records if isinstance(r, HumanTextRecord) and r.question_id}
     dropped = False
     for question in list(dialog.q4h):

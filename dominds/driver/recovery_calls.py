@@ -101,8 +101,8 @@ def complete_reassignment(root: RootDialog, sub: Dialog) -> None:
         sub.meta = sub.meta.model_copy(update={"assignment_from_sup": assignment_of(newest_caller, newest)})
         sub.files.write_meta(sub.meta)
     prompt = assignment_prompt(newest_caller, newest)
-    if not any(p.msg_id == prompt.msg_id for p in sub.latest.queued_prompts) and not ever_recorded(sub, prompt.msg_id):
-        sub.latest.queued_prompts.append(prompt)
+    if prompt.msg_id not in sub.queue and not ever_recorded(sub, prompt.msg_id):
+        sub.queue.put(prompt, with_latest=True)
         sub.latest.needs_drive = True
         sub.save_latest()
     reason = "the session was re-assigned by a newer tellask; its next answer goes to the newer caller"
@@ -143,8 +143,8 @@ def restore_lost_meta(engine: EngineServices, root: RootDialog, caller: Dialog, 
     sub.notices.append("dialog.yaml was missing; it was rebuilt from the caller's pending entry")
     questions.index_all(engine, sub)
     prompt = assignment_prompt(caller, entry)
-    if not any(p.msg_id == prompt.msg_id for p in sub.latest.queued_prompts) and not ever_recorded(sub, prompt.msg_id):
-        sub.latest.queued_prompts.append(prompt)
+    if prompt.msg_id not in sub.queue and not ever_recorded(sub, prompt.msg_id):
+        sub.queue.put(prompt, with_latest=True)
         sub.latest.needs_drive = True
         sub.save_latest()
     return sub
@@ -159,7 +159,7 @@ def persisted_answer(sub: Dialog, call_id: str) -> str | None:
     if response is not None and response.call_id == call_id and response.status == "completed":
         return response.response
     assignment = sub.meta.assignment_from_sup
-    if assignment is None or assignment.call_id != call_id or sub.latest.needs_drive or sub.latest.queued_prompts:
+    if assignment is None or assignment.call_id != call_id or sub.latest.needs_drive or sub.queue:
         return None
     if sub.meta.tellask_session and not ever_recorded(sub, assignment_msg_id(call_id, sub.self_id)):
         return None  # the session never read this request: its last saying answers an older one

@@ -83,7 +83,7 @@ async def declare_dead(engine: EngineServices, dialog: Dialog, note: str = "") -
     if dialog.is_driving:
         engine.request_stop(dialog, "declared_dead")
     dialog.latest.needs_drive = False
-    dialog.latest.queued_prompts = []
+    dialog.queue.clear()
     dialog.set_run_state(RunState(kind="dead", reason="declared_by_user", detail=note or None))
     # Its questions can never be answered into a dead dialog: withdraw them from every list.
     for question in list(dialog.q4h):

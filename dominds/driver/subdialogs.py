@@ -294,7 +294,7 @@ async def _reassign(
         caller.save_pending()  # commit point
     sub.meta = sub.meta.model_copy(update={"assignment_from_sup": assignment_of(caller, entry)})
     sub.files.write_meta(sub.meta)
-    sub.latest.queued_prompts.append(assignment_prompt(caller, entry))
+    sub.queue.put(assignment_prompt(caller, entry), with_latest=True)  # written by request_drive
     engine.request_drive(sub)
     if previous is not None and previous.caller_dialog_id != caller.self_id:
         await engine.supersede(sub, previous)

@@ -201,10 +201,10 @@ def queue_tellask_back(engine: EngineServices, sup: Dialog, asker: Dialog, headl
     assignment_head = asker.meta.assignment_from_sup.tellask_head if asker.meta.assignment_from_sup else ""
     inbound = InboundTellaskBack(from_dialog_id=asker.self_id, call_id=call_id, tellask_head=headline)
     msg_id = inbound.msg_id
-    if any(p.msg_id == msg_id for p in sup.latest.queued_prompts) or msg_id in sup.recorded_msg_ids():
+    if msg_id in sup.queue or msg_id in sup.recorded_msg_ids():
         return
     sup.latest.inbound_tellask_backs.append(inbound)
-    sup.latest.queued_prompts.append(
+    sup.queue.put(
         QueuedPrompt(
             msg_id=msg_id,
             content=texts.tellask_back_text(sup.agent_id, asker.agent_id, assignment_head, headline, body),
@@ -214,7 +214,8 @@ def queue_tellask_back(engine: EngineServices, sup: Dialog, asker: Dialog, headl
             call_id=call_id,
             ask_back=AskedBack(from_agent_id=asker.agent_id, tellask_head=headline, tellask_body=body),
             queued_at=now_iso(),
-        )
+        ),
+        with_latest=True,  # one write with the obligation it opens
     )
     engine.request_drive(sup)
 

@@ -70,6 +70,8 @@ class Question(WireModel):
     callId: str
     callSiteRef: dict[str, Any]
     """``{course, messageIndex}``."""
+    kind: Literal["tellask", "elicitation"] = "tellask"
+    """``tellask``: an agent's `!?@human`; ``elicitation``: an MCP server asking during a tool call."""
 
 
 class PromptAssignment(WireModel):

@@ -435,7 +435,8 @@ class McpManager:
                     "target": spec.url if spec.transport == "streamable_http" else spec.command,
                     "stateful": spec.stateful,
                     "state": state.state,
-                    "error": state.error,
+                    # the state is shown next to it: "unreachable: unreachable: …" said it twice
+                    "error": None if state.error is None else state.error.removeprefix(f"{state.state}: "),
                     "restarts": state.restarts,
                     "sessions": len(state.leases) if spec.stateful else int(state.shared is not None and state.shared.alive),
                     "tools": None if state.tools is None else [{"name": t.name, "description": t.description} for t in state.tools],

@@ -15,6 +15,7 @@ from pathlib import Path
 from aiohttp import web
 
 from dominds.driver.engine import Engine, EngineBadRequest, EngineError
+from dominds.driver.errors import QueueFull
 from dominds.server import keys
 from dominds.server.api import ApiError, add_api_routes
 from dominds.server.auth import (
@@ -80,6 +81,8 @@ async def _answer(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _json_error(404, str(exc))
     except (EngineBadRequest, TaskdocError) as exc:
         return _json_error(400, str(exc))
+    except QueueFull as exc:
+        return _json_error(429, str(exc), **{"Retry-After": "1"})
     except EngineError as exc:
         return _json_error(409, str(exc))
     except StoreError as exc:

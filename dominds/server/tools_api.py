@@ -35,7 +35,7 @@ def tools_payload(engine: Engine) -> dict[str, Any]:
     mcp = engine.config.mcp
     available = [*config.toolsets.names(), *mcp.toolset_names()]
     users: dict[str, list[str]] = {name: [] for name in available}
-    for member in config.team.members.values():
+    for member in config.team.visible_members():  # a shadow member (hidden) showed in every toolset's list
         for name in expand_toolsets(member.toolsets, available):
             users[name].append(member.id)
 

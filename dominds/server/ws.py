@@ -8,6 +8,7 @@ reading further would cost real memory) end the connection, with close code 1009
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from aiohttp import WSMsgType, web
@@ -53,6 +54,9 @@ async def websocket_handler(request: web.Request) -> web.StreamResponse:
         async for frame in ws:
             if frame.type == WSMsgType.TEXT:
                 await handle_frame(conn, frame.data)
+                # Frames already read are handed out without a pause: a client sending thousands back to
+                # back held the loop (no health check, no group commit, hence no ack) until all were handled.
+                await asyncio.sleep(0)
             elif frame.type == WSMsgType.BINARY:
                 conn.send({"type": "error", "message": "binary frames are not supported; send JSON text"})
             elif frame.type == WSMsgType.ERROR:

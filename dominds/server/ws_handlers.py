@@ -13,12 +13,14 @@ with no gap and — thanks to the connection's ``SeqTracker`` — no event twice
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from dominds import __version__
 from dominds.dialog.model import Dialog
 from dominds.driver.engine import Engine, EngineError
+from dominds.driver.errors import QueueFull
 from dominds.pubchan import GLOBAL
 from dominds.server import messages as m
 from dominds.server.hub import Connection
@@ -176,10 +178,33 @@ async def on_get_taskdoc(conn: Connection, msg: m.GetTaskdoc) -> None:
     conn.send(_with_request_id({"type": "taskdoc_content", "dialog": dialog.ident, **payload}, msg.requestId))
 
 
+MAX_QUEUED_PER_CONNECTION = 10_000
+"""Messages one connection may have waiting unread (in any dialogs) at most: more are refused."""
+
+_queued_by: weakref.WeakKeyDictionary[Connection, dict[str, Dialog]] = weakref.WeakKeyDictionary()
+"""Per connection: message id → dialog of the messages it sent that may still be queued."""
+
+
 async def on_drive_by_user_msg(conn: Connection, msg: m.DriveByUserMessage) -> None:
     dialog = _dialog(conn, msg.dialog)
+    _refuse_when_connection_full(conn)
     prompt = conn.hub.engine.submit_user_message(dialog, msg.content, msg.msgId)
+    _queued_by.setdefault(conn, {})[prompt.msg_id] = dialog
     conn.send(_ack(msg, dialog=dialog.ident, msgId=prompt.msg_id))
+
+
+def _refuse_when_connection_full(conn: Connection) -> None:
+    sent = _queued_by.get(conn)
+    if sent is None or len(sent) < MAX_QUEUED_PER_CONNECTION:
+        return
+    for msg_id, dialog in list(sent.items()):  # at the limit only: forget those read since
+        if msg_id not in dialog.queue:
+            del sent[msg_id]
+    if len(sent) >= MAX_QUEUED_PER_CONNECTION:
+        raise QueueFull(
+            f"this connection already has {len(sent):,} messages waiting to be read (the limit per "
+            f"connection is {MAX_QUEUED_PER_CONNECTION:,}); send again once the agents have read some"
+        )
 
 
 async def on_drive_by_user_answer(conn: Connection, msg: m.DriveByUserAnswer) -> None:

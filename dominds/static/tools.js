@@ -25,10 +25,12 @@ async function load(connect = false) {
       apiGet("/api/problems"),
     ]);
     $("#tools-table tbody").replaceChildren(...data.toolsets.map(row));
+    $("#tools-no-mcp").hidden = data.toolsets.some((ts) => ts.source !== "built-in");
     const mcp = problems.problems.filter((p) => p.source === ".minds/mcp.yaml");
     $("#tools-problems").hidden = mcp.length === 0;
     $("#tools-problems ul").replaceChildren(...mcp.map((p) =>
       h("li", { text: `${p.source}${p.line ? ":" + p.line : ""}: ${p.severity}: ${p.message}` })));
+    return data;
   } catch (err) {
     $("#tools-error").textContent = `Cannot load the tools: ${err.message}`;
     $("#tools-error").hidden = false;
@@ -36,5 +38,23 @@ async function load(connect = false) {
 }
 
 $("#tools-refresh").addEventListener("click", () => load(false));
-$("#tools-connect").addEventListener("click", () => load(true));
+// Starting servers can take a while: say so, then say how it went (before, nothing showed until a reload)
+$("#tools-connect").addEventListener("click", async () => {
+  const button = $("#tools-connect");
+  const status = $("#tools-status");
+  button.disabled = true;
+  status.hidden = false;
+  status.textContent = "Starting the MCP servers…";
+  const data = await load(true);
+  button.disabled = false;
+  if (!data) {
+    status.hidden = true;
+    return;
+  }
+  const servers = data.toolsets.filter((ts) => ts.source !== "built-in");
+  const count = (state) => servers.filter((ts) => ts.state === state).length;
+  status.textContent = servers.length === 0
+    ? "No MCP servers to start."
+    : `MCP servers: ${count("running")} running, ${count("unreachable")} unreachable, ${servers.length} in all.`;
+});
 load(false);

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
-STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml")
+STATE_FILES = ("dialog.yaml", "latest.yaml", "q4h.yaml", "subdlg.yaml", "registry.yaml", "queue.jsonl")
 LATEST_SPARE = ".latest.yaml.spare"
 """``latest.yaml``'s spare (``atomic.spare_path``), named here so that ``dominds status`` imports no writer."""
 Facts = dict[str, Any]
@@ -50,6 +50,24 @@ def parse_state_yaml(name: str, data: bytes) -> Any:
             return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as exc:
             raise ValueError(f"{name} is not valid YAML: {' '.join(str(exc).split())[:200]}") from exc
+
+
+def queued_count(latest: dict[str, Any], log: bytes) -> int:
+    """Prompts queued: ``latest.yaml``'s, then the queue log's lines replayed (store/queue_log.py; a torn
+    or unreadable line counts as nothing: the loader reports it)."""
+    queued = {str(p.get("msgId")) for p in latest.get("queuedPrompts") or () if isinstance(p, dict)}
+    for line in log.split(b"\n"):
+        try:
+            entry = json.loads(line) if line.strip() else None
+        except ValueError:
+            continue
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("op") == "queued":
+            queued.add(str((entry.get("prompt") or {}).get("msgId")))
+        elif entry.get("op") == "taken":
+            queued.discard(str(entry.get("msgId")))
+    return len(queued)
 
 
 class Read(NamedTuple):
@@ -125,7 +143,7 @@ def read_dialog(directory: str) -> Read:
             runState=latest.get("runState") or {"kind": "idle"},
             generating=bool(latest.get("generating")),
             needsDrive=bool(latest.get("needsDrive")),
-            queuedPrompts=len(latest.get("queuedPrompts") or ()),
+            queuedPrompts=queued_count(latest, data.get("queue.jsonl", b"")),
             inboundTellaskBacks=len(latest.get("inboundTellaskBacks") or ()),
             dead=bool(latest.get("dead")),
         )

@@ -40,12 +40,14 @@ from dominds.store.fileio import (
     validate,
     write_first_record,
 )
+from dominds.store.queue_log import QUEUE_LOG, QueueLog, replay
 from dominds.store.records import (
     REGISTRY_HEADER,
     DialogLifecycle,
     DialogMeta,
     LatestState,
     Q4hFile,
+    QueuedPrompt,
     RegistryEntry,
     RemindersFile,
     SubdialogResponse,
@@ -78,6 +80,11 @@ class DialogFiles:
     @cached_property
     def dialog_yaml(self) -> Path:
         return self.dir / DIALOG_YAML
+
+    @cached_property
+    def queue_log(self) -> QueueLog:
+        """``queue.jsonl``: the queued prompts (store/queue_log.py)."""
+        return QueueLog(self.dir / QUEUE_LOG)
 
     @cached_property
     def latest_yaml(self) -> Path:
@@ -172,6 +179,11 @@ class DialogFiles:
         if latest is not None:
             latest.status = self.lifecycle_status  # a move between status directories is the truth
         return latest
+
+    def read_queue(self) -> list[QueuedPrompt]:
+        """The queued prompts the files hold: ``latest.yaml``'s, then the queue log's (store/queue_log.py)."""
+        latest = self.read_latest()
+        return replay(latest.queued_prompts if latest is not None else [], self.queue_log.read())
 
     def write_latest(self, latest: LatestState, *, fresh: bool = False) -> None:
         latest.last_modified = now_iso()

@@ -207,7 +207,10 @@ class LatestState(Record):
     run_state: RunState = Field(default_factory=RunState)
     """Current run state."""
     queued_prompts: list[QueuedPrompt] = Field(default_factory=list)
-    """Accepted prompts waiting for the next drive, oldest first."""
+    """Prompts queued in one write with this file's other state (a new subdialog's assignment, an ask-back
+    with its obligation, a new course's prompt), until the queue log (``queue.jsonl``,
+    ``store/queue_log.py``) takes them over; files before the log held the whole queue here. The queue
+    is these (those the log never names, first), then the log's."""
     inbound_tellask_backs: list[InboundTellaskBack] = Field(default_factory=list)
     """Ask-backs from subdialogs this dialog is answering."""
     new_course_pending: bool = False

@@ -261,7 +261,7 @@ def _audit(rtws: Rtws, scenario: Scenario, acked: list[str], point: int) -> None
         for site in (r for r in course if isinstance(r, TellaskCallRecord)):
             assert answered.count(site.call_id) == 1, f"{where}: tool-form call {site.tool_name} answered {answered.count(site.call_id)} times"
         assert not files.subdlg_yaml.exists() and not files.q4h_yaml.exists(), f"{where}: {meta.id} still waits"
-        assert not latest.queued_prompts and not latest.inbound_tellask_backs, f"{where}: {meta.id} has work left"
+        assert not files.read_queue() and not latest.inbound_tellask_backs, f"{where}: {meta.id} has work left"
         assert latest.run_state.kind == "idle", f"{where}: {meta.agent_id} {meta.id} ended {latest.run_state}"
         if meta.is_root:
             root_sayings = [r.content for r in course if isinstance(r, AgentWordsRecord)]

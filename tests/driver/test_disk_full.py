@@ -24,6 +24,8 @@ class DiskFull:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.armed = False
+        self.probes_refused = 0
+        """The storage watcher's free-space probes refused so far (a signal the test can wait on)."""
         real_write = os.write
 
         def write(fd: int, data: bytes) -> int:  # type: ignore[override]
@@ -38,6 +40,7 @@ class DiskFull:
 
         def posix_fallocate(fd: int, offset: int, length: int) -> None:  # the watcher's probe of free space
             if self.armed:
+                self.probes_refused += 1
                 raise OSError(errno.ENOSPC, "No space left on device")
             real_fallocate(fd, offset, length)
 
@@ -60,8 +63,8 @@ async def test_refused_message_is_not_acknowledged_and_the_daemon_lives_on(make_
     assert "no space left on device" in str(err.value) and "latest.yaml" in str(err.value)
     disk.armed = False
     latest = root.files.read_latest()
-    assert latest is not None and latest.queued_prompts == [], "the old latest.yaml is intact"
-    assert root.latest.queued_prompts == [], "the refused message is not queued in memory either"
+    assert latest is not None and root.files.read_queue() == [], "nothing is queued on disk"
+    assert not root.queue, "the refused message is not queued in memory either"
     engine.submit_user_message(root, "two", msg_id="m2")
     await engine.wait_idle()
     assert [r.msg_id for r in records(root) if isinstance(r, HumanTextRecord)] == ["m1", "m2"]
@@ -132,7 +135,14 @@ async def test_a_dialog_paused_by_a_full_disk_resumes_when_space_returns(make_en
     disk.armed = True
     await engine.wait_idle()
     assert root.load_error is not None and "no space left" in root.load_error
-    await asyncio.sleep(0.2)
+    # two probes of the watcher refused: it tried, twice, while the disk was full (was a fixed 0.2-s sleep,
+    # which passed without any probe on a slow machine)
+    probes = disk.probes_refused
+    for _ in range(3000):
+        if disk.probes_refused >= probes + 2:
+            break
+        await asyncio.sleep(0.01)
+    assert disk.probes_refused >= probes + 2, "the watcher probes again while the disk is full"
     assert root.load_error is not None, "still paused while the disk is full"
     disk.armed = False
     for _ in range(200):

@@ -105,7 +105,7 @@ async def test_messages_are_durable_and_never_duplicated(make_engine) -> None:  
     root = engine.create_dialog("lead", "tasks/t.tsk")
     engine.submit_user_message(root, "one", msg_id="m1")
     engine.submit_user_message(root, "two", msg_id="m2")
-    assert [p.msg_id for p in root.files.read_latest().queued_prompts] == ["m1", "m2"]  # type: ignore[union-attr]
+    assert [p.msg_id for p in root.files.read_queue()] == ["m1", "m2"]
     await engine.wait_idle()
     humans = [r.msg_id for r in records(root) if isinstance(r, HumanTextRecord)]
     assert humans == ["m1", "m2"]

@@ -306,7 +306,7 @@ async def test_a_message_queued_during_a_stopped_generation_stays_queued(tmp_pat
         engine.submit_user_message(root, "later", msg_id="m-later")
         engine.stop(root)
         assert await drive_ends(root, timeout=10)
-        assert [p.msg_id for p in root.latest.queued_prompts] == ["m-later"]
+        assert [p.msg_id for p in list(root.queue)] == ["m-later"]
         assert "m-later" not in {r.msg_id for r in records(root) if isinstance(r, HumanTextRecord)}
         assert any(isinstance(r, RunMarkerRecord) and r.kind == "interrupted" for r in records(root))
         [finish] = [r for r in records(root) if isinstance(r, GenFinishRecord)]

@@ -360,7 +360,7 @@ class DriverModel(RuleBasedStateMachine):
                 waiting_on_question.add(meta.id)
             if meta.tellask_session and latest.run_state.kind != "dead":
                 sessions.setdefault(f"{meta.agent_id}!{meta.tellask_session}", []).append(meta.id)
-            assert not latest.queued_prompts or files.q4h_yaml.exists() or pending[meta.id], (
+            assert not files.read_queue() or files.q4h_yaml.exists() or pending[meta.id], (
                 f"{meta.id}: prompts queued at rest with nothing to wait for"
             )
             assert latest.run_state.kind in ("idle", "blocked"), f"{meta.id} ended {latest.run_state}"
@@ -381,7 +381,7 @@ class DriverModel(RuleBasedStateMachine):
             assert len(ids) == 1, f"{key} has subdialogs {ids}"
             assert key not in registry or registry[key].subdialog_id == ids[0]
         assert sorted(recorded) == sorted(set(recorded)), "a message was recorded twice"  # invariant 5
-        still_queued = {p.msg_id for p in (store.files("run", self.root_id).read_latest() or _empty()).queued_prompts}
+        still_queued = {p.msg_id for p in store.files("run", self.root_id).read_queue()}
         assert set(self.acked) <= set(recorded) | still_queued, "an acknowledged message was lost"
 
 
@@ -438,13 +438,6 @@ def _pressure_notices_follow_their_generation(dialog_id: str, course: list[Any])
         if record.msg_id.startswith(CAUTION_ID):
             assert last_caution is None or finished - last_caution >= CAUTION_EVERY, f"{dialog_id}: caution told too often"
             last_caution = finished
-
-
-def _empty() -> Any:
-    from dominds.ids import now_iso
-    from dominds.store.records import LatestState
-
-    return LatestState(last_modified=now_iso())
 
 
 def _yaml(responses: list[dict[str, Any]]) -> str:

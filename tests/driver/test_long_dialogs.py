@@ -71,7 +71,9 @@ async def calls_per_turn(engine: Engine, dialog: Dialog, turns: int = 3) -> int:
     return count // turns
 
 
-async def dialog_of(make_engine: Callable[..., Any], tmp_path: Path, name: str, turns: int) -> tuple[Engine, Dialog]:
+async def dialog_of(
+    make_engine: Callable[..., Any], tmp_path: Path, name: str, turns: int
+) -> tuple[Engine, Dialog]:
     root = tmp_path / name
     engine: Engine = await make_engine(RESPONSES, root=root)
     dialog = engine.create_dialog("lead", "tasks/a.tsk")
@@ -83,7 +85,9 @@ async def dialog_of(make_engine: Callable[..., Any], tmp_path: Path, name: str, 
 
 
 @pytest.mark.slow
-async def test_a_turn_at_3000_turns_does_the_work_of_a_turn_at_10(make_engine: Callable[..., Any], tmp_path: Path) -> None:
+async def test_a_turn_at_3000_turns_does_the_work_of_a_turn_at_10(
+    make_engine: Callable[..., Any], tmp_path: Path
+) -> None:
     """The bug: every turn walked the whole course (the transcript's size for the cache, the context
     messages, the next genseq, the scripted provider's token estimate): 1.2 s a turn at 5,000 turns
     against 20 ms at the start."""
@@ -97,7 +101,9 @@ async def test_a_turn_at_3000_turns_does_the_work_of_a_turn_at_10(make_engine: C
     assert long.last_saying() == REPLY.strip() or long.last_saying() == REPLY
     assert long.next_genseq() == 3000 + 4 + 1
     assert long.transcript_chars() == sum(
-        len(getattr(r, "content", "") or "") for r in long.records if isinstance(getattr(r, "content", None), str)
+        len(getattr(r, "content", "") or "")
+        for r in long.records
+        if isinstance(getattr(r, "content", None), str)
     )
 
 
@@ -105,7 +111,14 @@ def test_course_messages_fed_in_pieces_equal_the_whole_course_at_once() -> None:
     """A call whose result comes in a later piece appears at its own place once answered; a result whose
     call is in an earlier course never appears; the same as converting the whole course at once."""
     raw: list[dict[str, Any]] = [
-        {"type": "func_result_record", "ts": "t", "genseq": 1, "id": "old", "name": "f", "content": "from before"},
+        {
+            "type": "func_result_record",
+            "ts": "t",
+            "genseq": 1,
+            "id": "old",
+            "name": "f",
+            "content": "from before",
+        },
         {"type": "human_text_record", "ts": "t", "genseq": 1, "msgId": "m1", "content": "hi"},
         {"type": "func_call_record", "ts": "t", "genseq": 1, "id": "c1", "name": "f", "arguments": {}},
         {"type": "agent_words_record", "ts": "t", "genseq": 1, "content": "between"},

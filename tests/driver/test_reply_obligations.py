@@ -100,7 +100,7 @@ async def test_user_message_while_answering_an_ask_back_queues_behind_it(make_en
     assert answer.response == "Use Python."
     said = sayings(root)
     assert "Coder is on it." in said and said.index("Use Python.") < said.index("Coder is on it."), said
-    assert not root.latest.queued_prompts and not root.pending and not root.latest.inbound_tellask_backs
+    assert not root.queue and not root.pending and not root.latest.inbound_tellask_backs
 
 
 async def test_self_subdialog_that_calls_a_tool_still_answers(make_engine) -> None:  # type: ignore[no-untyped-def]
@@ -191,4 +191,4 @@ async def test_an_answer_queued_before_an_ask_back_is_not_taken_as_its_answer(ma
     coder = _sub_of(engine, root, "coder")
     [answer] = [r for r in _responses(coder) if r.call_type == "A"]
     assert answer.response == "Use Rust."
-    assert "Blue it is." in sayings(root) and not root.pending and not root.latest.queued_prompts
+    assert "Blue it is." in sayings(root) and not root.pending and not root.queue

@@ -80,7 +80,7 @@ def _audit(rtws: Rtws, point: int, refusal: str | None) -> None:
     finished = {r.genseq for r in course if isinstance(r, GenFinishRecord)}
     assert started == finished, f"{where}: generations {sorted(started - finished)} were left open"
     latest = files.read_latest()
-    assert latest is not None and latest.run_state.kind == "idle" and not latest.queued_prompts, where
+    assert latest is not None and latest.run_state.kind == "idle" and not files.read_queue(), where
 
 
 @pytest.mark.timeout(300)

@@ -121,7 +121,7 @@ async def test_ask_backs_and_a_user_message_are_served_in_arrival_order(make_eng
         engine.submit_user_message(root, "status?", msg_id="m-status")
         engine.answer_question(asked["two"], "yes")
         await _until(lambda: len(root.latest.inbound_tellask_backs) == 2)
-        assert [p.origin for p in root.latest.queued_prompts] == ["tellask_back", "user", "tellask_back"]
+        assert [p.origin for p in list(root.queue)] == ["tellask_back", "user", "tellask_back"]
     await engine.wait_idle()
     served = [r.origin for r in _prompts(root)]
     assert served == ["user", "tellask_back", "user", "tellask_back"], served

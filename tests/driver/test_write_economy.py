@@ -48,7 +48,7 @@ async def test_a_turn_commits_once_and_writes_its_state_file_twice(make_engine: 
     assert group.commits - commits == 1, "accepted, started, answered and settled: one round of fsyncs"
     assert log.count("replace", "latest.yaml") == 2, "accepted (the queue), settled; the start's save was superseded"
     on_disk = root.files.read_latest()
-    assert on_disk is not None and not on_disk.generating and not on_disk.queued_prompts
+    assert on_disk is not None and not on_disk.generating and not root.files.read_queue()
 
 
 async def test_answers_arriving_together_rewrite_the_pending_index_once(make_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -51,7 +51,7 @@ async def test_an_elicitation_is_a_question_whose_answer_goes_back_to_the_server
         await engine.wait_idle(timeout=60)
         [result] = _results(root)
         assert (result.content, result.is_error) == ("painted blue, 2 coats", False)
-        assert engine.q4h_state() == [] and not root.latest.queued_prompts, "answered, and nothing queued into the dialog"
+        assert engine.q4h_state() == [] and not root.queue, "answered, and nothing queued into the dialog"
         # a decline goes back as a decline
         engine.submit_user_message(root, "paint it")
         declined = await asyncio.wait_for(_question(engine), 90)

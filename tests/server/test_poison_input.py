@@ -39,7 +39,7 @@ async def test_lone_surrogate_in_a_message_is_refused_and_the_dialog_goes_on(ser
     assert [r.msg_id for r in course if isinstance(r, HumanTextRecord)] == ["ok-1"]
     assert [r.content for r in course if isinstance(r, AgentWordsRecord)] == ["Hi there."]
     root = served.engine.get_dialog(root_id)
-    assert root.latest.run_state.kind == "idle" and not root.latest.needs_drive and not root.latest.queued_prompts
+    assert root.latest.run_state.kind == "idle" and not root.latest.needs_drive and not root.queue
 
 
 async def test_lone_surrogate_over_the_websocket_gets_an_error_reply(serve: ServeFactory) -> None:
@@ -50,7 +50,7 @@ async def test_lone_surrogate_over_the_websocket_gets_an_error_reply(serve: Serv
     await sock.ws.send_str(json.dumps(frame))
     error = await sock.wait_type("error")
     assert "lone UTF-16 surrogate" in error["message"]
-    assert served.engine.get_dialog(created["rootId"]).latest.queued_prompts == []
+    assert served.engine.get_dialog(created["rootId"]).queue.as_list() == []
 
 
 async def test_model_output_with_surrogate_halves_is_kept_scrubbed(serve: ServeFactory) -> None:

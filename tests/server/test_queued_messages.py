@@ -111,6 +111,6 @@ async def test_a_queued_message_can_be_cancelled_and_is_never_sent(serve: ServeF
     prompts = _prompts(served, dialog["selfId"])
     assert ("user", "also make it shiny") not in prompts, "a cancelled message never reaches the agent"
     assert [origin for origin, _ in prompts] == ["user", "q4h_answer", "q4h_answer"]
-    assert served.engine.find_dialog(dialog["selfId"]).latest.queued_prompts == []
+    assert served.engine.find_dialog(dialog["selfId"]).queue.as_list() == []
     status, shown = await served.get(f"/api/dialogs/{dialog['selfId']}")
     assert shown["runState"]["kind"] == "idle" and shown["queuedPrompts"] == []

@@ -131,11 +131,12 @@ def _busy(rtws: Rtws) -> bool:
         for files in store.iter_tree("run", root_id):
             try:
                 latest = files.read_latest()
+                queued = files.read_queue()
             except StoreError:
                 continue
             if latest is None:
                 continue
-            if latest.generating or latest.needs_drive or latest.queued_prompts or latest.run_state.kind in ("proceeding", "stop_requested"):
+            if latest.generating or latest.needs_drive or queued or latest.run_state.kind in ("proceeding", "stop_requested"):
                 return True
     return False
 
@@ -233,10 +234,10 @@ def audit(rtws: Rtws, report: SoakReport, *, final: bool) -> None:
                 latest = files.read_latest()
                 files.read_meta(), files.read_q4h(), files.read_subdlg(), files.read_reminders()
                 courses = [files.read_course(n) for n in files.course_numbers()]
+                queued = {p.msg_id for p in files.read_queue()}
             except StoreError as exc:
                 report.problems.append(f"unparseable after a crash: {exc}")
                 continue
-            queued = {p.msg_id for p in latest.queued_prompts} if latest else set()
             queued_everywhere.update(queued)
             if final and queued and latest is not None and latest.run_state.kind != "blocked":
                 report.problems.append(f"{files.dir.name}: prompts still queued at rest: {sorted(queued)[:3]}")

@@ -1,4 +1,4 @@
-"""Issue 33 in real Chromium: an image pasted into the composer is stored as a dialog artifact, shown in
+"""Issue 33 in real Chromium: an image pasted (or dropped) into the composer is stored as a dialog artifact, shown in
 the transcript, and reaches the model's request as image content (the fake Anthropic server records it)."""
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ PASTE = """(b64) => {
   const data = new DataTransfer();
   data.items.add(new File([bytes], "shot.png", { type: "image/png" }));
   document.querySelector("#input").dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+}"""
+DROP = """(b64) => {
+  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const data = new DataTransfer();
+  data.items.add(new File([bytes], "dropped.png", { type: "image/png" }));
+  data.items.add(new File(["just text"], "notes.txt", { type: "text/plain" }));
+  document.querySelector("#input").dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
 }"""
 
 
@@ -53,16 +60,18 @@ async def test_a_pasted_image_is_shown_and_reaches_the_model(panel: Panel, monke
 
         await page.evaluate(PASTE, PNG_B64)
         await expect(page.locator("#attachments .attachment")).to_have_count(1)
+        await page.evaluate(DROP, PNG_B64)  # a dropped picture too; a dropped text file is not an image
+        await expect(page.locator("#attachments .attachment")).to_have_count(2)
         await page.fill("#input", "What is in this picture?")
         await page.click("#send")
         await expect(page.locator(".bubble.gen .md").last).to_have_text("A single red pixel.")
-        await expect(page.locator(".bubble.user img.artifact")).to_have_count(1)
+        await expect(page.locator(".bubble.user img.artifact")).to_have_count(2)
         await expect(page.locator("#attachments .attachment")).to_have_count(0)
 
         user = fake.requests[-1].body["messages"][-1]
         images = [b for b in user["content"] if b.get("type") == "image"]
-        assert len(images) == 1 and images[0]["source"]["media_type"] == "image/png"
-        assert images[0]["source"]["data"] == PNG_B64
+        assert len(images) == 2 and all(i["source"]["media_type"] == "image/png" for i in images)
+        assert all(i["source"]["data"] == PNG_B64 for i in images)
         texts = [b["text"] for b in user["content"] if b.get("type") == "text"]
         assert any("What is in this picture?" in t and "[image saved as artifact upload-" in t for t in texts)
         await panel.screenshot("composer-pasted-image")
