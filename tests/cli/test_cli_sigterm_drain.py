@@ -22,6 +22,7 @@ from test_cli_kit import Daemon, cli_env, dominds, wait_until
 from workspace_kit import LLM_YAML
 
 from dominds.rtws import Rtws
+from dominds.store.dialog_store import DialogStore
 
 TOOL_DRIVES = 10
 STREAM_DRIVES = 10
@@ -145,7 +146,7 @@ def test_sigterm_with_20_drives_closes_everything_then_frees_the_lock(tmp_path: 
         latest = yaml.safe_load((dialog_dir / "latest.yaml").read_text())
         assert latest["runState"]["kind"] == "interrupted" and latest["generating"] is False
         recorded = {r["msgId"] for r in records if r["type"] == "human_text_record"}
-        queued = {p["msgId"] for p in latest.get("queuedPrompts") or []}
+        queued = {p.msg_id for p in DialogStore(Rtws(ws)).files("run", root).read_queue()}
         assert set(msg_ids) <= recorded | queued, f"{root}: an acknowledged message was lost"
     # after the drain, a new daemon starts and resumes the interrupted dialogs
     tool_root = list(acked)[5]  # a shell drive with no message queued behind it
