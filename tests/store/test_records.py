@@ -22,6 +22,7 @@ from dominds.store.course_records import (
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
     TeammateResponseRecord,
+    TellaskCallRecord,
     Usage,
 )
 from dominds.store.errors import CorruptFileError
@@ -155,6 +156,11 @@ COURSE_RECORDS = [
     ),
     SubdialogCreatedRecord(
         ts=TS, call_id="c", call_type="B", subdialog_id="s", target_agent_id="coder", tellask_head="h", tellask_body="b"
+    ),
+    TellaskCallRecord(
+        ts=TS, genseq=1, call_id="c2", tool_call_id="toolu_1", tool_name="tellask",
+        arguments={"targetAgentId": "coder", "sessionSlug": "s", "tellaskContent": "go"},
+        tellask_head="@coder !tellaskSession s", tellask_body="go",
     ),
     RunMarkerRecord(ts=TS, kind="interrupted", reason="user_stop"),
     GenFinishRecord(ts=TS, genseq=1, usage=Usage(input_tokens=3, output_tokens=4), duration_ms=5, model="demo"),
