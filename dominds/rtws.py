@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from functools import cached_property
@@ -80,12 +81,29 @@ class Rtws:
         return self.root / ".dominds"
 
     def ensure_layout(self) -> None:
-        for status in DIALOG_STATUSES:
-            self.status_dir(status).mkdir(parents=True, exist_ok=True)
+        """``.dialogs/`` with its status directories, and ``.dominds/``: private (``STATE_DIR_MODE``), and
+        made so when an older version created them open to everyone (transcripts, the access token)."""
+        for directory in (self.dialogs_dir, self.state_dir, *(self.status_dir(status) for status in DIALOG_STATUSES)):
+            try:
+                directory.mkdir(mode=STATE_DIR_MODE, parents=True)
+            except FileExistsError:
+                if PRIVATE_STATE and not directory.is_symlink() and directory.stat().st_mode & 0o077:
+                    with contextlib.suppress(PermissionError):  # another user's workspace: theirs to set
+                        os.chmod(directory, STATE_DIR_MODE)
+        for directory in (self.dialogs_dir, *(self.status_dir(status) for status in DIALOG_STATUSES)):
+            if directory.is_symlink():
+                raise SymlinkedStorageError(directory)
 
     def relpath(self, path: Path) -> str:
         return path.resolve().relative_to(self.root).as_posix()
 
+
+PRIVATE_STATE = os.environ.get("DOMINDS_PRIVATE_STATE", "1") != "0"
+"""The workspace's state (``.dialogs/``, ``.dominds/``: transcripts, tokens, caches) is readable by its
+owner only, unless ``DOMINDS_PRIVATE_STATE=0`` (then files and directories follow the umask, as the
+workspace's own files always do)."""
+STATE_FILE_MODE = 0o600 if PRIVATE_STATE else 0o644
+STATE_DIR_MODE = 0o700 if PRIVATE_STATE else 0o777
 
 DEMO_MARKER = Path(".dominds") / "demo.json"
 """Marks the demo workspace of ``dominds serve --demo`` (``cli/demo.py`` writes it)."""
@@ -121,3 +139,15 @@ def find_rtws(start: Path | None = None, *, must_exist: bool = True) -> Rtws:
             f"no Dominds workspace at or above {here} (no .minds/ or .dialogs/)"
         )
     return Rtws(here)
+
+
+class SymlinkedStorageError(Exception):
+    """``.dialogs/`` or one of its status directories is a symbolic link. Dialog storage is never followed
+    through links: every dialog written there would land wherever the link points, outside the workspace."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        super().__init__(
+            f"{path} is a symbolic link; dialog storage is never followed through links (its writes would go "
+            "outside the workspace). Replace the link with the directory it points to."
+        )

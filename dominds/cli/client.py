@@ -86,9 +86,16 @@ def read_daemon_json(rtws: Rtws) -> DaemonInfo | None:
 
 
 def lock_holders(lock_path: Path) -> set[int] | None:
-    """Pids holding a lock on ``lock_path`` per ``/proc/locks``; None where that file does not exist."""
+    """Pids holding a lock on ``lock_path`` per ``/proc/locks``; None where that file does not exist.
+
+    A lock is that file's when both its inode and its device match: inode numbers repeat across
+    filesystems (two fresh tmpfs mounts number their files alike), and matching the inode alone made a
+    daemon of another workspace on another filesystem "hold" this one. Where the device does not match
+    but the inode does (btrfs reports a subvolume's device to ``stat``, not the one ``/proc/locks``
+    shows), the file itself is asked (``flock_probe``).
+    """
     try:
-        inode = os.stat(lock_path).st_ino
+        info = os.stat(lock_path)
     except FileNotFoundError:
         return set()
     except OSError:
@@ -97,34 +104,51 @@ def lock_holders(lock_path: Path) -> set[int] | None:
         table = Path("/proc/locks").read_text(encoding="ascii", errors="replace")
     except OSError:
         return None
+    device = (os.major(info.st_dev), os.minor(info.st_dev))
     holders: set[int] = set()
+    same_inode_elsewhere: set[int] = set()
     for line in table.splitlines():
-        # "1: FLOCK  ADVISORY  WRITE 4242 00:2f:1234 0 EOF"; waiters read "1: -> FLOCK …" and hold nothing
+        # "1: FLOCK  ADVISORY  WRITE 4242 00:2f:1234 0 EOF" (major:minor in hex, inode in decimal);
+        # waiters read "1: -> FLOCK …" and hold nothing
         fields = line.split()
         if len(fields) < 6 or fields[1] == "->":
             continue
         try:
-            pid, lock_inode = int(fields[4]), int(fields[5].rsplit(":", 1)[1])
-        except (ValueError, IndexError):
+            major, minor, lock_inode = fields[5].split(":")
+            pid, lock_device, inode = int(fields[4]), (int(major, 16), int(minor, 16)), int(lock_inode)
+        except ValueError:
             continue
-        if lock_inode == inode and pid > 0:
-            holders.add(pid)
+        if inode != info.st_ino or pid <= 0:
+            continue
+        (holders if lock_device == device else same_inode_elsewhere).add(pid)
+    if not holders and same_inode_elsewhere and flock_probe(lock_path):
+        return same_inode_elsewhere
     return holders
+
+
+def flock_probe(lock_path: Path) -> bool:
+    """Whether another open file holds the ``flock`` the daemon takes on ``lock_path``. Asked through a
+    read-only descriptor, so it works on a read-only workspace and never creates the file."""
+    import fcntl
+
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing the descriptor releases the probe's own lock
+    return False
 
 
 def lock_is_held(lock_path: Path) -> bool:
     holders = lock_holders(lock_path)
     if holders is not None:
         return bool(holders)
-    import filelock
-
-    probe = filelock.FileLock(str(lock_path))
-    try:
-        probe.acquire(timeout=0)
-    except filelock.Timeout:
-        return True
-    probe.release()
-    return False
+    return flock_probe(lock_path)
 
 
 def find_daemon(rtws: Rtws) -> DaemonInfo | None:

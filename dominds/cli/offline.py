@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from dominds.cli.client import DaemonInfo, find_daemon, locked_message
 from dominds.cli.common import CliError, command_name
-from dominds.rtws import Rtws
+from dominds.rtws import STATE_FILE_MODE, Rtws
 
 if TYPE_CHECKING:
     from dominds.dialog.model import Dialog
@@ -53,7 +53,11 @@ def reach_state(rtws: Rtws, *, wait: float = LOCK_WAIT_SECONDS, read_only: bool 
     if read_only and not rtws.dialogs_dir.is_dir():
         yield Access(None)  # nothing to read, and nothing to create for a reader
         return
-    rtws.ensure_layout()
+    if read_only:
+        with contextlib.suppress(OSError):  # a read-only workspace is read as it is: a reader creates nothing
+            rtws.ensure_layout()
+    else:
+        rtws.ensure_layout()
     take_lock = _flock_now if read_only else _filelock_now
     deadline = time.monotonic() + wait
     while True:
@@ -61,7 +65,15 @@ def reach_state(rtws: Rtws, *, wait: float = LOCK_WAIT_SECONDS, read_only: bool 
         if daemon is not None:
             yield Access(daemon)
             return
-        release = take_lock(rtws.lock_path)
+        try:
+            release = take_lock(rtws.lock_path)
+        except OSError:
+            if not read_only:
+                raise
+            # The lock file cannot be created (a read-only workspace, a read-only mount): nobody writes
+            # through this path, and a reader reads without the lock (every state file is whole on its own).
+            yield Access(None)
+            return
         if release is None:
             if time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -81,7 +93,7 @@ def _filelock_now(path: Path) -> Callable[[], None] | None:
     """The rtws lock if it is free (its release), else None."""
     import filelock
 
-    lock = filelock.FileLock(str(path))
+    lock = filelock.FileLock(str(path), mode=STATE_FILE_MODE)
     try:
         lock.acquire(timeout=0)
     except filelock.Timeout:
@@ -95,7 +107,12 @@ def _flock_now(path: Path) -> Callable[[], None] | None:
     ``decimal`` cost ~20 ms of a `dominds status` that should take 0.3 s."""
     import fcntl
 
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, STATE_FILE_MODE)
+    except OSError:
+        # Read-only (a read-only mount, or a workspace the reader may only read): ``flock`` needs no write
+        # access, so the existing file is locked through a read-only descriptor; a missing one raises.
+        fd = os.open(path, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:  # held elsewhere

@@ -22,9 +22,12 @@ log = logging.getLogger("dominds.dialog")
 
 
 def load_root(files: DialogFiles, publish: Publish, status: str) -> RootDialog:
+    files.check_real_directories()
     meta = files.read_meta()
-    latest = files.read_latest(restore=True) or LatestState(last_modified=now_iso())
+    notes: list[str] = []
+    latest = files.read_latest(restore=True, notes=notes) or LatestState(last_modified=now_iso())
     root = RootDialog(files, meta, latest, publish)
+    root.notices.extend(notes)
     root.status = status
     _load_state(root)
     _load_registry(root)
@@ -78,9 +81,12 @@ def rebuild_registry(files: DialogFiles) -> dict[str, RegistryEntry]:
 
 
 def load_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialog:
+    files.check_real_directories()
     meta = files.read_meta()
-    latest = files.read_latest(restore=True) or LatestState(last_modified=now_iso())
+    notes: list[str] = []
+    latest = files.read_latest(restore=True, notes=notes) or LatestState(last_modified=now_iso())
     sub = SubDialog(files, meta, latest, publish, root)
+    sub.notices.extend(notes)
     _load_state(sub)
     root.local[sub.self_id] = sub
     return sub

@@ -40,7 +40,7 @@ from dominds.ids import new_dialog_id, now_iso
 from dominds.llm.base import Generator
 from dominds.llm.catalog import ProviderConfig
 from dominds.pubchan import PubChan
-from dominds.rtws import Rtws
+from dominds.rtws import STATE_FILE_MODE, Rtws
 from dominds.store import commit as group_commit
 from dominds.store.course_records import CourseRecord, CourseStartRecord, GenFinishRecord
 from dominds.store.dialog_store import DialogStore, create_dialog_dir
@@ -94,7 +94,7 @@ class Engine(LoadedTrees):
         """User messages waiting unread in one dialog at most (more are refused: ``QueueFull``)."""
         self.max_concurrent_drives = 64
         """Drives in flight at once; bounds memory and keeps latency fair under bursts."""
-        self._lock = filelock.FileLock(str(rtws.lock_path)) if take_lock else None
+        self._lock = filelock.FileLock(str(rtws.lock_path), mode=STATE_FILE_MODE) if take_lock else None
         self._group_commit: group_commit.GroupCommit | None = None
         self.closed = False
         self.tracing: tracing.Tracing | None = None

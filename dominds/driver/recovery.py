@@ -84,7 +84,11 @@ def recover(engine: EngineServices) -> int:
         root_id = tree.root.root_id
         # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
         remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
-        root = engine.load_root(root_id)
+        try:
+            root = engine.load_root(root_id)
+        except StoreError as exc:  # its dialog.yaml is gone: the listing flags it, the daemon starts
+            log.error("dialog %s cannot be loaded: %s", root_id, exc)
+            continue
         loaded += 1
         if root.load_error:
             log.error("dialog %s: %s", root_id, root.load_error)
@@ -164,6 +168,7 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
     for dialog in list(root.local.values()):
         if not dialog.load_error:
             complete_dispatches(engine, root, dialog)
+            _note_dispatches_lost_by_a_power_cut(engine, root, dialog)
     for dialog in list(root.local.values()):
         if not dialog.load_error:
             _answer_finished_ask_back(engine, dialog)
@@ -283,6 +288,43 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
                     result=texts.dominds_note(texts.INTERRUPTED_TELLASK),
                 )
             )
+
+
+def _note_dispatches_lost_by_a_power_cut(engine: EngineServices, root: RootDialog, dialog: Dialog) -> None:
+    """A dispatch recorded in the caller's course with neither its pending entry nor its subdialog: a power
+    cut during a group commit can leave that (docs/reliability.md, "Limit"), and nothing would ever answer
+    the call. It is reported to the model as not delivered, like a tellask cut before its dispatch."""
+    records = dialog.records
+    answered = {(r.callee_dialog_id, r.call_id) for r in records if isinstance(r, TeammateResponseRecord)}
+    noted = {r.call_id for r in records if isinstance(r, TeammateCallResultRecord)}
+    waiting = {(p.subdialog_id, p.call_id) for p in dialog.pending}
+    lost = [
+        r
+        for r in records
+        if isinstance(r, SubdialogCreatedRecord)
+        and (r.subdialog_id, r.call_id) not in answered | waiting
+        and r.call_id not in noted
+        and r.subdialog_id not in root.local
+        and not engine.store.files("run", root.root_id, r.subdialog_id).dir.exists()
+    ]
+    for record in lost:
+        if record.call_id in noted:
+            continue  # a collective call: one note answers its call site
+        log.warning("dialog %s: call %s was recorded, its dispatch lost; noted as not delivered", dialog.self_id, record.call_id)
+        noted.add(record.call_id)
+        dialog.append(
+            TeammateCallResultRecord(
+                ts=now_iso(),
+                genseq=record.genseq,
+                call_id=record.call_id,
+                responder_id="dominds",
+                tellask_head=record.tellask_head,
+                status="failed",
+                result=texts.dominds_note(texts.INTERRUPTED_TELLASK),
+            )
+        )
+    if lost and dialog.can_drive() and not dialog.is_driving:
+        dialog.latest.needs_drive = True  # the model reads the note
 
 
 def _answer_finished_ask_back(engine: EngineServices, dialog: Dialog) -> None:

@@ -34,6 +34,8 @@ def complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog
     pending_before = list(caller.pending)
     supplied = caller.supplied_response_keys()
     for entry in list(caller.pending):
+        if entry not in caller.pending:
+            continue  # answered with a later call of the same caller to the same session (below)
         if (entry.subdialog_id, entry.call_id) in supplied:
             caller.pending.remove(entry)  # supplied before the crash; only the index update was lost
             continue
@@ -63,11 +65,18 @@ def complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog
                 )
         if sub is None:
             continue
-        response = persisted_answer(sub, entry.call_id)
-        if response is not None:
-            result = texts.response_text(caller.agent_id, sub.agent_id, response, entry.tellask_head, fbr=sub.meta.fbr)
-            record_response(caller, sub, entry.call_id, entry.call_type, entry.tellask_head, "completed", response, result)
-            caller.pending.remove(entry)
+        response = _persisted_answer_for(sub, caller, entry)
+        if response is None:
+            continue
+        # As ``supply_response`` does: this caller's earlier calls to the same session (two TYPE B calls to
+        # it in one message) were folded into the one answered and get the same answer. Recovery used to
+        # supply only the call ``response.yaml`` names, and the other waited forever.
+        answered = [entry, *(p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry)]
+        for call in answered:
+            if (call.subdialog_id, call.call_id) not in supplied:
+                result = texts.response_text(caller.agent_id, sub.agent_id, response, call.tellask_head, fbr=sub.meta.fbr)
+                record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, "completed", response, result)
+            caller.pending.remove(call)
     if caller.pending != pending_before:  # an unchanged index is not rewritten
         caller.save_pending()
     if caller.latest.run_state.kind == "blocked" and caller.can_drive():
@@ -148,6 +157,16 @@ def restore_lost_meta(engine: EngineServices, root: RootDialog, caller: Dialog, 
         sub.latest.needs_drive = True
         sub.save_latest()
     return sub
+
+
+def _persisted_answer_for(sub: Dialog, caller: Dialog, entry: PendingSubdialog) -> str | None:
+    """The persisted answer to ``entry``, or to a later call of the same caller to the same session (which
+    answers ``entry`` too)."""
+    response = persisted_answer(sub, entry.call_id)
+    if response is not None or entry.call_type == "A":
+        return response
+    later = [p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry]
+    return next((r for p in later if (r := persisted_answer(sub, p.call_id)) is not None), None)
 
 
 def persisted_answer(sub: Dialog, call_id: str) -> str | None:

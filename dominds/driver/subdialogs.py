@@ -9,9 +9,11 @@ calls run and how; the conductor API dispatches through here too.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Literal
 
+from dominds.dialog.loader import rebuild_registry
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
 from dominds.driver import texts
 from dominds.driver.services import EngineServices
@@ -27,6 +29,8 @@ from dominds.store.records import (
     RegistryEntry,
 )
 from dominds.tellask_events import TellaskCall
+
+log = logging.getLogger("dominds.subdialogs")
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,8 @@ async def dispatch(
         async with root.registry_lock:  # one lookup-or-create at a time: identical calls share one subdialog
             entry = root.type_b.get(key)
             existing = engine.try_load_sub(root, entry.subdialog_id) if entry else None
+            if entry is not None and existing is None:
+                existing = _session_from_its_files(engine, root, key, entry.subdialog_id)
             if existing is not None and not existing.is_dead and waits_on(engine, existing, caller):
                 record_note(
                     caller,
@@ -132,6 +138,21 @@ async def dispatch(
             root.save_registry()
         return
     await _create(engine, caller, item, target, "C", None, genseq, fbr, collective)
+
+
+def _session_from_its_files(engine: EngineServices, root: RootDialog, key: str, stale_id: str) -> SubDialog | None:
+    """The registry names a subdialog that is not there (a hand edit, a restored backup): the session's
+    own files say which subdialog it is. Creating a new one instead forked the session and orphaned its
+    history; the registry was rebuilt only when missing or unreadable, never when stale."""
+    found = rebuild_registry(root.files).get(key)
+    notice = f"registry.yaml named subdialog {stale_id} for `{key}`, which does not exist; "
+    if found is None:
+        root.notices.append(notice + "no other subdialog holds that session, so a new one starts it")
+        return None
+    root.notices.append(notice + f"its session is subdialog {found.subdialog_id}, from the subdialogs' files")
+    log.warning("dialog %s: %s", root.root_id, root.notices[-1])
+    root.type_b[key] = found
+    return engine.try_load_sub(root, found.subdialog_id)
 
 
 def _pending_entry(

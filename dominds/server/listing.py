@@ -58,6 +58,8 @@ def _node(engine: Engine, entry: Entry) -> Node:
     }
     if error:
         node["error"] = error
+    if loaded is not None and loaded.notices:  # a rebuilt registry, a state read from its spare
+        node["notices"] = list(loaded.notices)
     if entry.self_id != entry.root_id:
         node["supdialogId"] = facts.get("supdialogId")
         node["tellaskSession"] = facts.get("tellaskSession")

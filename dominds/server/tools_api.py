@@ -12,6 +12,8 @@ All sit behind the same token and Origin checks as the rest of ``/api``.
 from __future__ import annotations
 
 import mimetypes
+import os
+import stat
 from typing import Any
 
 from aiohttp import web
@@ -20,6 +22,7 @@ from dominds.driver.engine import Engine
 from dominds.ids import short_token
 from dominds.mcp.results import ARTIFACT_NAME_RE, ARTIFACTS_DIR, artifact_url, save_artifact
 from dominds.server import keys
+from dominds.store.errors import StoreError
 from dominds.team import expand_toolsets
 from dominds.tools.control import CONTROL_TOOLS
 from dominds.tools.pictures import MAX_PICTURE_BYTES, picture_type
@@ -69,8 +72,14 @@ async def artifact(request: web.Request) -> web.StreamResponse:
         raise web.HTTPNotFound()
     self_id = request.match_info["self_id"]
     status, root_id = engine.store.locate_dialog(self_id)
-    path = engine.store.files(status, root_id, self_id).dir / ARTIFACTS_DIR / name
-    if not path.is_file():
+    files = engine.store.files(status, root_id, self_id)
+    path = files.dir / ARTIFACTS_DIR / name
+    try:
+        files.check_real_directories()  # a link anywhere on the way is never followed
+        info = os.lstat(path)
+    except (StoreError, OSError) as exc:
+        raise web.HTTPNotFound() from exc
+    if not stat.S_ISREG(info.st_mode):  # a symlink served an outside file
         raise web.HTTPNotFound()
     content_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
     return web.FileResponse(

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dominds.libc import libc_errno, libc_function
+from dominds.rtws import STATE_FILE_MODE
 from dominds.store import commit
 from dominds.store.crashpoints import durable_step
 from dominds.store.errors import WriteFailedError
@@ -81,7 +82,9 @@ def renamed_into_place(directory: Path, names: Iterable[str]) -> None:
     group.note(None, str(directory.parent))
 
 
-def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, spare: bool = False) -> None:
+def write_atomic(
+    path: Path, data: bytes | str, *, mode: int | None = None, spare: bool = False, create_mode: int = 0o644
+) -> None:
     """Replace ``path`` with ``data`` atomically; create parent directories as needed.
 
     ``spare``: keep the replaced version as ``.<name>.spare`` and write the next version into it, then
@@ -103,7 +106,7 @@ def write_atomic(path: Path, data: bytes | str, *, mode: int | None = None, spar
             raise WriteFailedError(path, _describe(exc)) from exc
     try:
         tmp = directory / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-        flags, perms = os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644 if mode is None else mode
+        flags, perms = os.O_WRONLY | os.O_CREAT | os.O_EXCL, create_mode if mode is None else mode
         try:
             fd = os.open(tmp, flags, perms)
         except FileNotFoundError:  # the directory is made on first use (not a mkdir before every write)
@@ -197,7 +200,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
             os.close(fd)
     else:
         try:
-            fd = os.open(spare_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            fd = os.open(spare_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, STATE_FILE_MODE)
         except FileNotFoundError:
             return False  # no directory yet: write_atomic makes it
         try:
@@ -293,7 +296,7 @@ def write_fresh(path: Path, data: bytes | str) -> None:
     if isinstance(data, str):
         data = data.encode("utf-8")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, STATE_FILE_MODE)
         try:
             # within a group, renamed_into_place notes the files it is given
             _write_all(fd, data, sync=_FSYNC and _group() is None)
@@ -313,10 +316,10 @@ def append_line(path: Path, line: str, *, sync: bool = True) -> None:
     group = _group()  # in a group every append is fsynced (it costs nothing more): events after it wait
     try:
         try:  # the file exists but once per course: no stat before every append
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
             new_file = False
         except FileNotFoundError:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, STATE_FILE_MODE)
             new_file = True
         try:
             good_size = _mend_torn_tail(fd, os.fstat(fd).st_size)
@@ -389,9 +392,14 @@ def _unlink_quietly(path: Path) -> None:
         pass
 
 
+SYMLINK_PROBLEM = "is a symbolic link; dialog files are never followed through links (they could lead outside the workspace)"
+
+
 def _describe(exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return "no space left on device"
+    if exc.errno == errno.ELOOP:
+        return SYMLINK_PROBLEM
     if exc.errno in (errno.EACCES, errno.EPERM):
         return "permission denied"
     return exc.strerror or str(exc)

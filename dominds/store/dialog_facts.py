@@ -85,7 +85,7 @@ def snapshot(directory: str) -> tuple[set[str], dict[str, bytes]]:
     Facts are parsed from these bytes and ``content_digest`` hashes the very same bytes, so a digest
     always describes what the facts were read from. Raises ``OSError`` when the directory cannot be
     listed. Only regular files are read (a FIFO or a device named ``latest.yaml`` would block a reader)."""
-    present = {e.name for e in os.scandir(directory) if e.is_file()}
+    present = {e.name for e in os.scandir(directory) if e.is_file(follow_symlinks=False)}
     data: dict[str, bytes] = {}
     for name in sorted(present):
         if name in STATE_FILES or _is_course(name):
@@ -147,6 +147,7 @@ def read_dialog(directory: str) -> Read:
             inboundTellaskBacks=len(latest.get("inboundTellaskBacks") or ()),
             dead=bool(latest.get("dead")),
         )
+        _check_what_the_daemon_checks(directory, present, data, facts["currentCourse"])
         if meta.get("id") != meta.get("rootId"):
             assignment = meta.get("assignmentFromSup") or {}
             facts.update(
@@ -172,6 +173,27 @@ def read_dialog(directory: str) -> Read:
         facts.setdefault("runState", {"kind": "error", "detail": str(exc)})
     facts["generations"] = _course_usage([n for n in data if _is_course(n)], data, facts)
     return Read(facts, content_digest(data), sorted(data))
+
+
+def _check_what_the_daemon_checks(directory: str, present: set[str], data: dict[str, bytes], current_course: Any) -> None:
+    """``ValueError`` for what makes the daemon refuse a dialog (409/404) although its state files parse:
+    so that the listing flags it with the reason, as it flags a file that does not parse. Found by an
+    adversarial run: these were refused but listed as healthy."""
+    links = sorted(e.name for e in os.scandir(directory) if e.is_symlink())
+    if links:  # never followed (``DialogFiles.check_real_directories``, ``fileio.read_text``)
+        raise ValueError(f"{links[0]} is a symbolic link; dialog files are never followed through links")
+    if "dialog.yaml" not in present:
+        raise ValueError("dialog.yaml is missing")
+    if not isinstance(current_course, int):
+        return
+    name = f"course-{current_course:03d}.jsonl"
+    if current_course > 1 and name not in present:  # a course 1 not written yet is a fresh dialog
+        raise ValueError(f"currentCourse is {current_course} but there is no {name}")
+    try:  # the daemon reads the current course whole when it loads the dialog
+        data.get(name, b"").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[name].count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{name}:{line}: not valid UTF-8 ({exc.reason})") from exc
 
 
 def _is_course(name: str) -> bool:

@@ -16,8 +16,9 @@ from functools import cached_property
 from pathlib import Path
 
 from dominds.ids import is_dialog_id, now_iso
-from dominds.rtws import DIALOG_STATUSES, Rtws
+from dominds.rtws import DIALOG_STATUSES, STATE_DIR_MODE, Rtws
 from dominds.store.atomic import (
+    SYMLINK_PROBLEM,
     fsync_dir,
     remove_file,
     renamed_into_place,
@@ -27,7 +28,7 @@ from dominds.store.atomic import (
 )
 from dominds.store.course_records import CourseRecord
 from dominds.store.crashpoints import durable_step
-from dominds.store.errors import DialogNotFoundError, StoreError, WriteFailedError
+from dominds.store.errors import CorruptFileError, DialogNotFoundError, StoreError, WriteFailedError
 from dominds.store.fileio import (
     append_record,
     load_model,
@@ -63,6 +64,9 @@ RESPONSE_YAML = "response.yaml"
 STATUS_DIR_LIFECYCLE: dict[str, DialogLifecycle] = {"run": "running", "done": "completed", "archive": "archived"}
 REGISTRY_YAML = "registry.yaml"
 SUBDIALOGS = "subdialogs"
+ARTIFACTS = "artifacts"
+"""Images and files an MCP tool returned (``mcp/results.py`` writes them, ``server/tools_api.py`` serves them)."""
+DIALOGS_DIR_NAME = ".dialogs"
 
 log = logging.getLogger("dominds.store")
 
@@ -120,10 +124,23 @@ class DialogFiles:
     def _courses(self) -> dict[int, Path]:
         return {}
 
+    def check_real_directories(self) -> None:
+        """``CorruptFileError`` when the dialog's directory, one above it up to ``.dialogs/``, or its
+        ``subdialogs/`` or ``artifacts/`` is a symbolic link: writes through it would land wherever the link
+        points, outside the workspace (the Taskdoc rule: links are never followed), and an artifact link
+        served an outside file over the API."""
+        for directory in (self.dir / SUBDIALOGS, self.dir / ARTIFACTS, self.dir, *self.dir.parents):
+            if directory.is_symlink():
+                raise CorruptFileError(directory, SYMLINK_PROBLEM)
+            if directory.name == DIALOGS_DIR_NAME:
+                return
+
     def subdialog_files(self) -> list[DialogFiles]:
         """For a root: the files of every subdialog of its tree (flat), in id order."""
+        if (self.dir / SUBDIALOGS).is_symlink():
+            return []  # never followed (check_real_directories refuses the root)
         try:
-            entries = sorted(e.name for e in os.scandir(self.dir / SUBDIALOGS) if e.is_dir() and is_dialog_id(e.name))
+            entries = sorted(e.name for e in os.scandir(self.dir / SUBDIALOGS) if e.is_dir(follow_symlinks=False) and is_dialog_id(e.name))
         except FileNotFoundError:
             return []
         return [DialogFiles(self.dir / SUBDIALOGS / name) for name in entries]
@@ -145,7 +162,7 @@ class DialogFiles:
         root_dir = self.dir.parent.parent if self.dir.parent.name == SUBDIALOGS else self.dir
         return STATUS_DIR_LIFECYCLE.get(root_dir.parent.name, "running")
 
-    def read_latest(self, *, restore: bool = False) -> LatestState | None:
+    def read_latest(self, *, restore: bool = False, notes: list[str] | None = None) -> LatestState | None:
         """The dialog's run state: ``latest.yaml``, or its spare when ``latest.yaml`` cannot be read.
 
         ``latest.yaml`` is replaced by swapping its name with its spare's (``atomic.write_atomic``,
@@ -159,7 +176,8 @@ class DialogFiles:
         spare's bytes did) falls back to the spare, the last version whose group committed (docs/reliability.md).
         ``restore`` (the engine's loader, which writes the dialog next): that spare is made the file
         again, so that the next write goes over the torn version instead of the only copy of the one
-        in use, and every reader sees what the engine runs with."""
+        in use, and every reader sees what the engine runs with. ``notes`` gets a line saying so, for the
+        dialog's notices (a rollback used to be silent)."""
         problem: StoreError | str | None = None
         try:
             latest = load_model(self.latest_yaml, LatestState)
@@ -171,6 +189,11 @@ class DialogFiles:
             spare = _whole_spare(self.latest_yaml)
             if spare is not None:
                 log.warning("%s: %s; its spare is read instead", self.latest_yaml, problem)
+                if notes is not None:
+                    notes.append(
+                        f"latest.yaml could not be read ({problem}); the dialog goes on from its previous version "
+                        "(the spare kept by the last write), which may lack the last change"
+                    )
                 latest = spare
                 if restore:
                     restore_spare(self.latest_yaml)
@@ -301,10 +324,10 @@ def create_dialog_dir(
     staging = final.parent / f"{CREATING_PREFIX}{final.name}-{os.getpid()}"
     try:
         try:
-            staging.mkdir(parents=True)
+            staging.mkdir(parents=True, mode=STATE_DIR_MODE)
         except FileExistsError:  # a leftover of this pid's earlier life
             shutil.rmtree(staging)
-            staging.mkdir()
+            staging.mkdir(mode=STATE_DIR_MODE)
     except OSError as exc:
         raise WriteFailedError(staging, exc.strerror or str(exc)) from exc
     staged = DialogFiles(staging)
@@ -339,7 +362,7 @@ def remove_creation_leftovers(directory: Path) -> int:
     """Delete staging dirs of creations a crash interrupted; returns how many were removed."""
     removed = 0
     try:
-        entries = [e for e in os.scandir(directory) if e.is_dir() and e.name.startswith(CREATING_PREFIX)]
+        entries = [e for e in os.scandir(directory) if e.is_dir(follow_symlinks=False) and e.name.startswith(CREATING_PREFIX)]
     except FileNotFoundError:
         return 0
     for entry in entries:
@@ -388,15 +411,17 @@ class DialogStore:
         """Root ids under one status, oldest first (ids sort by creation time). Reads no files."""
         directory = self.rtws.status_dir(status)
         try:
-            names = [e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name)]
+            names = [e.name for e in os.scandir(directory) if e.is_dir(follow_symlinks=False) and is_dialog_id(e.name)]
         except FileNotFoundError:
             return []
         return sorted(names)
 
     def subdialog_ids(self, status: str, root_id: str) -> list[str]:
         directory = self.root_dir(status, root_id) / SUBDIALOGS
+        if directory.is_symlink():
+            return []  # never followed (check_real_directories refuses the root)
         try:
-            return sorted(e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name))
+            return sorted(e.name for e in os.scandir(directory) if e.is_dir(follow_symlinks=False) and is_dialog_id(e.name))
         except FileNotFoundError:
             return []
 

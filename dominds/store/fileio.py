@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from dominds.rtws import STATE_FILE_MODE
 from dominds.store import fastyaml
-from dominds.store.atomic import append_line, write_atomic, write_fresh
+from dominds.store.atomic import SYMLINK_PROBLEM, append_line, write_atomic, write_fresh
 from dominds.store.course_records import COURSE_RECORD_ADAPTER, CourseRecord
 from dominds.store.errors import CorruptFileError, UnreadableFileError
 from dominds.textcheck import scrub
@@ -37,11 +40,19 @@ def yaml_load(text: str) -> Any:
 
 
 def read_text(path: Path) -> str | None:
-    """The file's text, or None when it does not exist."""
+    """The file's text, or None when it does not exist. A symbolic link is not followed (it could lead out
+    of the workspace): it is a corrupt file."""
     try:
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CorruptFileError(path, SYMLINK_PROBLEM) from exc
+        raise UnreadableFileError(path, exc.strerror or str(exc)) from exc
+    try:
+        with os.fdopen(fd, "rb") as file:
+            return file.read().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorruptFileError(path, f"not valid UTF-8 ({exc.reason})") from exc
     except OSError as exc:
@@ -96,7 +107,7 @@ def save_raw(path: Path, data: Any, header: str = "", *, fresh: bool = False, sp
     if fresh:
         write_fresh(path, text)
     else:
-        write_atomic(path, text, spare=spare)
+        write_atomic(path, text, spare=spare, create_mode=STATE_FILE_MODE)
 
 
 # ---------------------------------------------------------------- JSONL

@@ -187,7 +187,7 @@ class DialogIndex:
                 root_ids = [root[1]] if os.path.isdir(f"{directory}/{root[1]}") else []
             else:
                 try:
-                    root_ids = sorted(e.name for e in os.scandir(directory) if e.is_dir() and is_dialog_id(e.name))
+                    root_ids = sorted(e.name for e in os.scandir(directory) if e.is_dir(follow_symlinks=False) and is_dialog_id(e.name))
                 except FileNotFoundError:
                     root_ids = []
             above = f"{status}/"  # the index's trees with a key above this are not compared with the directory yet

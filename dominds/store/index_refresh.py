@@ -40,7 +40,7 @@ class Refresh:
             sub_ids = known[1].split()
         else:
             try:
-                sub_ids = sorted(e.name for e in os.scandir(subs_dir) if e.is_dir() and is_dialog_id(e.name))
+                sub_ids = sorted(e.name for e in os.scandir(subs_dir) if e.is_dir(follow_symlinks=False) and is_dialog_id(e.name))
             except OSError:
                 sub_ids = []
             stored = "racy" if self.now_ns - _mtime_of(subs_sig) < self.racy_ns else subs_sig

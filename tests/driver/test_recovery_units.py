@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 from pathlib import Path
 
 from helpers import records, sayings
@@ -13,6 +15,7 @@ from dominds.store.course_records import (
     FuncCallRecord,
     FuncResultRecord,
     GenStartRecord,
+    SubdialogCreatedRecord,
     TeammateCallResultRecord,
     TeammateResponseRecord,
 )
@@ -348,3 +351,34 @@ async def test_a_dialog_the_user_stopped_stays_stopped_across_a_restart(make_eng
     restored = engine2.get_dialog(root.root_id)
     assert (restored.latest.run_state.kind, restored.latest.run_state.reason) == ("interrupted", "user_stop")
     assert sum(isinstance(r, GenStartRecord) for r in records(restored)) == generations_before, "not driven again"
+
+
+async def test_a_dispatch_a_power_cut_left_without_its_pending_entry_and_subdialog_is_reported_not_delivered(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug (issue 34): the documented "Limit" of group commit: a power cut mid-commit can leave a dispatch
+    recorded in the caller's course without its pending entry (and without its subdialog). Nothing ever
+    answered that call: the model was never told it was not delivered."""
+    responses = [
+        {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "Built.", "delay_ms": 50, "chunk_chars": 1},
+        {"agent": "lead", "contains": "NOT delivered", "response": "I will ask again later."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    created = asyncio.Event()
+    engine.pubchan.subscribe(lambda e: created.set() if e["type"] == "subdialog_created_evt" else None, wants_all=True)
+    engine.submit_user_message(root, "delegate", msg_id="m1")
+    await created.wait()
+    await engine.close()
+    # What the power cut left: the caller's course says the call was dispatched; the rest never reached the disk.
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+    shutil.rmtree(engine.store.files("run", root.root_id, sub_id).dir)
+    root.files.subdlg_yaml.unlink()
+    assert any(isinstance(r, SubdialogCreatedRecord) for r in root.files.read_course(1))
+
+    engine2 = await make_engine([], root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    notes = [r for r in records(restored) if isinstance(r, TeammateCallResultRecord)]
+    assert len(notes) == 1 and "NOT delivered" in notes[0].result and notes[0].status == "failed"
+    assert sayings(restored)[-1] == "I will ask again later."
+    assert restored.latest.run_state.kind == "idle"

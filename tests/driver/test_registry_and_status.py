@@ -138,3 +138,22 @@ async def test_a_delegation_cycle_is_refused_with_a_note(make_engine) -> None:  
     assert sayings(root)[-1] == "Done."
     for self_id in engine.store.subdialog_ids("run", root.root_id):
         assert not engine.get_dialog(root.root_id, self_id).pending
+
+
+async def test_a_registry_naming_a_missing_subdialog_does_not_fork_the_session(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug (issue 34): with registry.yaml naming a subdialog that no longer exists, the next
+    `!?@coder !tellaskSession fin` created a second coder subdialog and orphaned the session's history: the
+    registry was rebuilt when missing or malformed, not when stale. The session's own files name it."""
+    root_id, sub_id = await _first_session(make_engine, tmp_path)
+    registry = tmp_path / "ws" / ".dialogs" / "run" / root_id / "registry.yaml"
+    registry.write_text(registry.read_text().replace(sub_id, "0zzzzzzzz-zzzz"))
+    engine = await make_engine(SESSION, root=tmp_path / "ws")
+    root = engine.get_dialog(root_id)
+    engine.submit_user_message(root, "books")
+    await engine.wait_idle()
+    assert engine.store.subdialog_ids("run", root_id) == [sub_id], "the session was resumed, not forked"
+    assert yaml.safe_load(registry.read_text())["coder!fin"]["subdialogId"] == sub_id
+    assert any("does not exist" in n for n in root.notices)
+    session = engine.get_dialog(root_id, sub_id)
+    assert sayings(session) == ["Books done.", "Books done."], "the second call went to the same session"
+    assert sayings(root)[-1] == "Noted."
