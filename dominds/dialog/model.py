@@ -131,12 +131,28 @@ class Dialog:
 
     def can_drive(self) -> bool:
         """DESIGN §4.3: no pending Q4H and no pending subdialogs, except that an ask-back obligation is
-        blocked only by its own work (the asker and earlier calls are still waiting, by definition)."""
+        blocked only by its own work (the asker and earlier calls are still waiting, by definition), and
+        that a user message drives a main dialog that waits on subdialogs (``user_may_drive``)."""
         if self.load_error or self.is_dead or self.latest.run_state.kind == "terminal":
             return False
         if self.q4h:
             return False
-        return not self.blocking_pending()
+        return not self.blocking_pending() or (
+            self.waits_only_on_subdialogs() and self.queue.first_of("user") is not None
+        )
+
+    def waits_only_on_subdialogs(self) -> bool:
+        """A main dialog whose only wait is on its subdialogs (no question of its own, no ask-back being
+        served): a user message may drive it, and its answer may use tools and tellask more, while the
+        subdialogs work; their replies revive it as before (DESIGN §4.3, §5 reply obligations)."""
+        return (
+            self.is_root
+            and not self.q4h
+            and self.serving_obligation() is None
+            and not self.load_error
+            and not self.is_dead
+            and self.latest.run_state.kind != "terminal"
+        )
 
     # -- reply obligations (ask-backs) ---------------------------------------------------------
 
@@ -261,13 +277,16 @@ class Dialog:
         try:
             await asyncio.sleep(0)
         finally:
+            # Also when this first waiter is cancelled: its siblings wait on ``commit`` (they waited
+            # forever when a cancelled first caller left it unresolved).
             self._pending_commit = None
-        try:
-            self.save_pending()
-        except BaseException as exc:
-            commit.set_exception(exc)
-            raise
-        commit.set_result(None)
+            try:
+                self.save_pending()
+            except BaseException as exc:
+                commit.set_exception(exc)
+                commit.exception()  # retrieved: the waiters (if any) raise it, the loop need not report it
+                raise
+            commit.set_result(None)
 
     def save_reminders(self) -> None:
         self.files.write_reminders(RemindersFile(reminders=list(self.reminders), updated_at=now_iso()))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dominds.dialog.model import Dialog
 from dominds.driver import questions, texts
+from dominds.driver.drive_scope import DriveScope
 from dominds.driver.generation import GenOutcome, run_generation
 from dominds.driver.loop_guard import check_loops
 from dominds.driver.services import EngineServices
@@ -22,21 +23,39 @@ OUTSIDE_ORIGINS = frozenset({"user", "q4h_answer", "assignment", "tellask_back"}
 """Prompts from someone else than the runtime (a person, a caller, an asker)."""
 
 
-async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
+async def drive_dialog(engine: EngineServices, dialog: Dialog, scope: DriveScope | None = None) -> None:
+    """Drive ``dialog`` until it suspends, has nothing more to do, is stopped, or fails. The generations
+    run inside ``scope`` (a Stop cancels them, driver/drive_scope.py); settling happens outside it."""
     if dialog.is_dead or dialog.load_error or dialog.latest.run_state.kind == "terminal" or dialog.meta.conductor:
         dialog.latest.needs_drive = False
         return
-    dialog.stop_reason = None
+    scope = scope or DriveScope(dialog.self_id)
+    dialog.stop_reason = scope.reason
     was_interrupted = dialog.latest.run_state.kind == "interrupted"
     dialog.set_run_state(RunState(kind="proceeding"), save=False)  # saved with the generation start
     if was_interrupted:
         dialog.append(RunMarkerRecord(ts=now_iso(), kind="resumed"))
         dialog.publish({"type": "dlg_run_state_marker_evt", "kind": "resumed"})
+    outcome = await scope.run(_generations(engine, dialog))
+    if outcome is None:  # the scope was cancelled: each generation and tool call recorded itself interrupted
+        outcome = GenOutcome(stopped=True)
+        dialog.stop_reason = dialog.stop_reason or scope.reason
+    _settle(engine, dialog, outcome)
+    await _after_drive(engine, dialog, outcome)
+
+
+async def _generations(engine: EngineServices, dialog: Dialog) -> GenOutcome:
+    """The drive's generations, in a loop, as the work of its cancel scope."""
     outcome = GenOutcome()
     generations = 0
+    answering_user = False
+    """Serving a user message that drove this main dialog while it waited on subdialogs (DESIGN §4.3): the
+    turn goes on through its own tool results. Otherwise (it was not waiting) today's rules apply."""
     while True:
         prompt = next_prompt(dialog)
-        outcome = await run_generation(engine, dialog, prompt)
+        if prompt is not None:
+            answering_user = prompt.origin == "user" and bool(dialog.pending)
+        outcome = await run_generation(engine, dialog, prompt, merged_user_messages(dialog, prompt))
         # The guard counts generations in a row that no one asked for: 10,000 queued messages are read
         # in one drive, and each resets it (they used to stop the drive after 200).
         generations = 1 if prompt is not None and prompt.origin in OUTSIDE_ORIGINS else generations + 1
@@ -51,9 +70,10 @@ async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
             break
         if not outcome.had_output:
             await answer_settled_obligation(engine, dialog)
-        if not dialog.can_drive():
-            break
-        if next_prompt(dialog) is not None or outcome.had_output:
+        if not dialog.can_drive() and not (answering_user and outcome.had_output and dialog.waits_only_on_subdialogs()):
+            break  # (a main dialog answering a user message while its subdialogs work finishes its own tool work)
+        # needsDrive set again during the generation: an answer arrived meanwhile (the revival is this drive's)
+        if next_prompt(dialog) is not None or outcome.had_output or dialog.latest.needs_drive:
             if generations >= MAX_GENERATIONS_PER_DRIVE:
                 outcome.error = f"stopped after {generations} generations in one drive (runaway guard)"
                 break
@@ -61,12 +81,14 @@ async def drive_dialog(engine: EngineServices, dialog: Dialog) -> None:
         if dialog.is_root and engine.diligence_push(dialog):
             continue
         break
-    _settle(engine, dialog, outcome)
-    await _after_drive(engine, dialog, outcome)
+    return outcome
 
 
 def _settle(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> None:
-    dialog.latest.needs_drive = bool(dialog.queue) and not outcome.stopped and not outcome.error
+    # needsDrive may have been set again since the last generation began (an answer arrived after the loop
+    # ended, while the scope's task was finishing): the dialog is driven again rather than settled.
+    wanted = bool(dialog.queue) or dialog.latest.needs_drive
+    dialog.latest.needs_drive = wanted and not outcome.stopped and not outcome.error
     if dialog.is_dead:
         dialog.save_latest()
         return
@@ -93,6 +115,8 @@ async def _after_drive(engine: EngineServices, dialog: Dialog, outcome: GenOutco
         # Never a stranded caller: it gets a failed reply it can act on (the subdialog can still be resumed).
         await supply_response(engine, dialog, assignment, "", "failed", failure_reason=outcome.error)
         return
+    if dialog.latest.needs_drive:
+        return  # new input arrived: the next drive answers (and supplies) with it in view
     if not dialog.pending and not dialog.queue and not dialog.latest.inbound_tellask_backs:
         await supply_response(engine, dialog, assignment, dialog.last_saying() or "(the teammate gave no answer)")
 
@@ -107,12 +131,47 @@ def continues(serving: InboundTellaskBack, prompt: QueuedPrompt) -> bool:
     return prompt.origin in CONTINUATION_ORIGINS and prompt.msg_id not in serving.queued_before
 
 
+WHILE_SUBDIALOGS_WORK = frozenset({"tellask_back", "user", "q4h_answer"})
+"""What a main dialog waiting on its subdialogs consumes (a user message is what lets it drive; an answer
+to its own question is read before a message typed after it); the rest waits for the replies."""
+
+
+MAX_MERGED_MESSAGES = 20
+"""At most this many queued user messages are answered by one generation (a long queue stays many turns)."""
+
+
+def merged_user_messages(dialog: Dialog, prompt: QueuedPrompt | None) -> list[QueuedPrompt]:
+    """The user messages queued right behind ``prompt`` (itself a user message): answered by the same
+    generation, so two quick messages get one considered answer; each is recorded with its own msgId."""
+    if prompt is None or prompt.origin != "user":
+        return []
+    merged: list[QueuedPrompt] = []
+    behind = False
+    for queued in dialog.queue:
+        if not behind:
+            behind = queued.msg_id == prompt.msg_id
+            continue
+        if queued.origin != "user" or len(merged) >= MAX_MERGED_MESSAGES - 1:
+            break
+        merged.append(queued)
+    return merged
+
+
 def next_prompt(dialog: Dialog) -> QueuedPrompt | None:
     """The prompt the next generation consumes, serving obligations one at a time, in order."""
     queue = dialog.queue
     serving = dialog.serving_obligation()
     if serving is not None:
         return next((p for p in queue if continues(serving, p)), None)
+    if dialog.pending and dialog.waits_only_on_subdialogs():
+        # A main dialog waiting on subdialogs: an ask-back (answering it unblocks them) or a user message
+        # (DESIGN §4.3) goes ahead, in the order they arrived, so neither starves the other.
+        waiting = [p for p in queue if p.origin in WHILE_SUBDIALOGS_WORK]
+        if waiting and waiting[0].origin == "user":
+            answer = next((p for p in waiting if p.origin == "q4h_answer"), None)
+            if answer is not None:
+                return answer
+        return waiting[0] if waiting else None
     if dialog.pending and dialog.latest.inbound_tellask_backs:
         # Blocked on subdialogs: only an ask-back may go ahead (answering it is what unblocks them).
         return queue.first_of("tellask_back")

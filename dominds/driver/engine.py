@@ -76,7 +76,6 @@ class Engine(LoadedTrees):
         self.q4h_index: dict[str, tuple[str, str]] = {}
         self.waiting_answers: dict[str, asyncio.Future[str | None]] = {}
         """questionId → (rootId, selfId) of every pending question in ``run/``."""
-        self.active_streams: dict[str, asyncio.Future[Any]] = {}
         self.health = ContextHealth(self)
         self.conductors = ConductorWaiters()
         """Workflow code waiting for teammate answers (see conductor.py)."""
@@ -324,10 +323,9 @@ class Engine(LoadedTrees):
             raise EngineError(f"dialog {dialog.root_id} is in {dialog.root.status}/; revive it first")
 
     def request_stop(self, dialog: Dialog, reason: str) -> None:
-        dialog.stop_reason = reason
-        stream = self.active_streams.get(dialog.self_id)
-        if stream is not None and not stream.done():
-            stream.cancel()
+        """Cancel the dialog's drive scope: its stream, tools and dispatches (driver/drive_scope.py)."""
+        dialog.stop_reason = dialog.stop_reason or reason
+        self.scheduler.scopes.cancel(dialog.self_id, reason)
 
     # run control lives in run_control.py; these delegate so callers need one object
     def stop(self, dialog: Dialog, reason: str = "user_stop") -> bool:

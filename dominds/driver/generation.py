@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,14 +70,19 @@ class GenerationAborted(Exception):
     """The provider stream was cancelled by a stop request."""
 
 
-async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt | None) -> GenOutcome:
+async def run_generation(
+    engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt | None, merged: Sequence[QueuedPrompt] = ()
+) -> GenOutcome:
+    """``merged``: user messages queued right behind ``prompt`` that this generation answers too."""
     outcome = GenOutcome()
     genseq = dialog.next_genseq()
     dialog.genseq = genseq
     dialog.append(GenStartRecord(ts=now_iso(), genseq=genseq), sync=False)
     gen = {"course": dialog.latest.current_course, "genseq": genseq}
+    prompts = [prompt, *merged] if prompt is not None else []
+    for each in prompts:
+        _record_prompt(dialog, each, genseq)
     if prompt is not None:
-        _record_prompt(dialog, prompt, genseq)
         if prompt.origin == "tellask_back":
             dialog.start_serving(prompt.msg_id)
     # One write: generating, the consumed prompt, the obligation it opens, the consumed revival and the
@@ -86,15 +92,18 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
     dialog.latest.needs_drive = False  # this generation sees everything recorded so far
     dialog.save_latest(soon=prompt is None or prompt.origin != "tellask_back")
     dialog.publish({"type": "generating_start_evt", **gen})
-    if prompt is not None:
-        _publish_prompt(dialog, prompt, genseq)
+    for each in prompts:
+        _publish_prompt(dialog, each, genseq)
     finish = GenFinishRecord(ts="", genseq=genseq)
     receiver: DialogReceiver | None = None
     started = time.perf_counter()
     try:
-        if prompt is not None and prompt.grammar == "tellask":
-            if await _run_human_tellasks(engine, dialog, prompt, genseq):
-                return outcome  # the dialog now waits (the drive sees it cannot drive)
+        suspended = False
+        for each in prompts:
+            if each.grammar == "tellask":
+                suspended = await _run_human_tellasks(engine, dialog, each, genseq) or suspended
+        if suspended:
+            return outcome  # the dialog now waits (the drive sees it cannot drive)
         if dialog.stop_reason:
             outcome.stopped = True
             return outcome
@@ -130,18 +139,11 @@ async def run_generation(engine: EngineServices, dialog: Dialog, prompt: QueuedP
         generator = await engine.generator_for(resolved.provider.api_type)
         receiver = DialogReceiver(dialog, genseq, plain=member.tellask == "tools")
         provider_started = time.perf_counter()
-        stream = asyncio.ensure_future(generator.generate(request, receiver))
-        engine.active_streams[dialog.self_id] = stream
         try:
-            result = await stream
-        except asyncio.CancelledError:
-            if not dialog.stop_reason:
-                raise
-            outcome.stopped = True
+            result = await generator.generate(request, receiver)
+        except asyncio.CancelledError:  # the drive's scope was cancelled (driver/drive_scope.py)
             _keep_partial(receiver, finish, "stopped")
-            return outcome
-        finally:
-            engine.active_streams.pop(dialog.self_id, None)
+            raise
         receiver.check_closed()
         engine.provider_worked(resolved.provider_key)
         finish.duration_ms = int((time.perf_counter() - provider_started) * 1000)

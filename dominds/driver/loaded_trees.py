@@ -8,10 +8,8 @@ object for the server, the CLI and the workflows). ``roots`` and ``sub_roots`` a
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from typing import Any
 
 from dominds.dialog.loader import error_dialog, load_root, load_sub
 from dominds.dialog.model import Dialog, RootDialog, SubDialog
@@ -34,7 +32,6 @@ class LoadedTrees:
     index: DialogIndex
     pubchan: PubChan
     scheduler: Scheduler
-    active_streams: dict[str, asyncio.Future[Any]]
     roots: dict[str, RootDialog]
     """Global registry: rootId → loaded root of ``run/``."""
     sub_roots: dict[str, str]
@@ -74,7 +71,7 @@ class LoadedTrees:
                 or dialog.load_error
                 or dialog.notices  # said once, when it was loaded: not on disk
                 or (root_id, dialog.self_id) in self.scheduler.wanted
-                or dialog.self_id in self.active_streams
+                or dialog.self_id in self.scheduler.scopes
                 or dialog.drive_mutex.locked()
             ):
                 return False

@@ -49,7 +49,15 @@ def resume(engine: EngineServices, dialog: Dialog) -> bool:
         raise EngineError(f"dialog {dialog.self_id} is {kind}, not interrupted; nothing to resume")
     engine.check_drivable_target(dialog)
     engine.request_drive(dialog)
+    _blocked_not_interrupted(dialog)
     return True
+
+
+def _blocked_not_interrupted(dialog: Dialog) -> None:
+    """A resumed dialog that cannot drive yet (stopped while its subdialogs or a question were pending)
+    shows what it waits for; it stayed "interrupted" until they replied, or forever if none would."""
+    if not dialog.is_driving and not dialog.can_drive():
+        dialog.set_run_state(dialog.idle_run_state())
 
 
 def resume_all(engine: EngineServices) -> int:
@@ -61,6 +69,7 @@ def resume_all(engine: EngineServices) -> int:
         for dialog in list(root.local.values()):
             if dialog.latest.run_state.kind == "interrupted" and not dialog.load_error:
                 engine.request_drive(dialog)
+                _blocked_not_interrupted(dialog)
                 count += 1
     return count
 

@@ -13,8 +13,10 @@ import contextlib
 import logging
 from collections import OrderedDict
 
+from dominds.background import BackgroundTasks
 from dominds.dialog.model import Dialog
 from dominds.driver.drive import drive_dialog
+from dominds.driver.drive_scope import DriveScopes
 from dominds.driver.services import EngineServices
 from dominds.driver.storage_watch import resume_when_writable
 from dominds.store.errors import StoreError
@@ -31,7 +33,10 @@ class Scheduler:
         self.idle = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
         self.drives: set[asyncio.Task[None]] = set()
-        self.background: set[asyncio.Task[None]] = set()
+        self.scopes = DriveScopes()
+        """The cancel scope of each drive in flight (driver/drive_scope.py): Stop and shutdown cancel them."""
+        self.background = BackgroundTasks("scheduler")
+        """Storage watchers (storage_watch.py): cancelled and awaited by ``stop``."""
         self.transcripts: OrderedDict[str, Dialog] = OrderedDict()
         self.transcript_sizes: dict[str, int] = {}
 
@@ -40,17 +45,26 @@ class Scheduler:
         self.wake.set()
 
     async def stop(self, timeout: float) -> None:
+        """Shutdown: start no drive, cancel every drive's scope and wait until each has written its final
+        records (generation and tool calls closed as interrupted, run state ``interrupted``). A drive still
+        running after ``timeout`` (a tool that ignores cancellation) is cancelled outright and awaited."""
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
+        self.wanted.clear()
+        self.scopes.cancel_all("server_shutdown")
         for dialog in [d for root in self.engine.roots.values() for d in root.local.values()]:
             if dialog.is_driving:
-                self.engine.request_stop(dialog, "server_shutdown")
+                dialog.stop_reason = dialog.stop_reason or "server_shutdown"
         if self.drives:
-            await asyncio.wait(self.drives, timeout=timeout)
-        for task in self.background:
-            task.cancel()
+            _, late = await asyncio.wait(self.drives, timeout=timeout)
+            for task in late:
+                log.error("drive %s did not end within %gs of its cancellation; cancelling it outright", task.get_name(), timeout)
+                task.cancel()
+            if late:
+                await asyncio.wait(late)
+        await self.background.aclose()
 
     def forget(self, self_id: str) -> None:
         """A dialog was unloaded: drop its cached transcript."""
@@ -96,18 +110,18 @@ class Scheduler:
     async def _drive(self, dialog: Dialog) -> None:
         engine = self.engine
         try:
-            async with dialog.drive_mutex:
-                _mark_registry_locked(dialog, True)
-                try:
-                    await drive_dialog(engine, dialog)
-                finally:
-                    _mark_registry_locked(dialog, False)
+            # the scope opens before the mutex is taken: a Stop while the drive waits for it counts
+            with self.scopes.open(dialog.self_id) as scope:
+                async with dialog.drive_mutex:
+                    _mark_registry_locked(dialog, True)
+                    try:
+                        await drive_dialog(engine, dialog, scope)
+                    finally:
+                        _mark_registry_locked(dialog, False)
         except StoreError as exc:  # the disk refused: the dialog pauses with the reason, nothing else is lost
             log.error("dialog %s paused: %s", dialog.self_id, exc)
             dialog.load_error = f"storage failure (paused until the disk takes writes again): {exc}"
-            watcher = asyncio.create_task(resume_when_writable(engine, dialog, str(exc)), name=f"storage-{dialog.self_id}")
-            self.background.add(watcher)
-            watcher.add_done_callback(self.background.discard)
+            self.background.spawn(resume_when_writable(engine, dialog, str(exc)), name=f"storage-{dialog.self_id}")
             engine.pubchan.publish(
                 dialog.key,
                 {

@@ -45,8 +45,6 @@ class EngineServices(Protocol):
     waiting_answers: dict[str, asyncio.Future[str | None]]
     """Elicitation questions → the MCP request waiting for the answer (questions.ask_and_wait)."""
     """questionId → (rootId, selfId) of every pending question in ``run/``."""
-    active_streams: dict[str, asyncio.Future[Any]]
-    """selfId → the generation streaming for it (cancelled by a stop)."""
     resume_on_start: bool
     closed: bool
     max_concurrent_drives: int

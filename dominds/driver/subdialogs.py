@@ -8,6 +8,7 @@ calls run and how; the conductor API dispatches through here too.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Literal
@@ -186,7 +187,14 @@ async def _create(
     entry = _pending_entry(sub_id, target, call_type, session, item, fbr, collective)
     async with caller.suspension_lock:
         caller.pending.append(entry)
-    await caller.commit_pending()  # commit point (one write for all calls of this message)
+    try:
+        await caller.commit_pending()  # commit point (one write for all calls of this message)
+    except asyncio.CancelledError:
+        # Stopped at the commit point: the entry is written all the same (commit_pending), so the call is
+        # made, as recovery would make it; the subdialog exists before the stop goes on (never a caller
+        # waiting on a subdialog that is not there).
+        _announce(caller, materialize_subdialog(engine, caller.root, caller, entry), entry, genseq, reused=False)
+        raise
     sub = materialize_subdialog(engine, caller.root, caller, entry)
     _announce(caller, sub, entry, genseq, reused=False)
     return sub

@@ -10,11 +10,11 @@ reads, plus a failed call result. Creating and reusing subdialogs is ``subdialog
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from dominds.dialog.model import Dialog
 from dominds.driver import questions, texts
+from dominds.driver.drive_scope import run_together
 from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import CallToRun, dispatch, record_note
 from dominds.ids import now_iso
@@ -57,7 +57,7 @@ async def execute_tellasks(
             continue
         jobs.append(_run_call(engine, dialog, item, genseq, outcome))
     if jobs:
-        await asyncio.gather(*jobs)
+        await run_together(jobs)  # siblings in the drive's scope (driver/drive_scope.py)
     return outcome
 
 
@@ -122,8 +122,7 @@ async def _run_call(engine: EngineServices, dialog: Dialog, item: CallToRun, gen
             await dispatch(engine, dialog, item, dialog.agent_id, "B", call.tellask_session, genseq, fbr=True)
             return
         effort = engine.config.get().team.member(dialog.agent_id).fbr_effort  # type: ignore[union-attr]
-        jobs = [dispatch(engine, dialog, item, dialog.agent_id, "C", None, genseq, fbr=True) for _ in range(effort)]
-        await asyncio.gather(*jobs)
+        await run_together(dispatch(engine, dialog, item, dialog.agent_id, "C", None, genseq, fbr=True) for _ in range(effort))
         return
     team = engine.config.get().team
     targets = [first, *(m for m in call.mentions[1:] if team.member(m) is not None and m != first)]
@@ -136,11 +135,9 @@ async def _run_call(engine: EngineServices, dialog: Dialog, item: CallToRun, gen
             f"you addressed yourself (@{dialog.agent_id}); it was sent, but use `!?@self` for fresh-boots reasoning.",
         )
     call_type = "B" if call.tellask_session else "C"
-    await asyncio.gather(
-        *(
-            dispatch(engine, dialog, item, target, call_type, call.tellask_session, genseq, collective=collective)
-            for target in targets
-        )
+    await run_together(
+        dispatch(engine, dialog, item, target, call_type, call.tellask_session, genseq, collective=collective)
+        for target in targets
     )
 
 

@@ -122,6 +122,16 @@ INTERRUPTED_TOOL_RESULT = (
     "effect. Check its effect before repeating it."
 )
 
+def stopped_tool_result(reason: str, started: bool) -> str:
+    """The result of a tool call cancelled by a stop of its dialog (``reason``: user_stop, server_shutdown, …)."""
+    if not started:
+        return f"INTERRUPTED ({reason}): the dialog was stopped before this tool call started; it did NOT run."
+    return (
+        f"INTERRUPTED ({reason}): the dialog was stopped while this tool call was running, and the call was "
+        "cancelled. It may or may not have taken effect. Check its effect before repeating it."
+    )
+
+
 INTERRUPTED_TELLASK = (
     "The daemon stopped before this tellask was dispatched; it was NOT delivered. Repeat it if it is still needed."
 )

@@ -12,7 +12,9 @@ import json
 from typing import Any
 
 from dominds.dialog.model import Dialog
+from dominds.driver import texts
 from dominds.driver.config import Config
+from dominds.driver.drive_scope import run_together
 from dominds.driver.pressure import oversized_result_note
 from dominds.driver.receiver import FuncCallRequest
 from dominds.driver.services import EngineServices
@@ -58,7 +60,8 @@ def tools_for(member: Member, dialog: Dialog, config: Config) -> dict[str, FuncT
 async def execute_func_calls(
     engine: EngineServices, dialog: Dialog, calls: list[FuncCallRequest], tools: dict[str, FuncTool], genseq: int
 ) -> None:
-    await asyncio.gather(*(_execute_one(engine, dialog, call, tools, genseq) for call in calls))
+    # siblings in the drive's scope: a Stop or a failing call cancels the others (driver/drive_scope.py)
+    await run_together(_execute_one(engine, dialog, call, tools, genseq) for call in calls)
 
 
 async def _execute_one(
@@ -108,20 +111,45 @@ async def _execute_one(
             call_id=call.call_id,
             services={"dialog": dialog, "engine": engine},
         )
-        await durable()  # the call record is on disk before the tool can have any effect (at most once)
+        started = False
         try:
+            await durable()  # the call record is on disk before the tool can have any effect (at most once)
+            started = True
             content = await tool.handler(ctx, parsed)
         except ToolError as exc:
             content, is_error = str(exc), True
+        except asyncio.CancelledError:  # the drive was stopped: the call is closed, then the stop goes on
+            reason = dialog.stop_reason or "system_stop"
+            _record_result(engine, dialog, call, genseq, texts.stopped_tool_result(reason, started), True, interrupted=True)
+            raise
         except Exception as exc:  # a tool bug must not take the dialog down; the model sees it
             content, is_error = f"Function '{call.name}' execution failed: {type(exc).__name__}: {exc}", True
+    _record_result(engine, dialog, call, genseq, content, is_error)
+
+
+def _record_result(
+    engine: EngineServices,
+    dialog: Dialog,
+    call: FuncCallRequest,
+    genseq: int,
+    content: str,
+    is_error: bool,
+    *,
+    interrupted: bool = False,
+) -> None:
     key_vars = [p.api_key_env_var for p in engine.config.get().catalog.providers.values() if p.api_key_env_var]
     content = engine.secrets.redact(content, key_vars)
     dialog.append(
         FuncResultRecord(
-            ts=now_iso(), genseq=genseq, id=call.call_id, name=call.name, content=content, is_error=is_error,
+            ts=now_iso(),
+            genseq=genseq,
+            id=call.call_id,
+            name=call.name,
+            content=content,
+            is_error=is_error,
+            interrupted=interrupted,
             context_note=oversized_result_note(dialog, content),
-        )  # fmt: skip
+        )
     )
     dialog.publish(
         {

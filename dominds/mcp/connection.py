@@ -21,6 +21,8 @@ from typing import Any
 from dominds.mcp.config import SecretRef, ServerSpec, resolve
 
 CONNECT_TIMEOUT_S = 30.0
+CANCEL_GRACE_S = 2.0
+"""How long a cancelled call gets to tell the server (``notifications/cancelled``) before it is left."""
 IDLE_CHECK_S = 2.0
 """A call on a connection idle for longer first pings the server: one that died while idle (its
 process exited, its endpoint went away) is then found before the call is sent, so the call runs on a
@@ -130,6 +132,10 @@ class Connection:
         except TimeoutError:
             await self.close()
             raise ServerUnreachable(f"no answer within {CONNECT_TIMEOUT_S:g}s") from None
+        except asyncio.CancelledError:  # the caller was stopped while connecting: no session is left behind
+            self._close.set()
+            await _cancel_and_wait(self._task, CANCEL_GRACE_S)
+            raise
         if not self.alive:
             await self.close()
             raise ServerUnreachable(self.error or "the connection closed at once")
@@ -230,6 +236,11 @@ class Connection:
                 done, _ = await asyncio.wait({call, gone}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
                 if done or not self._asking:
                     break  # while a person is asked (elicitation), the call's clock does not run
+        except asyncio.CancelledError:
+            # The caller was cancelled (its dialog was stopped): the call must not outlive it. Cancelling
+            # the SDK's request sends the protocol's ``notifications/cancelled`` to the server.
+            await _cancel_and_wait(call, CANCEL_GRACE_S)
+            raise
         finally:
             gone.cancel()
         if call in done:
@@ -261,6 +272,14 @@ class Connection:
                 self._task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await self._task
+
+
+async def _cancel_and_wait(task: asyncio.Future[Any], grace_s: float) -> None:
+    """Cancel ``task`` and give it ``grace_s`` to end (it may send a cancellation on its way out)."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=grace_s)
+    if task in done and not task.cancelled():
+        task.exception()  # retrieved: whatever it ended with is of no interest to a cancelled caller
 
 
 def _is_connection_closed(exc: BaseException) -> bool:

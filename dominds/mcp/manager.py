@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dominds.background import BackgroundTasks
 from dominds.mcp.config import (
     MCP_SERVER_ERROR,
     MCP_YAML,
@@ -98,6 +99,8 @@ class McpManager:
         self.on_change: Callable[[], None] | None = None
         """Called when runtime problems or states change (the engine republishes the problems)."""
         self._sweeper: asyncio.Task[None] | None = None
+        self._closing = BackgroundTasks("mcp")
+        """Connections being closed (a reload, a server that went away): awaited by ``close``."""
 
     # ---------------------------------------------------------------- configuration
 
@@ -357,7 +360,7 @@ class McpManager:
         for key, lease in list(state.leases.items()):
             if lease.conn is conn:
                 del state.leases[key]
-        asyncio.get_running_loop().create_task(conn.close())
+        self._closing.spawn(conn.close(), name=f"mcp-close-{state.spec.id}")
         self._changed()
 
     def _failed(self, state: ServerState, message: str) -> None:
@@ -404,9 +407,8 @@ class McpManager:
         conns = [c for c in [state.shared, *(lease.conn for lease in state.leases.values())] if c is not None]
         state.shared, state.leases = None, {}
         with contextlib.suppress(RuntimeError):  # no running loop: nothing was ever started
-            loop = asyncio.get_running_loop()
             for conn in conns:
-                loop.create_task(conn.close())
+                self._closing.spawn(conn.close(), name=f"mcp-close-{state.spec.id}")
 
     async def close(self) -> None:
         if self._sweeper is not None:
@@ -418,6 +420,7 @@ class McpManager:
             conns.extend(c for c in [state.shared, *(lease.conn for lease in state.leases.values())] if c is not None)
             state.shared, state.leases, state.state = None, {}, "stopped"
         await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        await self._closing.wait()  # connections closed by a reload or a server that went away
 
     def describe(self) -> list[dict[str, Any]]:
         """Each server for ``/api/tools``: its settings (never secrets), state and tools."""

@@ -244,6 +244,9 @@ class Connection:
         self._writer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._writer
+        if self._closer is not None:  # the close of a too-slow client: awaited here, never left running
+            with contextlib.suppress(Exception):
+                await self._closer
 
 
 @contextlib.contextmanager

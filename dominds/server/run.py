@@ -62,6 +62,7 @@ async def run_server(
     if token is not None and not token:
         raise ServerError("the auth token must not be empty")
     stop = stop or asyncio.Event()
+    installed: list[signal.Signals] = []
     await engine.start()
     runner = web.AppRunner(
         make_app(engine, token=token, allowed_origins=allowed_origins, extra_routes=extra_routes),
@@ -76,16 +77,18 @@ async def run_server(
         for sock in sockets:
             await web.SockSite(runner, sock).start()
         installed = _install_signal_handlers(stop) if handle_signals else []
-        try:
-            shown = token.current() if isinstance(token, AccessToken) else token
-            on_ready(panel_url(host, listening_port(sockets), shown))
-            await stop.wait()
-        finally:
-            _remove_signal_handlers(installed)
+        shown = token.current() if isinstance(token, AccessToken) else token
+        on_ready(panel_url(host, listening_port(sockets), shown))
+        await stop.wait()
     finally:
-        # runner.cleanup runs on_shutdown (websockets closed with GOING_AWAY) before closing the listener
-        await runner.cleanup()
-        await engine.close()
+        try:
+            # runner.cleanup runs on_shutdown (websockets closed with GOING_AWAY) before closing the listener
+            await runner.cleanup()
+            await engine.close()
+        finally:
+            # only now: a second SIGTERM/Ctrl-C during the drain must not kill the daemon half way through
+            # writing its drives' final records (it used to: the default handler was back)
+            _remove_signal_handlers(installed)
 
 
 def _install_signal_handlers(stop: asyncio.Event) -> list[signal.Signals]:

@@ -181,7 +181,8 @@ class FuncResultRecord(Record):
     is_error: bool = False
     """The call failed or was refused."""
     interrupted: bool = False
-    """Recorded at recovery: the daemon died while the tool ran; it may or may not have run."""
+    """The call did not finish: recorded at recovery (the daemon died while the tool ran) or when a stop
+    cancelled it; the content says whether it may have run."""
     context_note: str | None = None
     """What the model sees instead of ``content``: a result too large for a context under pressure is
     replaced by this note (``driver/pressure.py``); ``content`` keeps the whole result for the panel.

@@ -15,7 +15,13 @@ unique token ``tN``; the scripted agents echo it, so each reply says which reque
   runtime tells it so in a notice;
 - ``settle``: run until nothing can move;
 - ``crash``: copy the workspace at an arbitrary event-loop step (exactly what a kill would leave: every
-  write is atomic or an append), drop the engine, recover a new one from the copy.
+  write is atomic or an append), drop the engine, recover a new one from the copy;
+- ``stop``: at an arbitrary event-loop step, Stop a dialog (the root or a subdialog, driving or not), wait
+  for its drive to end, check nothing of it writes afterwards, then resume what was interrupted (issue 30);
+- ``shutdown``: at an arbitrary event-loop step, close the engine gracefully (every drive's scope
+  cancelled, final records written, the lock released last), check nothing writes afterwards, and start
+  a new engine on the same files;
+- ``ask_waiting_root``: a user message to the root while it waits on its subdialogs (it answers at once).
 
 Invariants, checked at rest after every step:
 1. every call site has exactly one reply, and a completed reply answers *that* call (same token) and is
@@ -25,7 +31,11 @@ Invariants, checked at rest after every step:
 4. one live subdialog per registry key;
 5. every acknowledged user message is recorded exactly once;
 6. every context-pressure notice directly follows the generation it measures, which was at caution or
-   critical, and caution notices are at least ``CAUTION_EVERY`` generations apart.
+   critical, and caution notices are at least ``CAUTION_EVERY`` generations apart;
+7. every generation and every tool call is closed in the course; an interrupted tool call belongs to an
+   interrupted generation (never ``ok``); nothing of a stopped generation is recorded after its
+   ``interrupted`` marker;
+8. a root waiting only on its subdialogs has no user message left queued (a user message drives it).
 CI runs a few dozen examples; ``bin/fuzz`` runs many more (DOMINDS_FUZZ_EXAMPLES).
 """
 
@@ -48,8 +58,12 @@ from workspace_kit import write_workspace
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
 from dominds.store.course_records import (
+    FuncCallRecord,
+    FuncResultRecord,
     GenFinishRecord,
+    GenStartRecord,
     HumanTextRecord,
+    RunMarkerRecord,
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
     TeammateResponseRecord,
@@ -261,6 +275,39 @@ class DriverModel(RuleBasedStateMachine):
     def settle(self) -> None:
         self._settle()
 
+    @rule(steps=st.integers(0, 40), data=st.data())
+    def stop(self, steps: int, data: st.DataObject) -> None:
+        """Stop one dialog at an arbitrary step; once its drive has ended nothing of it is written."""
+        for _ in range(steps):
+            self.loop.run_until_complete(asyncio.sleep(0))
+        root = self.engine.get_dialog(self.root_id)
+        dialogs = sorted(root.local.values(), key=lambda d: (not d.is_driving, d.self_id))
+        target = data.draw(st.sampled_from(dialogs))
+        self.engine.stop(target)
+        if target.drive_task is not None:
+            self.loop.run_until_complete(asyncio.wait({target.drive_task}, timeout=30))
+        assert not target.is_driving, f"{target.self_id}: still driving after its stop"
+        for _ in range(20):  # whatever the stopped drive started had its chance to write (invariant 7 looks)
+            self.loop.run_until_complete(asyncio.sleep(0))
+        self.engine.resume_all()
+
+    @rule(steps=st.integers(0, 40))
+    def shutdown(self, steps: int) -> None:
+        """Close the engine gracefully at an arbitrary step; then nothing writes, and a new engine resumes."""
+        for _ in range(steps):
+            self.loop.run_until_complete(asyncio.sleep(0))
+        self.loop.run_until_complete(self.engine.close())
+        before = _tree_bytes(self.rtws)
+        for _ in range(20):
+            self.loop.run_until_complete(asyncio.sleep(0))
+        assert _tree_bytes(self.rtws) == before, "a file was written after the engine closed"
+        self.engine = self._start(self.rtws)
+
+    @precondition(lambda self: bool(self.engine.get_dialog(self.root_id).pending))
+    @rule()
+    def ask_waiting_root(self) -> None:
+        self._submit(f"note {self._token()}")
+
     @rule(steps=st.integers(0, 40))
     def crash(self, steps: int) -> None:
         """Let the engine run ``steps`` event-loop turns, then keep only what is on disk."""
@@ -317,6 +364,10 @@ class DriverModel(RuleBasedStateMachine):
                 f"{meta.id}: prompts queued at rest with nothing to wait for"
             )
             assert latest.run_state.kind in ("idle", "blocked"), f"{meta.id} ended {latest.run_state}"
+            for number in files.course_numbers():  # invariant 7 (generations are numbered per course)
+                _assert_closed(f"{meta.id} course {number}", files.read_course(number))
+            if meta.is_root and not files.q4h_yaml.exists() and not latest.inbound_tellask_backs:  # invariant 8
+                assert not [p for p in latest.queued_prompts if p.origin == "user"], f"{meta.id}: a user message waits"
 
         def waits_on_a_question(dialog_id: str, seen: frozenset[str] = frozenset()) -> bool:
             if dialog_id in waiting_on_question:
@@ -332,6 +383,43 @@ class DriverModel(RuleBasedStateMachine):
         assert sorted(recorded) == sorted(set(recorded)), "a message was recorded twice"  # invariant 5
         still_queued = {p.msg_id for p in store.files("run", self.root_id).read_queue()}
         assert set(self.acked) <= set(recorded) | still_queued, "an acknowledged message was lost"
+
+
+def _assert_closed(dialog_id: str, course: list[Any]) -> None:
+    finishes: dict[int, GenFinishRecord] = {}
+    finished: list[int] = []
+    started: list[int] = []
+    results: dict[str, FuncResultRecord] = {}
+    calls: set[str] = set()
+    stopped_up_to = 0
+    for record in course:
+        genseq = getattr(record, "genseq", None)
+        if isinstance(record, RunMarkerRecord) and record.kind == "interrupted":
+            stopped_up_to = max(started, default=0)
+        elif isinstance(record, (GenStartRecord, GenFinishRecord, FuncCallRecord, FuncResultRecord)) and genseq is not None:
+            assert genseq > stopped_up_to, f"{dialog_id}: {record.type} of generation {genseq} after its interruption"
+        if isinstance(record, GenStartRecord):
+            started.append(record.genseq)
+        elif isinstance(record, GenFinishRecord):
+            finishes[record.genseq] = record
+            finished.append(record.genseq)
+        elif isinstance(record, FuncCallRecord):
+            calls.add(record.id)
+        elif isinstance(record, FuncResultRecord):
+            results[record.id] = record
+    assert sorted(started) == sorted(finished), f"{dialog_id}: a generation was left open"
+    assert calls <= set(results), f"{dialog_id}: tool calls without a result: {calls - set(results)}"
+    for result in results.values():
+        if result.interrupted and result.genseq in finishes:
+            assert finishes[result.genseq].status == "interrupted", f"{dialog_id}: an interrupted call in an ok generation"
+
+
+def _tree_bytes(rtws: Rtws) -> dict[str, tuple[int, int]]:
+    return {
+        str(p): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in rtws.dialogs_dir.rglob("*")
+        if p.is_file() and not p.name.endswith(".lock")
+    }
 
 
 def _pressure_notices_follow_their_generation(dialog_id: str, course: list[Any]) -> None:

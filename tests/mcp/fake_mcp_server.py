@@ -2,7 +2,7 @@
 
 Tools: ``echo``; ``remember``/``recall`` (state kept per MCP session, so a stateful client can tell
 sessions apart; in stateless mode one process-wide slot); ``crash`` (the process exits mid-call);
-``hang`` (never answers); ``picture`` (a PNG image); ``pid`` (the process id, to see restarts);
+``hang`` (never answers); ``nap`` (sleeps, logs a cancellation); ``picture`` (a PNG image); ``pid`` (the process id, to see restarts);
 ``dotted.name`` (a name no model may call); ``bad_schema`` (an invalid input schema); ``getenv``;
 ``paint`` (elicits the colour and the number of coats from the client, answers with what it got).
 Resource: ``fake://notes/greeting`` (text).
@@ -78,6 +78,21 @@ async def hang() -> str:
         await asyncio.to_thread(_log_call, "hang")
     await asyncio.sleep(3600)
     return "late"
+
+
+@server.tool()
+async def nap(seconds: float) -> str:
+    """Sleep ``seconds``. Logs ``nap`` when it starts and ``nap cancelled`` when the client cancels the call
+    (``notifications/cancelled``) to $FAKE_MCP_LOG when set."""
+    if os.environ.get("FAKE_MCP_LOG"):
+        await asyncio.to_thread(_log_call, "nap")
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        if os.environ.get("FAKE_MCP_LOG"):
+            _log_call("nap cancelled")  # synchronously: an await here would be cancelled again
+        raise
+    return "rested"
 
 
 @server.tool()

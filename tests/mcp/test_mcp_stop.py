@@ -1,0 +1,59 @@
+"""Stop during a slow MCP call (issue 30): the call is cancelled with the protocol's cancellation.
+
+Before: a Stop cancelled only the LLM stream, and a cancelled caller left its MCP call running on the
+server (``Connection._guarded`` never cancelled the SDK request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from mcp_kit import after_tool, call, mcp_workspace, stdio_server_yaml
+
+from dominds.driver.engine import Engine
+from dominds.store.course_records import FuncResultRecord, GenFinishRecord
+
+
+async def _until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll a condition another process or task makes true (a file, a pid), up to ``timeout`` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_stop_cancels_a_slow_mcp_call_on_the_server_and_resume_works(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    log.touch()
+    responses = [
+        call("nap", "nap", {"seconds": 60}),
+        after_tool("INTERRUPTED (user_stop)", "The nap was stopped."),
+    ]
+    servers = stdio_server_yaml(timeout_s=600, env=f"{{FAKE_MCP_LOG: '{log}'}}")
+    rtws = mcp_workspace(tmp_path / "ws", responses, servers, "fake")
+    engine = Engine(rtws)
+    await engine.start()
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        engine.submit_user_message(root, "nap")
+        await _until(lambda: "nap" in log.read_text().split("\n"))
+        assert engine.stop(root)
+        task = root.drive_task
+        assert task is not None
+        done, _ = await asyncio.wait({task}, timeout=10)
+        assert task in done, "the drive waited for the 60 s MCP call"
+        # the server heard the cancellation (notifications/cancelled) and stopped the tool
+        await _until(lambda: "nap cancelled" in log.read_text())
+        recs = root.files.read_course(root.latest.current_course)
+        [result] = [r for r in recs if isinstance(r, FuncResultRecord)]
+        assert result.interrupted and "may or may not have taken effect" in result.content
+        assert [r.status for r in recs if isinstance(r, GenFinishRecord)] == ["interrupted"]
+        assert root.latest.run_state.kind == "interrupted"
+        assert engine.resume(root)
+        await engine.wait_idle(timeout=30)
+        assert root.latest.run_state.kind == "idle"
+        words = [r.content for r in root.files.read_course(root.latest.current_course) if type(r).__name__ == "AgentWordsRecord"]
+        assert words == ["The nap was stopped."]
+    finally:
+        await engine.close()
