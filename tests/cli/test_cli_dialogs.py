@@ -26,6 +26,7 @@ from dominds.cli.client import lock_holders, locked_message
 from dominds.cli.common import CliError
 from dominds.cli.offline import reach_state
 from dominds.rtws import Rtws
+from dominds.store.dialog_store import DialogStore
 
 
 def test_run_stops_at_a_question_and_answer_continues_it(tmp_path: Path) -> None:
@@ -60,7 +61,8 @@ def test_offline_writes_are_queued_and_the_next_serve_drives_them(tmp_path: Path
     answer = dominds(ws, "answer", question["id"], "blue")
     assert answer.returncode == 0 and "queued" in answer.stdout
     latest = (ws / ".dialogs" / "run" / question["rootId"] / "latest.yaml").read_text()
-    assert "needsDrive: true" in latest and '"blue"' in latest
+    queued = DialogStore(Rtws(ws)).files("run", question["rootId"]).read_queue()  # latest.yaml's, then queue.jsonl's
+    assert "needsDrive: true" in latest and [p.content for p in queued] == ["blue"]
     assert not (ws / ".dialogs" / "run" / question["rootId"] / "q4h.yaml").exists()
     assert dominds_json(ws, "status", "--root", root_id)["roots"][0]["queuedPrompts"] == 1
 
