@@ -17,13 +17,12 @@ any request, with a message that says what to change.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from dominds.llm.base import ChatMessage, GenerationRequest, ImagePart
 from dominds.llm.params import merged_params
-from dominds.llm.retry import group_tool_turns, refuse_bad_params
+from dominds.llm.retry import arguments_object, group_tool_turns, refuse_bad_params
 
 DEFAULT_MAX_TOKENS = 8192
 """When neither the member nor the catalog says the model's output limit."""
@@ -185,7 +184,7 @@ def _content_block(message: ChatMessage) -> dict[str, Any] | None:
             "type": "tool_use",
             "id": _tool_id(message.tool_call_id),
             "name": message.tool_name or "",
-            "input": _arguments_object(message.arguments),
+            "input": arguments_object(message.arguments),
         }
     if message.kind == "tool_result":
         content: str | list[dict[str, Any]] = message.content or "(no output)"
@@ -209,15 +208,3 @@ def _image_block(image: ImagePart) -> dict[str, Any]:
 def _tool_id(call_id: str | None) -> str:
     # Ids from other providers may hold characters the API refuses (it wants [a-zA-Z0-9_-]).
     return re.sub(r"[^a-zA-Z0-9_-]", "_", call_id or "call")
-
-
-def _arguments_object(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
-    if isinstance(arguments, dict):
-        return arguments
-    if not arguments:
-        return {}
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        parsed = None
-    return parsed if isinstance(parsed, dict) else {"raw_arguments": arguments}

@@ -475,7 +475,7 @@ def sanitize_tool_calls(messages: list[ChatMessage]) -> list[ChatMessage]:
                 call_id = _fresh_id(call_id, message.genseq, seen)
             seen.add(call_id)
             renamed.setdefault(key, []).append(call_id)
-            out.append(dataclasses.replace(message, tool_call_id=call_id, arguments=_arguments_object(message.arguments)))
+            out.append(dataclasses.replace(message, tool_call_id=call_id, arguments=arguments_object(message.arguments)))
         elif message.kind == "tool_result":
             ids = renamed.get((message.genseq, message.tool_call_id))
             if not ids:
@@ -496,7 +496,7 @@ def _fresh_id(call_id: str, genseq: int | None, seen: set[str]) -> str:
     return f"{call_id}_g{genseq}_{n}"
 
 
-def _arguments_object(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
+def arguments_object(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     if isinstance(arguments, dict):
         return arguments
     if not arguments:
