@@ -18,12 +18,13 @@ function row(ts) {
   const tools = ts.tools === null
     ? h("span", { class: "muted", text: t("notListed") })
     : ts.tools.map((tool) => h("code", { title: tool.description, text: tool.name }));
+  // data-label: a narrow screen shows each row as a card, every cell under its column's name
   return h("tr", { dataset: { toolset: ts.name, state: ts.state } },
-    h("td", {}, h("strong", { text: ts.name })),
-    h("td", { text: source }),
-    h("td", { class: `state state-${ts.state.replace(/ /g, "-")}`, text: state }),
-    h("td", { text: (ts.members || []).join(", ") }),
-    h("td", { class: "tools" }, tools));
+    h("td", { dataset: { label: t("colToolset") } }, h("strong", { text: ts.name })),
+    h("td", { text: source, dataset: { label: t("colSource") } }),
+    h("td", { class: `state state-${ts.state.replace(/ /g, "-")}`, text: state, dataset: { label: t("colState") } }),
+    h("td", { text: (ts.members || []).join(", "), dataset: { label: t("colMembers") } }),
+    h("td", { class: "tools", dataset: { label: t("colTools") } }, tools));
 }
 
 /** A state in the page's language; a state this page does not know is shown as the daemon names it. */

@@ -60,6 +60,9 @@ async def test_tools_page_speaks_chinese_and_links_back(panel: Panel) -> None:
     assert await page.title() == "Dominds · 工具"
     for width in (420, 1280):
         await page.set_viewport_size({"width": width, "height": 800})
+        # a phone gets one card per toolset: nothing wider than the screen (the table was cut at the right)
+        overflow = await page.evaluate("() => { const m = document.querySelector('#tools-main'); return m.scrollWidth - m.clientWidth; }")
+        assert overflow <= 1, f"the Tools page is {overflow} px wider than a {width} px screen"
         await page.screenshot(path=str(IMAGES / f"tools-page-zh-{width}.png"), full_page=True)
     await page.select_option("#lang", "en")  # switching back re-labels what is shown, the outcome too
     await expect(page.locator("#tools-status")).to_have_text("MCP servers: 0 running, 1 unreachable, 1 in all.")
