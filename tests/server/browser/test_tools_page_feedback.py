@@ -1,18 +1,18 @@
 """The Tools view says what "Start MCP servers" did, and what to do when there are none (Chromium).
 
 The bugs: the button gave no feedback until a reload, and a workspace without MCP servers showed only
-built-in toolsets with no word about `.minds/mcp.yaml`. Screenshots: docs/images/tools-page-<width>.png.
+built-in toolsets with no word about `.minds/mcp.yaml`. Screenshots: test-artifacts/tools-page-<width>.png (docs/images/ with DOMINDS_UPDATE_SCREENSHOTS=1).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from browser_kit import Panel
+from chromium import screenshot_dir
 from playwright.async_api import expect
 
-IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
+IMAGES = screenshot_dir()  # docs/images/ with DOMINDS_UPDATE_SCREENSHOTS=1
 
 
 async def test_start_mcp_servers_reports_how_it_went(panel: Panel) -> None:
