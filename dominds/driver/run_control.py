@@ -5,7 +5,7 @@ Every run-state change is persisted and then published (``Dialog.set_run_state``
 
 from __future__ import annotations
 
-from dominds.dialog.model import Dialog
+from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions
 from dominds.driver.errors import EngineError
 from dominds.driver.services import EngineServices
@@ -113,6 +113,20 @@ def resume_all(engine: EngineServices) -> int:
     return count
 
 
+def _settle_interrupted(engine: EngineServices, root_id: str) -> RootDialog:
+    """Marking done (or archiving) is the user's word that the tree is finished: an interrupted dialog
+    in it is idle (or blocked) from now on. It kept its "interrupted" badge in the Done list, and a
+    revived tree offered to resume a run the user had closed."""
+    root = engine.load_root(root_id)
+    for sub_id in engine.store.subdialog_ids("run", root_id):
+        engine.try_load_sub(root, sub_id)
+    for dialog in list(root.local.values()):
+        if dialog.latest.run_state.kind == "interrupted" and not dialog.load_error:
+            dialog.latest.needs_drive = False
+            dialog.set_run_state(dialog.idle_run_state())  # persisted, then published
+    return root
+
+
 async def declare_dead(engine: EngineServices, dialog: Dialog, note: str = "") -> None:
     """Subdialogs only, irreversible: its caller is unblocked with a failed response."""
     if dialog.is_root:
@@ -159,6 +173,9 @@ def move_root(engine: EngineServices, root_id: str, to_status: str) -> str:
         busy = [d.self_id for d in root.local.values() if d.is_driving]
         if busy:
             raise EngineError(f"dialog tree {root_id} is running ({', '.join(busy)}); stop it first")
+    if from_status == "run" and to_status != "run":
+        root = _settle_interrupted(engine, root_id)
+    if root is not None:
         for dialog in root.local.values():
             questions.unindex_all(engine, dialog)
         del engine.roots[root_id]
