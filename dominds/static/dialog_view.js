@@ -8,7 +8,7 @@
 
 import { apiGet, apiPost } from "./api.js";
 import { Composer } from "./composer.js";
-import { badge, formatCost, withoutAgent } from "./dialog_lists.js";
+import { badge, formatCost, headlineTitle } from "./dialog_lists.js";
 import { $, askInPage, debounce, h, setTrustedHtml, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { goToDialog, linkTo, patchRoute } from "./router.js";
@@ -129,6 +129,7 @@ export class DialogView {
     }
     this.transcript.ref = { ...ready.dialog, course: ready.currentCourse };
     this.transcript.agentId = ready.agentId;
+    this.transcript.supdialogId = ready.supdialogId || null;
     $("#empty-state").hidden = true;
     $("#dialog-pane").hidden = false;
     this.renderHeader();
@@ -352,7 +353,7 @@ export class DialogView {
     const info = this.info;
     if (!info) return;
     // a subdialog is named by its assignment, without the "@agent" the line below shows anyway
-    const head = withoutAgent(info.assignmentFromSup?.tellaskHead?.split("\n")[0] || "", info.agentId);
+    const head = headlineTitle(info.assignmentFromSup?.tellaskHead, info.agentId) || info.tellaskSession || "";
     const title = info.title || head || t("untitled");
     $("#dh-title").textContent = title;
     $("#dh-title").title = title;
