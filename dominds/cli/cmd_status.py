@@ -52,6 +52,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=_status)
 
 
+def _warn_config_fallback(rtws: Rtws, daemon: Any) -> None:
+    """A ``.minds/`` file with errors whose last good version is in use, said on stderr (config_notice.py)."""
+    from dominds.cli import config_notice
+
+    if daemon is None:
+        config_notice.warn_from_files(rtws)
+        return
+    import asyncio
+
+    from dominds.cli.client import DaemonClient
+
+    async def ask() -> None:
+        async with DaemonClient(daemon) as client:
+            await config_notice.warn_from_daemon(client)
+
+    asyncio.run(ask())
+
+
 def _status(args: argparse.Namespace) -> int:
     from dominds.cli.client import find_daemon
     from dominds.cli.offline import reach_state
@@ -68,6 +86,7 @@ def _status(args: argparse.Namespace) -> int:
         else:
             roots = collect(rtws, index, statuses, args.root)
         index.close()
+    _warn_config_fallback(rtws, daemon)
     head = {
         "rtws": str(rtws.root),
         "daemon": {"pid": daemon.pid, "port": daemon.port, "url": daemon.base_url, "panel": daemon.url}
