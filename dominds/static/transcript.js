@@ -136,7 +136,12 @@ export class Transcript {
       if (!text) return;
       form.querySelector("button").disabled = true;
       try {
-        await this.actions.answer(question, text);
+        if (!(await this.actions.answer(question, text))) {
+          // kept as a draft (listed above the composer) until the daemon is back: not typed again
+          input.value = "";
+          form.querySelector("button").disabled = false;
+          toast(t("draftKept"));
+        }
       } catch (error) {
         toast(error.message, "error");
         form.querySelector("button").disabled = false;
