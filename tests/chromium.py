@@ -7,12 +7,14 @@ system binary with the flags a closed network needs. A test without the binary i
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_PRESENT = CHROMIUM.exists()
 CHROMIUM_ARGS = [
@@ -25,6 +27,16 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+
+def screenshot_dir() -> Path:
+    """Where a test's screenshots go: test-artifacts/ (untracked), or docs/images/ when
+    DOMINDS_UPDATE_SCREENSHOTS=1 refreshes the documentation's pictures, so an ordinary run of the suite
+    never rewrites tracked files."""
+    if os.environ.get("DOMINDS_UPDATE_SCREENSHOTS") == "1":
+        return REPO / "docs" / "images"
+    return REPO / "test-artifacts"
 
 
 @contextlib.asynccontextmanager

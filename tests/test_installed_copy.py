@@ -23,6 +23,16 @@ from pathlib import Path
 import pytest
 from install_kit import Built, Venv, build, make_venv, runtime_files, sdist_names, wheel_names
 
+QUERY_DATA_ON_A_CORE_INSTALL = """
+import asyncio
+from dominds.tools.base import ToolError
+from dominds.workflows.plan_solve.data_tool import QUERY_DATA
+try:
+    asyncio.run(QUERY_DATA.handler(None, {"sql": "SELECT 1"}))
+except ToolError as exc:
+    print(f"ToolError: {exc}")
+"""
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # pip fills a venv: minutes on a busy machine
 
 
@@ -71,6 +81,13 @@ def test_the_core_install_runs_the_demo_team_and_refuses_plan_solve_with_the_ins
     assert "dominds[plan-solve]" in line and "DuckDB and python-pptx" in line
     assert re.search(rf"install them with: {re.escape(str(core.root))}/bin/python3? -m pip install 'dominds\[plan-solve\]'$", line), line
     assert not list(tmp_path.glob("dominds-plan-solve-*")), "the refusal made no example workspace"
+    # the agents' data tool answers the model with the same line (a team may list its toolset anywhere)
+    tool = subprocess.run(
+        [str(core.python), "-c", QUERY_DATA_ON_A_CORE_INSTALL], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert tool.returncode == 0, tool.stdout + tool.stderr
+    assert tool.stdout.startswith("ToolError: Plan & Solve needs the optional dependencies of dominds[plan-solve]")
+    assert tool.stdout.rstrip().endswith("-m pip install 'dominds[plan-solve]'"), tool.stdout
 
     with Served(core, tmp_path) as served:
         answer = core.run("-C", str(served.demo), "run", "Research the demo task", cwd=tmp_path)

@@ -7,7 +7,7 @@ state, answers inbound ask-backs, and — for a subdialog that can drive — sup
 from __future__ import annotations
 
 from dominds.dialog.model import Dialog
-from dominds.driver import questions, texts
+from dominds.driver import questions, run_control, texts
 from dominds.driver.drive_scope import DriveScope
 from dominds.driver.generation import GenOutcome, run_generation
 from dominds.driver.loop_guard import check_loops
@@ -104,6 +104,10 @@ def _settle(engine: EngineServices, dialog: Dialog, outcome: GenOutcome) -> None
     if state.kind == "interrupted":
         dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason=state.reason))
         dialog.publish({"type": "dlg_run_state_marker_evt", "kind": "interrupted", "reason": state.reason})
+    if outcome.stopped and state.reason != "server_shutdown":
+        # a dispatch cancelled at its commit point still created its subdialog (subdialogs._create): the
+        # Stop covers it too, as it covered the subdialogs that were working when it came (run_control.stop)
+        run_control.stop_under(engine, dialog, state.reason or "user_stop")
     dialog.stop_reason = None
 
 

@@ -5,7 +5,7 @@ Every run-state change is persisted and then published (``Dialog.set_run_state``
 
 from __future__ import annotations
 
-from dominds.dialog.model import Dialog
+from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions
 from dominds.driver.errors import EngineError
 from dominds.driver.services import EngineServices
@@ -15,7 +15,19 @@ from dominds.store.records import Assignment, RunState
 
 
 def stop(engine: EngineServices, dialog: Dialog, reason: str = "user_stop") -> bool:
-    """Stop a drive (idempotent). A dialog only queued for driving is interrupted before it starts."""
+    """Stop a dialog and everything working for it (idempotent): its drive, and the drives of the
+    subdialogs it waits on, transitively ("Stop stops everything", DESIGN §4.9). A dialog only queued
+    for driving is interrupted before it starts. A dialog that was not driving itself but waited on
+    work that this stopped is marked ``interrupted`` too, so its Continue resumes that work
+    (``resume``)."""
+    stopped_self = _stop_one(engine, dialog, reason)
+    stopped_under = stop_under(engine, dialog, reason)
+    if stopped_under and not stopped_self and dialog.latest.run_state.kind == "blocked" and not dialog.is_driving:
+        dialog.set_run_state(RunState(kind="interrupted", reason=reason))
+    return stopped_self or stopped_under > 0
+
+
+def _stop_one(engine: EngineServices, dialog: Dialog, reason: str) -> bool:
     if dialog.is_driving:
         if dialog.stop_reason is None:
             dialog.set_run_state(RunState(kind="stop_requested", reason=reason))
@@ -27,6 +39,28 @@ def stop(engine: EngineServices, dialog: Dialog, reason: str = "user_stop") -> b
         dialog.save_latest()
         return True
     return False
+
+
+def working_for(engine: EngineServices, dialog: Dialog) -> list[Dialog]:
+    """The loaded subdialogs ``dialog`` waits on (TYPE B and C calls, not the ask-backs it waits on: the
+    dialog it asked back works for someone else), then theirs, transitively; each once."""
+    found: dict[str, Dialog] = {}
+    waiting = [dialog]
+    while waiting:
+        caller = waiting.pop()
+        for entry in caller.pending:
+            if entry.call_type == "A" or entry.subdialog_id in found or entry.subdialog_id == dialog.self_id:
+                continue
+            sub = engine.try_get_dialog(caller.root_id, entry.subdialog_id)
+            if sub is not None and not sub.is_dead:
+                found[sub.self_id] = sub
+                waiting.append(sub)
+    return list(found.values())
+
+
+def stop_under(engine: EngineServices, dialog: Dialog, reason: str) -> int:
+    """Stop every subdialog working for ``dialog``; how many were stopped."""
+    return sum(_stop_one(engine, sub, reason) for sub in working_for(engine, dialog))
 
 
 def emergency_stop(engine: EngineServices) -> int:
@@ -41,13 +75,18 @@ def emergency_stop(engine: EngineServices) -> int:
 def resume(engine: EngineServices, dialog: Dialog) -> bool:
     """Drive an interrupted dialog again: True. A dialog already proceeding (the daemon resumed it after a
     restart, or another client did) is left alone: False, not an error, so a resume that races the
-    daemon's own never fails. Any other state has nothing to resume (EngineError)."""
+    daemon's own never fails. Any other state has nothing to resume (EngineError). The interrupted
+    subdialogs it waits on are resumed with it: Continue undoes what its Stop stopped (``stop``)."""
     kind = dialog.latest.run_state.kind
     if kind == "proceeding" or (kind == "interrupted" and dialog.is_driving):
         return False
     if kind != "interrupted":
         raise EngineError(f"dialog {dialog.self_id} is {kind}, not interrupted; nothing to resume")
     engine.check_drivable_target(dialog)
+    for sub in working_for(engine, dialog):
+        if sub.latest.run_state.kind == "interrupted" and not sub.is_driving and not sub.load_error:
+            engine.request_drive(sub)
+            _blocked_not_interrupted(sub)
     engine.request_drive(dialog)
     _blocked_not_interrupted(dialog)
     return True
@@ -72,6 +111,20 @@ def resume_all(engine: EngineServices) -> int:
                 _blocked_not_interrupted(dialog)
                 count += 1
     return count
+
+
+def _settle_interrupted(engine: EngineServices, root_id: str) -> RootDialog:
+    """Marking done (or archiving) is the user's word that the tree is finished: an interrupted dialog
+    in it is idle (or blocked) from now on. It kept its "interrupted" badge in the Done list, and a
+    revived tree offered to resume a run the user had closed."""
+    root = engine.load_root(root_id)
+    for sub_id in engine.store.subdialog_ids("run", root_id):
+        engine.try_load_sub(root, sub_id)
+    for dialog in list(root.local.values()):
+        if dialog.latest.run_state.kind == "interrupted" and not dialog.load_error:
+            dialog.latest.needs_drive = False
+            dialog.set_run_state(dialog.idle_run_state())  # persisted, then published
+    return root
 
 
 async def declare_dead(engine: EngineServices, dialog: Dialog, note: str = "") -> None:
@@ -120,6 +173,9 @@ def move_root(engine: EngineServices, root_id: str, to_status: str) -> str:
         busy = [d.self_id for d in root.local.values() if d.is_driving]
         if busy:
             raise EngineError(f"dialog tree {root_id} is running ({', '.join(busy)}); stop it first")
+    if from_status == "run" and to_status != "run":
+        root = _settle_interrupted(engine, root_id)
+    if root is not None:
         for dialog in root.local.values():
             questions.unindex_all(engine, dialog)
         del engine.roots[root_id]

@@ -50,7 +50,9 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
 def _renderer() -> MarkdownIt:
     from markdown_it import MarkdownIt
 
-    md = MarkdownIt("commonmark", {"html": False, "breaks": True, "highlight": _highlight})
+    # breaks=False: a single newline is a soft break (CommonMark), as models wrap prose; it showed as a
+    # hard <br> before, so wrapped paragraphs looked ragged. Two spaces or a backslash still break hard.
+    md = MarkdownIt("commonmark", {"html": False, "breaks": False, "highlight": _highlight})
     return md.enable(["table", "strikethrough"])
 
 

@@ -17,6 +17,25 @@ export function withoutAgent(head, agentId) {
   return head.startsWith(mention) && /^\s/.test(head.slice(mention.length)) ? head.slice(mention.length).trimStart() : head;
 }
 
+/** A subdialog's title from its call's headline: the first line without the callee's @mention and the
+ * `!tellaskSession <slug>` directive (the list showed "!tellaskSession demo-build Write a plan…"). */
+export function headlineTitle(head, agentId) {
+  const line = withoutAgent(String(head || "").split("\n")[0].replace(/^!\?/, "").trim(), agentId);
+  return line.replace(/(^|\s)!tellaskSession\s+\S+/g, " ").replace(/\s+/g, " ").trim();
+}
+
+/** When a dialog was started, short: the time today, else the date and time (two dialogs with the same
+ * first message had identical rows). */
+export function startedAt(iso) {
+  const when = iso ? new Date(iso) : null;
+  if (!when || Number.isNaN(when.getTime())) return "";
+  const today = new Date().toDateString() === when.toDateString();
+  const locale = document.documentElement.lang || undefined;
+  return today
+    ? when.toLocaleTimeString(locale, { hour: "2-digit", minute: "2-digit", second: "2-digit" })
+    : when.toLocaleString(locale, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+}
+
 /** A tree's cost as the daemon wrote it (driver/usage.py formats it once for the panel and the CLI). */
 export function formatCost(cost) {
   if (!cost) return "";
@@ -210,7 +229,7 @@ export class DialogLists {
       event.preventDefault();
       this.actions.open(ref);
     };
-    const title = isRoot ? node.title : withoutAgent(node.title || (node.tellaskHead || "").split("\n")[0], node.agentId);
+    const title = isRoot ? node.title : node.title || headlineTitle(node.tellaskHead, node.agentId) || node.tellaskSession || "";
     const row = h("a", {
       class: `row${node.selfId === this.currentSelfId ? " current" : ""}`,
       href: linkTo(ref),
@@ -221,6 +240,7 @@ export class DialogLists {
     isRoot ? h("span", { class: `title${title ? "" : " untitled"}`, text: title || t("untitled") }) : null,
     badge(node.runState),
     h("span", { class: "agent", text: `@${node.agentId ?? "?"}` }),
+    isRoot && node.createdAt ? h("time", { class: "when", dateTime: node.createdAt, title: new Date(node.createdAt).toLocaleString(), text: startedAt(node.createdAt) }) : null,
     isRoot ? h("span", { class: "taskdoc", text: node.taskDocPath || "" }) : h("span", { class: "head", text: title }),
     node.q4hCount ? h("span", { class: "count q4h", title: t("pendingQuestions"), text: String(node.q4hCount) }) : null,
     isRoot && node.cost ? h("span", { class: "cost", text: formatCost(node.cost) }) : null);

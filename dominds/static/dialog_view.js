@@ -8,7 +8,7 @@
 
 import { apiGet, apiPost } from "./api.js";
 import { Composer } from "./composer.js";
-import { badge, formatCost, withoutAgent } from "./dialog_lists.js";
+import { badge, formatCost, headlineTitle } from "./dialog_lists.js";
 import { $, askInPage, debounce, h, setTrustedHtml, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { goToDialog, linkTo, patchRoute } from "./router.js";
@@ -17,7 +17,7 @@ export class DialogView {
   constructor(conn, transcript, hooks) {
     this.conn = conn;
     this.transcript = transcript;
-    this.hooks = hooks; // { onReady(ready), questionsFor(selfId), answer(question, text), onMissing(ref) }
+    this.hooks = hooks; // { onReady(ready), questionsFor(selfId), answer(question, text), onMissing(ref), drafts }
     this.ref = null;
     this.info = null;
     this.epoch = null;
@@ -31,7 +31,7 @@ export class DialogView {
     this.pageLoad = null; // {mode: "prepend"|"append"|"window", started, remaining, events[]}
     this.earlier = h("button", { type: "button", class: "load-earlier", text: t("loadEarlier"), onclick: () => this.loadEarlier() });
     this.refreshCost = debounce(() => this.loadCost(), 150);
-    this.composer = new Composer(conn, { ref: () => this.ref, answer: (q, text) => hooks.answer(q, text) });
+    this.composer = new Composer(conn, { ref: () => this.ref, answer: (q, text) => hooks.answer(q, text), drafts: hooks.drafts });
     this.wire();
   }
 
@@ -129,6 +129,7 @@ export class DialogView {
     }
     this.transcript.ref = { ...ready.dialog, course: ready.currentCourse };
     this.transcript.agentId = ready.agentId;
+    this.transcript.supdialogId = ready.supdialogId || null;
     $("#empty-state").hidden = true;
     $("#dialog-pane").hidden = false;
     this.renderHeader();
@@ -352,7 +353,7 @@ export class DialogView {
     const info = this.info;
     if (!info) return;
     // a subdialog is named by its assignment, without the "@agent" the line below shows anyway
-    const head = withoutAgent(info.assignmentFromSup?.tellaskHead?.split("\n")[0] || "", info.agentId);
+    const head = headlineTitle(info.assignmentFromSup?.tellaskHead, info.agentId) || info.tellaskSession || "";
     const title = info.title || head || t("untitled");
     $("#dh-title").textContent = title;
     $("#dh-title").title = title;

@@ -29,6 +29,7 @@ export class Transcript {
     this.actions = actions;
     this.agentId = "";
     this.ref = null; // {selfId, rootId, course} of what is shown (for permalinks)
+    this.supdialogId = null; // the caller of a subdialog on screen (its answers are not a subdialog's)
     this.questions = new Map(); // questionId -> pending question of this dialog (survives reset())
     this.reset();
   }
@@ -135,7 +136,12 @@ export class Transcript {
       if (!text) return;
       form.querySelector("button").disabled = true;
       try {
-        await this.actions.answer(question, text);
+        if (!(await this.actions.answer(question, text))) {
+          // kept as a draft (listed above the composer) until the daemon is back: not typed again
+          input.value = "";
+          form.querySelector("button").disabled = false;
+          toast(t("draftKept"));
+        }
       } catch (error) {
         toast(error.message, "error");
         form.querySelector("button").disabled = false;
@@ -204,7 +210,7 @@ export class Transcript {
       a.tellaskBody.trim() ? content : null, framed);
   }
 
-  subdialogLink(ref, agentId) {
+  subdialogLink(ref, agentId, label = "openSubdialog") {
     return h("a", {
       href: linkTo(ref), class: "subdialog-link", dataset: { selfId: ref.selfId },
       onclick: (e) => {
@@ -212,7 +218,7 @@ export class Transcript {
         e.preventDefault();
         this.actions.openDialog(ref);
       },
-      text: `→ ${t("openSubdialog", { agent: agentId })}`,
+      text: `${label === "openSubdialog" ? "→" : "↑"} ${t(label, { agent: agentId })}`,
     });
   }
 }
@@ -384,10 +390,13 @@ const HANDLERS = {
     else body.textContent = e.response;
     const long = String(e.response || "").length > LONG_TEXT;
     const ref = e.calleeDialog || { selfId: e.calleeDialogId };
+    // an ask-back (`@tellasker …`) is answered by the caller, not by a subdialog: it was labelled
+    // "open subdialog @lead" inside the subdialog
+    const fromCaller = /^\s*(!\?)?@tellasker\b/.test(e.tellaskHead || "") || (this.supdialogId && ref.selfId === this.supdialogId);
     const head = h("div", { class: "who" },
       h("span", { class: `block-status status-${e.status}`, text: e.status === "failed" ? "✗" : "✓" }),
-      h("span", { text: t("responseFrom", { agent: e.responderId }) }), " ",
-      this.subdialogLink(ref, e.responderId), this.permalink(e.callId));
+      h("span", { text: t(fromCaller ? "answerFromCaller" : "responseFrom", { agent: e.responderId }) }), " ",
+      this.subdialogLink(ref, e.responderId, fromCaller ? "openCallerDialog" : "openSubdialog"), this.permalink(e.callId));
     const content = long
       ? h("details", { class: "fold reply-body" }, h("summary", {}, h("span", { class: "fold-preview", text: oneLine(e.response, 160) }), h("span", { class: "fold-more", text: t("showAll") })), body)
       : body;

@@ -334,6 +334,10 @@ class GenFinishRecord(Record):
     """Characters the model produced: thinking, saying and function-call arguments."""
     context_health: dict[str, Any] | None = None
     """Context-health snapshot after this generation."""
+    critical_streak: int | None = None
+    """Measured generations in a row at the critical context level, this one included (0 below critical;
+    absent when nothing was measured, and in records older than the field). The countdown to the
+    runtime's new course is read from it, so a restart mid-countdown goes on where it was."""
 
 
 CourseRecord = Annotated[

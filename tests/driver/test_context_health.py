@@ -148,3 +148,27 @@ async def test_an_oversized_tool_result_is_replaced_by_a_note_while_under_pressu
     engine.submit_user_message(root, "read again")
     await engine.wait_idle()
     assert sayings(root)[-1] == "Got it all."
+
+
+async def test_the_critical_countdown_goes_on_after_a_restart(make_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: the critical streak lived in the engine's memory, so a daemon restart mid-countdown started it
+    again from 4 (and a model restarted often enough never got its new course). Now the streak is read from
+    the course's own generation records (each persisted before it is published), so the countdown goes on."""
+    steps = [{"agent": "lead", "message": f"step {n}", "response": f"did {n}", "usage": CRITICAL_USAGE}
+             for n in range(1, CRITICAL_COUNTDOWN + 1)]  # fmt: skip
+    course_two = {"agent": "lead", "contains": "This is course #2", "response": "Starting over."}
+    engine = await make_engine([course_two, *steps])
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    for n in (1, 2):
+        engine.submit_user_message(root, f"step {n}")
+        await engine.wait_idle()
+    await engine.close()  # the daemon goes away two generations into the countdown
+
+    engine = await make_engine([], root=tmp_path / "ws")
+    root = engine.get_dialog(root.root_id)
+    for n in range(3, CRITICAL_COUNTDOWN + 1):
+        engine.submit_user_message(root, f"step {n}")
+        await engine.wait_idle()
+    told = [r.content.split("]")[0] for r in root.files.read_course(1) if isinstance(r, HumanTextRecord) and r.origin == "system"]
+    assert told == [f"[Context critical: {left} generation(s) left" for left in range(CRITICAL_COUNTDOWN - 1, 0, -1)]
+    assert root.latest.current_course == 2 and sayings(root) == ["Starting over."]

@@ -10,19 +10,17 @@ DOMINDS_UPDATE_SCREENSHOTS=1 (so an ordinary test run leaves the tracked images 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_kit import ARTIFACTS, Panel
+from browser_kit import Panel
+from chromium import screenshot_dir
 from playwright.async_api import expect
 from showcase import SHOWCASE_RESPONSES, populate
 
 pytestmark = pytest.mark.browser
 
-DOCS_IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
-IMAGES = DOCS_IMAGES if os.environ.get("DOMINDS_UPDATE_SCREENSHOTS") == "1" else ARTIFACTS
+IMAGES = screenshot_dir()
 
 GEOMETRY = """() => {
   const box = (selector) => {

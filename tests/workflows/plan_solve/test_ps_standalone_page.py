@@ -3,7 +3,7 @@
 The bug: the page was blank there. Its script imports ``/static/workflow_i18n.js`` (and the page links
 ``/static/workflow_theme.css``), files of the panel's static folder that only ``dominds serve`` served;
 the standalone service answered them with 404, so the module graph failed and nothing ran. Screenshots
-at 420 and 1280 px go to ``docs/images/plan-solve-standalone-<width>.png``.
+at 420 and 1280 px go to test-artifacts/ (``docs/images/plan-solve-standalone-<width>.png`` with DOMINDS_UPDATE_SCREENSHOTS=1).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import Any
 
 import aiohttp
 import pytest
-from chromium import launched_chromium
+from chromium import launched_chromium, screenshot_dir
 from ps_kit import write_workspace
 
 from dominds.driver.engine import Engine
 from dominds.workflows.plan_solve.settings import PlanSolveSettings
 from dominds.workflows.plan_solve.web import make_standalone_app
 
-IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
+IMAGES = screenshot_dir()  # docs/images/ with DOMINDS_UPDATE_SCREENSHOTS=1
 pytestmark = pytest.mark.browser
 
 
