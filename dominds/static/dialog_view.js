@@ -17,7 +17,7 @@ export class DialogView {
   constructor(conn, transcript, hooks) {
     this.conn = conn;
     this.transcript = transcript;
-    this.hooks = hooks; // { onReady(ready), questionsFor(selfId), answer(question, text), onMissing(ref) }
+    this.hooks = hooks; // { onReady(ready), questionsFor(selfId), answer(question, text), onMissing(ref), drafts }
     this.ref = null;
     this.info = null;
     this.epoch = null;
@@ -31,7 +31,7 @@ export class DialogView {
     this.pageLoad = null; // {mode: "prepend"|"append"|"window", started, remaining, events[]}
     this.earlier = h("button", { type: "button", class: "load-earlier", text: t("loadEarlier"), onclick: () => this.loadEarlier() });
     this.refreshCost = debounce(() => this.loadCost(), 150);
-    this.composer = new Composer(conn, { ref: () => this.ref, answer: (q, text) => hooks.answer(q, text) });
+    this.composer = new Composer(conn, { ref: () => this.ref, answer: (q, text) => hooks.answer(q, text), drafts: hooks.drafts });
     this.wire();
   }
 

@@ -4,19 +4,20 @@ The bugs: a single newline in a reply rendered as a hard line break; a subdialog
 directive ("!tellaskSession demo-build Write a plan…"); the caller's answer to an ask-back, inside the
 subdialog, was labelled "open subdialog @lead"; two dialogs with the same first message had identical
 rows (no time); "Mark done" on an interrupted dialog kept its "interrupted" badge.
-Screenshots: docs/images/panel-subdialog-<width>.png, docs/images/panel-same-message-<width>.png.
+Screenshots: panel-subdialog-<width>.png, panel-same-message-<width>.png (docs/images/ with
+DOMINDS_UPDATE_SCREENSHOTS=1).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_kit import Panel
+from chromium import screenshot_dir
 from playwright.async_api import expect
 
-IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
+IMAGES = screenshot_dir()  # docs/images/ with DOMINDS_UPDATE_SCREENSHOTS=1
 
 RESPONSES: list[dict[str, Any]] = [
     {"agent": "lead", "message": "wrap", "response": "A paragraph the model\nwrapped at a column.\n\nA second one."},
