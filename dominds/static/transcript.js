@@ -277,6 +277,15 @@ const HANDLERS = {
         onclick: () => this.actions.fork(this.ref, { course, genseq: e.genseq, prompt: gen.prompt }),
       }));
     }
+    // what the model saw: the request this reply sent to its provider (static/request.html, docs/observability.md)
+    if (this.ref) {
+      const at = new URLSearchParams({ self: this.ref.selfId, root: this.ref.rootId, genseq: String(e.genseq) });
+      if ((e.course ?? this.ref.course) != null) at.set("course", String(e.course ?? this.ref.course));
+      who.append(h("a", {
+        class: "request-gen", href: `/static/request.html?${at}`, target: "_blank", rel: "noopener",
+        text: t("request"), title: t("requestHint"), "aria-label": t("requestHint"),
+      }));
+    }
   },
   generating_finish_evt(e) {
     if (this.gen && e.outputTokens != null) {

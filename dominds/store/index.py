@@ -33,6 +33,7 @@ from dominds.ids import is_dialog_id
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.store.dialog_facts import read_dialog
 from dominds.store.index_entries import LIGHT_COLUMNS, Entry, Heavy, Tree, columns, tree_key
+from dominds.store.index_recent import recent_trees
 from dominds.store.index_refresh import Refresh, heavy_of
 
 INDEX_VERSION = 9
@@ -177,6 +178,22 @@ class DialogIndex:
             if self.persistent:
                 self._remove_file()
             yield from (t for t in self._trees(wanted, None) if last is None or (wanted.index(t.root.status), t.root.root_id) > last)
+
+    def recent_trees(self, statuses: Iterable[str], limit: int) -> tuple[list[Tree], int]:
+        """(the first ``limit`` trees of ``statuses``, by status then most recent root first, refreshed
+        with their facts; how many trees there are in all), without checking every dialog's files
+        (``store/index_recent.py``)."""
+        wanted = tuple(statuses)
+
+        def one(status: str, root_id: str) -> Tree | None:
+            found = list(self._trees((status,), (status, root_id), facts=True))
+            return found[0] if found else None
+
+        def work() -> tuple[list[Tree], int]:
+            return recent_trees(self._connect(), self.rtws, wanted, limit, one, lambda: self._trees(wanted, None, facts=True))
+
+        result: tuple[list[Tree], int] = self._retrying(work)
+        return result
 
     def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None, facts: bool = False) -> Iterator[Tree]:
         db = self._connect()
