@@ -136,7 +136,12 @@ export class Transcript {
       if (!text) return;
       form.querySelector("button").disabled = true;
       try {
-        await this.actions.answer(question, text);
+        if (!(await this.actions.answer(question, text))) {
+          // kept as a draft (listed above the composer) until the daemon is back: not typed again
+          input.value = "";
+          form.querySelector("button").disabled = false;
+          toast(t("draftKept"));
+        }
       } catch (error) {
         toast(error.message, "error");
         form.querySelector("button").disabled = false;
@@ -270,6 +275,15 @@ const HANDLERS = {
       who.append(h("button", {
         type: "button", class: "fork-gen", text: t("fork"), title: t("forkHint"), "aria-label": t("forkHint"),
         onclick: () => this.actions.fork(this.ref, { course, genseq: e.genseq, prompt: gen.prompt }),
+      }));
+    }
+    // what the model saw: the request this reply sent to its provider (static/request.html, docs/observability.md)
+    if (this.ref) {
+      const at = new URLSearchParams({ self: this.ref.selfId, root: this.ref.rootId, genseq: String(e.genseq) });
+      if ((e.course ?? this.ref.course) != null) at.set("course", String(e.course ?? this.ref.course));
+      who.append(h("a", {
+        class: "request-gen", href: `/static/request.html?${at}`, target: "_blank", rel: "noopener",
+        text: t("request"), title: t("requestHint"), "aria-label": t("requestHint"),
       }));
     }
   },
