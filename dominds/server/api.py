@@ -316,7 +316,9 @@ async def write_taskdoc_section(request: web.Request) -> web.Response:
     try:
         written = write_section_checked(engine.rtws.root, body.taskDocPath, body.section, body.content, body.baseHash)
     except SectionConflict as exc:
-        raise ApiError(409, str(exc)) from None
+        # the section's text now and its hash: the panel shows what changed, and a save over it names this hash
+        conflict = {"error": str(exc), "current": exc.current, "currentHash": exc.current_hash}
+        return web.json_response(conflict, status=409)
     lang = "zh" if request.query.get("lang") == "zh" else "en"
     return web.json_response({"written": written, **taskdoc_payload(engine, body.taskDocPath, lang)})
 
