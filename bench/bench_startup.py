@@ -1,14 +1,14 @@
-"""Start-up of the real ``dominds serve``: from spawning the process until its port answers, and until it serves.
+"""Start-up of the real ``dominds serve``: from spawning the process until its API answers with data.
 
-Runs in a fresh ``dominds init`` workspace, as a user starts it, on a free port chosen beforehand (so
-the bench can knock from the very first moment). For each run, from the spawn:
+Runs in a fresh ``dominds init`` workspace holding one dialog, as a user starts it, on a free port
+chosen beforehand (so the bench can knock from the very first moment). For each run, from the spawn:
 
 - *port answers*: the first complete HTTP answer to ``GET /api/health`` (``200`` with ``ok: true``; a
   refused or unanswered connection is retried every 5 ms). A TCP connect alone does not count: the
-  daemon listens within milliseconds, and the kernel queues connections until something answers them.
-  While the engine loads the answer is the starting server's (``"ready": false``; server/starting.py);
-- *ready*: the first ``200`` to an authorised ``GET /api/dialogs`` (the engine started, the full app
-  serving) — what a panel needs (asked every 20 ms);
+  daemon listens within milliseconds, and the kernel queues connections until the full app answers
+  them (one server from the first byte: an answer with ``"ready": false`` is counted in the note);
+- *ready* (the goal): the first ``200`` to an authorised ``GET /api/dialogs`` that lists the dialog —
+  what a panel needs (asked every 20 ms);
 - *URL printed*: when ``serve`` printed the panel URL (``.dialogs/daemon.json`` written);
 - the CPU seconds the daemon used by the time the port answered and by the time it was ready (less
   sensitive to a busy machine than the wall times).
@@ -25,6 +25,7 @@ import argparse
 import json
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,16 +63,16 @@ def _answer(url: str, token: str | None = None) -> dict[str, object] | None:
         with urllib.request.urlopen(request, timeout=10) as response:
             body = json.load(response)
             return body if response.status == 200 and isinstance(body, dict) else None
-    except (OSError, ValueError):  # refused, reset, 503 while starting (HTTPError is an OSError)
+    except (OSError, ValueError):  # refused, reset, an error status (HTTPError is an OSError)
         return None
 
 
 def _knock(
-    url: str, token: str | None, spawned_at: float, deadline: float, every: float = POLL_SECONDS
+    url: str, token: str | None, spawned_at: float, deadline: float, every: float = POLL_SECONDS, data: bool = False
 ) -> tuple[float, dict[str, object]]:
     while time.perf_counter() < deadline:
         body = _answer(url, token)
-        if body is not None:
+        if body is not None and (not data or body.get("dialogs")):
             return time.perf_counter() - spawned_at, body
         time.sleep(every)
     raise RuntimeError(f"{url} did not answer")
@@ -103,7 +104,7 @@ def one_start(workspace: Path, token: str) -> tuple[float, bool, float, float, f
         base = f"http://127.0.0.1:{port}"
         answered, health = _knock(f"{base}/api/health", None, spawned_at, deadline)
         cpu_answered = cpu_seconds(proc.pid)
-        ready, _ = _knock(f"{base}/api/dialogs", token, spawned_at, deadline, READY_POLL_SECONDS)
+        ready, _ = _knock(f"{base}/api/dialogs", token, spawned_at, deadline, READY_POLL_SECONDS, data=True)
         cpu = cpu_seconds(proc.pid)
         while not printed and time.perf_counter() < deadline:
             time.sleep(POLL_SECONDS)
@@ -118,7 +119,17 @@ def run(runs: int) -> list[Figure]:
     base = Path(tempfile.mkdtemp(prefix="dominds-startup-"))
     try:
         subprocess.run([sys.executable, "-m", "dominds", "-C", str(base), "init", "."], check=True, capture_output=True)
-        serve(base).stop()  # warm-up: byte-code caches written, files in the page cache, the token created
+        daemon = serve(base)  # warm-up: byte-code caches written, files in the page cache, the token created
+        try:
+            created = urllib.request.Request(
+                f"{daemon.base}/api/dialogs",
+                data=json.dumps({"agentId": "lead", "taskDocPath": "tasks/demo.tsk"}).encode(),
+                headers={"Authorization": f"Bearer {daemon.token}", "Content-Type": "application/json"},
+                method="POST",
+            )
+            urllib.request.urlopen(created, timeout=60).close()  # the dialog the "ready" knock must see listed
+        finally:
+            daemon.stop()
         token = (base / ".dominds" / "auth-token").read_text().strip()
         answers, readies, urls, answer_cpus, cpus, said_ready = [], [], [], [], [], 0
         for _ in range(runs):
@@ -138,11 +149,16 @@ def run(runs: int) -> list[Figure]:
             "start-up: spawned until the port answers (GET /api/health 200)",
             "s",
             answers,
-            ("<=", 0.3),
-            note=f"answered by the starting server in {runs - said_ready} of {runs} runs, by the full app in {said_ready}",
+            note=f"a 'ready: false' answer in {runs - said_ready} of {runs} runs",
         ),
         Figure("start-up: CPU the daemon used until the port answered", "s", answer_cpus),
-        Figure("start-up: spawned until ready (GET /api/dialogs 200)", "s", readies),
+        Figure(
+            "start-up: spawned until GET /api/dialogs answers 200 with data",
+            "s",
+            readies,
+            ("<=", 0.3),
+            note=f"{statistics.median(readies) / statistics.median(aiohttp):.2f}x the median of the aiohttp import floor",
+        ),
         Figure("start-up: spawned until the panel URL is printed", "s", urls),
         Figure("start-up: CPU the daemon used until ready", "s", cpus),
         Figure("floor: python -c pass", "s", python),

@@ -111,9 +111,9 @@ def compose_yaml(text: str, collector: ProblemCollector) -> Node | None:
         mark = exc.problem_mark or exc.context_mark
         line = int(mark.line) + 1 if mark is not None else None
         detail = exc.problem or exc.context or "invalid YAML"
-        collector.error(line, f"YAML syntax error: {detail}; the whole file is ignored")
+        collector.error(line, f"YAML syntax error: {detail}; nothing in the file can be read until it is fixed")
     except yaml.YAMLError as exc:  # reader errors (bad encoding, control characters) carry no mark
-        collector.error(None, f"YAML error: {exc}; the whole file is ignored")
+        collector.error(None, f"YAML error: {exc}; nothing in the file can be read until it is fixed")
     return None
 
 

@@ -4,8 +4,10 @@ MCP servers are started (and stopped) to list their tools, so unreachable server
 clashes show up too, and each provider a member or workflow role uses is asked whether it takes the key
 set now (``key_probe.py``); ``--no-connect`` skips both.
 
-Prints ``file:line: severity: message`` per problem and a summary; exits 0 when there is none,
-1 otherwise (warnings included, so a typo in a key is never silently ignored in CI).
+Prints ``file:line: severity: message`` per problem and a summary, and each probe on stderr as it runs
+(``check_probes.py``). Exits 1 when there is an error, 0 otherwise: a warning (a setting ignored but
+harmless, a provider that could not be asked) does not fail the command; ``--strict`` makes warnings
+fail it too, for CI that must not let a typo in a key pass.
 """
 
 from __future__ import annotations
@@ -18,29 +20,29 @@ from typing import TYPE_CHECKING, Any
 from dominds.cli.common import workspace
 
 if TYPE_CHECKING:
-    from dominds.llm.catalog import Catalog, ProviderConfig, ResolvedLlm
+    from dominds.llm.catalog import Catalog, ResolvedLlm
     from dominds.problems import Problem, Severity
     from dominds.rtws import Rtws
     from dominds.team import Member, Team
 
 KEY_MISSING = "llm_provider_key_missing"
-KEY_REFUSED = "llm_provider_key_refused"
-UNREACHABLE = "llm_provider_unreachable"
 REJECTED = "llm_provider_rejected_request"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "check",
-        help="check the configuration and the API key of each provider in use; exit 1 on problems",
+        help="check the configuration and the API key of each provider in use; exit 1 on errors",
         description="Load the team and the LLM providers as the daemon would and report every problem: the "
         "configuration, an API key missing in this environment, a key a provider the team uses refuses (each "
         "is asked now, with the key set now), an MCP server that does not start.",
         epilog="examples:\n  dominds check\n  dominds check --no-connect      the files and the environment only\n"
-        "  dominds check --json | jq '.[].message'\nexit status: 0 no problems, 1 problems (warnings included).\n",
+        "  dominds check --json | jq '.[].message'\n  dominds check --strict         in CI: warnings fail too\n"
+        "exit status: 0 no errors (warnings are printed), 1 errors (or warnings with --strict).\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print the problems as a JSON list")
+    p.add_argument("--strict", action="store_true", help="exit 1 on warnings too, not only on errors")
     p.add_argument(
         "--no-connect", action="store_true",
         help="connect to nothing: neither start the MCP servers of .minds/mcp.yaml nor ask the providers about their keys",
@@ -50,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _check(args: argparse.Namespace) -> int:
     # Imported here: every `dominds` command imports every command module to build its parser.
+    from dominds.cli.check_probes import mcp_runtime_problems, probe_problems
     from dominds.driver.extensions import with_builtins
     from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
     from dominds.llm.catalog_yaml import load_catalog
@@ -74,7 +77,7 @@ def _check(args: argparse.Namespace) -> int:
     team, team_fallback = _team_in_use(rtws, team, team_problems, extensions, mcp.toolset_names(), catalog)
     problems += team_fallback
     if mcp.servers and not args.no_connect:
-        problems += _mcp_runtime_problems(mcp)
+        problems += mcp_runtime_problems(mcp)
     resolutions: dict[str, str] = {}
     for member in team.members.values():
         try:
@@ -87,14 +90,16 @@ def _check(args: argparse.Namespace) -> int:
                 problems += _param_problems(member, resolved, problems)
     problems += _key_problems(team, catalog)
     if not args.no_connect:
-        problems += _probe_problems(team, catalog)
+        problems += probe_problems(team, catalog)
     problems += _runtime_problems(rtws, catalog)
     problems.sort(key=lambda p: (p.source, p.line or 0))
     if args.json:
         print(json.dumps([p.to_json() for p in problems], ensure_ascii=False, indent=2))
     else:
         _print_report(team, resolutions, problems)
-    return 1 if problems else 0
+    if args.strict:
+        return 1 if problems else 0
+    return 1 if any(p.severity == "error" for p in problems) else 0
 
 
 def _param_problems(member: Member, resolved: ResolvedLlm, seen: list[Problem]) -> list[Problem]:
@@ -137,67 +142,6 @@ def _key_problems(team: Team, catalog: Catalog) -> list[Problem]:
     ]
 
 
-def _probe_problems(team: Team, catalog: Catalog) -> list[Problem]:
-    """Each provider in use whose key is set (or that needs none) is asked whether it takes it, all at once."""
-    import asyncio
-
-    from dominds.cli.common import command_name
-    from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
-    from dominds.llm.key_probe import probe_key
-    from dominds.problems import make_problem
-
-    used: dict[str, tuple[ProviderConfig, list[str], int]] = {}
-    for member in team.members.values():
-        try:
-            provider = resolve_member_llm(member, catalog, os.environ).provider
-        except LlmResolutionError:
-            continue  # reported as a configuration problem
-        env_var = provider.api_key_env_var
-        if provider.api_type == "scripted" or (env_var and not os.environ.get(env_var, "").strip()):
-            continue  # offline, or its key is missing (reported by _key_problems)
-        _provider, named, roles = used.setdefault(provider.key, (provider, [], 0))
-        if member.hidden:
-            used[provider.key] = (provider, named, roles + 1)
-        else:
-            named.append(f"@{member.id}")
-    if not used:
-        return []
-
-    async def ask_all() -> list[Any]:
-        return await asyncio.gather(
-            *(probe_key(p, os.environ.get(p.api_key_env_var or "", "").strip() or None) for p, _n, _r in used.values())
-        )
-
-    out = []
-    for (provider, named, roles), verdict in zip(used.values(), asyncio.run(ask_all()), strict=True):
-        who = ", ".join(named + ([f"{roles} workflow role{'' if roles == 1 else 's'}"] if roles else []))
-        source = f"provider {provider.key}"
-        if verdict.kind == "refused":
-            env_var = provider.api_key_env_var or "its key variable"
-            out.append(make_problem(
-                KEY_REFUSED, source, None,
-                f"the provider refused the key in {env_var} ({verdict.detail}), and {who} use{'s' if len(named) + roles == 1 else ''} it: "
-                f"export {env_var}=<the right key> before `{command_name()} serve` or `run`",
-            ))
-        elif verdict.kind == "unreachable":
-            out.append(make_problem(
-                UNREACHABLE, source, None,
-                f"could not ask whether it takes the key: {verdict.detail}; {who} use{'s' if len(named) + roles == 1 else ''} it "
-                f"({_unreachable_hint(provider.base_url or '')})",
-                "warning",
-            ))
-    return out
-
-
-def _unreachable_hint(base_url: str) -> str:
-    """A server on this machine is probably not running; a hosted one probably not reachable from here."""
-    from urllib.parse import urlsplit
-
-    if urlsplit(base_url).hostname in ("127.0.0.1", "localhost", "::1"):
-        return "is the server running? its address is baseUrl in .minds/llm.yaml"
-    return "is this machine offline, or behind a proxy? `--no-connect` leaves this out"
-
-
 def _runtime_problems(rtws: Rtws, catalog: Catalog) -> list[Problem]:
     """Rejections met at run time (bad key, unknown model) that still hold.
 
@@ -229,19 +173,6 @@ def _runtime_problems(rtws: Rtws, catalog: Catalog) -> list[Problem]:
         if seen.key != "unset" and provider_problems.is_current(seen, env_var, os.environ):
             out.append(make_problem(REJECTED, f"provider {seen.provider}", None, seen.message))
     return out
-
-
-def _mcp_runtime_problems(mcp: Any) -> list[Problem]:
-    import asyncio
-
-    async def probe() -> list[Problem]:
-        try:
-            await mcp.discover_all()
-            return list(mcp.runtime_problems())
-        finally:
-            await mcp.close()
-
-    return asyncio.run(probe())
 
 
 def _resolution_problem(team: Team, member_id: str, message: str, known: list[Problem]) -> list[Problem]:
@@ -282,8 +213,11 @@ def _print_report(team: Team, resolutions: dict[str, str], problems: list[Proble
     print(f"team: {len(visible)} member(s) ({', '.join(visible) or 'none'}); default responder: {team.default_responder}")
     for member_id in visible:
         print(f"  {member_id} -> {resolutions.get(member_id, 'unresolved')}")
-    errors = sum(p.severity == "error" for p in problems)
-    warnings = len(problems) - errors
+    from dominds.driver.last_good import CONFIG_FALLBACK
+
+    counted = [p for p in problems if p.kind != CONFIG_FALLBACK]  # a note on the errors it names, not one more
+    errors = sum(p.severity == "error" for p in counted)
+    warnings = len(counted) - errors
     if problems:
         print(f"{errors} error(s), {warnings} warning(s)")
     else:

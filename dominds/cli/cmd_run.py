@@ -48,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
+    from dominds.cli import config_notice
     from dominds.cli.client import DaemonClient, find_daemon
     from dominds.cli.render import at
 
@@ -59,6 +60,7 @@ def _run(args: argparse.Namespace) -> int:
     if daemon is None:
 
         def start(engine: Engine) -> Plan:
+            config_notice.warn(engine.config.get().problems)
             require_key_here(engine, args.agent)
             root = engine.create_dialog(args.agent, taskdoc)
             engine.submit_user_message(root, with_pictures(rtws, root.self_id, text, pictures), new_msg_id())
@@ -68,6 +70,7 @@ def _run(args: argparse.Namespace) -> int:
 
     async def via_daemon() -> int:
         async with DaemonClient(daemon) as client:
+            await config_notice.warn_from_daemon(client)
             body = {"taskDocPath": taskdoc, **({"agentId": args.agent} if args.agent else {})}
             root = await client.post("/api/dialogs", body)
             root_id = root["rootId"]

@@ -1,11 +1,11 @@
 """`dominds serve`: run the daemon and web panel for this workspace.
 
 Start-up order matters: refuse a second daemon before touching anything; bind the port with the
-standard library (server/listen.py) and serve it at once from a thread (server/starting.py:
-``/api/health`` answers ``ready: false``, every other request waits and is relayed to the full app) while a worker thread imports aiohttp,
-the engine, the records and the panel's API and the event loop starts watching ``.minds/`` and the
-Taskdocs; ``run_server`` starts the engine (takes the rtws lock, recovers, schedules) and hands the
-sockets from the starting server to the full app; only then is
+standard library (server/listen.py), so a connection made from then on waits in the kernel's accept
+queue instead of being refused; a worker thread imports aiohttp, the engine, the records and the panel's
+API while the event loop starts watching ``.minds/`` and the Taskdocs; ``run_server`` starts the engine
+(takes the rtws lock, recovers, schedules) and only then serves the sockets: one server, the full app,
+answers from the first byte (a waiting connection gets its data, never a "not ready yet"); only then is
 ``.dialogs/daemon.json`` written (mode 0600), so a file that exists names a listening, ready daemon.
 SIGINT/SIGTERM stop the server gracefully (``run_server``); the file is removed on every way out, and a
 file left by a SIGKILLed daemon is recognised as stale through the lock.
@@ -32,8 +32,6 @@ from dominds.cli.common import CliError, command_name, program
 from dominds.rtws import Rtws, RtwsNotFound, find_rtws
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
     from dominds.driver.engine import Engine
     from dominds.watch import WorkspaceWatcher
 
@@ -97,13 +95,9 @@ def _serve(args: argparse.Namespace) -> int:
         sockets = bind_listeners(args.host, args.port)
     except ServerError as exc:
         raise CliError(str(exc)) from exc
-    from dominds.server.starting import StartingServer
-
-    starting = StartingServer(sockets, token_required=not args.no_auth)
-    starting.start()  # the port answers from here on
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="dominds: %(levelname)s: %(message)s")
     try:
-        asyncio.run(_serve_async(rtws, args, sockets, starting.stop))
+        asyncio.run(_serve_engine(rtws, args, sockets))
     finally:
         for sock in sockets:
             sock.close()
@@ -156,15 +150,6 @@ def _refuse_second_daemon(rtws: Rtws) -> None:
         time.sleep(0.05)
 
 
-async def _serve_async(
-    rtws: Rtws, args: argparse.Namespace, sockets: list[socket.socket], stop_starting: Callable[[], Awaitable[None]]
-) -> None:
-    try:
-        await _serve_engine(rtws, args, sockets, stop_starting)
-    finally:
-        await stop_starting()
-
-
 def _import_daemon() -> None:
     """The modules of the full daemon (most of the start-up's CPU time), loaded in a worker thread so the
     event loop sets the workspace watcher up meanwhile."""
@@ -173,9 +158,7 @@ def _import_daemon() -> None:
     import dominds.workflows.mount  # noqa: F401
 
 
-async def _serve_engine(
-    rtws: Rtws, args: argparse.Namespace, sockets: list[socket.socket], stop_starting: Callable[[], Awaitable[None]]
-) -> None:
+async def _serve_engine(rtws: Rtws, args: argparse.Namespace, sockets: list[socket.socket]) -> None:
     from dominds.watch import WorkspaceWatcher
 
     # watching starts first: its watches take a few hundred milliseconds to be in place, as long as the imports
@@ -197,7 +180,7 @@ async def _serve_engine(
         # full collections (one after each sweep that unloads resting trees, server/resting.py) walk
         # only what was created since. Before the engine starts: no tree is loaded yet.
         gc.freeze()
-        await _run_daemon(rtws, args, sockets, stop_starting, watcher, started)
+        await _run_daemon(rtws, args, sockets, watcher, started)
     finally:
         watch_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -208,7 +191,6 @@ async def _run_daemon(
     rtws: Rtws,
     args: argparse.Namespace,
     sockets: list[socket.socket],
-    stop_starting: Callable[[], Awaitable[None]],
     watcher: WorkspaceWatcher,
     started: list[Engine],
 ) -> None:
@@ -251,7 +233,6 @@ async def _run_daemon(
             on_ready=on_ready,
             extra_routes=route_adders(),
             sockets=sockets,
-            before_serving=stop_starting,
         )
     except WorkspaceLocked:
         daemon = find_daemon(rtws)

@@ -28,6 +28,8 @@ examples:
   dominds show 0mi7x2k3a-9f3c --before 1200       the page ending at record 1200
   dominds show 0mi7x2k3a-9f3c --follow            live, until idle or a question for you
   dominds show 0mi7x2k3a-9f3c --json | jq '.events[].type'
+  dominds show 0mi7x2k3a-9f3c --request 3         what generation #3 sent to the model
+  dominds show 0mi7x2k3a-9f3c --request 3 --raw   that request's body, byte for byte
 """
 
 
@@ -48,6 +50,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     pages.add_argument("--before", type=int, metavar="N", help="the page that ends at record N (see the first line printed)")
     p.add_argument("--follow", action="store_true", help="then stream live events from the daemon until idle or a question")
     p.add_argument("--json", action="store_true", help="print the dialog and its events as JSON")
+    p.add_argument(
+        "--request", type=int, metavar="GENSEQ",
+        help="print the request generation GENSEQ (the #N on a reply) sent to the model: system prompt, messages, "
+        "tools and parameters as sent, with its tokens, latency, retries and cost",
+    )
+    p.add_argument("--raw", action="store_true", help="with --request: only the body, exactly as it was sent")
     p.set_defaults(func=_show)
 
 
@@ -58,6 +66,12 @@ def _show(args: argparse.Namespace) -> int:
 
     rtws = workspace()
     self_id = resolve_dialog_id(rtws, args.dialog)
+    if args.request is not None:
+        from dominds.cli.show_request import show_request
+
+        return show_request(args, self_id)
+    if args.raw:
+        raise CliError("--raw goes with --request GENSEQ")
     _status, root_id = locate_dialog(rtws, self_id)
     daemon = find_daemon(rtws)
     if args.follow:

@@ -21,6 +21,8 @@ from dominds.cli.common import command_name, workspace
 from dominds.rtws import DIALOG_STATUSES, Rtws
 
 if TYPE_CHECKING:  # imported where used: `dominds --help` registers this command without the store
+    from collections.abc import Iterable
+
     from dominds.store.index import DialogIndex
     from dominds.store.index_entries import Entry, Tree
 
@@ -49,7 +51,41 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--all", action="store_true", help="include done/ and archive/ dialogs")
     p.add_argument("--root", metavar="ID", help="only the tree of this root (or of the subdialog with this id; a unique prefix is enough)")
     p.add_argument("--no-cache", action="store_true", help="read every file; neither use nor update the index")
+    p.add_argument(
+        "--limit",
+        type=_positive,
+        metavar="N",
+        help="only the N most recently active trees (fast on big workspaces; the totals are those of the trees shown)",
+    )
     p.set_defaults(func=_status)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of trees, 1 or more, not {text!r}")
+    return value
+
+
+def _warn_config_fallback(rtws: Rtws, daemon: Any) -> None:
+    """A ``.minds/`` file with errors whose last good version is in use, said on stderr (config_notice.py)."""
+    from dominds.cli import config_notice
+
+    if daemon is None:
+        config_notice.warn_from_files(rtws)
+        return
+    import asyncio
+
+    from dominds.cli.client import DaemonClient
+
+    async def ask() -> None:
+        async with DaemonClient(daemon) as client:
+            await config_notice.warn_from_daemon(client)
+
+    asyncio.run(ask())
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -63,11 +99,17 @@ def _status(args: argparse.Namespace) -> int:
         from dominds.store.index import DialogIndex
 
         index = DialogIndex(rtws, persistent=not args.no_cache)
+        chosen: list[Tree] | None = None
+        more = 0
+        if args.limit and not args.root:  # the N most recent without checking every dialog's files
+            chosen, total = index.recent_trees(statuses, args.limit)
+            more = total - len(chosen)
         if args.json:
-            encoded, totals = report_json(rtws, index, statuses, args.root, nobody_drives=access.locked)
+            encoded, totals = report_json(rtws, index, statuses, args.root, nobody_drives=access.locked, trees=chosen)
         else:
-            roots = collect(rtws, index, statuses, args.root)
+            roots = collect(rtws, index, statuses, args.root, trees=chosen)
         index.close()
+    _warn_config_fallback(rtws, daemon)
     head = {
         "rtws": str(rtws.root),
         "daemon": {"pid": daemon.pid, "port": daemon.port, "url": daemon.base_url, "panel": daemon.url}
@@ -79,11 +121,11 @@ def _status(args: argparse.Namespace) -> int:
         out.write(json.dumps(head, ensure_ascii=False)[:-1] + ',"roots":[')
         for number, text in enumerate(encoded):
             out.write("," + text if number else text)
-        out.write(f'],"totals":{totals}}}\n')
+        out.write(f'],"totals":{totals}' + (f',"more":{more}' if chosen is not None else "") + "}\n")
         return 0
     if access.locked:  # nothing can be driving: a `proceeding` left by a killed process is shown interrupted
         _show_gone_drivers(roots)
-    _print_report({**head, "roots": roots, "totals": _totals(roots)})
+    _print_report({**head, "roots": roots, "totals": _totals(roots), "more": more})
     return 0
 
 
@@ -98,14 +140,19 @@ def _show_gone_drivers(nodes: list[Node]) -> None:
 # ---------------------------------------------------------------- reading
 
 
-def collect(rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None = None) -> list[Node]:
-    """Trees of the given statuses (or the one tree holding ``root_filter``), most recent activity first."""
+def collect(
+    rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None = None, *, trees: list[Tree] | None = None
+) -> list[Node]:
+    """Trees of the given statuses (or the one tree holding ``root_filter``, or ``trees`` when given),
+    most recent activity first."""
     pricing = _Pricing(rtws)
     from dominds.store.derived import Derived
 
     kept = Derived(index, "status-aggregates", _salt(pricing), preload=True)
     out = []
-    for tree in index.trees(statuses, root=_wanted(rtws, root_filter), facts=True):  # every dialog is shown
+    if trees is None:
+        trees = index.trees(statuses, root=_wanted(rtws, root_filter), facts=True)  # every dialog is shown
+    for tree in trees:
         node = _tree(tree)
         value = kept.get(tree)
         if value is None:
@@ -163,7 +210,13 @@ def _aggregates(tree: Tree, pricing: _Pricing) -> Node:
 
 
 def report_json(
-    rtws: Rtws, index: DialogIndex, statuses: tuple[str, ...], root_filter: str | None, *, nobody_drives: bool
+    rtws: Rtws,
+    index: DialogIndex,
+    statuses: tuple[str, ...],
+    root_filter: str | None,
+    *,
+    nobody_drives: bool,
+    trees: list[Tree] | None = None,
 ) -> tuple[list[str], str]:
     """The ``--json`` report's roots (each tree's JSON text, in order) and totals (JSON text), assembled
     from the index's JSON text without decoding each dialog (what ``collect`` + ``json.dumps`` give, in a
@@ -175,8 +228,8 @@ def report_json(
     encoded: list[tuple[int, str, str]] = []
     totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}
     wanted = _wanted(rtws, root_filter)
-    trees = index.trees(statuses, root=wanted) if wanted else index.iter_trees(statuses)
-    for tree in kept.batched(trees, lambda t: (t.root.status, t.root.root_id)):
+    listed: Iterable[Tree] = trees if trees is not None else index.trees(statuses, root=wanted) if wanted else index.iter_trees(statuses)
+    for tree in kept.batched(listed, lambda t: (t.root.status, t.root.root_id)):
         value = kept.get(tree)
         if value is None:
             aggregates = _aggregates(tree, pricing)
@@ -350,6 +403,8 @@ def _print_report(report: dict[str, Any]) -> None:
             f"\n{_count(totals['roots'], 'tree')}, {_count(totals['dialogs'], 'dialog')}, "
             f"{_count(totals['q4h'], 'pending question')}{hint}; {tokens(totals['tokens'])} tokens, {format_cost(totals['costUsd'])}"
         )
+    if report.get("more"):
+        lines.append(f"… and {_count(report['more'], 'more tree')}, less recently active (without --limit: every tree)")
     out.write("\n".join(lines) + "\n")
 
 

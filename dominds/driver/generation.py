@@ -17,6 +17,7 @@ from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.images import attach_images, sees_images
 from dominds.driver.pressure import tell_context_pressure
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
+from dominds.driver.request_record import TimedReceiver, save_request
 from dominds.driver.retry_state import announce_retries
 from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import CallToRun, prompt_event_fields, runtime_call_id
@@ -35,6 +36,7 @@ from dominds.llm.base import (
     ToolSpec,
 )
 from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
+from dominds.llm.wire_capture import capturing
 from dominds.store.course_records import (
     GenFinishRecord,
     GenStartRecord,
@@ -139,8 +141,14 @@ async def run_generation(
         generator = await engine.generator_for(resolved.provider.api_type)
         receiver = DialogReceiver(dialog, genseq, plain=member.tellask == "tools")
         provider_started = time.perf_counter()
+        timed = TimedReceiver(receiver)
         try:
-            result = await generator.generate(request, receiver)
+            with capturing() as capture:
+                try:
+                    result = await generator.generate(request, timed)
+                finally:  # also a refused or broken request: what was sent is worth seeing
+                    save_request(dialog, capture, genseq=genseq, provider=resolved.provider_key,
+                                 api_type=resolved.provider.api_type, model=resolved.model_key, timed=timed)
         except asyncio.CancelledError:  # the drive's scope was cancelled (driver/drive_scope.py)
             _keep_partial(receiver, finish, "stopped")
             raise

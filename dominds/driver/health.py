@@ -12,9 +12,9 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.services import EngineServices
+from dominds.llm.context_thresholds import context_thresholds
 from dominds.store.course_records import GenFinishRecord
 
-DEFAULT_OPTIMAL_MAX_TOKENS = 100_000
 CRITICAL_COUNTDOWN = 5
 
 
@@ -27,15 +27,11 @@ class ContextHealth:
         if usage is None or not finish.provider or not finish.model:
             return None
         model = self.engine.config.get().catalog.model(finish.provider, finish.model)
-        # The prompt must fit the smaller of the context window and the input limit (OpenAI's 1.05M
-        # window takes 922K of input).
-        limits = [n for n in ((model.context_length, model.input_length) if model else ()) if n]
-        limit = min(limits) if limits else None
+        thresholds = context_thresholds(model)  # the catalog's, or the `context_health:` override of llm.yaml
         prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
-        if not limit or not usage.available:
+        if thresholds is None or not usage.available:
             return {"kind": "unavailable", "reason": "no context limit or usage for this model"}
-        optimal = (model.optimal_max_tokens if model else None) or min(DEFAULT_OPTIMAL_MAX_TOKENS, limit)
-        critical = (model.critical_max_tokens if model else None) or int(limit * 0.9)
+        limit, optimal, critical = thresholds.limit, thresholds.optimal, thresholds.critical
         level = "critical" if prompt > critical else "caution" if prompt > optimal else "healthy"
         streak = previous_critical_streak(dialog) + 1 if level == "critical" else 0
         finish.critical_streak = streak

@@ -20,7 +20,13 @@ import httpx2
 
 from dominds.llm.anthropic_request import request_params
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
-from dominds.llm.retry import AttemptFailure, EmptyReply, is_billing_error, retry_after_seconds
+from dominds.llm.retry import (
+    AttemptFailure,
+    EmptyReply,
+    connection_failure,
+    is_billing_error,
+    retry_after_seconds,
+)
 from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, sdk_http_client
 from dominds.store.course_records import FinishReason, Usage
 
@@ -249,9 +255,9 @@ def classify_error(exc: Exception) -> AttemptFailure | None:
             detail = f"{error_type}: {detail}"
         return AttemptFailure(status, detail, retry_after_seconds(exc.response.headers), billing=billing)
     if isinstance(exc, anthropic.APIConnectionError):
-        return AttemptFailure(None, f"connection failed: {exc.message}")
+        return connection_failure(exc)
     if isinstance(exc, httpx2.TransportError):  # the SDK does not wrap errors while reading the body
-        return AttemptFailure(None, f"connection failed: {type(exc).__name__}: {exc}")
+        return connection_failure(exc)
     return None
 
 

@@ -1,7 +1,9 @@
 """Reading the provider catalog: the built-in ``defaults.yaml`` overlaid by the rtws ``.minds/llm.yaml``.
 
 An rtws provider replaces the built-in one with the same key as a whole (no field-by-field merge, so
-what the file says is exactly what runs); rtws providers come first, in file order.
+what the file says is exactly what runs); rtws providers come first, in file order. The root key
+``context_health:`` then overrides the context-health thresholds of single models, built-in or not
+(``context_thresholds.py``).
 
 Loading never raises: mistakes become ``Problem``s (kind ``llm_workspace_config_error``) with their
 line. A provider entry whose required fields are broken is left out, so a member naming it gets a
@@ -15,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from dominds.llm.catalog import API_TYPES, BUILTIN_SOURCE, Catalog, ModelInfo, ProviderConfig
+from dominds.llm.context_thresholds import ROOT_KEY as CONTEXT_HEALTH_KEY
+from dominds.llm.context_thresholds import apply_threshold_overrides
 from dominds.llm.pricing import ModelPricing, parse_pricing
 from dominds.llm.retry import RETRY_SETTINGS
 from dominds.problems import (
@@ -42,6 +46,7 @@ def load_catalog(rtws: Rtws) -> tuple[Catalog, list[Problem]]:
     path = rtws.llm_yaml
     collector = ProblemCollector(LLM_CONFIG_ERROR, ".minds/llm.yaml")
     rtws_providers: dict[str, ProviderConfig] = {}
+    threshold_overrides: list[YamlEntry] = []
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -50,10 +55,12 @@ def load_catalog(rtws: Rtws) -> tuple[Catalog, list[Problem]]:
         collector.error(None, f"cannot read the file: {exc}; built-in providers only")
         text = None
     if text is not None:
-        rtws_providers = parse_providers_yaml(text, collector)
+        rtws_providers = parse_providers_yaml(text, collector, threshold_overrides=threshold_overrides)
     merged = dict(rtws_providers)
     for key, provider in builtin.items():
         merged.setdefault(key, provider)
+    for entry in threshold_overrides:  # after the merge: a built-in model's thresholds can be overridden too
+        merged = apply_threshold_overrides(entry.node, entry.line, merged, collector)
     return Catalog(merged), [*problems, *collector.problems]
 
 
@@ -70,8 +77,14 @@ def _builtin_providers() -> tuple[dict[str, ProviderConfig], tuple[Problem, ...]
     return providers, tuple(collector.problems)
 
 
-def parse_providers_yaml(text: str, collector: ProblemCollector) -> dict[str, ProviderConfig]:
-    """Parse an ``llm.yaml`` document (``providers: {key: ProviderConfig}``) into valid providers."""
+def parse_providers_yaml(
+    text: str, collector: ProblemCollector, *, threshold_overrides: list[YamlEntry] | None = None
+) -> dict[str, ProviderConfig]:
+    """Parse an ``llm.yaml`` document (``providers: {key: ProviderConfig}``) into valid providers.
+
+    With ``threshold_overrides``, the document may also have a ``context_health:`` key, whose entry is
+    appended there (it applies to the merged catalog; the built-in defaults have none)."""
+    root_keys = ("providers", CONTEXT_HEALTH_KEY) if threshold_overrides is not None else ("providers",)
     root = compose_yaml(text, collector)
     if root is None or is_null(root):
         return {}
@@ -80,9 +93,13 @@ def parse_providers_yaml(text: str, collector: ProblemCollector) -> dict[str, Pr
         return {}
     providers: dict[str, ProviderConfig] = {}
     for entry in mapping_entries(root, collector, "llm.yaml"):
+        if entry.key == CONTEXT_HEALTH_KEY and threshold_overrides is not None:
+            threshold_overrides.append(entry)
+            continue
         if entry.key != "providers":
+            keys = " and ".join(f"`{k}`" for k in root_keys)
             collector.warning(
-                entry.line, f"unknown key {entry.key!r} ignored; the only root key is `providers`"
+                entry.line, f"unknown key {entry.key!r} ignored{did_you_mean(entry.key, root_keys)}; the root keys are {keys}"
             )
             continue
         if is_null(entry.node):

@@ -80,5 +80,6 @@ def _status_text(status: int, body: Any, fallback: str) -> str:
 
 
 def _connection_text(exc: Exception, base_url: str) -> str:
-    cause = exc.__cause__ or exc
-    return f"no answer from {base_url} ({' '.join(str(cause).split())[:160] or type(cause).__name__})"
+    from dominds.llm.retry import connection_cause
+
+    return f"no answer from {base_url}: {connection_cause(exc)}"

@@ -26,6 +26,7 @@ from dominds.llm.params import merged_params
 from dominds.llm.retry import (
     AttemptFailure,
     EmptyReply,
+    connection_failure,
     group_tool_turns,
     is_billing_error,
     retry_after_seconds,
@@ -245,13 +246,13 @@ def classify_error(exc: Exception) -> AttemptFailure | None:
         billing = is_billing_error((exc.code, exc.type), detail)
         return AttemptFailure(exc.status_code, detail, retry_after_seconds(exc.response.headers), billing=billing)
     if isinstance(exc, openai.APIConnectionError):
-        return AttemptFailure(None, f"connection failed: {exc.message}")
+        return connection_failure(exc)
     if isinstance(exc, openai.APIError):
         # `data: {"error": …}` inside a 200 stream: retriable if nothing was streamed yet (unless billing).
         billing = is_billing_error((exc.code, exc.type), exc.message)
         return AttemptFailure(None, f"error in stream: {exc.message}", billing=billing)
     if isinstance(exc, httpx2.TransportError):
-        return AttemptFailure(None, f"connection failed: {type(exc).__name__}: {exc}")
+        return connection_failure(exc)
     return None
 
 

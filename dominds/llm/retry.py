@@ -204,6 +204,8 @@ class AttemptFailure:
     """Seconds the server asked us to wait."""
     billing: bool = False
     """The account is out of credit or over its spend limit (``is_billing_error``): never retriable."""
+    unreached: bool = False
+    """No connection was made (name lookup, refused, TLS): the end message says what to look at."""
 
     @property
     def retriable(self) -> bool:
@@ -213,6 +215,38 @@ class AttemptFailure:
 
     def describe(self) -> str:
         return f"HTTP {self.status}: {self.detail}" if self.status is not None else self.detail
+
+
+def connection_failure(exc: BaseException) -> AttemptFailure:
+    """A failed connection with its cause: the SDKs say only "Connection error." and keep the reason
+    ("[Errno -2] Name or service not known", "Connection refused") in the exceptions it wraps."""
+    return AttemptFailure(None, f"connection failed: {connection_cause(exc)}", unreached=True)
+
+
+def connection_cause(exc: BaseException) -> str:
+    """``exc``'s text followed by its innermost cause's, each once: ``Connection error. ([Errno 111] Connection refused)``."""
+    texts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        text = " ".join(str(current).split()) or type(current).__name__
+        if text not in texts:
+            texts.append(text)
+        current = current.__cause__ or current.__context__
+    if len(texts) == 1:
+        return texts[0][:300]
+    return f"{texts[0]} ({texts[-1]})"[:300]
+
+
+def unreachable_hint(base_url: str) -> str:
+    """What to look at when a provider cannot be reached: a server on this machine is probably not
+    running; a hosted one probably not reachable from here."""
+    from urllib.parse import urlsplit
+
+    if urlsplit(base_url).hostname in ("127.0.0.1", "localhost", "::1"):
+        return "is the server running? its address is baseUrl in .minds/llm.yaml"
+    return "is this machine offline, or behind a proxy?"
 
 
 @dataclass(frozen=True)
@@ -341,7 +375,7 @@ async def generate_with_retries(
     raise ProviderUnavailable(
         redact(
             f"{target.provider_key} ({target.base_url}) unavailable after {index} attempts over {spent:.0f} s; "
-            f"last error: {last.describe()}",
+            f"last error: {last.describe()}" + (f" ({unreachable_hint(target.base_url)})" if last.unreached else ""),
             target.secret,
         )
     )

@@ -36,7 +36,7 @@ import operator
 import os
 import re
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
@@ -52,6 +52,7 @@ from dominds.llm.base import (
     ProviderUnavailable,
     StreamBroken,
 )
+from dominds.llm.wire_capture import note_sent
 from dominds.store.course_records import FinishReason, Usage
 
 
@@ -207,6 +208,7 @@ class ScriptedGenerator:
         return Path(request.rtws_root) / base / f"{request.model_key}.yaml"
 
     async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
+        note_sent("SCRIPTED", "scripted:", neutral_request_body(request))
         path = self.db_path(request)
         db = self.database(path)
         candidates = answered_candidates(request.messages)
@@ -348,3 +350,21 @@ def _missing_text(path: Path, rtws_root: Path, db: ScriptedDatabase, last: ChatM
         f"no scripted response for @{agent_id}: nothing in {where} matches its last {role} message {quoted}; "
         f"add an entry under `responses:` such as {{role: {role}, agent: {agent_id}, {key}: {quoted}, response: \"…\"}}"
     )
+
+
+def neutral_request_body(request: GenerationRequest) -> bytes:
+    """What the scripted provider "receives": the provider-neutral request as JSON (no HTTP is involved),
+    recorded as the generation's request (``llm/wire_capture.py``)."""
+    messages = [
+        {key: value for key, value in asdict(message).items() if value not in (None, False, (), "")}
+        for message in request.messages
+    ]
+    body = {
+        "model": request.model_name,
+        "system": request.system_prompt,
+        "messages": messages,
+        "tools": [asdict(tool) for tool in request.tools],
+        "params": request.model_params,
+        "stream": request.streaming,
+    }
+    return json.dumps(body, ensure_ascii=False, default=str).encode("utf-8")

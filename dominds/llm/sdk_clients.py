@@ -38,6 +38,7 @@ from dominds.llm.retry import (
     generate_with_retries,
     resolve_target,
 )
+from dominds.llm.wire_capture import with_capture
 from dominds.tls import shared_tls_context
 
 REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
@@ -48,8 +49,9 @@ HttpClientFactory = Callable[[], httpx2.AsyncClient]
 
 def sdk_http_client(sdk: Any, **options: Any) -> Any:
     """``sdk``'s (``openai``'s or ``anthropic``'s) own default HTTP client, with its limits, redirects and
-    keep-alive, on the process's one TLS context; ``options`` (a ``timeout``) go to it as they are."""
-    return sdk.DefaultAsyncHttpxClient(verify=shared_tls_context(), **options)
+    keep-alive, on the process's one TLS context; ``options`` (a ``timeout``) go to it as they are. Its
+    requests are captured for the generation that sends them (``wire_capture.py``)."""
+    return with_capture(sdk.DefaultAsyncHttpxClient(verify=shared_tls_context(), **options))
 
 
 class SdkClient(Protocol):
@@ -77,7 +79,7 @@ class ClientPool(Generic[ClientT]):
         key = (base_url, api_key, id(asyncio.get_running_loop()))
         client = self._clients.get(key)
         if client is None:
-            http = self._http_client() if self._http_client is not None else None
+            http = with_capture(self._http_client()) if self._http_client is not None else None
             client = self._clients[key] = self._make(base_url, api_key, http)
         return client
 

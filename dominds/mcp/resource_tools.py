@@ -3,7 +3,7 @@
 MCP tools were offered, resources were not. A server that lists resources at discovery (the
 capability alone is not enough: FastMCP advertises it with none) gets the two tools, filtered by its
 ``tools`` whitelist/blacklist under the names ``list_resources`` and ``read_resource``. Reads go through
-the same connection, leases and failure handling as tool calls (``McpManager._run``).
+the same connection, leases and failure handling as tool calls (``calls.run``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Public surface: ``make_app`` (an ``aiohttp.web.Application`` over a started engine) and
 ``run_server`` (start the engine, bind, serve, shut down gracefully). The wire protocol is
 documented in docs/protocol.md. They are imported on first use (PEP 562), so importing a light
-module of this package (listen.py, starting.py) does not load the engine.
+module of this package (listen.py) does not load the engine.
 """
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ import yaml
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from dominds import __version__
 from dominds.driver.engine import Engine
 from dominds.driver.fork import fork_root
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import keys
 from dominds.server.listing import ListingInThread, dialog_tree
 from dominds.server.replay import replay_page
-from dominds.server.starting import health_payload
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
 from dominds.server.timeline import tree_timeline
 from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload, team_payload
@@ -111,8 +111,14 @@ def _engine(request: web.Request) -> Engine:
     return request.app[keys.ENGINE]
 
 
+def health_payload() -> dict[str, object]:
+    """The body of ``GET /api/health`` (public). ``ready`` is always true: only the full app ever serves
+    the port (a connection made while the daemon starts waits for it); kept for clients that wait on it."""
+    return {"ok": True, "server": "dominds", "version": __version__, "ready": True}
+
+
 async def health(request: web.Request) -> web.Response:
-    return web.json_response(health_payload(ready=True))
+    return web.json_response(health_payload())
 
 
 async def list_dialogs(request: web.Request) -> web.StreamResponse:
@@ -310,7 +316,9 @@ async def write_taskdoc_section(request: web.Request) -> web.Response:
     try:
         written = write_section_checked(engine.rtws.root, body.taskDocPath, body.section, body.content, body.baseHash)
     except SectionConflict as exc:
-        raise ApiError(409, str(exc)) from None
+        # the section's text now and its hash: the panel shows what changed, and a save over it names this hash
+        conflict = {"error": str(exc), "current": exc.current, "currentHash": exc.current_hash}
+        return web.json_response(conflict, status=409)
     lang = "zh" if request.query.get("lang") == "zh" else "en"
     return web.json_response({"written": written, **taskdoc_payload(engine, body.taskDocPath, lang)})
 

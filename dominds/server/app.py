@@ -29,6 +29,7 @@ from dominds.server.auth import (
 )
 from dominds.server.hub import MAX_OUTBOX_BYTES, Hub
 from dominds.server.render import highlight_css
+from dominds.server.requests_api import add_request_routes
 from dominds.server.resting import SWEEP_SECONDS
 from dominds.server.tools_api import add_tools_routes
 from dominds.server.views import taskdoc_payload
@@ -197,6 +198,7 @@ def make_app(
     app.router.add_post("/api/session", session)
     app.router.add_delete("/api/session", session)
     add_tools_routes(app)
+    add_request_routes(app)
     app.router.add_get("/ws", websocket_handler)
     app.router.add_get("/", _index)
     app.router.add_get("/static/highlight.css", _highlight_css)  # before the static route that would shadow it

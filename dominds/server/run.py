@@ -2,7 +2,7 @@
 
 ``run_server`` starts the engine (so a locked workspace is reported before any port is taken),
 binds ``host:port`` or the next free port (listen.py; ``dominds serve`` binds before it imports this
-module and hands the sockets over, see starting.py), reports the panel URL through ``on_ready`` (it
+module and hands the sockets over: connections made meanwhile wait in the kernel's accept queue), reports the panel URL through ``on_ready`` (it
 prints nothing itself), and serves until ``stop`` is set, the task is cancelled, or SIGINT/SIGTERM arrive.
 Shutdown: stop accepting connections, close every websocket with ``GOING_AWAY``, ``engine.close()``
 (drives are stopped and left resumable; every state change was already persisted), release the port.
@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import signal
 import socket
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from aiohttp import web
 
@@ -48,14 +48,12 @@ async def run_server(
     handle_signals: bool = True,
     extra_routes: Iterable[Callable[[web.Application], None]] = (),
     sockets: list[socket.socket] | None = None,
-    before_serving: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Serve the panel, ``/ws`` and ``/api/*`` for ``engine`` until stopped; see the module docstring.
 
     ``token=None`` turns auth off and is refused unless ``host`` is a loopback address. An
     ``AccessToken`` over the workspace's token file makes a rotation apply without a restart.
-    ``sockets``: listening sockets to serve (bound by the caller; else ``host:port`` is bound here);
-    ``before_serving`` runs right before the app starts accepting on them (stops the starting app).
+    ``sockets``: listening sockets to serve (bound by the caller; else ``host:port`` is bound here).
     """
     if token is None and not is_loopback_host(host):
         raise ServerError(f"--no-auth is only allowed on a loopback address (127.0.0.1, ::1), not {host!r}")
@@ -72,8 +70,6 @@ async def run_server(
         await runner.setup()
         if sockets is None:
             sockets = bind_listeners(host, port)
-        if before_serving is not None:
-            await before_serving()
         for sock in sockets:
             await web.SockSite(runner, sock).start()
         installed = _install_signal_handlers(stop) if handle_signals else []

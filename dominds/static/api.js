@@ -10,7 +10,8 @@ export async function api(method, path, body) {
   }
   const response = await fetch(path, init);
   const data = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  // the status and the whole answer go with the error: a 409 on a Taskdoc section carries its current text
+  if (!response.ok) throw Object.assign(new Error(data.error || `${response.status} ${response.statusText}`), { status: response.status, data });
   return data;
 }
 

@@ -7,6 +7,7 @@ import { renderProblems, refreshBannerLanguage, wireBanner } from "./banner.js";
 import { Connection, signIn, takeAuthFailure } from "./connection.js";
 import { DialogLists } from "./dialog_lists.js";
 import { DialogView } from "./dialog_view.js";
+import { Drafts } from "./drafts.js";
 import { $, askInPage, debounce, h, randomId, toast } from "./dom.js";
 import { applyStatic, language, onLanguageChange, setLanguage, t } from "./i18n.js";
 import { closeDrawers, isPhone, showPane, wireLayout } from "./layout.js";
@@ -20,6 +21,7 @@ wireLayout();
 $("#lang").value = language();
 
 const conn = new Connection();
+const drafts = new Drafts(conn);
 const questions = new QuestionsPanel($("#q4h-list"), $("#q4h-empty"), [$("#q4h-count"), $("#q4h-count-2"), $("#q4h-count-3")], {
   jump: jumpToQuestion,
 });
@@ -35,6 +37,11 @@ const view = new DialogView(conn, transcript, {
   questionsFor: (id) => questions.forDialog(id),
   answer: answerQuestion,
   onMissing: onMissingDialog,
+  onCreated: (ready, title) => lists.addCreated({
+    selfId: ready.dialog.selfId, rootId: ready.dialog.rootId, status: "run", title: title || ready.title || null, agentId: ready.agentId,
+    taskDocPath: ready.taskDocPath, createdAt: new Date().toISOString(), runState: ready.runState,
+  }),
+  drafts,
 });
 const lists = new DialogLists($("#dialog-lists"), [...document.querySelectorAll(".tab")], { open: (ref) => openDialog(ref) });
 const refreshLists = debounce(() => lists.refresh(), 200);
@@ -158,10 +165,11 @@ function onDialogReady(ready) {
   if (ready.mode === "replay") conn.send({ type: "get_taskdoc", dialog: ready.dialog });
 }
 
-/** Answer a question; a refusal is thrown for the caller to show. */
-async function answerQuestion(question, content) {
-  await conn.request({
-    type: "drive_dialog_by_user_answer",
+/** Answer a question: true when the daemon took it, false when it is kept as a draft (drafts.js) to be
+ * sent on reconnect; a refusal is thrown for the caller to show. */
+function answerQuestion(question, content) {
+  return drafts.submit({
+    kind: "answer",
     dialog: { selfId: question.selfId, rootId: question.rootId },
     questionId: question.id,
     content,
@@ -309,7 +317,7 @@ async function useSuggestion(text) {
       return;
     }
     try {
-      await view.create(agent.id, catalog.taskdocs[0] || "tasks/demo.tsk");
+      await view.create(agent.id, catalog.taskdocs[0] || "tasks/demo.tsk", text);
     } catch (error) {
       toast(error.message, "error");
       return;

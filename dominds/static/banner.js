@@ -20,8 +20,10 @@ function rank(problem) {
 
 function render() {
   const banner = $("#problem-banner");
-  const errors = problems.filter((p) => p.severity === "error").length;
-  const warnings = problems.length - errors;
+  // The config_fallback note says what is in use because of the errors it names: not one more problem.
+  const counted = problems.filter((p) => p.kind !== "config_fallback");
+  const errors = counted.filter((p) => p.severity === "error").length;
+  const warnings = counted.length - errors;
   banner.hidden = problems.length === 0;
   banner.dataset.severity = errors ? "error" : "warning";
   const open = expanded ?? errors > 0;
@@ -37,7 +39,7 @@ function render() {
     h("span", { class: "message", text: p.message }))));
   const chip = $("#problems");
   chip.hidden = problems.length === 0;
-  chip.textContent = `⚠ ${t("problems", { n: problems.length })}`;
+  chip.textContent = `⚠ ${t("problems", { n: counted.length || problems.length })}`;
 }
 
 export function wireBanner() {

@@ -12,10 +12,12 @@ import { $, h, onCtrlEnter, randomId, toast } from "./dom.js";
 import { t } from "./i18n.js";
 
 export class Composer {
-  /** actions: { ref(): the dialog ref or null, answer(question, text): Promise } */
+  /** actions: { ref(): the dialog ref or null, answer(question, text): Promise<bool sent>, drafts: Drafts } */
   constructor(conn, actions) {
     this.conn = conn;
     this.actions = actions;
+    this.drafts = actions.drafts;
+    this.drafts.addEventListener("change", () => this.render());
     this.questions = new Map(); // questionId -> question of the dialog on screen
     this.queued = new Map(); // msgId -> queued prompt of the dialog on screen
     this.mode = "answer";
@@ -109,11 +111,27 @@ export class Composer {
     $("#composer-hint").hidden = !question;
     const list = $("#queued-list");
     const entries = [...this.queued.values()];
-    list.hidden = entries.length === 0;
+    const drafts = this.actions.ref() ? this.drafts.forDialog(this.actions.ref().selfId) : [];
+    list.hidden = entries.length + drafts.length === 0;
     list.replaceChildren(...entries.map((p) => h("li", { class: `queued origin-${p.origin}`, dataset: { msgId: p.msgId } },
       h("span", { class: "queued-label", text: p.origin === "q4h_answer" ? t("queuedAnswer") : this.questions.size ? t("queuedAfterAnswer") : t("queuedMessage") }),
       h("span", { class: "queued-text", text: shortText(p.content, 300) }),
-      p.cancellable ? h("button", { type: "button", class: "queued-cancel", text: t("cancel"), onclick: () => this.cancel(p.msgId) }) : null)));
+      p.cancellable ? h("button", { type: "button", class: "queued-cancel", text: t("cancel"), onclick: () => this.cancel(p.msgId) }) : null)),
+    ...drafts.map((d) => this.draftEntry(d)));
+  }
+
+  /** A draft kept while the daemon was unreachable: sent on reconnect; a refused one can be edited. */
+  draftEntry(d) {
+    const label = d.refused ? t("draftRefused", { error: d.refused }) : t(d.kind === "answer" ? "draftAnswer" : "draftMessage");
+    return h("li", { class: `queued draft${d.refused ? " refused" : ""}`, dataset: { msgId: d.msgId }, title: d.content },
+      h("span", { class: "queued-label", text: label }),
+      h("span", { class: "queued-text", text: shortText(d.content, 300) }),
+      h("button", { type: "button", class: "draft-edit", text: t("editDraft"), onclick: () => {
+        this.input.value = [this.input.value.trim(), d.content].filter(Boolean).join("\n");
+        this.drafts.drop(d.msgId);
+        this.input.focus();
+      } }),
+      h("button", { type: "button", class: "draft-discard", text: t("discardDraft"), onclick: () => this.drafts.drop(d.msgId) }));
   }
 
   async cancel(msgId) {
@@ -160,28 +178,30 @@ export class Composer {
       } }))));
   }
 
-  /** Send the input (or `text`): an answer to the selected question, or a message (queued if need be). */
+  /** Send the input (or `text`): an answer to the selected question, or a message (queued if need be).
+   * True when the daemon took it; false when nothing was sent, it was refused, or it is kept as a draft. */
   async send(text) {
     const ref = this.actions.ref();
     const typed = (text ?? this.input.value).trim();
     const attached = text === undefined ? this.attachments.map((a) => a.line) : [];
     const content = [typed, ...attached].filter(Boolean).join("\n");
-    if (!content || !ref || this.busy) return;
+    if (!content || !ref || this.busy) return false;
     const question = text === undefined ? this.currentQuestion() : null;
     this.busy = true;
     try {
-      if (question && this.mode === "answer") {
-        await this.actions.answer(question, content);
-      } else {
-        await this.conn.request({ type: "drive_dlg_by_user_msg", dialog: ref, content, msgId: randomId("ui-") });
-      }
+      const sent = question && this.mode === "answer"
+        ? await this.actions.answer(question, content)
+        : await this.drafts.submit({ kind: "message", dialog: { selfId: ref.selfId, rootId: ref.rootId }, content, msgId: randomId("ui-") });
+      if (!sent) toast(t("draftKept"));
       if (text === undefined) {
         this.input.value = "";
         this.attachments = [];
         this.renderAttachments();
       }
+      return sent;
     } catch (error) {
       toast(error.message, "error");
+      return false;
     } finally {
       this.busy = false;
     }

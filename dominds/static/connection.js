@@ -25,6 +25,11 @@ export async function signIn(text) {
   return response.ok;
 }
 
+/** A request that did not reach the daemon, or whose reply was lost: `offline` (drafts.js keeps it). */
+function offline(message) {
+  return Object.assign(new Error(message), { offline: true });
+}
+
 export class Connection extends EventTarget {
   constructor() {
     super();
@@ -72,7 +77,7 @@ export class Connection extends EventTarget {
     if (ws !== this.ws) return;
     for (const waiter of this.pending.values()) {
       clearTimeout(waiter.timer);
-      waiter.reject(new Error("connection closed"));
+      waiter.reject(offline("connection closed"));
     }
     this.pending.clear();
     if (event.code === 4401) {
@@ -111,12 +116,12 @@ export class Connection extends EventTarget {
     const requestId = `c${this.nextRequest++}`;
     return new Promise((resolve, reject) => {
       if (!this.send({ ...message, requestId })) {
-        reject(new Error("not connected"));
+        reject(offline("not connected"));
         return;
       }
       const timer = setTimeout(() => {
         this.pending.delete(requestId);
-        reject(new Error("no reply from the daemon"));
+        reject(offline("no reply from the daemon"));
       }, timeoutMs);
       this.pending.set(requestId, { resolve, reject, timer });
     });

@@ -1,12 +1,13 @@
 // The right-hand panels: every pending question of the workspace (Q4H), and the reminders and
 // Taskdoc of the dialog on screen. The Taskdoc is shown as people read it: each section once, with the
 // file it lives in and an Edit button that replaces that file atomically (POST /api/taskdocs/section,
-// refused when the file changed since it was shown).
+// refused when the file changed since it was shown: taskdoc_editor.js then offers a diff, a reload and a
+// copy of the user's text).
 
-import { apiPost } from "./api.js";
-import { askInPage, h, plainClick, setTrustedHtml, toast } from "./dom.js";
-import { language, t } from "./i18n.js";
+import { h, plainClick, setTrustedHtml, toast } from "./dom.js";
+import { t } from "./i18n.js";
 import { linkTo } from "./router.js";
+import { editSection } from "./taskdoc_editor.js";
 
 export class QuestionsPanel {
   constructor(list, empty, counters, actions) {
@@ -116,25 +117,9 @@ export class TaskdocPanel {
   async edit(section) {
     const payload = this.payload;
     if (!payload) return;
-    const saved = await askInPage({
-      id: "taskdoc-edit-dialog",
-      title: `${t("editSection")}: ${sectionTitle(section)}`,
-      text: t("editSectionText", { file: section.file }),
-      field: { multiline: true, value: section.markdown, label: section.file },
-      confirm: t("save"),
-      cancel: t("cancel"),
-      check: async (content) => {
-        try {
-          const fresh = await apiPost(`/api/taskdocs/section?lang=${language()}`, {
-            taskDocPath: payload.taskDocPath, section: section.key, content, baseHash: section.hash,
-          });
-          this.render(fresh);
-          return null;
-        } catch (error) {
-          return String(error.message || error);
-        }
-      },
-    });
-    if (saved !== null) toast(t("sectionSaved", { file: section.file }));
+    const fresh = await editSection({ taskDocPath: payload.taskDocPath, section, title: `${t("editSection")}: ${sectionTitle(section)}` });
+    if (fresh === null) return;
+    this.render(fresh);
+    toast(t("sectionSaved", { file: section.file }));
   }
 }

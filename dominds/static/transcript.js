@@ -136,7 +136,12 @@ export class Transcript {
       if (!text) return;
       form.querySelector("button").disabled = true;
       try {
-        await this.actions.answer(question, text);
+        if (!(await this.actions.answer(question, text))) {
+          // kept as a draft (listed above the composer) until the daemon is back: not typed again
+          input.value = "";
+          form.querySelector("button").disabled = false;
+          toast(t("draftKept"));
+        }
       } catch (error) {
         toast(error.message, "error");
         form.querySelector("button").disabled = false;
@@ -272,6 +277,15 @@ const HANDLERS = {
         onclick: () => this.actions.fork(this.ref, { course, genseq: e.genseq, prompt: gen.prompt }),
       }));
     }
+    // what the model saw: the request this reply sent to its provider (static/request.html, docs/observability.md)
+    if (this.ref) {
+      const at = new URLSearchParams({ self: this.ref.selfId, root: this.ref.rootId, genseq: String(e.genseq) });
+      if ((e.course ?? this.ref.course) != null) at.set("course", String(e.course ?? this.ref.course));
+      who.append(h("a", {
+        class: "request-gen", href: `/static/request.html?${at}`, target: "_blank", rel: "noopener",
+        text: t("request"), title: t("requestHint"), "aria-label": t("requestHint"),
+      }));
+    }
   },
   generating_finish_evt(e) {
     if (this.gen && e.outputTokens != null) {
@@ -281,6 +295,9 @@ const HANDLERS = {
     const note = FINISH_NOTES[e.finishReason];
     if (note && this.gen) this.gen.body.append(h("div", { class: "notice finish-note", dataset: { finishReason: e.finishReason }, text: t(note) }));
     this.gen?.el.classList.remove("streaming");
+    // a generation cut before any output was kept (a kill -9, a stop at once) left an empty "@lead #n"
+    // card; the interrupted marker after it says what happened
+    if (this.gen && e.status === "interrupted" && !this.gen.body.hasChildNodes()) this.gen.el.remove();
     this.thinking = this.saying = this.md = this.call = null;
   },
   thinking_start_evt() {

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from test_cli_kit import Daemon, dominds, dominds_json, write_workspace
 
 from dominds.cli.offline import load_state_yaml
+from dominds.rtws import Rtws
 from dominds.store import fastyaml
+from dominds.store.dialog_store import DialogStore
 from dominds.store.fastyaml import load as parse_fastyaml
 
 
@@ -107,6 +109,26 @@ def test_the_cache_follows_changes_and_no_cache_leaves_none(tmp_path: Path) -> N
     assert paint["usage"]["generations"] == before[ids["paint"]]["usage"]["generations"] + 1
     assert after[ids["delegate"]] == before[ids["delegate"]], "unchanged trees come from the cache"
     assert after == _by_id(dominds_json(ws, "status", "--no-cache")), "cache and files agree"
+
+
+def test_limit_shows_the_most_recent_trees_and_counts_the_others(tmp_path: Path) -> None:
+    """``--limit N``: the first N trees of the whole listing, the rest counted (``more``), in JSON and text;
+    a tree made active again comes first (store/index_recent.py chooses without reading every dialog)."""
+    ws, ids = _tree_workspace(tmp_path)
+    whole = [root["selfId"] for root in dominds_json(ws, "status")["roots"]]
+    limited = dominds_json(ws, "status", "--limit", "2")
+    assert [root["selfId"] for root in limited["roots"]] == whole[:2] and limited["more"] == 1
+    assert limited["totals"]["roots"] == 2, "the totals are those of the trees shown"
+    assert "more" not in dominds_json(ws, "status"), "no limit, nothing left out"
+
+    oldest = whole[-1]
+    files = DialogStore(Rtws(ws)).files("run", oldest, oldest)
+    files.write_latest(files.read_latest())  # its state rewritten now, as a daemon does when it wakes it
+    assert [root["selfId"] for root in dominds_json(ws, "status", "--limit", "1")["roots"]] == [oldest]
+    text = dominds(ws, "status", "--limit", "1")
+    assert text.returncode == 0 and oldest in text.stdout and "… and 2 more trees" in text.stdout, text.stdout
+    refused = dominds(ws, "status", "--limit", "0")
+    assert refused.returncode == 2 and "1 or more" in refused.stderr
 
 
 def _age_dialog_files(ws: Path, seconds: float) -> None:

@@ -21,7 +21,9 @@ unique token ``tN``; the scripted agents echo it, so each reply says which reque
 - ``shutdown``: at an arbitrary event-loop step, close the engine gracefully (every drive's scope
   cancelled, final records written, the lock released last), check nothing writes afterwards, and start
   a new engine on the same files;
-- ``ask_waiting_root``: a user message to the root while it waits on its subdialogs (it answers at once).
+- ``ask_waiting_root``: a user message to the root while it waits on its subdialogs (it answers at once);
+- ``loop``: the lead calls the same tool with the same arguments after every result, getting the same
+  result, and ignores the runtime's notice (issue 32's loop guards).
 
 Invariants, checked at rest after every step:
 1. every call site has exactly one reply, and a completed reply answers *that* call (same token) and is
@@ -35,7 +37,12 @@ Invariants, checked at rest after every step:
 7. every generation and every tool call is closed in the course; an interrupted tool call belongs to an
    interrupted generation (never ``ok``); nothing of a stopped generation is recorded after its
    ``interrupted`` marker;
-8. a root waiting only on its subdialogs has no user message left queued (a user message drives it).
+8. a root waiting only on its subdialogs has no user message left queued (a user message drives it);
+9. loop guards: the generation that repeats the same tool calls with the same results a third time in a
+   row (no prompt from someone in between) is followed by a loop notice, and only such a generation;
+   one that does it a sixth time (or more) stops the dialog right after it (an ``interrupted`` marker
+   before any next generation), whose run state then says why; a dialog stopped so is the only one
+   at rest that is not idle or blocked (nothing is stuck: a user message drives it again).
 CI runs a few dozen examples; ``bin/fuzz`` runs many more (DOMINDS_FUZZ_EXAMPLES).
 """
 
@@ -124,6 +131,13 @@ def _responses() -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = [
         {"agent": "coder", "regex": r"tool-task (t\d+)", "stream": tool_call},
         {"agent": "lead", "regex": r"selftool-task (t\d+)", "stream": tool_call},  # the lead's @self subdialog
+    ]
+    # The same call, the same result ("has no section"), again after the result and after the loop notice.
+    loop_call = [{"func_call": {"name": "recall_taskdoc", "arguments": {"category": "notes", "selector": "plan"}}}]
+    entries += [
+        {"agent": "lead", "regex": r"^do loop (t\d+)$", "stream": loop_call},
+        {"agent": "lead", "role": "tool", "regex": r"has no section", "stream": loop_call},
+        {"agent": "lead", "regex": r"^\[Loop\] You called", "stream": loop_call},
     ]
     heavy = {"input_tokens": 120_000, "output_tokens": 5}  # 60 % of the test model's window: caution
     entries.append({"agent": "lead", "regex": r"^do heavy (t\d+)$", "response": "heavy {1}", "usage": heavy})
@@ -275,6 +289,11 @@ class DriverModel(RuleBasedStateMachine):
     def settle(self) -> None:
         self._settle()
 
+    @rule()
+    def loop(self) -> None:
+        self._submit(f"do loop {self._token()}")
+        self._settle()
+
     @rule(steps=st.integers(0, 40), data=st.data())
     def stop(self, steps: int, data: st.DataObject) -> None:
         """Stop one dialog at an arbitrary step; once its drive has ended nothing of it is written."""
@@ -336,8 +355,9 @@ class DriverModel(RuleBasedStateMachine):
             assert latest is not None
             course = [r for n in files.course_numbers() for r in files.read_course(n)]
             recorded += [r.msg_id for r in course if isinstance(r, HumanTextRecord) and r.origin == "user"]
-            for n in files.course_numbers():  # invariant 6
+            for n in files.course_numbers():  # invariants 6 and 9
                 _pressure_notices_follow_their_generation(meta.id, files.read_course(n))
+                _loops_are_told_then_stopped(meta.id, files.read_course(n))
             calls = [(r.subdialog_id, r.call_id, r.tellask_head) for r in course if isinstance(r, SubdialogCreatedRecord)]
             replies = [r for r in course if isinstance(r, TeammateResponseRecord)]
             keys = [(r.callee_dialog_id, r.call_id) for r in replies]
@@ -363,7 +383,8 @@ class DriverModel(RuleBasedStateMachine):
             assert not files.read_queue() or files.q4h_yaml.exists() or pending[meta.id], (
                 f"{meta.id}: prompts queued at rest with nothing to wait for"
             )
-            assert latest.run_state.kind in ("idle", "blocked"), f"{meta.id} ended {latest.run_state}"
+            loop_stopped = latest.run_state.kind == "interrupted" and (latest.run_state.detail or "").startswith(LOOP_STOP)
+            assert latest.run_state.kind in ("idle", "blocked") or loop_stopped, f"{meta.id} ended {latest.run_state}"
             for number in files.course_numbers():  # invariant 7 (generations are numbered per course)
                 _assert_closed(f"{meta.id} course {number}", files.read_course(number))
             if meta.is_root and not files.q4h_yaml.exists() and not latest.inbound_tellask_backs:  # invariant 8
@@ -440,6 +461,45 @@ def _pressure_notices_follow_their_generation(dialog_id: str, course: list[Any])
             last_caution = finished
 
 
+LOOP_STOP = "stopped: the same tool call"
+
+
+def _loops_are_told_then_stopped(dialog_id: str, course: list[Any]) -> None:
+    """Invariant 9, counted independently of ``loop_guard.py``: each generation's tool calls and results
+    compared with the previous generation's, a prompt from someone (not a runtime notice) ending a streak."""
+    from dominds.driver.loop_guard import LOOP_NOTICE_ID, TOOL_LOOP_NOTICE_AT, TOOL_LOOP_STOP_AT
+
+    rounds: dict[int, list[tuple[str, str, str]]] = {}
+    names: dict[str, tuple[int, str, str]] = {}
+    for record in course:
+        if isinstance(record, FuncCallRecord):
+            names[record.id] = (record.genseq, record.name, repr(sorted(record.arguments.items())))
+        elif isinstance(record, FuncResultRecord) and record.id in names:
+            genseq, name, arguments = names[record.id]
+            rounds.setdefault(genseq, []).append((name, arguments, record.content))
+    streak, previous, reset = 0, None, False
+    due: dict[int, str] = {}  # genseq -> "notice" | "stop"
+    for record in course:
+        if isinstance(record, HumanTextRecord) and record.origin not in ("system", "diligence"):
+            reset = True
+        elif isinstance(record, GenFinishRecord):
+            this = sorted(rounds.get(record.genseq, []))
+            streak = 0 if not this else streak + 1 if (this == previous and not reset) else 1
+            previous, reset = this, False
+            if streak == TOOL_LOOP_NOTICE_AT:
+                due[record.genseq] = "notice"
+            elif streak >= TOOL_LOOP_STOP_AT:
+                due[record.genseq] = "stop"
+    told = {r.genseq for r in course if isinstance(r, HumanTextRecord) and r.msg_id.startswith(LOOP_NOTICE_ID)}
+    assert told == {g for g, what in due.items() if what == "notice"}, f"{dialog_id}: loop notices after {told}, due {due}"
+    for genseq in (g for g, what in due.items() if what == "stop"):
+        after = course[[i for i, r in enumerate(course) if isinstance(r, GenFinishRecord) and r.genseq == genseq][-1] :]
+        upto = next((i for i, r in enumerate(after) if isinstance(r, GenStartRecord)), len(after))
+        assert any(isinstance(r, RunMarkerRecord) and r.kind == "interrupted" for r in after[:upto]), (
+            f"{dialog_id}: generation {genseq} repeated itself {TOOL_LOOP_STOP_AT}+ times and the dialog went on"
+        )
+
+
 def _yaml(responses: list[dict[str, Any]]) -> str:
     import yaml
 
@@ -487,9 +547,13 @@ async def test_the_model_agents_do_what_the_rules_say(tmp_path: Path, form: str)
     await engine.start()
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
-        for text in ("do fresh-via t1", "do nested t2", "do tool t3", "do selftool t4", "do collective t6", "do clear t5"):
+        texts = ("do fresh-via t1", "do nested t2", "do tool t3", "do selftool t4", "do collective t6", "do loop t7", "note t8", "do clear t5")
+        for text in texts:
             engine.submit_user_message(engine.get_dialog(root.root_id), text, msg_id=f"m-{text}")
             await engine.wait_idle(timeout=30)
+            if text == "do loop t7":
+                state = engine.get_dialog(root.root_id).latest.run_state
+                assert state.kind == "interrupted" and (state.detail or "").startswith(LOOP_STOP), state
         store = DialogStore(rtws)
         replies: dict[str, list[str]] = {}
         tools: list[str] = []
@@ -510,6 +574,7 @@ async def test_the_model_agents_do_what_the_rules_say(tmp_path: Path, form: str)
         else:
             assert not tool_form
         assert tools.count("add_reminder") == 2 and tools.count("clear_mind") == 1
+        assert tools.count("recall_taskdoc") == 6, "the loop ran to the guard's stop (and no further)"
         assert engine.get_dialog(root.root_id).latest.current_course == 2
     finally:
         await engine.close()

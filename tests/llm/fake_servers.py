@@ -46,6 +46,8 @@ class RecordedRequest:
     headers: dict[str, str]
     """Lower-cased names."""
     body: dict[str, Any]
+    raw: bytes = b""
+    """The body exactly as it arrived."""
 
 
 class FakeLlmServer:
@@ -87,7 +89,8 @@ class FakeLlmServer:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         headers = {k.lower(): v for k, v in request.headers.items()}
-        recorded = RecordedRequest(request.path, headers, await request.json())
+        raw = await request.read()
+        recorded = RecordedRequest(request.path, headers, json.loads(raw), raw)
         self.requests.append(recorded)
         problems = tool_history_problems(request.path, recorded.body) if self.strict_tool_history else []
         if self.validate_tool_history:

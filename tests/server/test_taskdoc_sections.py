@@ -68,6 +68,14 @@ async def test_a_section_edit_is_atomic_and_refused_when_the_file_changed_meanwh
     )
     assert status == 409 and "changed since you opened it" in refused["error"]
     assert (package / "goals.md").read_text() == "An agent wrote this meanwhile.\n", "nothing was overwritten unseen"
+    # the refusal carries the text now and its hash: the panel diffs it, and a save naming that hash goes through
+    assert refused["current"] == "An agent wrote this meanwhile.\n"
+    status, _ = await served.post(
+        "/api/taskdocs/section",
+        {"taskDocPath": "tasks/t.tsk", "section": "goals", "content": "stale edit, knowingly", "baseHash": refused["currentHash"]},
+    )
+    assert status == 200 and (package / "goals.md").read_text() == "stale edit, knowingly\n"
+    (package / "goals.md").write_text("An agent wrote this meanwhile.\n")
 
     status, created_section = await served.post(
         "/api/taskdocs/section",

@@ -37,8 +37,8 @@ async def test_a_team_yaml_typo_shows_a_banner_with_lines_and_keeps_the_team(pan
     await expect(banner).to_be_visible()
     await expect(banner).to_have_attribute("data-severity", "error")
     await expect(banner.locator("#pb-title")).to_have_text(
-        "Configuration problems: 4 error(s). Each is shown with its file and line."
-    ), "no '0 warning(s)'"
+        "Configuration problems: 2 error(s). Each is shown with its file and line."
+    ), "no '0 warning(s)'; one YAML error per file is one error (issue 36: the two 'last good version' notes were counted as two more)"
     await expect(banner.locator(".kind-config_fallback .message")).to_contain_text(["last good version"] * 2)
     syntax = banner.locator(".problem", has_text="YAML syntax error")
     llm_line = broken_llm.splitlines().index("  broken: {apiType") + 2

@@ -4,19 +4,20 @@ The bugs: a single newline in a reply rendered as a hard line break; a subdialog
 directive ("!tellaskSession demo-build Write a plan…"); the caller's answer to an ask-back, inside the
 subdialog, was labelled "open subdialog @lead"; two dialogs with the same first message had identical
 rows (no time); "Mark done" on an interrupted dialog kept its "interrupted" badge.
-Screenshots: docs/images/panel-subdialog-<width>.png, docs/images/panel-same-message-<width>.png.
+Screenshots: panel-subdialog-<width>.png, panel-same-message-<width>.png (docs/images/ with
+DOMINDS_UPDATE_SCREENSHOTS=1).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_kit import Panel
+from chromium import screenshot_dir
 from playwright.async_api import expect
 
-IMAGES = Path(__file__).resolve().parents[3] / "docs" / "images"
+IMAGES = screenshot_dir()  # docs/images/ with DOMINDS_UPDATE_SCREENSHOTS=1
 
 RESPONSES: list[dict[str, Any]] = [
     {"agent": "lead", "message": "wrap", "response": "A paragraph the model\nwrapped at a column.\n\nA second one."},
@@ -107,3 +108,41 @@ async def test_mark_done_on_an_interrupted_dialog_clears_the_interrupted_badge(p
     await page.reload()  # the state is on disk, not only on the page
     await expect(page.locator("#dh-state")).to_have_text("idle")
     await expect(page.locator("#ctl-resume")).to_be_hidden()
+
+
+RECORD_SHOWN = """
+window.__shown = [];
+const record = () => {
+  const pane = document.querySelector('#dialog-pane');
+  const lists = document.querySelector('#dialog-lists');
+  if (!pane || !lists) return;
+  window.__shown.push({
+    header: pane.hidden ? null : `${document.querySelector('#dh-title').textContent} ${document.querySelector('#dh-state').textContent}`,
+    list: lists.textContent,
+  });
+};
+new MutationObserver(record).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+"""
+
+
+async def test_starting_a_dialog_from_a_suggestion_never_shows_untitled_or_an_empty_list(panel: Panel) -> None:
+    """The bug: for a moment after a suggestion chip started a dialog, the header said "(untitled) idle"
+    and the list "No dialogs here". Every state the page went through is recorded (a MutationObserver)."""
+    page: Any = panel.page
+    await page.add_init_script(RECORD_SHOWN)
+    await page.goto(panel.url)
+    await expect(page.locator("#dialog-lists")).to_contain_text("No dialogs here")  # an empty workspace
+    await page.evaluate("() => { window.__shown = []; }")
+    await page.locator("#empty-suggestions .chip", has_text="hello").click()
+    await expect(page.locator(".bubble.gen .md")).to_have_text("Hello!")
+    await expect(page.locator("#dh-title")).to_have_text("hello")
+    await expect(page.locator("#dh-state")).to_have_text("idle")
+    shown = await page.evaluate("() => window.__shown")
+    headers = [s["header"] for s in shown if s["header"] is not None]
+    assert headers, "the dialog was shown"
+    assert not [h for h in headers if "(untitled)" in h], headers
+    empty = [s["list"] for s in shown if s["header"] is not None and "No dialogs here" in s["list"]]
+    assert not empty, "the list never said it was empty while the new dialog was shown"
+    running = [i for i, h in enumerate(headers) if h.endswith(" generating")]
+    assert running, headers
+    assert not [h for h in headers[: running[0]] if h.endswith(" idle")], f"idle before it ran: {headers}"

@@ -1,0 +1,233 @@
+"""``requests-NNN.jsonl``: the exact request each generation of a course sent to its provider, stored compactly.
+
+A provider request repeats the whole conversation, so a dialog's requests, stored whole, would grow with
+the square of its length. Here a request body is cut into chunks at the seams of its JSON (between two
+objects of an array, after an array, before a ``cache_control`` mark), each chunk is stored once per
+file under its hash, and each line lists its chunks as runs of the previous line's list plus the new
+ones. What a line costs is what changed since the previous request, not the whole request. The cuts
+only decide what is shared: a body is rebuilt by joining its chunks, byte for byte, whatever they are,
+and checked against its SHA-256.
+
+One line per request (a ``RequestRecord``, format version ``REQUEST_LOG_VERSION``), appended when the
+generation's provider call ends (also when it failed: a refused request is what one wants to see).
+A torn last line (a crash mid-append) is ignored, as in course files. Headers are never recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from dominds.store.atomic import append_line
+from dominds.store.errors import CorruptFileError
+from dominds.store.fileio import read_text
+from dominds.store.records import Record
+
+REQUEST_LOG_VERSION = 1
+CUT = re.compile(rb"(?=,\s*\"cache_control\")|(?<=\")(?=\}\s*(?:\]|,\s*\{))|\}(?=\s*,\s*\{|\s*\])|\],\s*(?=\")")
+"""Where a body is cut: before a ``cache_control`` and after a string that ends an object of an array
+(Anthropic's cache marks move from one request to the next: the block before a mark stays the same, and
+an array's last object reads the same once another follows it; these empty matches come first, or the
+``}`` after the string would be taken instead); after an object that
+another object or the array's end follows (the comma goes with the next object, so an array's last object
+is the same chunk once another one follows it); after ``],`` before a key."""
+CHUNK_ID_BYTES = 12
+
+
+def request_log_name(course: int) -> str:
+    return f"requests-{course:03d}.jsonl"
+
+
+Run = tuple[int, int] | str
+"""In a line's ``layout``: ``[start, count]``, chunks of the previous line's list; or a chunk id."""
+
+
+class RequestRecord(Record):
+    """One generation's request as sent (the body is in ``layout``/``chunks``; see the module docstring)."""
+
+    type: Literal["request"] = "request"
+    v: int = REQUEST_LOG_VERSION
+    """Format version."""
+    ts: str
+    """ISO time the provider call ended."""
+    course: int
+    genseq: int
+    provider: str
+    """Provider key (``.minds/llm.yaml``)."""
+    api_type: str
+    """``anthropic``, ``openai``, ``openai-compatible``, ``openai-responses``, or ``scripted`` (the test
+    provider, whose "body" is the provider-neutral request as JSON)."""
+    model: str
+    """Model key."""
+    method: str
+    url: str
+    """Where it went: scheme, host, port and path (no query, no user info)."""
+    attempts: int = 1
+    """How many times it was sent (the retry window resends it; the last one is recorded)."""
+    size: int = 0
+    """Bytes of the body."""
+    sha256: str = ""
+    """Of the body."""
+    first_output_ms: int | None = None
+    """From the request to the model's first output (thinking, text or a tool call); none if there was none."""
+    total_ms: int | None = None
+    """From the request to the end of the provider call."""
+    layout: list[tuple[int, int] | str] = []
+    """The body's chunks: runs of the previous line's list and chunk ids, in order."""
+    chunks: dict[str, str] = {}
+    """Chunks first used by this line, by id (the UTF-8 text of the body's bytes)."""
+
+
+@dataclass(frozen=True)
+class StoredRequest:
+    record: RequestRecord
+    body: bytes
+
+
+def split_body(body: bytes) -> list[bytes]:
+    cuts = [m.end() for m in CUT.finditer(body)]
+    pieces: list[bytes] = []
+    start = 0
+    for cut in cuts:
+        if cut > start:
+            pieces.append(body[start:cut])
+            start = cut
+    if start < len(body) or not pieces:
+        pieces.append(body[start:])
+    return pieces
+
+
+def chunk_id(piece: bytes) -> str:
+    return hashlib.blake2b(piece, digest_size=CHUNK_ID_BYTES).hexdigest()
+
+
+def delta_layout(previous: list[str], current: list[str]) -> list[Run]:
+    """``current`` as runs of ``previous`` (``(start, count)``) and ids that are not in a run."""
+    where: dict[str, int] = {}
+    for index, cid in enumerate(previous):
+        where.setdefault(cid, index)
+    layout: list[Run] = []
+    i = 0
+    while i < len(current):
+        start = where.get(current[i])
+        if start is None:
+            layout.append(current[i])
+            i += 1
+            continue
+        count = 1
+        while i + count < len(current) and start + count < len(previous) and current[i + count] == previous[start + count]:
+            count += 1
+        layout.append((start, count))
+        i += count
+    return layout
+
+
+def expand_layout(previous: list[str], layout: list[tuple[int, int] | str]) -> list[str]:
+    ids: list[str] = []
+    for run in layout:
+        if isinstance(run, str):
+            ids.append(run)
+        else:
+            start, count = run
+            if start < 0 or count < 0 or start + count > len(previous):
+                raise ValueError(f"run {list(run)} is outside the previous request's {len(previous)} chunks")
+            ids.extend(previous[start : start + count])
+    return ids
+
+
+@dataclass
+class RequestLog:
+    """Appends the requests of one course file; knows the chunks already stored (read once, lazily)."""
+
+    path: Path
+    _known: set[str] = field(default_factory=set)
+    _previous: list[str] = field(default_factory=list)
+    _loaded: bool = False
+
+    def append(self, record: RequestRecord, body: bytes) -> RequestRecord:
+        """Store ``body`` as ``record``'s (its ``size``, ``sha256``, ``layout`` and ``chunks`` are set here)."""
+        if not self._loaded:
+            for line in _lines(self.path, _read_or_empty(self.path)):
+                self._known.update(line.chunks)
+                self._previous = expand_layout(self._previous, line.layout)
+            self._loaded = True
+        pieces = split_body(body)
+        ids = [chunk_id(piece) for piece in pieces]
+        new = {cid: piece.decode("utf-8") for cid, piece in zip(ids, pieces, strict=True) if cid not in self._known}
+        stored = record.model_copy(
+            update={
+                "size": len(body),
+                "sha256": hashlib.sha256(body).hexdigest(),
+                "layout": delta_layout(self._previous, ids),
+                "chunks": new,
+            }
+        )
+        append_line(self.path, json.dumps(stored.to_disk(), ensure_ascii=False, separators=(",", ":")))
+        self._known.update(new)
+        self._previous = ids
+        return stored
+
+
+def read_request(path: Path, genseq: int) -> StoredRequest | None:
+    """The request generation ``genseq`` sent (the last one recorded for it), or None."""
+    text = read_text(path)
+    if text is None:
+        return None
+    chunks: dict[str, str] = {}
+    previous: list[str] = []
+    found: tuple[RequestRecord, list[str]] | None = None
+    for line in _lines(path, text):
+        chunks.update(line.chunks)
+        try:
+            previous = expand_layout(previous, line.layout)
+        except ValueError as exc:
+            raise CorruptFileError(path, f"request of generation {line.genseq}: {exc}") from exc
+        if line.genseq == genseq:
+            found = (line, previous)
+    if found is None:
+        return None
+    record, ids = found
+    missing = [cid for cid in ids if cid not in chunks]
+    if missing:
+        raise CorruptFileError(path, f"request of generation {genseq}: chunk {missing[0]} is not stored")
+    body = b"".join(chunks[cid].encode("utf-8") for cid in ids)
+    if hashlib.sha256(body).hexdigest() != record.sha256 or len(body) != record.size:
+        raise CorruptFileError(path, f"request of generation {genseq}: the rebuilt body does not match its SHA-256")
+    return StoredRequest(record.model_copy(update={"layout": [], "chunks": {}}), body)
+
+
+def recorded_genseqs(path: Path) -> list[int]:
+    text = read_text(path)
+    return [] if text is None else sorted({line.genseq for line in _lines(path, text)})
+
+
+def _read_or_empty(path: Path) -> str:
+    return read_text(path) or ""
+
+
+def _lines(path: Path, text: str) -> list[RequestRecord]:
+    lines = text.split("\n")
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    records: list[RequestRecord] = []
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            raw: Any = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if index == last:
+                break  # torn tail: the append never completed
+            raise CorruptFileError(path, f"bad JSON line: {exc.msg}", line=index + 1) from exc
+        try:
+            records.append(RequestRecord.model_validate(raw))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise CorruptFileError(path, f"bad request record ({where}: {err['msg']})", line=index + 1) from exc
+    return records

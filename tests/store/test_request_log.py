@@ -1,0 +1,91 @@
+"""``requests-NNN.jsonl``: bodies come back byte for byte, shared parts are stored once, damage is reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dominds.store.errors import CorruptFileError
+from dominds.store.request_log import RequestLog, RequestRecord, read_request, recorded_genseqs, split_body
+
+
+def record(genseq: int) -> RequestRecord:
+    return RequestRecord(
+        ts="2026-11-29T00:00:00Z", course=1, genseq=genseq, provider="p", api_type="anthropic", model="m",
+        method="POST", url="http://127.0.0.1:1/v1/messages",
+    )
+
+
+def body(turns: int, marker_at: int | None = None) -> bytes:
+    messages = []
+    for n in range(turns):
+        block: dict[str, object] = {"type": "text", "text": f"turn {n} " + "x" * 500}
+        if n == marker_at:
+            block["cache_control"] = {"type": "ephemeral"}
+        messages.append({"role": "user" if n % 2 == 0 else "assistant", "content": [block]})
+    return json.dumps({"model": "m", "messages": messages, "max_tokens": 10, "stream": True}, ensure_ascii=False).encode()
+
+
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(JSONISH, min_size=1, max_size=5), st.sampled_from([None, 2]))
+def test_any_sequence_of_bodies_comes_back_byte_for_byte(tmp_path_factory: pytest.TempPathFactory, values: list[object], indent: int | None) -> None:
+    path = tmp_path_factory.mktemp("log") / "requests-001.jsonl"
+    bodies = [json.dumps({"messages": values[: n + 1]}, ensure_ascii=False, indent=indent).encode() for n in range(len(values))]
+    log = RequestLog(path)
+    for genseq, each in enumerate(bodies, start=1):
+        log.append(record(genseq), each)
+    for genseq, each in enumerate(bodies, start=1):
+        stored = read_request(path, genseq)
+        assert stored is not None and stored.body == each
+    assert b"".join(split_body(bodies[-1])) == bodies[-1]
+
+
+def test_a_growing_conversation_stores_each_part_once(tmp_path: Path) -> None:
+    path = tmp_path / "requests-001.jsonl"
+    log = RequestLog(path)
+    bodies = [body(n, marker_at=n - 1) for n in range(1, 30)]
+    for genseq, each in enumerate(bodies, start=1):
+        log.append(record(genseq), each)
+    size = path.stat().st_size
+    assert size < 2 * len(bodies[-1]), "about the last request's size: each block once, and each line's own fields"
+    assert sum(map(len, bodies)) > 8 * size
+    assert recorded_genseqs(path) == list(range(1, 30))
+    # A new writer (a restarted daemon) goes on from what the file holds.
+    RequestLog(path).append(record(30), body(30, marker_at=29))
+    assert path.stat().st_size - size < 3 * 600, "only the new turn and the moved mark are stored"
+    stored = read_request(path, 30)
+    assert stored is not None and stored.body == body(30, marker_at=29)
+    assert stored.record.genseq == 30 and stored.record.size == len(stored.body)
+
+
+def test_a_torn_last_line_is_ignored_and_damage_elsewhere_reported(tmp_path: Path) -> None:
+    path = tmp_path / "requests-001.jsonl"
+    log = RequestLog(path)
+    log.append(record(1), body(2))
+    log.append(record(2), body(3))
+    with path.open("ab") as file:
+        file.write(b'{"type":"request","v":1,"genseq":3')  # a crash mid-append
+    stored = read_request(path, 2)
+    assert stored is not None and stored.body == body(3)
+    assert read_request(path, 3) is None
+    RequestLog(path).append(record(3), body(4))  # the torn tail is mended before the next append
+    stored = read_request(path, 3)
+    assert stored is not None and stored.body == body(4)
+
+    lines = path.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["chunks"] = {cid: text.replace("turn", "TURN") for cid, text in first["chunks"].items()}
+    path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    with pytest.raises(CorruptFileError, match="does not match its SHA-256"):
+        read_request(path, 1)
