@@ -66,6 +66,9 @@ class DialogIndex:
         self.path = rtws.state_dir / "cache" / "dialogs.sqlite"
         self.persistent = persistent
         self._db: sqlite3.Connection | None = None
+        self._unwritten: list[Refresh] = []
+        """Refreshes under way on this connection (an iteration suspended at a tree) whose rows are not
+        written yet: another refresh writes them first, or it would read those dialogs again."""
 
     # -- storage -----------------------------------------------------------------------------------
 
@@ -202,7 +205,18 @@ class DialogIndex:
 
     def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None, facts: bool = False) -> Iterator[Tree]:
         db = self._connect()
+        for earlier in self._unwritten:  # e.g. recovery settling a tree in the middle of its first refresh
+            earlier.write(db)
         refresh = Refresh(self._load_heavy, RACY_SECONDS, self._stored_facts)
+        self._unwritten.append(refresh)
+        try:
+            yield from self._refreshed_trees(db, refresh, statuses, root, facts)
+        finally:
+            self._unwritten.remove(refresh)
+
+    def _refreshed_trees(
+        self, db: sqlite3.Connection, refresh: Refresh, statuses: tuple[str, ...], root: tuple[str, str] | None, facts: bool
+    ) -> Iterator[Tree]:
         for status in (root[0],) if root else statuses:
             directory = str(self.rtws.status_dir(status))
             if root is not None:
