@@ -11,9 +11,11 @@ written. The 2026-07-28 protocol forbids server-initiated requests: there a serv
 both styles wherever it has a back-channel: over stdio always, over HTTP when the server keeps
 sessions (``Mcp-Session-Id``) and answers on an event stream. So a connection first tries the
 handshake; it goes on with ``auto`` (the newest protocol the server speaks) when the server refuses
-the handshake, or over HTTP when that session has no back-channel (a stateless server, JSON answers). Calls come from the dialogs' tasks. A server that dies (the process exits, the
-HTTP endpoint goes away) makes the pending and every later call fail with ``ServerGone``; the
-supervisor in ``manager.py`` then starts a new connection after a back-off.
+the handshake, or over HTTP when that session has no back-channel (a stateless server, JSON answers).
+
+Calls come from the dialogs' tasks. A server that dies (the process exits, the HTTP endpoint goes
+away) makes the pending and every later call fail with ``ServerGone``; the pool (``pool.py``) then
+starts a new connection after a back-off.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from dominds.background import BackgroundTasks
 from dominds.mcp.config import SecretRef, ServerSpec, resolve
 
 CONNECT_TIMEOUT_S = 30.0
@@ -158,6 +161,8 @@ class Connection:
         self.on_sample: Elicit | None = None
         """``(caller, CreateMessageRequestParams) -> CreateMessageResult | ErrorData`` (sampling)."""
         self.mode = mode
+        self._leftovers = BackgroundTasks(f"mcp {spec.id}")
+        """Requests cancelled for a stopped caller that outlived their grace: ``close`` awaits them."""
 
     def redact(self, text: str) -> str:
         """``text`` with the values of the server's secrets replaced, so they never reach records or logs."""
@@ -179,7 +184,8 @@ class Connection:
             raise ServerUnreachable(f"no answer within {CONNECT_TIMEOUT_S:g}s") from None
         except asyncio.CancelledError:  # the caller was stopped while connecting: no session is left behind
             self._close.set()
-            await _cancel_and_wait(self._task, CANCEL_GRACE_S)
+            if not await _cancel_and_wait(self._task, CANCEL_GRACE_S):
+                self._leftovers.adopt(self._task)
             raise
         if not self.alive:
             await self.close()
@@ -321,7 +327,8 @@ class Connection:
         except asyncio.CancelledError:
             # The caller was cancelled (its dialog was stopped): the call must not outlive it. Cancelling
             # the SDK's request sends the protocol's ``notifications/cancelled`` to the server.
-            await _cancel_and_wait(call, CANCEL_GRACE_S)
+            if not await _cancel_and_wait(call, CANCEL_GRACE_S):
+                self._leftovers.adopt(call)  # still ending after the grace: ``close`` awaits it
             raise
         finally:
             gone.cancel()
@@ -354,14 +361,17 @@ class Connection:
                 self._task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await self._task
+        await self._leftovers.aclose()
 
 
-async def _cancel_and_wait(task: asyncio.Future[Any], grace_s: float) -> None:
-    """Cancel ``task`` and give it ``grace_s`` to end (it may send a cancellation on its way out)."""
+async def _cancel_and_wait(task: asyncio.Future[Any], grace_s: float) -> bool:
+    """Cancel ``task`` and give it ``grace_s`` to end (it may send a cancellation on its way out); False
+    when it is still running after that (its owner must then keep and await it)."""
     task.cancel()
     done, _ = await asyncio.wait({task}, timeout=grace_s)
     if task in done and not task.cancelled():
         task.exception()  # retrieved: whatever it ended with is of no interest to a cancelled caller
+    return task in done
 
 
 def _is_refusal(exc: BaseException) -> bool:
