@@ -37,6 +37,10 @@ const view = new DialogView(conn, transcript, {
   questionsFor: (id) => questions.forDialog(id),
   answer: answerQuestion,
   onMissing: onMissingDialog,
+  onCreated: (ready, title) => lists.addCreated({
+    selfId: ready.dialog.selfId, rootId: ready.dialog.rootId, status: "run", title: title || ready.title || null, agentId: ready.agentId,
+    taskDocPath: ready.taskDocPath, createdAt: new Date().toISOString(), runState: ready.runState,
+  }),
   drafts,
 });
 const lists = new DialogLists($("#dialog-lists"), [...document.querySelectorAll(".tab")], { open: (ref) => openDialog(ref) });
@@ -313,7 +317,7 @@ async function useSuggestion(text) {
       return;
     }
     try {
-      await view.create(agent.id, catalog.taskdocs[0] || "tasks/demo.tsk");
+      await view.create(agent.id, catalog.taskdocs[0] || "tasks/demo.tsk", text);
     } catch (error) {
       toast(error.message, "error");
       return;

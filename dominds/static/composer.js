@@ -178,13 +178,14 @@ export class Composer {
       } }))));
   }
 
-  /** Send the input (or `text`): an answer to the selected question, or a message (queued if need be). */
+  /** Send the input (or `text`): an answer to the selected question, or a message (queued if need be).
+   * True when the daemon took it; false when nothing was sent, it was refused, or it is kept as a draft. */
   async send(text) {
     const ref = this.actions.ref();
     const typed = (text ?? this.input.value).trim();
     const attached = text === undefined ? this.attachments.map((a) => a.line) : [];
     const content = [typed, ...attached].filter(Boolean).join("\n");
-    if (!content || !ref || this.busy) return;
+    if (!content || !ref || this.busy) return false;
     const question = text === undefined ? this.currentQuestion() : null;
     this.busy = true;
     try {
@@ -197,8 +198,10 @@ export class Composer {
         this.attachments = [];
         this.renderAttachments();
       }
+      return sent;
     } catch (error) {
       toast(error.message, "error");
+      return false;
     } finally {
       this.busy = false;
     }

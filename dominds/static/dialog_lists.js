@@ -24,6 +24,16 @@ export function headlineTitle(head, agentId) {
   return line.replace(/(^|\s)!tellaskSession\s+\S+/g, " ").replace(/\s+/g, " ").trim();
 }
 
+/** The title the daemon gives a dialog from its first message (driver/titles.py title_from_message):
+ * its first non-empty line without Tellask or markdown markers, at most 80 characters. */
+export function titleFromMessage(content) {
+  for (const line of String(content || "").split("\n")) {
+    const text = line.replace(/^\s*(?:!\?|[#>*-]+\s)*\s*/, "").replace(/\s+/g, " ").trim();
+    if (text) return text.length <= 80 ? text : `${text.slice(0, 79).trimEnd()}…`;
+  }
+  return null;
+}
+
 /** When a dialog was started, short: the time today, else the date and time (two dialogs with the same
  * first message had identical rows). */
 export function startedAt(iso) {
@@ -81,6 +91,7 @@ export class DialogLists {
     this.status = ["run", "done", "archive"].includes(route.tab) ? route.tab : "run";
     this.filter = { q: route.q || "", agent: route.agent || "", state: route.state || "", taskdoc: route.taskdoc || "", asks: route.asks === "1" };
     this.trees = [];
+    this.created = new Map(); // selfId -> node of a dialog created here that no listing has shown yet
     this.loaded = false;
     this.currentSelfId = null;
     try {
@@ -121,10 +132,20 @@ export class DialogLists {
     this.render();
   }
 
+  /** A dialog this page just created, shown at once (the list said "No dialogs here" until the next
+   * listing); kept until a listing has it, so a listing that started before the creation cannot drop it. */
+  addCreated(node) {
+    this.created.set(node.selfId, { subdialogs: [], q4hCount: 0, ...node });
+    this.trees = [...this.trees.filter((tree) => tree.selfId !== node.selfId), this.created.get(node.selfId)];
+    this.loaded = true;
+    this.render();
+  }
+
   async refresh() {
     try {
       const { dialogs } = await apiGet("/api/dialogs");
-      this.trees = dialogs;
+      for (const tree of dialogs) this.created.delete(tree.selfId);
+      this.trees = [...dialogs, ...this.created.values()];
       this.loaded = true;
       this.render();
     } catch (error) {

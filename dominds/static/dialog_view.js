@@ -8,7 +8,7 @@
 
 import { apiGet, apiPost } from "./api.js";
 import { Composer } from "./composer.js";
-import { badge, formatCost, headlineTitle } from "./dialog_lists.js";
+import { badge, formatCost, headlineTitle, titleFromMessage } from "./dialog_lists.js";
 import { $, askInPage, debounce, h, setTrustedHtml, toast } from "./dom.js";
 import { t } from "./i18n.js";
 import { goToDialog, linkTo, patchRoute } from "./router.js";
@@ -27,6 +27,7 @@ export class DialogView {
     this.snapshotRemaining = 0;
     this.target = null; // {course, call, question} to bring into view once the snapshot is complete
     this.awaitingCreate = false;
+    this.starting = null; // {title} of a dialog created with its first message on the way (create())
     this.page = null; // {course, from, to, total}: the records of the course on screen
     this.pageLoad = null; // {mode: "prepend"|"append"|"window", started, remaining, events[]}
     this.earlier = h("button", { type: "button", class: "load-earlier", text: t("loadEarlier"), onclick: () => this.loadEarlier() });
@@ -76,6 +77,7 @@ export class DialogView {
     const wanted = Number(course) || null;
     this.target = { course: wanted, call, question };
     const sameDialog = this.ref?.selfId === ref.selfId;
+    if (!sameDialog && !this.awaitingCreate) this.starting = null;
     const since = resume && sameDialog && this.epoch && this.viewingCourse === this.info?.currentCourse && !this.windowed()
       ? { epoch: this.epoch, seq: this.lastSeq } : undefined;
     const shown = sameDialog && this.info && !resume && !force && this.snapshotRemaining === 0;
@@ -101,14 +103,20 @@ export class DialogView {
     }
   }
 
-  /** Create a root dialog and show it (the reply is a dialog_ready for a dialog we do not know yet). */
-  async create(agentId, taskDocPath) {
+  /** Create a root dialog and show it (the reply is a dialog_ready for a dialog we do not know yet).
+   * With `firstMessage` (a suggestion about to be sent), the header names the dialog after it and says
+   * it is starting, not "(untitled) idle", until the daemon's title and run state arrive. */
+  async create(agentId, taskDocPath, firstMessage = null) {
     this.awaitingCreate = true;
     this.target = null;
+    this.starting = firstMessage ? { title: titleFromMessage(firstMessage) } : null;
     try {
       const ready = await this.conn.request({ type: "create_dialog", agentId: agentId || null, taskDocPath, follow: "replace" });
       goToDialog({ selfId: ready.dialog.selfId, rootId: ready.dialog.rootId });
       return ready;
+    } catch (error) {
+      this.starting = null;
+      throw error;
     } finally {
       this.awaitingCreate = false;
     }
@@ -116,6 +124,7 @@ export class DialogView {
 
   onReady(ready) {
     if (!this.awaitingCreate && ready.dialog.selfId !== this.ref?.selfId) return;
+    if (this.awaitingCreate) this.hooks.onCreated?.(ready, this.starting?.title || null); // listed as it is shown
     this.awaitingCreate = false;
     this.ref = ready.dialog;
     this.info = ready;
@@ -325,6 +334,7 @@ export class DialogView {
     if (seq !== undefined) this.runStateSeq = seq;
     if (!this.info) return;
     this.info.runState = runState;
+    if (runState.kind !== "idle") this.starting = null; // the daemon has taken the first message up
     this.renderHeader();
     if (runState.kind !== "proceeding") this.refreshCost();
   }
@@ -354,14 +364,17 @@ export class DialogView {
     if (!info) return;
     // a subdialog is named by its assignment, without the "@agent" the line below shows anyway
     const head = headlineTitle(info.assignmentFromSup?.tellaskHead, info.agentId) || info.tellaskSession || "";
-    const title = info.title || head || t("untitled");
+    const title = info.title || head || this.starting?.title || t("untitled");
     $("#dh-title").textContent = title;
     $("#dh-title").title = title;
-    $("#dh-title").classList.toggle("untitled", !info.title && !head);
+    $("#dh-title").classList.toggle("untitled", title === t("untitled"));
     document.title = `${title} · Dominds`;
     $("#dh-agent").textContent = `@${info.agentId}`;
     $("#dh-id").textContent = info.dialog.selfId;
-    $("#dh-state").replaceWith(Object.assign(badge(info.runState), { id: "dh-state" }));
+    const state = this.starting && (info.runState?.kind || "idle") === "idle"
+      ? h("span", { class: "badge state-proceeding", text: t("startingDialog") })
+      : badge(info.runState);
+    $("#dh-state").replaceWith(Object.assign(state, { id: "dh-state" }));
     const parent = $("#dh-parent");
     parent.hidden = !info.supdialogId;
     if (info.supdialogId) parent.href = linkTo({ selfId: info.supdialogId, rootId: info.dialog.rootId });
@@ -433,7 +446,11 @@ export class DialogView {
 
   /** Send a message (a suggestion chip) or, without `text`, whatever the composer says it will do. */
   async send(text) {
-    await this.composer.send(text);
+    const sent = await this.composer.send(text);
+    if (!sent && this.starting) {
+      this.starting = null; // the first message did not go: the dialog is what the daemon says
+      this.renderHeader();
+    }
   }
 
   async command(message) {

@@ -79,46 +79,99 @@ class Read(NamedTuple):
     watch: list[str]
 
 
-def snapshot(directory: str) -> tuple[set[str], dict[str, bytes]]:
-    """(names of the regular files of a dialog directory, bytes of its state and course files).
+class KeptCourse(NamedTuple):
+    """What the index keeps of one course file it read (``facts["courses"][name]``), so that a dialog read
+    again after a change reads only the course files that changed, not its whole history."""
 
-    Facts are parsed from these bytes and ``content_digest`` hashes the very same bytes, so a digest
-    always describes what the facts were read from. Raises ``OSError`` when the directory cannot be
-    listed. Only regular files are read (a FIFO or a device named ``latest.yaml`` would block a reader)."""
+    stat: str
+    """``stat_key`` (inode.size.mtime) when it was read, at least ``settled_ns`` after its last change."""
+    length: int
+    digest: str
+    """``file_digest`` of its bytes."""
+    bad_line: int | None
+    """``_bad_course_line`` of its bytes."""
+    generations: list[list[Any]]
+    """``finish_generations`` of its bytes."""
+
+
+Kept = dict[str, KeptCourse]
+
+
+def snapshot(directory: str, kept: Kept | None = None, read_anyway: str | None = None) -> tuple[set[str], dict[str, bytes], Kept]:
+    """(names of the regular files of a dialog directory, bytes of its state and course files, course
+    files not read because ``kept`` describes them as they still are).
+
+    A course file of ``kept`` whose ``stat`` is unchanged is not read (it was read when its mtime was
+    already older than the racy window, so equal (inode, size, mtime) mean equal bytes), except
+    ``read_anyway`` (the current course: what the daemon checks of it is checked anew). Facts are parsed from
+    the bytes read and ``content_digest`` hashes the very same bytes (or their kept digests), so a
+    digest always describes what the facts were read from. Raises ``OSError`` when the directory cannot
+    be listed. Only regular files are read (a FIFO or a device named ``latest.yaml`` would block a reader)."""
     present = {e.name for e in os.scandir(directory) if e.is_file(follow_symlinks=False)}
     data: dict[str, bytes] = {}
+    reused: Kept = {}
     for name in sorted(present):
         if name in STATE_FILES or _is_course(name):
+            known = kept.get(name) if kept and name != read_anyway else None
+            if known is not None and stat_key(f"{directory}/{name}") == known.stat:
+                reused[name] = known
+                continue
             try:
                 with open(f"{directory}/{name}", "rb") as handle:
                     data[name] = handle.read()
             except (FileNotFoundError, IsADirectoryError):
                 continue
-    return present, data
+    return present, data, reused
 
 
-def content_digest(data: dict[str, bytes]) -> str:
-    """What a dialog's state and course files hold, as one short hash (names, lengths and bytes)."""
+def file_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def content_digest(data: dict[str, bytes], reused: Kept | None = None) -> str:
+    """What a dialog's state and course files hold, as one short hash (names, lengths and each file's
+    ``file_digest``; a kept course file counts by its kept digest, equal to that of its bytes)."""
+    pieces = {name: (len(raw), file_digest(raw)) for name, raw in data.items()}
+    pieces.update({name: (known.length, known.digest) for name, known in (reused or {}).items()})
     hasher = hashlib.blake2b(digest_size=16)
-    for name in sorted(data):
-        hasher.update(f"{name}\0{len(data[name])}\0".encode())
-        hasher.update(data[name])
+    for name in sorted(pieces):
+        length, digest = pieces[name]
+        hasher.update(f"{name}\0{length}\0{digest}\0".encode())
     return hasher.hexdigest()
 
 
-def current_digest(directory: str) -> str | None:
-    """``content_digest`` of what the files hold now (None if the directory cannot be listed)."""
+def current_digest(directory: str, kept: Kept | None = None) -> str | None:
+    """``content_digest`` of what the files hold now (None if the directory cannot be listed); course
+    files ``kept`` describes as they still are are not read again."""
     try:
-        return content_digest(snapshot(directory)[1])
+        _present, data, reused = snapshot(directory, kept)
     except OSError:
         return None
+    return content_digest(data, reused)
 
 
-def read_dialog(directory: str) -> Read:
-    """One dialog's facts from its files; a corrupt file becomes ``error``, never an exception."""
+def kept_courses(facts: Facts) -> Kept:
+    """The ``KeptCourse`` entries of facts the index stored (none in facts of an older shape)."""
+    out: Kept = {}
+    for name, value in (facts.get("courses") or {}).items():
+        try:
+            out[name] = KeptCourse(*value)
+        except TypeError:
+            continue
+    return out
+
+
+def read_dialog(directory: str, kept: Kept | None = None, settled_ns: int | None = None) -> Read:
+    """One dialog's facts from its files; a corrupt file becomes ``error``, never an exception.
+
+    ``kept``: what an earlier read kept of its course files: those unchanged since are not read again
+    (a dialog that changed costs its changed files, not its history). ``settled_ns``: a course file
+    whose mtime is older than this is kept for the next read (a younger one may still change within
+    the same mtime tick)."""
     facts: Facts = {"selfId": os.path.basename(directory)}
+    current = _current_course_name(directory)
     try:
-        present, data = snapshot(directory)
+        present, data, reused = snapshot(directory, kept, current)
     except OSError as exc:
         facts.update(error=f"cannot list {directory}: {exc.strerror or exc}", runState={"kind": "error"})
         return Read(facts, "-", [])
@@ -171,8 +224,37 @@ def read_dialog(directory: str) -> Read:
     except (OSError, ValueError, AttributeError, TypeError) as exc:
         facts["error"] = f"{type(exc).__name__}: {exc}"
         facts.setdefault("runState", {"kind": "error", "detail": str(exc)})
-    facts["generations"] = _course_usage([n for n in data if _is_course(n)], data, facts)
-    return Read(facts, content_digest(data), sorted(data))
+    facts["generations"] = _course_usage(sorted(n for n in (*data, *reused) if _is_course(n)), data, reused, facts)
+    if settled_ns is not None and (kept_now := _keep(directory, data, reused, settled_ns, current)):
+        facts["courses"] = kept_now  # bookkeeping of the index (private), only where a course finished
+    return Read(facts, content_digest(data, reused), sorted((*data, *reused)))
+
+
+def _current_course_name(directory: str) -> str | None:
+    """The current course's file name, from ``latest.yaml`` (None when it cannot be told: then every
+    course file counts as possibly current and is read)."""
+    try:
+        latest = read_state_yaml(f"{directory}/latest.yaml")
+    except (OSError, ValueError):
+        return None
+    current = latest.get("currentCourse", 1) if isinstance(latest, dict) else None
+    return f"course-{current:03d}.jsonl" if isinstance(current, int) and not isinstance(current, bool) else None
+
+
+def _keep(directory: str, data: dict[str, bytes], reused: Kept, settled_ns: int, current: str | None) -> dict[str, list[Any]]:
+    """``KeptCourse`` of every finished course file read whose mtime is older than ``settled_ns``, and of
+    those reused. Not the current course's: it is read whenever the dialog changed (it is what changes),
+    and keeping it would only double what the index holds of a one-course dialog."""
+    out = {name: list(known) for name, known in reused.items()}
+    for name, raw in data.items():
+        if not _is_course(name) or name == current or current is None:
+            continue
+        key = stat_key(f"{directory}/{name}")
+        parts = key.split(".")
+        if len(parts) != 3 or int(parts[1]) != len(raw) or int(parts[2]) >= settled_ns:
+            continue  # changed since it was read, or young enough to change unseen
+        out[name] = [key, len(raw), file_digest(raw), _bad_course_line(raw), finish_generations(raw)]
+    return out
 
 
 def _check_what_the_daemon_checks(directory: str, present: set[str], data: dict[str, bytes], current_course: Any) -> None:
@@ -261,17 +343,18 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-def _course_usage(course_files: list[str], data: dict[str, bytes], facts: Facts) -> list[list[Any]]:
-    """Every generation of every course (``finish_generations``); a line in the middle of a course that
-    is not a JSON record marks the dialog with an error (the daemon refuses such a dialog); a torn last
-    line does not (it is what a crash leaves)."""
+def _course_usage(course_files: list[str], data: dict[str, bytes], reused: Kept, facts: Facts) -> list[list[Any]]:
+    """Every generation of every course (``finish_generations``, or what was kept of a course file not
+    read again); a line in the middle of a course that is not a JSON record marks the dialog with an
+    error (the daemon refuses such a dialog); a torn last line does not (it is what a crash leaves)."""
     gens: list[list[Any]] = []
-    for name in sorted(course_files):
-        bad = _bad_course_line(data[name])
+    for name in course_files:
+        known = reused.get(name)
+        bad = known.bad_line if known is not None else _bad_course_line(data[name])
         if bad is not None and "error" not in facts:
             facts["error"] = f"{name}:{bad}: not a JSON record (the dialog refuses messages until it is repaired)"
             facts["runState"] = {"kind": "error", "detail": facts["error"]}
-        gens += finish_generations(data[name])
+        gens += known.generations if known is not None else finish_generations(data[name])
     return gens
 
 

@@ -36,7 +36,7 @@ from dominds.store.index_entries import LIGHT_COLUMNS, Entry, Heavy, Tree, colum
 from dominds.store.index_recent import recent_trees
 from dominds.store.index_refresh import Refresh, heavy_of
 
-INDEX_VERSION = 9
+INDEX_VERSION = 10
 """Bump when the facts change shape: an index of another version is rebuilt."""
 RACY_SECONDS = 2.0
 """Files changed this recently when read are checked by their bytes at the next refresh (mtime granularity)."""
@@ -143,6 +143,11 @@ class DialogIndex:
             return (found[0], found[1], found[2])
         return columns(read_dialog(self._dialog_dir(entry.status, entry.root_id, entry.self_id)).facts)[1]
 
+    def _stored_facts(self, key: str, sig: str, digest: str) -> str | None:
+        """The facts JSON kept for this dialog as read with (sig, digest), or None; never the files."""
+        found = self._connect().execute("SELECT facts FROM facts WHERE key = ? AND sig = ? AND digest = ?", (key, sig, digest)).fetchone()
+        return str(found[0]) if found is not None and found[0] is not None else None
+
     def _dialog_dir(self, status: str, root_id: str, self_id: str) -> str:
         root_dir = f"{self.rtws.status_dir(status)}/{root_id}"
         return root_dir if self_id == root_id else f"{root_dir}/subdialogs/{self_id}"
@@ -197,7 +202,7 @@ class DialogIndex:
 
     def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None, facts: bool = False) -> Iterator[Tree]:
         db = self._connect()
-        refresh = Refresh(self._load_heavy, RACY_SECONDS)
+        refresh = Refresh(self._load_heavy, RACY_SECONDS, self._stored_facts)
         for status in (root[0],) if root else statuses:
             directory = str(self.rtws.status_dir(status))
             if root is not None:

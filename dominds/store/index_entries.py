@@ -16,7 +16,7 @@ from typing import Any
 
 from dominds.store.dialog_facts import Facts
 
-PRIVATE_FACTS = frozenset({"selfId", "files", "generations", "conductor", "inboundTellaskBacks", "dead", "strayTemps"})
+PRIVATE_FACTS = frozenset({"selfId", "files", "generations", "conductor", "inboundTellaskBacks", "dead", "strayTemps", "courses"})
 """Facts the index keeps for the daemon (recovery, cost) but a listing does not show as they are."""
 
 LIGHT_COLUMNS = "root_id, self_id, sig, digest, racy, watch, files, sup, last_modified, q4h_count, run_kind"
@@ -53,7 +53,7 @@ class Entry:
         """The state files it has (``q4h.yaml`` and so on)."""
         self._heavy = heavy
         self._load = load
-        self._facts = facts
+        self._facts = _facts_only(facts) if facts is not None else None
 
     @property
     def key(self) -> str:
@@ -69,7 +69,7 @@ class Entry:
     @property
     def facts(self) -> Facts:
         if self._facts is None:
-            self._facts = json.loads(self._heavy_columns()[0] or "{}")
+            self._facts = _facts_only(json.loads(self._heavy_columns()[0] or "{}"))
         return self._facts
 
     @property
@@ -79,6 +79,13 @@ class Entry:
     @property
     def generations(self) -> str:
         return self._heavy_columns()[2]
+
+
+def _facts_only(facts: Facts) -> Facts:
+    """The facts without the index's own bookkeeping (``courses``: what it kept of finished course files)."""
+    if "courses" in facts:
+        facts = {k: v for k, v in facts.items() if k != "courses"}
+    return facts
 
 
 def columns(facts: Facts) -> tuple[tuple[Any, ...], Heavy]:

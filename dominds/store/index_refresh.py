@@ -5,6 +5,7 @@ write collected as it goes."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 import time
@@ -12,16 +13,20 @@ from collections.abc import Callable
 from typing import Any
 
 from dominds.ids import is_dialog_id
-from dominds.store.dialog_facts import current_digest, read_dialog, signature, stat_key
+from dominds.store.dialog_facts import Kept, current_digest, kept_courses, read_dialog, signature, stat_key
 from dominds.store.index_entries import Entry, Heavy, Tree, columns, tree_key
 
 
 class Refresh:
     """One refresh: the clock it judges "too recent" by, and the rows it has yet to write."""
 
-    def __init__(self, load: Callable[[Entry], Heavy], racy_seconds: float) -> None:
+    def __init__(
+        self, load: Callable[[Entry], Heavy], racy_seconds: float, stored_facts: Callable[[str, str, str], str | None] | None = None
+    ) -> None:
         self.load = load
         """Where an entry's facts are fetched from when first asked for."""
+        self.stored_facts = stored_facts
+        """The facts JSON the index holds for (key, sig, digest), or None (never read from the files)."""
         self.now_ns = time.time_ns()
         self.racy_ns = racy_seconds * 1e9
         self.dialogs: list[tuple[Any, ...]] = []
@@ -56,19 +61,40 @@ class Refresh:
         return Tree(entries[0], entries[1:], known[2] is not None and known[2] == key, key)
 
     def entry(self, status: str, root_id: str, self_id: str, path: str, row: tuple[Any, ...] | None) -> Entry:
+        kept: Kept | None = None
         if row is not None:
             sig, newest = signature(path, row[3].split())
-            if sig == row[0] and (not row[2] or current_digest(path) == row[1]):
+            if sig == row[0] and (not row[2] or current_digest(path, kept := self._kept(status, root_id, self_id, row)) == row[1]):
                 if row[2] and self.now_ns - newest >= self.racy_ns:
                     self.calm.append((status, root_id, self_id, row[0], row[1]))
                     row = (*row[:2], 0, *row[3:])
                 return Entry(status, root_id, self_id, row[:9], heavy_of(row), self.load)
-        read = read_dialog(path)
+            if kept is None:
+                kept = self._kept(status, root_id, self_id, row)
+        # a dialog that changed: its finished courses kept from the last read are not read again
+        read = read_dialog(path, kept, int(self.now_ns - self.racy_ns))
         sig, newest = signature(path, read.watch)
         light, heavy = columns(read.facts)
         row = (sig, read.digest, int(self.now_ns - newest < self.racy_ns), " ".join(read.watch), *light)
         self.dialogs.append((f"{status}/{root_id}/{self_id}", status, root_id, self_id, *row, *heavy))
         return Entry(status, root_id, self_id, row, heavy, facts=read.facts)
+
+    def _kept(self, status: str, root_id: str, self_id: str, row: tuple[Any, ...]) -> Kept | None:
+        """What the index kept of this dialog's finished course files at its last read."""
+        heavy = heavy_of(row)
+        if heavy is not None:
+            text: str | None = heavy[0]
+        elif self.stored_facts is not None:
+            text = self.stored_facts(f"{status}/{root_id}/{self_id}", row[0], row[1])
+        else:
+            return None
+        if not text or '"courses"' not in text:
+            return None
+        try:
+            facts = json.loads(text)
+        except ValueError:
+            return None
+        return kept_courses(facts) if isinstance(facts, dict) else None
 
     def write(self, db: sqlite3.Connection) -> None:
         if not self.dialogs and not self.trees and not self.calm:

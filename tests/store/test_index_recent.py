@@ -1,4 +1,5 @@
-"""The most recent trees without checking every dialog's files (``DialogIndex.recent_trees``, ``status --limit``).
+"""The most recent trees without checking every dialog's files (``DialogIndex.recent_trees``, ``status --limit``),
+and a changed dialog read again without its history (``dialog_facts.read_dialog(kept=...)``).
 
 The cost this pins: ``dominds status --json`` at 10,000 dialogs stat-ed every file of every dialog
 (4–5 ``stat`` calls each) to print all of them, 0.7–1.3 s (9–10 s and 47 MB of JSON at 100,000). Asked
@@ -19,9 +20,9 @@ import pytest
 
 from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
-from dominds.store import index_refresh
+from dominds.store import dialog_facts, index_refresh
 from dominds.store.atomic import set_fsync
-from dominds.store.course_records import CourseStartRecord
+from dominds.store.course_records import CourseStartRecord, GenFinishRecord, Usage
 from dominds.store.dialog_store import DialogStore
 from dominds.store.index import DialogIndex
 from dominds.store.records import DialogMeta, LatestState
@@ -72,9 +73,9 @@ class _Counts:
             self.stats += 1
             return real_stat(*args, **kwargs)
 
-        def read(directory: str) -> Any:
+        def read(directory: str, *args: Any) -> Any:
             self.reads += 1
-            return real_read(directory)
+            return real_read(directory, *args)
 
         monkeypatch.setattr(os, "stat", stat)
         monkeypatch.setattr(index_refresh, "read_dialog", read)
@@ -131,3 +132,63 @@ def test_a_first_run_without_an_index_reads_every_dialog_once(store: DialogStore
     assert total == 12 and len(chosen) == 3
     assert [t.root.root_id for t in chosen] == _full_order(store.rtws)[:3]
     assert reads == 12 * (1 + SUBS), "each dialog read once (none twice for being both new and shown)"
+
+
+def _long_dialog(store: DialogStore, courses: int, generations: int) -> str:
+    """A root of ``courses`` courses of ``generations`` finished generations each; the last is current."""
+    root_id = new_dialog_id()
+    files = store.files("run", root_id, root_id)
+    files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id="a", task_doc_path="t.tsk", created_at=now_iso()))
+    for course in range(1, courses + 1):
+        files.append(course, CourseStartRecord(ts=now_iso(), course=course))
+        for genseq in range(1, generations + 1):
+            usage = Usage(input_tokens=course * 100 + genseq, output_tokens=1)
+            files.append(course, GenFinishRecord(ts=now_iso(), genseq=genseq, provider="p", model="m", usage=usage))
+    files.write_latest(LatestState(last_modified=now_iso(), current_course=courses))
+    return root_id
+
+
+class _Opens:
+    """Course files ``dialog_facts`` opens (its reads of a dialog's files), counted by name."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.courses: list[str] = []
+
+        def counting_open(path: str, *args: Any, **kwargs: Any) -> Any:
+            name = os.path.basename(path)
+            if name.startswith("course-"):
+                self.courses.append(name)
+            return open(path, *args, **kwargs)
+
+        monkeypatch.setattr(dialog_facts, "open", counting_open, raising=False)
+
+
+def test_a_changed_dialog_is_read_again_without_its_finished_courses(store: DialogStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cost this pins: the index read every course file of a dialog whose files changed (for its
+    tokens and its digest), so each change of a long dialog cost its whole history. Now the finished
+    courses are kept (their generations, digest, first bad line) and only the current course is read."""
+    rtws = store.rtws
+    root_id = _long_dialog(store, courses=4, generations=30)
+    _age_everything(rtws.dialogs_dir)
+    index = DialogIndex(rtws)
+    opens = _Opens(monkeypatch)
+    index.entries(("run",))
+    assert sorted(opens.courses) == [f"course-00{n}.jsonl" for n in range(1, 5)], "the first read reads them all"
+
+    files = store.files("run", root_id, root_id)
+    files.append(4, GenFinishRecord(ts=now_iso(), genseq=31, provider="p", model="m", usage=Usage(input_tokens=5)))
+    files.write_latest(files.read_latest())
+    opens.courses.clear()
+    [entry] = DialogIndex(rtws).entries(("run",))  # a new connection: what another process would find
+    assert opens.courses == ["course-004.jsonl"], "only the current course is read again"
+    truth = DialogIndex(rtws, persistent=False).entries(("run",))[0]
+    assert entry.facts["generations"] == truth.facts["generations"] and len(entry.facts["generations"]) == 4 * 30 + 1
+    assert entry.digest == truth.digest, "the digest of kept courses equals that of their bytes"
+
+    # a finished course edited by hand (a line made bad): its stat changes, it is read again and flagged
+    with open(files.course(2), "ab") as handle:
+        handle.write(b"not json\n{}\n")
+    opens.courses.clear()
+    [entry] = DialogIndex(rtws).entries(("run",))
+    assert sorted(opens.courses) == ["course-002.jsonl", "course-004.jsonl"]
+    assert "course-002.jsonl" in entry.facts["error"]

@@ -53,7 +53,7 @@ def test_the_debate_demo_converges_and_writes_its_report(
     # the comparer that ran is named on the first lines and in the report (WordLlama is the default)
     method, named = {
         "auto": ("embedding:wordllama:l2_supercat-256", "Similarity: embeddings `wordllama:l2_supercat-256`"),
-        "jaccard": ("jaccard_fallback", "Similarity: word overlap (Jaccard)"),
+        "jaccard": ("jaccard", "Similarity: word overlap (Jaccard)"),  # chosen, so no "fallback" (issue 36, item 9)
     }[embedder]
     assert printed.splitlines()[1] == f"similarity: {method}" and named in report
 

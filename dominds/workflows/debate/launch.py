@@ -33,7 +33,7 @@ class DebateRequestError(Exception):
 def build_comparer(engine: Engine, settings: DebateSettings) -> tuple[PositionComparer, str | None]:
     """The comparer over the configured embedder, and why that embedder is not used (``None`` when it is)."""
     embedder, note = make_embedder(settings.embedder, engine.config.get().catalog)
-    return PositionComparer(embedder), note
+    return PositionComparer(embedder, overlap_chosen=settings.embedder.kind == "jaccard"), note
 
 
 async def open_debate(

@@ -1,7 +1,10 @@
 """``compare_positions`` (seed §3.1): embeddings → cosine matrix → mean and most-different pair.
 
-When the embedder fails (or none is configured) the comparison falls back to token Jaccard (§7.3
-"rule-based keyword matching") and says so: ``method: "jaccard_fallback"``, ``fallback: true``.
+When the embedder fails, or the one configured cannot be used, the comparison falls back to token
+Jaccard (§7.3 "rule-based keyword matching") and says so: ``method: "jaccard_fallback"``, ``fallback:
+true``. Word overlap chosen on purpose (``embedder: {kind: jaccard}``) is no fallback: ``method:
+"jaccard"``, ``fallback: false`` (before, it was called ``jaccard_fallback`` everywhere; records that
+say so are still read: every reader takes a method starting with ``jaccard`` as word overlap).
 Jaccard counts shared words, so its values run far lower than cosine's for the same pair of texts;
 the host's cosine thresholds are then only a rough guide (docs/debate.md, "Known limits").
 
@@ -21,6 +24,11 @@ from typing import Any, Protocol
 SCORE_DIGITS = 4
 """Similarities are rounded before the host compares them with its thresholds, so a decision can be
 recomputed exactly from the persisted numbers and ``0.9`` means 0.9, not 0.9000000000000001."""
+
+WORD_OVERLAP = "jaccard"
+"""The method of word overlap chosen on purpose."""
+WORD_OVERLAP_FALLBACK = "jaccard_fallback"
+"""The method of word overlap used because embeddings could not be (seed §7.3)."""
 
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 _NON_WORD = re.compile(rf"[^\w\s{_CJK}]+")
@@ -99,7 +107,7 @@ class Comparison:
     most_different_pair: tuple[int, int]
     most_different_similarity: float
     method: str
-    """``embedding:<model>`` or ``jaccard_fallback``."""
+    """``embedding:<model>``, ``jaccard`` (word overlap chosen) or ``jaccard_fallback``."""
     fallback: bool
     error: str | None = None
     """Why the embedder was not used (``None`` when it was, or when none is configured)."""
@@ -131,8 +139,10 @@ def comparison_from_matrix(
 class PositionComparer:
     """``compare_positions`` over an optional embedder, with an LRU embedding cache and the Jaccard fallback."""
 
-    def __init__(self, embedder: Embedder | None, cache_size: int = 1024) -> None:
+    def __init__(self, embedder: Embedder | None, cache_size: int = 1024, *, overlap_chosen: bool = False) -> None:
         self.embedder = embedder
+        self.overlap_chosen = overlap_chosen and embedder is None
+        """Word overlap is what the settings ask for (``kind: jaccard``), not a stand-in for embeddings."""
         self.cache_size = cache_size
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
         self.embedded_texts = 0
@@ -140,8 +150,10 @@ class PositionComparer:
 
     @property
     def method(self) -> str:
-        """The method a comparison uses when nothing fails: ``embedding:<model>`` or ``jaccard_fallback``."""
-        return "jaccard_fallback" if self.embedder is None else f"embedding:{self.embedder.name}"
+        """The method a comparison uses when nothing fails: ``embedding:<model>``, ``jaccard`` or ``jaccard_fallback``."""
+        if self.embedder is not None:
+            return f"embedding:{self.embedder.name}"
+        return WORD_OVERLAP if self.overlap_chosen else WORD_OVERLAP_FALLBACK
 
     async def compare(self, texts: Sequence[str]) -> Comparison:
         if len(texts) < 2:
@@ -160,7 +172,9 @@ class PositionComparer:
         for i in range(n):
             for j in range(i + 1, n):
                 matrix[i][j] = matrix[j][i] = round(jaccard(texts[i], texts[j]), SCORE_DIGITS)
-        return comparison_from_matrix(matrix, "jaccard_fallback", True, error)
+        if self.overlap_chosen:
+            return comparison_from_matrix(matrix, WORD_OVERLAP, False)
+        return comparison_from_matrix(matrix, WORD_OVERLAP_FALLBACK, True, error)
 
     async def similarity(self, a: str, b: str) -> Comparison:
         return await self.compare([a, b])

@@ -10,6 +10,11 @@ Each abandoned alternative is one **backtrack**. A terminal node scoring at leas
 The origin generates one candidate at a time; here a node's *k* candidates are made and scored at
 once, then tried best-first, which visits the same alternatives in a better order.
 
+Resuming (a run cut by a crash, ``runner.resume_tot_run``): the explorer is given the tree the run had
+saved and walks it again from the root. A node already expanded there keeps its children (the generator
+is not asked again) and a candidate already scored keeps its score (the evaluator is not asked again), so
+the walk repeats every decision the cut run made, for free, and asks the roles only where it had stopped.
+
 Guards: a candidate repeating a thought already on its path is pruned (``cycle``); depth never
 exceeds ``max_depth``; the tree stops growing at ``max_nodes``. Role failures never raise: a node
 whose generation fails is skipped, a candidate left unevaluated is pruned (``evaluation_failed``),
@@ -77,6 +82,8 @@ class SearchOutcome:
     layers: list[LayerReport] = field(default_factory=list)
     error: ProtocolError | None = None
     warnings: list[str] = field(default_factory=list)
+    depth_limited: bool = False
+    """The best path (the one the answer comes from) stopped only because it reached ``max_depth``."""
 
     def stats(self) -> dict[str, int]:
         return {"total_nodes": len(self.tree.nodes), "total_backtracks": self.total_backtracks, "llm_calls": self.llm_calls}
@@ -104,6 +111,8 @@ class Explorer:
         self._solution: ThoughtNode | None = None
         self._puzzle = game24.parse_puzzle(tree.problem)
         self._calls_before = channel.calls
+        self._depth_cut: set[str] = set()
+        """Nodes that ended a path only because they reached ``max_depth``."""
 
     async def run(self) -> SearchOutcome:
         s = self.settings
@@ -117,7 +126,7 @@ class Explorer:
         self.tree.search_state.frontier = [n.id for n in self.tree.nodes.values() if n.status == "pending" and n.id != self.tree.root_id]
         outcome = SearchOutcome(
             self.tree, self.tree.path_to(best.id), self._solution is not None, self.backtracks,
-            self.channel.calls - self._calls_before, self.layers, None, self.warnings,
+            self.channel.calls - self._calls_before, self.layers, None, self.warnings, best.id in self._depth_cut,
         )  # fmt: skip
         if exhausted and self._solution is None:
             outcome.error = ProtocolError(SEARCH_EXHAUSTED, "no candidate survived to a complete path", False)
@@ -142,11 +151,11 @@ class Explorer:
             layer = [node for group in groups for node in group]
             await self._evaluate(layer, depth)
             kept = self._select(layer, self.settings.branching_factor)
-            for node in kept:
-                node.status = "terminal" if self._is_terminal(node) else "pending"
+            for node in kept:  # one expanded in a resumed tree stays so: its children are reused
+                node.status = "terminal" if self._is_terminal(node) else ("expanded" if node.status == "expanded" else "pending")
             self.tree.search_state.current_depth = depth
             self._report(depth, [p.id for p in frontier], layer, kept)
-            frontier = [n for n in kept if n.status == "pending"]
+            frontier = [n for n in kept if n.status != "terminal"]
             if not kept:
                 return True
             solution = next((n for n in kept if n.status == "terminal" and (n.score or 0) >= EARLY_STOP_SCORE), None)
@@ -219,6 +228,11 @@ class Explorer:
     # ---------------------------------------------------------------- generation and evaluation
 
     async def _generate_children(self, parent: ThoughtNode, round_no: int) -> list[ThoughtNode]:
+        if parent.status == "expanded":  # in a resumed tree: its children were made before the cut
+            made = [self.tree.nodes[c] for c in parent.children_ids if c in self.tree.nodes]
+            self.log.log("progress", f"♻️ [Explorer] 复用 {parent.id} 的 {len(made)} 个子节点 (恢复运行)")
+            self.observer("expanded", {"node_id": parent.id, "children": [c.to_dict() for c in made], "reused": True})
+            return made
         k = self.settings.num_candidates
         sizes = [k] if self.settings.generation_strategy == "sequential_proposal" else [1] * k
         replies = await asyncio.gather(*(self._ask_generator(parent, n, round_no) for n in sizes))
@@ -262,7 +276,7 @@ class Explorer:
         return message("generate_thoughts", "explorer", "generator", self.tree.task_id, payload)
 
     async def _evaluate(self, nodes: Sequence[ThoughtNode], depth: int) -> None:
-        pending = [n for n in nodes if n.status != "pruned"]
+        pending = [n for n in nodes if n.status != "pruned" and n.evaluation is None]  # scored before a cut: kept
         if not pending:
             return
         if self.settings.evaluation_strategy == "comparative_voting":
@@ -309,11 +323,15 @@ class Explorer:
         node.metadata["prune_reason"] = reason
 
     def _is_terminal(self, node: ThoughtNode) -> bool:
-        if node.depth >= self.settings.max_depth or node.metadata.get("terminal") is True:
+        if node.metadata.get("terminal") is True:
             return True
         if self._puzzle is not None:  # Game 24: one number left ends the path, whoever wrote the step
             step = game24.parse_step(node.content)
-            return step is not None and len(step.remaining) == 1
+            if step is not None and len(step.remaining) == 1:
+                return True
+        if node.depth >= self.settings.max_depth:
+            self._depth_cut.add(node.id)
+            return True
         return False
 
     def _too_big(self) -> bool:

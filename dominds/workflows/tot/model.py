@@ -150,6 +150,24 @@ class ThoughtTree:
             current = node.parent_id
         return path[::-1]
 
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ThoughtTree:
+        """A tree as ``to_dict`` wrote it (a run's ``tot-run.json``), to resume its search."""
+        config, state = raw["search_config"], raw.get("search_state") or {}
+        return cls(
+            task_id=str(raw["task_id"]),
+            problem=str(raw["problem"]),
+            task_type=str(raw["task_type"]),
+            search_config=SearchConfig(
+                config["strategy"], int(config["max_depth"]), int(config["branching_factor"]), float(config["pruning_threshold"])
+            ),
+            nodes={str(k): ThoughtNode.from_dict(v) for k, v in raw["nodes"].items()},
+            root_id=str(raw.get("root_id") or ROOT_ID),
+            search_state=SearchState(
+                int(state.get("current_depth", 0)), list(state.get("frontier", [])), list(state.get("best_path", []))
+            ),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "task_id": self.task_id,

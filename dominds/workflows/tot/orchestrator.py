@@ -84,6 +84,19 @@ class TotOutcome:
         return bool(self.solution and self.solution["verification"]["is_valid"])
 
 
+@dataclass(frozen=True)
+class ResumePoint:
+    """Where a run cut by a crash stopped, from its ``tot-run.json``: the search goes on from its tree
+    (``Explorer`` reuses what was generated and scored) with its settings, and without a new decomposition
+    when it was saved."""
+
+    from_run: str
+    tree: ThoughtTree
+    settings: SearchSettings
+    decomposition: dict[str, Any] | None
+    """The decomposer's result; ``None`` for a record written before it was saved: it is asked again."""
+
+
 def check_request(request: TotRequest) -> tuple[str, SearchSettings]:
     """The task type and the pre-decomposition settings, or ``SettingsError`` for bad input."""
     if not request.problem.strip():
@@ -109,6 +122,7 @@ async def run_tot(
     observer: TreeObserver | None = None,
     clock: Clock = utc_now,
     stopping: Callable[[], bool] | None = None,
+    resume: ResumePoint | None = None,
 ) -> TotOutcome:
     """Run ToT on ``request`` with ``backend`` answering the LLM roles; logs go to ``logs_root/<task_id>``.
 
@@ -139,22 +153,31 @@ async def run_tot(
 
     try:
         orchestrator_log.log("info", f"📋 问题类型: {task_type}")
-        decomposition = await _decompose(channel, task_id, request.problem, task_type, orchestrator_log.log)
-        depth_estimate = float(decomposition["depth_estimate"]) if decomposition.get("depth_estimate") else None
-        outcome.settings = settings = resolve_settings(task_type, request.overrides, depth_estimate)
+        if resume is not None and resume.decomposition is not None:
+            orchestrator_log.log("info", f"♻️ 恢复运行 {resume.from_run}: 沿用其分解、配置与思维树 ({len(resume.tree.nodes)} 个节点)")
+            decomposition = resume.decomposition
+            settings = resume.settings
+        else:
+            decomposition = await _decompose(channel, task_id, request.problem, task_type, orchestrator_log.log)
+            depth_estimate = float(decomposition["depth_estimate"]) if decomposition.get("depth_estimate") else None
+            settings = resume.settings if resume is not None else resolve_settings(task_type, request.overrides, depth_estimate)
+        outcome.settings = s = settings
         info["search_config"] = settings.search_config().to_dict()
-        s = settings
         orchestrator_log.log("info", f"🔍 配置: {s.strategy}, 分支={s.branching_factor}, 深度={s.max_depth}, 阈值={s.pruning_threshold}", s.describe())
         init = message("initialize_search", "orchestrator", "explorer", task_id, {
             "problem": request.problem, "task_type": task_type,
             "search_config": s.search_config().to_dict(), "decomposition_result": decomposition,
         })  # fmt: skip
         _require_valid(init)
-        puzzle = game24.parse_puzzle(request.problem)
-        root_metadata = {"left": [str(n) for n in puzzle]} if puzzle else {}
-        tree = ThoughtTree.start(task_id, request.problem, task_type, s.search_config(), root_metadata)
-        notify("search_started", {"task_id": task_id, "settings": s.describe(), "tree": tree})  # the live tree, read only
+        if resume is not None:
+            tree = resume.tree
+            tree.task_id = task_id
+        else:
+            puzzle = game24.parse_puzzle(request.problem)
+            root_metadata = {"left": [str(n) for n in puzzle]} if puzzle else {}
+            tree = ThoughtTree.start(task_id, request.problem, task_type, s.search_config(), root_metadata)
         goal = SearchGoal(str(decomposition.get("success_criteria") or request.problem), list(decomposition.get("constraints") or []))
+        notify("search_started", {"task_id": task_id, "settings": s.describe(), "tree": tree, "decomposition": decomposition})  # the live tree, read only
         outcome.search = search = await Explorer(tree, s, goal, channel, notify).run()
         complete = message("search_complete", "explorer", "orchestrator", task_id, {
             "best_path": [n.to_dict() for n in search.best_path], "tree": tree.to_dict(), "stats": search.stats(),
@@ -252,7 +275,7 @@ async def _synthesize(
     return solution
 
 
-UNSOLVED_CODES = ("search_exhausted", "no_solution", "answer_rejected", "not_verified")
+UNSOLVED_CODES = ("search_exhausted", "depth_limit", "no_solution", "answer_rejected", "not_verified")
 """Why a finished run is unsolved, as a stable code (pages translate it; ``unsolved_reason`` has the detail)."""
 
 
@@ -263,6 +286,15 @@ def _judge(problem: str, search: SearchOutcome, solution: dict[str, Any] | None)
         return True, None, None  # the exact checker's verdict, whatever the search found
     if search.error is not None:
         code, why = "search_exhausted", f"{search.error.code}: {search.error.message}"
+    elif search.depth_limited and (puzzle is not None or not search.solved):
+        # a Game-24 path cut with numbers left never ends, whatever its score; elsewhere the depth is
+        # where paths end, and a cut one is said only when nothing scored as a solution
+        depth = search.tree.search_config.max_depth
+        code, why = "depth_limit", (
+            f"the depth limit ({depth}) was reached before a solution: a larger depth (--depth) searches further"
+            if puzzle is not None
+            else f"no final step scored at least {EARLY_STOP_SCORE} within the depth limit ({depth}): a larger depth (--depth) searches further"
+        )
     elif puzzle is not None and solution is not None:
         code, why = "answer_rejected", "the answer failed the exact check: " + "; ".join(solution["verification"].get("validation_errors") or [])
     elif not search.solved:

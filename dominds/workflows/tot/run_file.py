@@ -11,7 +11,8 @@ what the snapshot of the API holds, in the same camelCase keys:
 ``layers`` (the per-layer reports), ``backtracks``, ``tree`` (seed 000's ThoughtTree or null),
 ``solution`` (the ``final_solution`` payload or null), ``solved``, ``unsolvedCode``, ``unsolvedReason``,
 ``errors`` (the role errors), ``stats``, ``logDir``, ``failure``, ``usage``, ``startedAt``,
-``updatedAt``. Unknown keys are ignored when read.
+``updatedAt``; since issue 36 also ``decomposition`` (the decomposer's result, null before the search), ``resumedFrom`` (the interrupted run this one resumes) and ``resumedAs`` (set on an interrupted
+run once it is resumed): absent in older records, read as null. Unknown keys are ignored when read.
 
 When it is written (atomically, temp file + rename): when the search starts, at the end of each layer,
 when the run ends (whatever the ending), and in between at most every ``MIN_INTERVAL`` seconds while the
@@ -66,6 +67,9 @@ class TotRunFile(Record):
     log_dir: str | None = None
     failure: str | None = None
     usage: dict[str, Any] | None = None
+    decomposition: dict[str, Any] | None = None
+    resumed_from: str | None = None
+    resumed_as: str | None = None
     started_at: str
     updated_at: str = ""
 

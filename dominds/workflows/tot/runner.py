@@ -24,8 +24,9 @@ from dominds.workflows.tot import run_file
 from dominds.workflows.tot.explorer import TreeObserver
 from dominds.workflows.tot.logs import new_task_id, utc_now
 from dominds.workflows.tot.model import ThoughtTree
-from dominds.workflows.tot.orchestrator import TotOutcome, TotRequest, check_request, run_tot
+from dominds.workflows.tot.orchestrator import ResumePoint, TotOutcome, TotRequest, check_request, run_tot
 from dominds.workflows.tot.roles import ORCHESTRATOR_AGENT_ID, ensure_role_members
+from dominds.workflows.tot.settings import SearchOverrides, resolve_settings
 from dominds.workflows.tot.symbolic import SymbolicGame24Backend, symbolic_request
 from dominds.workflows.tot.teammate import DEFAULT_STEP_TIMEOUT, TeammateBackend
 
@@ -55,6 +56,8 @@ class TotLiveRun:
     log_dir: Path | None = None
     task: asyncio.Task[None] | None = None
     started_at: str = field(default_factory=now_iso)
+    decomposition: dict[str, Any] | None = None
+    resumed_from: str | None = None
 
     def snapshot(self) -> dict[str, Any]:
         outcome = self.outcome
@@ -77,6 +80,9 @@ class TotLiveRun:
             "logDir": str(self.log_dir) if self.log_dir else None,
             "failure": self.failure,
             "usage": self.usage,
+            "decomposition": self.decomposition,
+            "resumedFrom": self.resumed_from,
+            "resumedAs": None,
         }
 
     def summary(self) -> dict[str, Any]:
@@ -87,7 +93,7 @@ class TotLiveRun:
 
     def observe(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "search_started":
-            self.tree, self.settings = data["tree"], data["settings"]
+            self.tree, self.settings, self.decomposition = data["tree"], data["settings"], data.get("decomposition")
         elif kind == "layer_done":
             self.layers.append(data)
         elif kind == "backtrack":
@@ -176,8 +182,10 @@ def start_tot_run(
     registry: TotRunRegistry | None = None,
     observer: TreeObserver | None = None,
     step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
+    resume: ResumePoint | None = None,
 ) -> TotLiveRun:
-    """Start a run in the background; raises ``SettingsError`` for bad input before anything is created."""
+    """Start a run in the background; raises ``SettingsError`` for bad input before anything is created.
+    With ``resume``, the run goes on from an interrupted run's tree (``resume_tot_run``)."""
     if symbolic:
         request = symbolic_request(request)
     check_request(request)
@@ -189,6 +197,7 @@ def start_tot_run(
     goals.write_text(f"# Tree-of-Thoughts run {task_id}\n\n{request.problem}\n", encoding="utf-8")
     run = engine.start_workflow_run("tot", ORCHESTRATOR_AGENT_ID, taskdoc, f"ToT: {request.problem[:80]}")
     live = TotLiveRun(task_id, run.root_id, request.problem, symbolic, log_dir=logs_root(engine) / task_id)
+    live.resumed_from = resume.from_run if resume is not None else None
     writer = RunFileWriter(live, lambda: run.root.files.dir)
     writer.write_first()
     backend = SymbolicGame24Backend() if symbolic else TeammateBackend(run, step_timeout=step_timeout)
@@ -208,7 +217,8 @@ def start_tot_run(
     async def drive() -> None:
         try:
             live.outcome = await run_tot(
-                request, backend, logs_root=logs_root(engine), task_id=task_id, run=run, observer=observe, stopping=stopping
+                request, backend, logs_root=logs_root(engine), task_id=task_id, run=run, observer=observe, stopping=stopping,
+                resume=resume,
             )
             live.status = live.outcome.status
         except asyncio.CancelledError:
@@ -227,6 +237,51 @@ def start_tot_run(
     if registry is not None:
         registry.runs[task_id] = live
     return live
+
+
+class NotResumable(Exception):
+    """The run cannot be resumed (it is not interrupted, or was resumed already); the message says why."""
+
+
+def resume_tot_run(
+    engine: Engine,
+    record: run_file.TotRunFile,
+    shown_status: str,
+    *,
+    registry: TotRunRegistry | None = None,
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
+) -> TotLiveRun:
+    """A new run that goes on from an interrupted one: same problem and settings, its tree (what was
+    generated and scored before the cut is reused, not asked again) and its decomposition. The new run
+    names the old one (``resumedFrom``) and the old record is marked ``resumedAs`` so it is resumed once.
+    A run cut before its search started (no tree yet) starts its search afresh with the same problem."""
+    if record.resumed_as:
+        raise NotResumable(f"ToT run {record.run_id!r} was resumed already, as {record.resumed_as!r}")
+    if shown_status != "interrupted":
+        raise NotResumable(f"ToT run {record.run_id!r} is {shown_status}: only an interrupted run can be resumed")
+    overrides = SearchOverrides()
+    resume = None
+    if record.settings is not None and record.tree is not None:
+        tree = ThoughtTree.from_dict(record.tree)
+        known = {k: record.settings[k] for k in _SETTING_KEYS if record.settings.get(k) is not None}
+        settings = resolve_settings(tree.task_type, SearchOverrides(**known))
+        resume = ResumePoint(record.run_id, tree, settings, record.decomposition)
+        request = TotRequest(record.problem, tree.task_type, overrides)
+    else:
+        request = TotRequest(record.problem, None, overrides)
+    live = start_tot_run(
+        engine, request, symbolic=record.symbolic, registry=registry, step_timeout=step_timeout, resume=resume
+    )
+    record.resumed_as = live.task_id
+    run_file.save(engine.store.root_dir(engine.store.locate_root(record.root_id), record.root_id), record)
+    return live
+
+
+_SETTING_KEYS = (
+    "strategy", "max_depth", "branching_factor", "pruning_threshold", "num_candidates",
+    "generation_strategy", "evaluation_strategy", "evaluation_samples",
+)  # fmt: skip
+"""The keys of ``SearchSettings.describe()`` that are ``SearchOverrides`` too."""
 
 
 def logs_root(engine: Engine) -> Path:

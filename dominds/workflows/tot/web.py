@@ -10,6 +10,9 @@
   ``running`` by a process that stopped reads ``interrupted`` (workflows/run_roots.py).
 - ``POST /api/tot/runs/{id}/cancel`` cancels a running run (its current teammate subdialog is declared
   dead); a run this daemon does not drive answers 409.
+- ``POST /api/tot/runs/{id}/resume`` goes on with an interrupted run (its process stopped or crashed) as
+  a new run that reuses its tree → ``201 {runId, rootId, status, page, resumedFrom}``; 404 for an unknown
+  run, 409 for one that is not interrupted or was resumed already (``runner.resume_tot_run``).
 - ``GET /tot`` is the page that draws the tree live (static/tot.html; no build step, nothing from a CDN).
 
 The app's guard middleware applies the token and Origin checks to ``/api/`` as for every other route.
@@ -32,7 +35,13 @@ from dominds.workflows import run_roots
 from dominds.workflows.tot import run_file
 from dominds.workflows.tot.orchestrator import TotRequest
 from dominds.workflows.tot.roles import ensure_role_members
-from dominds.workflows.tot.runner import TotRunRegistry, logs_root, start_tot_run
+from dominds.workflows.tot.runner import (
+    NotResumable,
+    TotRunRegistry,
+    logs_root,
+    resume_tot_run,
+    start_tot_run,
+)
 from dominds.workflows.tot.settings import SearchOverrides, SettingsError
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -64,6 +73,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/api/tot/runs", list_runs)
     app.router.add_get("/api/tot/runs/{run_id}", get_run)
     app.router.add_post("/api/tot/runs/{run_id}/cancel", cancel_run)
+    app.router.add_post("/api/tot/runs/{run_id}/resume", resume_run)
     app.router.add_get("/tot", page)
     app.router.add_static("/tot/static/", STATIC_DIR, append_version=False)
 
@@ -142,6 +152,27 @@ async def cancel_run(request: web.Request) -> web.Response:
         live.task.cancel()
         await asyncio.wait([live.task], timeout=5)  # so the reply can already say "cancelled"
     return web.json_response(live.summary())
+
+
+async def resume_run(request: web.Request) -> web.Response:
+    run_id = request.match_info["run_id"]
+    registry = request.app[TOT_RUNS]
+    live = registry.get(run_id)
+    if live is not None:
+        return _error(409, f"ToT run {run_id!r} is {live.status} in this daemon: only an interrupted run can be resumed")
+    engine = request.app[keys.ENGINE]
+    record = await asyncio.to_thread(_stored_run, engine, run_id)
+    if record is None:
+        return _error(404, f"no ToT run {run_id!r} in this workspace")
+    try:
+        resumed = resume_tot_run(engine, record, record.status, registry=registry)
+    except NotResumable as exc:
+        return _error(409, str(exc))
+    except SettingsError as exc:
+        return _error(400, str(exc))
+    except EngineError as exc:
+        return _error(409, str(exc))
+    return web.json_response({**resumed.summary(), "page": f"/tot?run={resumed.task_id}", "resumedFrom": run_id}, status=201)
 
 
 def _shown(record: run_file.TotRunFile, live: set[str]) -> run_file.TotRunFile:

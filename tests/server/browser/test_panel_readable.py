@@ -108,3 +108,41 @@ async def test_mark_done_on_an_interrupted_dialog_clears_the_interrupted_badge(p
     await page.reload()  # the state is on disk, not only on the page
     await expect(page.locator("#dh-state")).to_have_text("idle")
     await expect(page.locator("#ctl-resume")).to_be_hidden()
+
+
+RECORD_SHOWN = """
+window.__shown = [];
+const record = () => {
+  const pane = document.querySelector('#dialog-pane');
+  const lists = document.querySelector('#dialog-lists');
+  if (!pane || !lists) return;
+  window.__shown.push({
+    header: pane.hidden ? null : `${document.querySelector('#dh-title').textContent} ${document.querySelector('#dh-state').textContent}`,
+    list: lists.textContent,
+  });
+};
+new MutationObserver(record).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+"""
+
+
+async def test_starting_a_dialog_from_a_suggestion_never_shows_untitled_or_an_empty_list(panel: Panel) -> None:
+    """The bug: for a moment after a suggestion chip started a dialog, the header said "(untitled) idle"
+    and the list "No dialogs here". Every state the page went through is recorded (a MutationObserver)."""
+    page: Any = panel.page
+    await page.add_init_script(RECORD_SHOWN)
+    await page.goto(panel.url)
+    await expect(page.locator("#dialog-lists")).to_contain_text("No dialogs here")  # an empty workspace
+    await page.evaluate("() => { window.__shown = []; }")
+    await page.locator("#empty-suggestions .chip", has_text="hello").click()
+    await expect(page.locator(".bubble.gen .md")).to_have_text("Hello!")
+    await expect(page.locator("#dh-title")).to_have_text("hello")
+    await expect(page.locator("#dh-state")).to_have_text("idle")
+    shown = await page.evaluate("() => window.__shown")
+    headers = [s["header"] for s in shown if s["header"] is not None]
+    assert headers, "the dialog was shown"
+    assert not [h for h in headers if "(untitled)" in h], headers
+    empty = [s["list"] for s in shown if s["header"] is not None and "No dialogs here" in s["list"]]
+    assert not empty, "the list never said it was empty while the new dialog was shown"
+    running = [i for i, h in enumerate(headers) if h.endswith(" generating")]
+    assert running, headers
+    assert not [h for h in headers[: running[0]] if h.endswith(" idle")], f"idle before it ran: {headers}"

@@ -101,3 +101,19 @@ async def test_a_failing_embedder_falls_back_to_jaccard_and_says_so() -> None:
     assert data["fallback"] is True and data["error"].startswith("ConnectionError")
     plain = await PositionComparer(None).compare(["a b", "a b"])
     assert plain.fallback and plain.error is None
+
+
+async def test_word_overlap_chosen_on_purpose_is_not_called_a_fallback() -> None:
+    """Bug (issue 36, item 9): a debate configured with ``embedder: {kind: jaccard}`` called its method
+    ``jaccard_fallback`` everywhere, as if embeddings had failed. Chosen, it is ``jaccard`` and no
+    fallback; records written before still read as word overlap (same calibrated thresholds)."""
+    from dominds.workflows.debate.calibration import thresholds_for
+
+    chosen = PositionComparer(None, overlap_chosen=True)
+    comparison = await chosen.compare(["plan works", "plan fails"])
+    assert chosen.method == comparison.method == "jaccard" and not comparison.fallback and comparison.error is None
+    assert comparison.to_tool_output()["data"]["fallback"] is False
+    missing = PositionComparer(None)  # the embedder asked for could not be made: a real fallback
+    assert missing.method == "jaccard_fallback" and (await missing.compare(["a b", "a c"])).fallback
+    texts = ["plan works", "plan fails"]
+    assert thresholds_for("jaccard", texts) == thresholds_for("jaccard_fallback", texts), "old records read the same"

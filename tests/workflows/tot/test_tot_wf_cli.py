@@ -53,3 +53,19 @@ def test_a_run_with_teammates_prints_the_dialog_and_the_tokens(
     with lock:  # another process holds the workspace (a daemon would take the run: tests/test_fresh_clone.py)
         assert main(args) == 1
     assert "is locked by" in capsys.readouterr().err
+
+
+def test_a_run_cut_by_its_depth_says_the_depth_limit_was_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bug (issue 36, item 9): with ``--depth 1`` the run ended "no final step scored at least 9.5",
+    which reads as if the search had failed on its own; the limit the user set was not named."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["tot", "4 9 10 13", "--symbolic", "--depth", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "Unsolved: the depth limit (1) was reached before a solution: a larger depth (--depth) searches further." in out, out
+    assert main(["tot", "4 9 10 13", "--symbolic", "--depth", "1", "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["unsolved_code"] == "depth_limit" and not result["solved"]
+    assert main(["tot", "4 9 10 13", "--symbolic", "--depth", "3", "--json"]) == 0, "a path ending at its last number is no cut"
+    assert json.loads(capsys.readouterr().out)["unsolved_code"] is None
