@@ -38,15 +38,21 @@ function partsOf(apiType, body) {
   return { system: system == null ? null : textOf(system) || pretty(system), messages, tools: body.tools || [], rest };
 }
 
-function item(label, detail, content, extraClass = "") {
+function item(label, detail, content, extraClass = "", text = pretty(content)) {
   const summary = h("summary", {}, h("span", { class: "rq-role", text: label }), detail || "");
-  const text = pretty(content);
   summary.append(h("span", { class: "rq-size", text: size(new Blob([text]).size) }));
   return h("details", { class: `rq-item ${extraClass}` }, summary, h("pre", { class: "rq-pre", text }));
 }
 
 function section(id, title, ...children) {
   return h("div", { class: "rq-section", id }, h("h2", { text: title }), ...children);
+}
+
+/** A message's text as text (line breaks kept), then its other fields as JSON. */
+function messageText(m) {
+  if (!m || typeof m !== "object" || typeof m.content !== "string") return pretty(m);
+  const { content, ...rest } = m;
+  return `${content}\n\n${JSON.stringify(rest, null, 2)}`;
 }
 
 function messageLabel(m) {
@@ -106,7 +112,7 @@ async function load() {
   if (parts) {
     if (parts.system != null) sections.push(section("rq-system", "System prompt", item("system", "", parts.system, "rq-system-item")));
     sections.push(section("rq-messages", `Messages (${parts.messages.length})`,
-      ...parts.messages.map((m, i) => item(`${i + 1}. ${messageLabel(m)}`, preview(m), m, "rq-message"))));
+      ...parts.messages.map((m, i) => item(`${i + 1}. ${messageLabel(m)}`, preview(m), m, "rq-message", messageText(m)))));
     sections.push(section("rq-tools", `Tools (${parts.tools.length})`,
       ...parts.tools.map((t) => item(t.name ?? t.function?.name ?? t.type ?? "tool", "", t, "rq-tool"))));
     sections.push(section("rq-params", "Parameters", h("pre", { class: "rq-pre", text: pretty(parts.rest) })));

@@ -295,6 +295,9 @@ const HANDLERS = {
     const note = FINISH_NOTES[e.finishReason];
     if (note && this.gen) this.gen.body.append(h("div", { class: "notice finish-note", dataset: { finishReason: e.finishReason }, text: t(note) }));
     this.gen?.el.classList.remove("streaming");
+    // a generation cut before any output was kept (a kill -9, a stop at once) left an empty "@lead #n"
+    // card; the interrupted marker after it says what happened
+    if (this.gen && e.status === "interrupted" && !this.gen.body.hasChildNodes()) this.gen.el.remove();
     this.thinking = this.saying = this.md = this.call = null;
   },
   thinking_start_evt() {

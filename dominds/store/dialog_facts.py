@@ -97,31 +97,54 @@ class KeptCourse(NamedTuple):
 Kept = dict[str, KeptCourse]
 
 
-def snapshot(directory: str, kept: Kept | None = None, read_anyway: str | None = None) -> tuple[set[str], dict[str, bytes], Kept]:
+def snapshot(directory: str, kept: Kept | None = None, *, read_current: bool = False) -> tuple[set[str], dict[str, bytes], Kept]:
     """(names of the regular files of a dialog directory, bytes of its state and course files, course
     files not read because ``kept`` describes them as they still are).
 
     A course file of ``kept`` whose ``stat`` is unchanged is not read (it was read when its mtime was
-    already older than the racy window, so equal (inode, size, mtime) mean equal bytes), except
-    ``read_anyway`` (the current course: what the daemon checks of it is checked anew). Facts are parsed from
-    the bytes read and ``content_digest`` hashes the very same bytes (or their kept digests), so a
-    digest always describes what the facts were read from. Raises ``OSError`` when the directory cannot
-    be listed. Only regular files are read (a FIFO or a device named ``latest.yaml`` would block a reader)."""
+    already older than the racy window, so equal (inode, size, mtime) mean equal bytes); with
+    ``read_current``, the current course is read all the same (what the daemon checks of it is checked
+    anew). Facts are parsed from the bytes read and ``content_digest`` hashes the very same bytes (or
+    their kept digests), so a digest always describes what the facts were read from. Raises ``OSError``
+    when the directory cannot be listed. Only regular files are read (a FIFO or a device named
+    ``latest.yaml`` would block a reader)."""
     present = {e.name for e in os.scandir(directory) if e.is_file(follow_symlinks=False)}
     data: dict[str, bytes] = {}
     reused: Kept = {}
-    for name in sorted(present):
-        if name in STATE_FILES or _is_course(name):
-            known = kept.get(name) if kept and name != read_anyway else None
-            if known is not None and stat_key(f"{directory}/{name}") == known.stat:
-                reused[name] = known
-                continue
-            try:
-                with open(f"{directory}/{name}", "rb") as handle:
-                    data[name] = handle.read()
-            except (FileNotFoundError, IsADirectoryError):
-                continue
+    names = sorted(present)
+    for name in names:
+        if name in STATE_FILES:
+            _read_into(data, directory, name)
+    current = _current_course_name(data.get("latest.yaml")) if kept and read_current else None
+    for name in names:
+        if not _is_course(name):
+            continue
+        known = kept.get(name) if kept and name != current else None
+        if known is not None and stat_key(f"{directory}/{name}") == known.stat:
+            reused[name] = known
+        else:
+            _read_into(data, directory, name)
     return present, data, reused
+
+
+def _read_into(data: dict[str, bytes], directory: str, name: str) -> None:
+    try:
+        with open(f"{directory}/{name}", "rb") as handle:
+            data[name] = handle.read()
+    except (FileNotFoundError, IsADirectoryError):
+        pass
+
+
+def _current_course_name(latest: bytes | None) -> str:
+    """The current course's file name, from ``latest.yaml``'s bytes (course 1 when it cannot be told)."""
+    current: Any = 1
+    try:
+        parsed = parse_state_yaml("latest.yaml", latest) if latest else None
+        if isinstance(parsed, dict):
+            current = parsed.get("currentCourse", 1)
+    except ValueError:
+        pass
+    return f"course-{current:03d}.jsonl" if isinstance(current, int) and not isinstance(current, bool) else "course-001.jsonl"
 
 
 def file_digest(data: bytes) -> str:
@@ -169,9 +192,8 @@ def read_dialog(directory: str, kept: Kept | None = None, settled_ns: int | None
     whose mtime is older than this is kept for the next read (a younger one may still change within
     the same mtime tick)."""
     facts: Facts = {"selfId": os.path.basename(directory)}
-    current = _current_course_name(directory)
     try:
-        present, data, reused = snapshot(directory, kept, current)
+        present, data, reused = snapshot(directory, kept, read_current=True)
     except OSError as exc:
         facts.update(error=f"cannot list {directory}: {exc.strerror or exc}", runState={"kind": "error"})
         return Read(facts, "-", [])
@@ -225,29 +247,19 @@ def read_dialog(directory: str, kept: Kept | None = None, settled_ns: int | None
         facts["error"] = f"{type(exc).__name__}: {exc}"
         facts.setdefault("runState", {"kind": "error", "detail": str(exc)})
     facts["generations"] = _course_usage(sorted(n for n in (*data, *reused) if _is_course(n)), data, reused, facts)
-    if settled_ns is not None and (kept_now := _keep(directory, data, reused, settled_ns, current)):
+    several = sum(map(_is_course, (*data, *reused))) > 1  # a one-course dialog has no finished course to keep
+    if settled_ns is not None and several and (kept_now := _keep(directory, data, reused, settled_ns, _current_course_name(data.get("latest.yaml")))):
         facts["courses"] = kept_now  # bookkeeping of the index (private), only where a course finished
     return Read(facts, content_digest(data, reused), sorted((*data, *reused)))
 
 
-def _current_course_name(directory: str) -> str | None:
-    """The current course's file name, from ``latest.yaml`` (None when it cannot be told: then every
-    course file counts as possibly current and is read)."""
-    try:
-        latest = read_state_yaml(f"{directory}/latest.yaml")
-    except (OSError, ValueError):
-        return None
-    current = latest.get("currentCourse", 1) if isinstance(latest, dict) else None
-    return f"course-{current:03d}.jsonl" if isinstance(current, int) and not isinstance(current, bool) else None
-
-
-def _keep(directory: str, data: dict[str, bytes], reused: Kept, settled_ns: int, current: str | None) -> dict[str, list[Any]]:
+def _keep(directory: str, data: dict[str, bytes], reused: Kept, settled_ns: int, current: str) -> dict[str, list[Any]]:
     """``KeptCourse`` of every finished course file read whose mtime is older than ``settled_ns``, and of
     those reused. Not the current course's: it is read whenever the dialog changed (it is what changes),
     and keeping it would only double what the index holds of a one-course dialog."""
     out = {name: list(known) for name, known in reused.items()}
     for name, raw in data.items():
-        if not _is_course(name) or name == current or current is None:
+        if not _is_course(name) or name == current:
             continue
         key = stat_key(f"{directory}/{name}")
         parts = key.split(".")

@@ -24,6 +24,7 @@ pytestmark = pytest.mark.browser
 IMAGES = screenshot_dir()  # docs/images/ with DOMINDS_UPDATE_SCREENSHOTS=1
 
 
+@pytest.mark.slow  # a real daemon killed with SIGKILL and started again
 async def test_an_answer_and_a_message_typed_while_the_daemon_is_killed_are_sent_once_it_is_back(
     tmp_path: Path, browser: Any
 ) -> None:
