@@ -130,6 +130,8 @@ def _workspace(demo: str | None) -> Rtws:
     print("  offline: every member answers from .minds/scripted/demo.yaml, whatever API keys are set", flush=True)
     if prepared.updated:
         print(f"  updated from the template: {', '.join(prepared.updated)}", flush=True)
+    if prepared.edited:
+        print(f"  edited here, kept: {', '.join(prepared.edited)}", flush=True)
     if prepared.kept:
         print(f"  edited here, kept (the template has a newer version): {', '.join(prepared.kept)}", flush=True)
     print(f"  from another shell: {program()} -C {shlex.quote(str(root))} status", flush=True)

@@ -37,6 +37,21 @@ PIN_LINES = (
 )
 
 
+DEMO_TEXTS = {
+    # The template's Taskdoc speaks to `dominds init` (a workspace that picks a provider by its key); the
+    # demo's never uses a key, so its Taskdoc says what the demo is instead.
+    "tasks/demo.tsk/constraints.md": (
+        b"# Constraints\n\n"
+        b"- This is the demo workspace of `dominds serve --demo`: it runs offline, every member answers from\n"
+        b"  `.minds/scripted/demo.yaml`, and it answers only the demo's example prompts.\n"
+        b"- Members change this Taskdoc only through `change_mind`; file tools cannot open `*.tsk/`.\n"
+        b"- Ask the human before anything irreversible.\n"
+    ),
+    "tasks/demo.tsk/progress.md": b"# Progress\n\n- Demo workspace created by `dominds serve --demo`. Nothing done yet.\n",
+}
+"""Template files the demo replaces with its own text (by template path)."""
+
+
 @dataclass
 class DemoPrepared:
     rtws: Rtws
@@ -44,7 +59,9 @@ class DemoPrepared:
     updated: list[str] = field(default_factory=list)
     """Template files brought up to date (they were unchanged since the last copy)."""
     kept: list[str] = field(default_factory=list)
-    """Files someone edited, kept although the template has a different version."""
+    """Files someone edited, kept although the template has a newer version than the one copied."""
+    edited: list[str] = field(default_factory=list)
+    """Files someone edited whose template is still the one copied: kept, and nothing newer is missed."""
 
 
 def prepare_demo(target: Path) -> DemoPrepared:
@@ -82,7 +99,9 @@ def prepare_demo(target: Path) -> DemoPrepared:
         elif current == wanted:
             hashes[rel] = wanted_hash
         else:  # edited here: never overwritten
-            prepared.kept.append(rel)
+            # the template moved on since the copy only when its hash differs from the recorded one
+            # (before, every edit was announced as "the template has a newer version")
+            (prepared.edited if recorded.get(rel) == wanted_hash else prepared.kept).append(rel)
             hashes[rel] = recorded.get(rel, "")
     prepared.rtws.ensure_layout()
     _write(target / MARKER, (json.dumps({"v": MARKER_VERSION, "files": hashes}, indent=1, sort_keys=True) + "\n").encode())
@@ -99,6 +118,7 @@ def _template_files(template: Path) -> dict[str, bytes]:
         data = source.read_bytes()
         if rel.as_posix() == TEAM_YAML:
             data = pin_scripted(data.decode("utf-8")).encode("utf-8")
+        data = DEMO_TEXTS.get(rel.as_posix(), data)
         files[rel.as_posix()] = data
     return files
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from dominds.background import BackgroundTasks
 from dominds.mcp.config import SecretRef, ServerSpec, resolve
 
 CONNECT_TIMEOUT_S = 30.0
@@ -113,6 +114,8 @@ class Connection:
         self._callers: list[Any] = []
         self._asking = 0
         self.on_elicit: Elicit | None = None
+        self._leftovers = BackgroundTasks(f"mcp {spec.id}")
+        """Requests cancelled for a stopped caller that outlived their grace: ``close`` awaits them."""
 
     def redact(self, text: str) -> str:
         """``text`` with the values of the server's secrets replaced, so they never reach records or logs."""
@@ -134,7 +137,8 @@ class Connection:
             raise ServerUnreachable(f"no answer within {CONNECT_TIMEOUT_S:g}s") from None
         except asyncio.CancelledError:  # the caller was stopped while connecting: no session is left behind
             self._close.set()
-            await _cancel_and_wait(self._task, CANCEL_GRACE_S)
+            if not await _cancel_and_wait(self._task, CANCEL_GRACE_S):
+                self._leftovers.adopt(self._task)
             raise
         if not self.alive:
             await self.close()
@@ -239,7 +243,8 @@ class Connection:
         except asyncio.CancelledError:
             # The caller was cancelled (its dialog was stopped): the call must not outlive it. Cancelling
             # the SDK's request sends the protocol's ``notifications/cancelled`` to the server.
-            await _cancel_and_wait(call, CANCEL_GRACE_S)
+            if not await _cancel_and_wait(call, CANCEL_GRACE_S):
+                self._leftovers.adopt(call)  # still ending after the grace: ``close`` awaits it
             raise
         finally:
             gone.cancel()
@@ -272,14 +277,17 @@ class Connection:
                 self._task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await self._task
+        await self._leftovers.aclose()
 
 
-async def _cancel_and_wait(task: asyncio.Future[Any], grace_s: float) -> None:
-    """Cancel ``task`` and give it ``grace_s`` to end (it may send a cancellation on its way out)."""
+async def _cancel_and_wait(task: asyncio.Future[Any], grace_s: float) -> bool:
+    """Cancel ``task`` and give it ``grace_s`` to end (it may send a cancellation on its way out); False
+    when it is still running after that (its owner must then keep and await it)."""
     task.cancel()
     done, _ = await asyncio.wait({task}, timeout=grace_s)
     if task in done and not task.cancelled():
         task.exception()  # retrieved: whatever it ended with is of no interest to a cancelled caller
+    return task in done
 
 
 def _is_connection_closed(exc: BaseException) -> bool:

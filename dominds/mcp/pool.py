@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,6 +24,8 @@ from dominds.mcp.elicit import ask_person
 from dominds.problems import Problem, make_problem
 from dominds.rtws import Rtws
 from dominds.tools.base import FuncTool, ToolCallContext
+
+log = logging.getLogger("dominds.mcp")
 
 LEASE_IDLE_S = 1800.0
 BACKOFF_FIRST_S = 0.5
@@ -159,7 +162,10 @@ class ServerPool:
     async def _sweep_forever(self, every_s: float = 2.0) -> None:
         while True:
             await asyncio.sleep(every_s)
-            await self.sweep()
+            try:
+                await self.sweep()
+            except Exception:  # one failed sweep must not end the sweeping (nor fail ``close`` later)
+                log.exception("sweeping MCP leases failed")
 
     async def sweep(self) -> None:
         """End the leases of dialogs that left ``run/`` or went idle."""

@@ -12,7 +12,8 @@ import { $, h, onCtrlEnter, randomId, toast } from "./dom.js";
 import { t } from "./i18n.js";
 
 export class Composer {
-  /** actions: { ref(): the dialog ref or null, answer(question, text): Promise<bool sent>, drafts: Drafts } */
+  /** actions: { ref(): the dialog ref or null, answer(question, text): Promise<bool sent>, drafts: Drafts,
+   *   willSend?(content), sendSettled?(sent): around a message (not an answer) } */
   constructor(conn, actions) {
     this.conn = conn;
     this.actions = actions;
@@ -189,9 +190,12 @@ export class Composer {
     const question = text === undefined ? this.currentQuestion() : null;
     this.busy = true;
     try {
-      const sent = question && this.mode === "answer"
+      const answering = question && this.mode === "answer";
+      if (!answering) this.actions.willSend?.(content);
+      const sent = answering
         ? await this.actions.answer(question, content)
         : await this.drafts.submit({ kind: "message", dialog: { selfId: ref.selfId, rootId: ref.rootId }, content, msgId: randomId("ui-") });
+      if (!answering) this.actions.sendSettled?.(sent);
       if (!sent) toast(t("draftKept"));
       if (text === undefined) {
         this.input.value = "";
@@ -201,6 +205,7 @@ export class Composer {
       return sent;
     } catch (error) {
       toast(error.message, "error");
+      this.actions.sendSettled?.(false);
       return false;
     } finally {
       this.busy = false;

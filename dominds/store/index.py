@@ -36,8 +36,12 @@ from dominds.store.index_entries import LIGHT_COLUMNS, Entry, Heavy, Tree, colum
 from dominds.store.index_recent import recent_trees
 from dominds.store.index_refresh import Refresh, heavy_of
 
-INDEX_VERSION = 10
-"""Bump when the facts change shape: an index of another version is rebuilt."""
+INDEX_VERSION = 9
+"""Bump when the facts change shape: an index of another version is rebuilt (every dialog read again:
+minutes at 100,000 dialogs, so not for a change an older index can live with). Not bumped for the kept
+course files (``courses`` in the facts, absent from older rows: such a dialog is read whole once more)
+nor for ``content_digest`` now hashing per-file digests (an older row's digest is only compared while
+the row is racy, and a mismatch costs one read)."""
 RACY_SECONDS = 2.0
 """Files changed this recently when read are checked by their bytes at the next refresh (mtime granularity)."""
 ROOTS_PER_QUERY = 256
@@ -66,6 +70,9 @@ class DialogIndex:
         self.path = rtws.state_dir / "cache" / "dialogs.sqlite"
         self.persistent = persistent
         self._db: sqlite3.Connection | None = None
+        self._unwritten: list[Refresh] = []
+        """Refreshes under way on this connection (an iteration suspended at a tree) whose rows are not
+        written yet: another refresh writes them first, or it would read those dialogs again."""
 
     # -- storage -----------------------------------------------------------------------------------
 
@@ -202,7 +209,18 @@ class DialogIndex:
 
     def _trees(self, statuses: tuple[str, ...], root: tuple[str, str] | None, facts: bool = False) -> Iterator[Tree]:
         db = self._connect()
+        for earlier in self._unwritten:  # e.g. recovery settling a tree in the middle of its first refresh
+            earlier.write(db)
         refresh = Refresh(self._load_heavy, RACY_SECONDS, self._stored_facts)
+        self._unwritten.append(refresh)
+        try:
+            yield from self._refreshed_trees(db, refresh, statuses, root, facts)
+        finally:
+            self._unwritten.remove(refresh)
+
+    def _refreshed_trees(
+        self, db: sqlite3.Connection, refresh: Refresh, statuses: tuple[str, ...], root: tuple[str, str] | None, facts: bool
+    ) -> Iterator[Tree]:
         for status in (root[0],) if root else statuses:
             directory = str(self.rtws.status_dir(status))
             if root is not None:

@@ -119,9 +119,18 @@ def test_demo_dir_is_refreshed_from_the_template_and_foreign_folders_are_refused
     persona.write_text("My own lead.\n")  # a person's edit: never overwritten
     with Daemon(_elsewhere(tmp_path), "--demo", str(demo), env=env) as daemon:
         assert "  updated from the template: .minds/scripted/demo.yaml\n" in daemon.lines
-        assert any("kept" in line and ".minds/team/lead/persona.md" in line for line in daemon.lines)
+        # issue 36, item 16: the template did not change, so no "the template has a newer version"
+        assert "  edited here, kept: .minds/team/lead/persona.md\n" in daemon.lines, daemon.lines
+        assert not any("newer version" in line for line in daemon.lines), daemon.lines
         daemon.stop()
     assert script.read_text() == current and persona.read_text() == "My own lead.\n"
+    recorded = json.loads(marker.read_text())
+    recorded["files"][".minds/team/lead/persona.md"] = hashlib.sha256(b"an older template's persona").hexdigest()
+    marker.write_text(json.dumps(recorded))  # as if the template's persona changed since it was copied
+    with Daemon(_elsewhere(tmp_path), "--demo", str(demo), env=env) as daemon:
+        assert "  edited here, kept (the template has a newer version): .minds/team/lead/persona.md\n" in daemon.lines
+        daemon.stop()
+    assert persona.read_text() == "My own lead.\n"
 
     busy = tmp_path / "busy"
     busy.mkdir()
@@ -154,3 +163,19 @@ def test_the_demo_streams_at_a_pace_a_person_can_watch(tmp_path: Path) -> None:
     assert "Which format should the final summary have?" in streamed
     assert len(chunks) >= len(streamed) // 4 >= 30, len(chunks)
     assert elapsed >= 0.025 * (len(chunks) - 1), "each chunk waits its turn: a person sees the reply arrive"
+
+
+def test_the_demo_taskdoc_speaks_of_the_demo_not_of_keys_or_init(tmp_path: Path) -> None:
+    """Bug (issue 36, item 16): the demo's Taskdoc was the template's, written for `dominds init`: "Runs
+    offline on the `scripted` provider unless an API key … is set" and "Workspace created with `dominds
+    init`", both false in the demo, which never uses a key and was made by `serve --demo`."""
+    env = _env(tmp_path)
+    demo = tmp_path / "demo"
+    with Daemon(_elsewhere(tmp_path), "--demo", str(demo), env=env) as daemon:
+        daemon.stop()
+    taskdoc = demo / "tasks" / "demo.tsk"
+    text = "".join((taskdoc / name).read_text() for name in ("goals.md", "constraints.md", "progress.md"))
+    assert "API key" not in text and "dominds init" not in text, text
+    assert "`dominds serve --demo`" in (taskdoc / "constraints.md").read_text()
+    assert "offline" in (taskdoc / "constraints.md").read_text()
+    assert "created by `dominds serve --demo`" in (taskdoc / "progress.md").read_text()
