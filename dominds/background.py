@@ -28,18 +28,18 @@ class BackgroundTasks:
         return iter(list(self._tasks))
 
     def spawn(self, job: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(job, name=name)
-        self._tasks.add(task)
+        return self.adopt(asyncio.get_running_loop().create_task(job, name=name))
+
+    def adopt(self, task: asyncio.Task[Any]) -> asyncio.Task[Any]:
+        """Own a task started elsewhere (one its starter stopped waiting for): awaited by ``aclose``."""
+        if not task.done():
+            self._tasks.add(task)
         task.add_done_callback(self._ended)
         return task
 
     def _ended(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
-        if task.cancelled():
-            return
-        exc = task.exception()  # retrieved here: contained and logged, never left for the loop to report
-        if exc is not None:
-            log.error("%s: background task %s failed", self.owner, task.get_name(), exc_info=exc)
+        log_failure(self.owner, task)
 
     async def wait(self) -> None:
         """Wait for the tasks running now to end by themselves."""
@@ -53,3 +53,21 @@ class BackgroundTasks:
             for task in tasks:
                 task.cancel()
             await asyncio.wait(tasks)
+
+
+def log_failure(owner: str, task: asyncio.Future[Any]) -> None:
+    """Read how an ended task ended and log a failure (its exception is then retrieved: contained and
+    logged, never left for the event loop to report as "Task exception was never retrieved")."""
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        name = task.get_name() if isinstance(task, asyncio.Task) else "a future"
+        log.error("%s: background task %s failed", owner, name, exc_info=exc)
+
+
+def contain(owner: str, task: asyncio.Task[Any]) -> asyncio.Task[Any]:
+    """Have a failure of ``task`` logged when it ends, for an owner that keeps and awaits its tasks with
+    ``asyncio.wait`` (which reads no result)."""
+    task.add_done_callback(lambda ended: log_failure(owner, ended))
+    return task

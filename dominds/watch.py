@@ -100,7 +100,15 @@ class WorkspaceWatcher:
     async def run(self) -> None:
         """Watch until cancelled. A failing watch is logged and retried at the next rescan."""
         while True:
-            paths = await asyncio.to_thread(self.watched_paths)
+            try:
+                paths = await asyncio.to_thread(self.watched_paths)
+            except Exception as exc:  # e.g. a directory unreadable for a moment: watched again at the next rescan
+                log.warning("listing what to watch in %s failed: %s", self.root, exc)
+                self.ready.set()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._rescan.wait(), self.rescan_seconds)
+                self._rescan.clear()
+                continue
             self.watching = paths
             restart = asyncio.Event()
             rescanner = asyncio.create_task(self._restart_when_paths_change(paths, restart))
@@ -163,6 +171,11 @@ class WorkspaceWatcher:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._rescan.wait(), self.rescan_seconds)
             self._rescan.clear()
-            if await asyncio.to_thread(self.watched_paths) != paths:
+            try:
+                now = await asyncio.to_thread(self.watched_paths)
+            except Exception as exc:  # the next rescan tries again; the watches in place stay
+                log.warning("listing what to watch in %s failed: %s", self.root, exc)
+                continue
+            if now != paths:
                 restart.set()
                 return

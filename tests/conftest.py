@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import gc
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,3 +74,23 @@ def tmp_rtws(tmp_path: Path) -> Rtws:
     rtws.minds_dir.mkdir()
     rtws.ensure_layout()
     return rtws
+
+
+@pytest.fixture
+async def stray_task_errors() -> AsyncIterator[list[dict[str, Any]]]:
+    """What the event loop reports as unhandled during the test ("Task exception was never retrieved",
+    "Future exception was never retrieved", a callback that raised): DESIGN §4.9, no task runs that
+    nothing awaits, and a failure in one is logged and contained. Ask for it *first* among the fixtures:
+    it is checked after the others were torn down (servers closed, engines drained), once a garbage
+    collection has finalized the tasks that nothing holds any more."""
+    loop = asyncio.get_running_loop()
+    reports: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reports.append(context))
+    try:
+        yield reports
+        gc.collect()
+    finally:
+        loop.set_exception_handler(previous)
+    described = [f"{c.get('message')}: {c.get('exception')!r} ({c.get('task') or c.get('future') or ''})" for c in reports]
+    assert not reports, "the event loop reported failures nothing handled:\n" + "\n".join(described)

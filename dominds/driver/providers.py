@@ -48,6 +48,9 @@ class Providers:
         loading = self._loading.get(api_type)
         if loading is None:
             loading = self._loading[api_type] = asyncio.ensure_future(asyncio.to_thread(_import_generator_module, api_type))
+            # Every caller awaits it through a shield; if all of them were stopped and the import failed,
+            # the failure is read here (the next caller still gets it: the future stays until awaited).
+            loading.add_done_callback(lambda done: done.cancelled() or done.exception())
         try:
             module = await asyncio.shield(loading)
         finally:

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from collections import OrderedDict
 
-from dominds.background import BackgroundTasks
+from dominds.background import BackgroundTasks, contain
 from dominds.dialog.model import Dialog
 from dominds.driver.drive import drive_dialog
 from dominds.driver.drive_scope import DriveScopes
@@ -80,7 +80,10 @@ class Scheduler:
         while True:
             await self.wake.wait()
             self.wake.clear()
-            self._start_wanted()  # a function of its own: no dialog stays referenced while this waits
+            try:
+                self._start_wanted()  # a function of its own: no dialog stays referenced while this waits
+            except Exception:  # a bug here must not end all driving silently: logged, the next wake retries
+                log.exception("the scheduler failed to start drives")
 
     def _start_wanted(self) -> None:
         engine = self.engine
@@ -94,7 +97,9 @@ class Scheduler:
             if len(self.drives) >= engine.max_concurrent_drives:
                 break  # the rest wait for a slot; a finishing drive wakes the scheduler
             self.wanted.discard((root_id, self_id))
-            task = asyncio.create_task(self._drive(dialog), name=f"drive-{self_id}")
+            # ``stop`` waits for drives with ``asyncio.wait``, which reads no result: a drive that fails
+            # past its own handlers is logged when it ends
+            task = contain("scheduler", asyncio.create_task(self._drive(dialog), name=f"drive-{self_id}"))
             dialog.drive_task = task
             self.drives.add(task)
         if not self.drives and not self._drivable_wanted():

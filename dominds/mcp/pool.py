@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,11 +19,14 @@ from typing import Any
 
 from dominds.background import BackgroundTasks
 from dominds.mcp.config import MCP_SERVER_ERROR, MCP_YAML, ServerSpec
-from dominds.mcp.connection import Connection, ServerUnreachable
+from dominds.mcp.connection import HANDSHAKE, Connection, ServerUnreachable
 from dominds.mcp.elicit import ask_person
+from dominds.mcp.sampling import serve_sampling
 from dominds.problems import Problem, make_problem
 from dominds.rtws import Rtws
 from dominds.tools.base import FuncTool, ToolCallContext
+
+log = logging.getLogger("dominds.mcp")
 
 LEASE_IDLE_S = 1800.0
 BACKOFF_FIRST_S = 0.5
@@ -57,6 +61,8 @@ class ServerState:
     failures: int = 0
     retry_at: float = 0.0
     restarts: int = 0
+    mode: str = HANDSHAKE
+    """The protocol to try first: what the last connection settled on (see connection.py)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     start_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -102,13 +108,16 @@ class ServerPool:
             await asyncio.sleep(wait)
         was = state.state
         state.state = "starting" if was in ("not started", "stopped") else "restarting"
-        conn = Connection(state.spec, self.rtws.root, self.environ)
+        conn = Connection(state.spec, self.rtws.root, self.environ, state.mode)
         conn.on_elicit = lambda caller, params: ask_person(state.spec.id, caller, params)  # elicit.py
+        # sampling.py; the opt-in is read when asked, so an edit of mcp.yaml applies without a restart
+        conn.on_sample = lambda caller, params: serve_sampling(state.spec.id, state.spec.sampling, caller, params)
         try:
             await conn.start()
         except ServerUnreachable:
             self.backoff(state)
             raise
+        state.mode = conn.mode
         if was in ("restarting", "unreachable"):
             state.restarts += 1
         state.state, state.error = "running", None
@@ -159,7 +168,10 @@ class ServerPool:
     async def _sweep_forever(self, every_s: float = 2.0) -> None:
         while True:
             await asyncio.sleep(every_s)
-            await self.sweep()
+            try:
+                await self.sweep()
+            except Exception:  # one failed sweep must not end the sweeping (nor fail ``close`` later)
+                log.exception("sweeping MCP leases failed")
 
     async def sweep(self) -> None:
         """End the leases of dialogs that left ``run/`` or went idle."""

@@ -231,6 +231,11 @@ class Connection:
             self._closing = True
             self._room.set()
             self._drained.set()
+        except Exception:  # anything else ends this client's writing, logged, never the daemon's
+            log.exception("writing to a websocket failed")
+            self._closing = True
+            self._room.set()
+            self._drained.set()
 
     async def flush(self, timeout: float = 2.0) -> None:
         """Wait until the outbox is sent (used before a deliberate close)."""
@@ -342,4 +347,7 @@ class Hub:
                     self.taskdoc_fingerprints[path] = fingerprint
                 elif known != fingerprint:
                     self.taskdoc_fingerprints[path] = fingerprint
-                    on_change(self, path)
+                    try:
+                        on_change(self, path)
+                    except Exception:  # one failed refresh must not stop the watcher
+                        log.exception("announcing a change of %s failed", path)

@@ -224,6 +224,8 @@ class ListingInThread:
     async def close(self) -> None:
         if self.step is not None and not self.step.done():
             await asyncio.wait([self.step])
+        if self.step is not None and not self.step.cancelled():
+            self.step.exception()  # read: a step that failed after its client went away is of no use now
         await asyncio.get_running_loop().run_in_executor(_LISTING_THREAD, self.chunks.close)
 
 

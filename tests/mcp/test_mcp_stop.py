@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from mcp_kit import after_tool, call, mcp_workspace, stdio_server_yaml
 
@@ -23,7 +24,9 @@ async def _until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-u
         await asyncio.sleep(0.02)
 
 
-async def test_stop_cancels_a_slow_mcp_call_on_the_server_and_resume_works(tmp_path: Path) -> None:
+async def test_stop_cancels_a_slow_mcp_call_on_the_server_and_resume_works(
+    stray_task_errors: list[dict[str, Any]], tmp_path: Path
+) -> None:
     log = tmp_path / "calls.log"
     log.touch()
     responses = [

@@ -72,7 +72,7 @@ async def _serve_sleeper(serve: ServeFactory, tmp_path: Path, nested: bool) -> A
 
 
 async def test_stop_of_a_main_dialog_stops_the_subdialog_it_waits_on_and_continue_resumes_it(
-    serve: ServeFactory, tmp_path: Path
+    stray_task_errors: list[dict[str, Any]], serve: ServeFactory, tmp_path: Path
 ) -> None:
     pidfile = tmp_path / "sleep.pid"
     served = await _serve_sleeper(serve, tmp_path, nested=False)
@@ -111,7 +111,9 @@ async def test_stop_of_a_main_dialog_stops_the_subdialog_it_waits_on_and_continu
     assert said[-1] == "Thanks."
 
 
-async def test_stop_reaches_a_subdialog_of_a_subdialog(serve: ServeFactory, tmp_path: Path) -> None:
+async def test_stop_reaches_a_subdialog_of_a_subdialog(
+    stray_task_errors: list[dict[str, Any]], serve: ServeFactory, tmp_path: Path
+) -> None:
     """The Stop goes down every level: lead → coder → tester running the tool."""
     pidfile = tmp_path / "sleep.pid"
     served = await _serve_sleeper(serve, tmp_path, nested=True)

@@ -10,6 +10,7 @@ declined), or not at all (``--no-interactive-confirm``: the server's own timeout
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from collections.abc import Awaitable, Callable
@@ -94,8 +95,10 @@ async def run_client(
                         else 1
                     )
         finally:
-            if canceller is not None:
+            if canceller is not None:  # awaited: a send that failed (the socket closed first) is read here
                 canceller.cancel()
+                with contextlib.suppress(asyncio.CancelledError, aiohttp.ClientError, ConnectionError, RuntimeError):
+                    await canceller
     # the server closed the socket before the run ended (a daemon stopped or crashed): say so, on stderr
     # (stdout carries only the service's events)
     print(f"the service at {options.url} closed the connection before the run ended: the run is interrupted", file=sys.stderr)

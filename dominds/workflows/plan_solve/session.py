@@ -9,7 +9,6 @@ background, so the socket keeps reading control events while it runs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -19,6 +18,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from dominds.background import BackgroundTasks
 from dominds.driver.engine import Engine
 from dominds.workflows.plan_solve.aggregation import Aggregator
 from dominds.workflows.plan_solve.events import make_event
@@ -37,8 +37,8 @@ class PlanSolveService:
         self.settings = settings
         self.sessions: dict[str, Session] = {}
         self.connections: set[Connection] = set()
-        self.cleanups: set[asyncio.Task[None]] = set()
-        """Connection cleanups in flight (kept referenced until they finish)."""
+        self.cleanups = BackgroundTasks("plan-solve")
+        """Connection cleanups in flight: awaited when the server shuts down, a failure logged."""
         self.started_at = time.monotonic()
         self.stopping = False
         """The server is shutting down: the runs it stops end ``interrupted``, not ``cancelled``."""
@@ -179,7 +179,9 @@ class Session:
 async def close_connection(service: PlanSolveService, connection: Connection) -> None:
     """The socket is gone (or the server stops): close its sessions, then stop its writer."""
     for session in list(connection.sessions.values()):
-        with contextlib.suppress(Exception):  # one broken session must not keep the others running
+        try:
             await session.close()
+        except Exception:  # one broken session must not keep the others running
+            log.exception("closing plan & solve session %s failed", session.id)
         service.sessions.pop(session.id, None)
     connection.close_outbox()

@@ -17,6 +17,7 @@ chart's data: the deck shows what the data says, not numbers copied by the model
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from dominds.driver.conductor import ConductorRun
+
+log = logging.getLogger("dominds.plan_solve")
 
 SlotState = Literal["queued", "running", "completed", "cancelled", "failed"]
 
@@ -84,6 +87,7 @@ class SolvingPhase:
             while self._attempts:
                 done, _ = await asyncio.wait(set(self._attempts), return_when=asyncio.FIRST_COMPLETED)
                 self._attempts -= done
+                _retrieve(done)
         finally:
             self.finished = True  # no await since the loop ended: a restart cannot slip in between
             if self._attempts:
@@ -91,6 +95,7 @@ class SolvingPhase:
                 for attempt in self._attempts:
                     attempt.cancel()
                 await asyncio.wait(self._attempts)
+                _retrieve(self._attempts)
         return [slot for slot in self.slots.values() if slot.state == "completed"]
 
     def cancel_task(self, task_id: int) -> tuple[bool, str]:
@@ -157,6 +162,9 @@ class SolvingPhase:
             self._fail(slot, f"the solver timed out after {self._step_timeout:g} s")
         except TaskError as exc:
             self._fail(slot, str(exc))
+        except Exception as exc:  # unforeseen (a bug, an answer nested too deep): this slide fails, not the run
+            log.exception("plan & solve: the attempt at slide %s failed", slot.task.id)
+            self._fail(slot, f"{type(exc).__name__}: {exc}")
         except asyncio.CancelledError:
             if self._stopping:
                 raise
@@ -193,3 +201,11 @@ class SolvingPhase:
         slot.state, slot.error = "failed", error
         self._emit("solver.failed", {"task": asdict(slot.task), "error": error})
         self._conductor.note(f"Slide {slot.task.id} failed: {error}")
+
+
+def _retrieve(attempts: set[asyncio.Task[None]]) -> None:
+    """Read how each ended attempt ended: a failure ``_attempt`` did not turn into ``solver.failed`` is
+    logged here, never left for the event loop to report as "never retrieved"."""
+    for attempt in attempts:
+        if attempt.done() and not attempt.cancelled() and attempt.exception() is not None:
+            log.error("plan & solve: %s failed", attempt.get_name(), exc_info=attempt.exception())

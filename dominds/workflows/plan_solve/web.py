@@ -122,17 +122,20 @@ async def websocket_handler(request: web.Request) -> web.StreamResponse:
             elif frame.type == WSMsgType.ERROR:
                 break
     finally:
-        heartbeat.cancel()
         # aiohttp cancels the handler when the peer vanishes; the sessions must still be closed, so the
-        # cleanup runs as its own task that this handler's cancellation cannot interrupt.
-        cleanup = asyncio.create_task(_finish_connection(service, conn, writer))
-        service.cleanups.add(cleanup)
-        cleanup.add_done_callback(service.cleanups.discard)
+        # cleanup runs as a task of the service (awaited at shutdown) that this handler's cancellation
+        # cannot interrupt.
+        cleanup = service.cleanups.spawn(_finish_connection(service, conn, writer, heartbeat), f"plan-solve-close-{conn.id}")
         await asyncio.shield(cleanup)
     return ws
 
 
-async def _finish_connection(service: PlanSolveService, conn: Connection, writer: asyncio.Task[None]) -> None:
+async def _finish_connection(
+    service: PlanSolveService, conn: Connection, writer: asyncio.Task[None], heartbeat: asyncio.Task[None]
+) -> None:
+    heartbeat.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await heartbeat
     await close_connection(service, conn)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(writer, 5.0)
@@ -156,8 +159,9 @@ async def _close_all(app: web.Application) -> None:
     for conn in list(service.connections):
         await close_connection(service, conn)
         await conn.ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutdown")
-    if service.cleanups:
-        await asyncio.wait(set(service.cleanups), timeout=5.0)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(service.cleanups.wait(), 5.0)
+    await service.cleanups.aclose()  # a cleanup still running after that is cancelled, and awaited
 
 
 ROOT_HELP = (

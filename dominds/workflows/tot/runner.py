@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dominds.background import BackgroundTasks
 from dominds.driver.engine import Engine
 from dominds.ids import now_iso
 from dominds.store.errors import StoreError
@@ -140,7 +141,11 @@ class RunFileWriter:
                 await asyncio.sleep(wait)
             self.dirty = self.urgent = False
             self.last = time.monotonic()
-            written = await asyncio.to_thread(self._save, self.live.record())
+            try:
+                written = await asyncio.to_thread(self._save, self.live.record())
+            except Exception:  # a bug in the snapshot: logged here, as a failed write; the run goes on
+                log.exception("ToT run %s: cannot record the run", self.live.task_id)
+                written = False
         return written
 
     def _save(self, record: run_file.TotRunFile) -> bool:
@@ -161,17 +166,16 @@ class TotRunRegistry:
         self.runs: dict[str, TotLiveRun] = {}
         self.stopping = False
         """The daemon is shutting down: the runs it cancels end ``interrupted``, not ``cancelled``."""
+        self.tasks = BackgroundTasks("tot")
+        """The runs' tasks: a failure is logged when it happens; ``cancel_all`` cancels and awaits them."""
 
     def get(self, run_id: str) -> TotLiveRun | None:
         return self.runs.get(run_id)
 
     async def cancel_all(self) -> None:
+        """Shutdown: cancel every run and wait until each has written its end (``interrupted``)."""
         self.stopping = True
-        tasks = [r.task for r in self.runs.values() if r.task is not None and not r.task.done()]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=5)
+        await self.tasks.aclose()
 
 
 def start_tot_run(
@@ -233,7 +237,8 @@ def start_tot_run(
             if await writer.finish() and registry is not None:  # on disk for good: the registry holds runs in progress
                 registry.runs.pop(task_id, None)
 
-    live.task = asyncio.create_task(drive(), name=f"tot-{task_id}")
+    # a registry owns the daemon's runs (cancelled and awaited at shutdown); the CLI awaits its one run
+    live.task = registry.tasks.spawn(drive(), f"tot-{task_id}") if registry is not None else asyncio.create_task(drive(), name=f"tot-{task_id}")
     if registry is not None:
         registry.runs[task_id] = live
     return live
