@@ -333,19 +333,34 @@ async def problems(request: web.Request) -> web.Response:
 
 
 async def suggestions(request: web.Request) -> web.Response:
-    return web.json_response({"suggestions": scripted_suggestions(_engine(request))})
+    agent_id, found = scripted_suggestions(_engine(request))
+    return web.json_response({"suggestions": found, "agentId": agent_id})
 
 
-def scripted_suggestions(engine: Engine) -> list[str]:
-    """``suggestions:`` of the workspace's scripted response databases, so the demo's prompts match its script."""
-    found: list[str] = []
-    for provider in engine.config.get().catalog.providers.values():
-        if provider.api_type != "scripted":
-            continue
-        directory = engine.rtws.root / (provider.base_url or ".minds/scripted")
-        for model_key in provider.models:
-            found.extend(_suggestions_in(directory / f"{model_key}.yaml"))
-    return list(dict.fromkeys(found))
+def scripted_suggestions(engine: Engine) -> tuple[str | None, list[str]]:
+    """The agent a suggestion goes to (the default responder) and the ``suggestions:`` of the scripted
+    database it answers from, so the demo's prompts match its script.
+
+    None when the default responder answers from any other provider: before, the chips of a scripted
+    database in ``.minds/`` showed whatever the team used, and one click sent a demo prompt to a paid
+    model. The panel shows them only on a main dialog of this agent (never in a subdialog)."""
+    import os
+
+    from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
+
+    config = engine.config.get()
+    member = config.team.members.get(config.team.default_responder)
+    if member is None or member.hidden:
+        return None, []
+    try:
+        resolved = resolve_member_llm(member, config.catalog, os.environ)
+    except LlmResolutionError:
+        return None, []
+    if resolved.provider.api_type != "scripted":
+        return None, []
+    directory = engine.rtws.root / (resolved.provider.base_url or ".minds/scripted")
+    found = list(dict.fromkeys(_suggestions_in(directory / f"{resolved.model_key}.yaml")))
+    return (member.id, found) if found else (None, [])
 
 
 def _suggestions_in(path: Path) -> list[str]:

@@ -12,7 +12,8 @@ import { $, h, onCtrlEnter, randomId, toast } from "./dom.js";
 import { t } from "./i18n.js";
 
 export class Composer {
-  /** actions: { ref(): the dialog ref or null, answer(question, text): Promise<bool sent>, drafts: Drafts } */
+  /** actions: { ref(): the dialog ref or null, answer(question, text): Promise<bool sent>, drafts: Drafts,
+   *   willSend?(content), sendSettled?(sent): around a message (not an answer) } */
   constructor(conn, actions) {
     this.conn = conn;
     this.actions = actions;
@@ -31,6 +32,7 @@ export class Composer {
     this.input.addEventListener("dragover", (e) => { if (e.dataTransfer?.types.includes("Files")) e.preventDefault(); });
     this.input.addEventListener("drop", (e) => this.takeImages(e, e.dataTransfer?.files));
     $("#send").addEventListener("click", () => this.send());
+    $("#decline").addEventListener("click", () => this.decline());
     onCtrlEnter(this.input, () => this.send());
     $("#answer-target").addEventListener("change", (e) => {
       this.target = e.target.value;
@@ -104,6 +106,8 @@ export class Composer {
     }
     $("#composer").dataset.mode = !question ? "message" : answering ? "answer" : "queue";
     $("#send").textContent = !question ? t("send") : answering ? t("answer") : t("queueMessage");
+    // an MCP server's question (elicitation) can be declined: the server hears "decline"
+    $("#decline").hidden = !(answering && question.kind === "elicitation");
     this.input.placeholder = !question ? t("inputPlaceholder") : answering ? t("answerComposerPlaceholder") : t("queueComposerPlaceholder");
     $("#composer-hint").textContent = !question ? "" : answering
       ? t("composerWillAnswer", { question: shortText(question.tellaskHead.replace(/^(!\?)?@human\s*/, ""), 120) })
@@ -132,6 +136,16 @@ export class Composer {
         this.input.focus();
       } }),
       h("button", { type: "button", class: "draft-discard", text: t("discardDraft"), onclick: () => this.drafts.drop(d.msgId) }));
+  }
+
+  async decline() {
+    const question = this.currentQuestion();
+    if (!question || question.kind !== "elicitation") return;
+    try {
+      await this.actions.answer(question, "decline");
+    } catch (error) {
+      toast(error.message, "error");
+    }
   }
 
   async cancel(msgId) {
@@ -189,9 +203,12 @@ export class Composer {
     const question = text === undefined ? this.currentQuestion() : null;
     this.busy = true;
     try {
-      const sent = question && this.mode === "answer"
+      const answering = question && this.mode === "answer";
+      if (!answering) this.actions.willSend?.(content);
+      const sent = answering
         ? await this.actions.answer(question, content)
         : await this.drafts.submit({ kind: "message", dialog: { selfId: ref.selfId, rootId: ref.rootId }, content, msgId: randomId("ui-") });
+      if (!answering) this.actions.sendSettled?.(sent);
       if (!sent) toast(t("draftKept"));
       if (text === undefined) {
         this.input.value = "";
@@ -201,6 +218,7 @@ export class Composer {
       return sent;
     } catch (error) {
       toast(error.message, "error");
+      this.actions.sendSettled?.(false);
       return false;
     } finally {
       this.busy = false;

@@ -32,7 +32,10 @@ export class DialogView {
     this.pageLoad = null; // {mode: "prepend"|"append"|"window", started, remaining, events[]}
     this.earlier = h("button", { type: "button", class: "load-earlier", text: t("loadEarlier"), onclick: () => this.loadEarlier() });
     this.refreshCost = debounce(() => this.loadCost(), 150);
-    this.composer = new Composer(conn, { ref: () => this.ref, answer: (q, text) => hooks.answer(q, text), drafts: hooks.drafts });
+    this.composer = new Composer(conn, {
+      ref: () => this.ref, answer: (q, text) => hooks.answer(q, text), drafts: hooks.drafts,
+      willSend: (content) => this.willSend(content), sendSettled: (sent) => this.sendSettled(sent),
+    });
     this.wire();
   }
 
@@ -446,11 +449,22 @@ export class DialogView {
 
   /** Send a message (a suggestion chip) or, without `text`, whatever the composer says it will do. */
   async send(text) {
-    const sent = await this.composer.send(text);
-    if (!sent && this.starting) {
-      this.starting = null; // the first message did not go: the dialog is what the daemon says
-      this.renderHeader();
-    }
+    await this.composer.send(text);
+  }
+
+  /** The first message of an untitled main dialog is on its way: name the dialog after it and say it is
+   * starting (the daemon's title and run state follow within moments; "(untitled) idle" showed meanwhile). */
+  willSend(content) {
+    const info = this.info;
+    if (!info || !info.isRoot || info.title || info.conductor || (info.runState?.kind || "idle") !== "idle") return;
+    this.starting = { title: titleFromMessage(content) };
+    this.renderHeader();
+  }
+
+  sendSettled(sent) {
+    if (sent || !this.starting) return;
+    this.starting = null; // the message did not go: the dialog is what the daemon says
+    this.renderHeader();
   }
 
   async command(message) {

@@ -146,3 +146,23 @@ async def test_starting_a_dialog_from_a_suggestion_never_shows_untitled_or_an_em
     running = [i for i, h in enumerate(headers) if h.endswith(" generating")]
     assert running, headers
     assert not [h for h in headers[: running[0]] if h.endswith(" idle")], f"idle before it ran: {headers}"
+
+
+async def test_the_first_message_of_a_new_dialog_names_it_at_once(panel: Panel) -> None:
+    """The same flash on the New-dialog form's path: after the first message was sent, the header said
+    "(untitled) idle" until the daemon's title and run state arrived."""
+    page: Any = panel.page
+    await page.add_init_script(RECORD_SHOWN)
+    await page.goto(panel.url)
+    await page.click("#new-dialog-btn")
+    await page.click("#new-dialog-form button[type=submit]")
+    await expect(page.locator("#dh-title")).to_have_text("(untitled)")  # true until a message is sent
+    await page.fill("#input", "hello")
+    await page.evaluate("() => { window.__shown = []; }")
+    await page.click("#send")
+    await expect(page.locator(".bubble.gen .md")).to_have_text("Hello!")
+    await expect(page.locator("#dh-state")).to_have_text("idle")
+    headers = [s["header"] for s in await page.evaluate("() => window.__shown") if s["header"] is not None]
+    assert not [h for h in headers if "(untitled)" in h], headers
+    running = [i for i, h in enumerate(headers) if h.endswith(" generating")]
+    assert running and not [h for h in headers[: running[0]] if h.endswith(" idle")], headers
