@@ -342,28 +342,31 @@ def _valid(data: dict[str, bytes], name: str) -> Any:
 
 
 def finish_generations(data: bytes) -> list[list[Any]]:
-    """The generations recorded in one course file's bytes: ``[provider/model, input, output, cacheRead,
-    cacheWrite, cacheWriteLong]`` each. Only the ``gen_finish_record`` lines are decoded (found by a byte
-    search); a torn last line is skipped until it is complete. ``driver/usage.py`` prices them."""
-    out: list[list[Any]] = []
-    start = 0
-    while (found := data.find(_FINISH_MARK, start)) != -1:
-        line_start = data.rfind(b"\n", 0, found) + 1
-        line_end = data.find(b"\n", found)
-        start = len(data) if line_end == -1 else line_end
-        try:
-            record = json.loads(data[line_start:start])
-        except ValueError:
-            continue  # a torn last line: that generation is counted once it is complete
-        raw = record.get("usage") if isinstance(record, dict) else None
-        if not isinstance(raw, dict):
-            continue
-        key = f"{record.get('provider') or ''}/{record.get('model') or ''}"
-        out.append([key, *(_count(raw.get(f)) for f in (*USAGE_FIELDS, "cacheWriteLongTokens"))])
-    return out
+    """The model requests recorded in one course file's bytes: ``[provider/model, input, output, cacheRead,
+    cacheWrite, cacheWriteLong]`` each, in file order: every generation (``gen_finish_record``) and every
+    completion an MCP server asked of the member's model (``mcp_sampling_record``: it is paid for like a
+    generation). Only those lines are decoded (found by a byte search); a torn last line is skipped until
+    it is complete. ``driver/usage.py`` prices them."""
+    found_at: list[tuple[int, list[Any]]] = []
+    for mark in _USAGE_MARKS:
+        start = 0
+        while (found := data.find(mark, start)) != -1:
+            line_start = data.rfind(b"\n", 0, found) + 1
+            line_end = data.find(b"\n", found)
+            start = len(data) if line_end == -1 else line_end
+            try:
+                record = json.loads(data[line_start:start])
+            except ValueError:
+                continue  # a torn last line: that generation is counted once it is complete
+            raw = record.get("usage") if isinstance(record, dict) else None
+            if not isinstance(raw, dict):
+                continue
+            key = f"{record.get('provider') or ''}/{record.get('model') or ''}"
+            found_at.append((line_start, [key, *(_count(raw.get(f)) for f in (*USAGE_FIELDS, "cacheWriteLongTokens"))]))
+    return [entry for _, entry in sorted(found_at, key=lambda pair: pair[0])]
 
 
-_FINISH_MARK = b'"gen_finish_record"'
+_USAGE_MARKS = (b'"gen_finish_record"', b'"mcp_sampling_record"')
 
 
 def _count(value: object) -> int:

@@ -4,7 +4,8 @@ stdio, the scripted provider answering as the calling member's model).
 Before, Dominds offered no sampling: a server that asked got "Sampling not supported". Now a server
 opted in with ``sampling: true`` is answered by the calling member's model, on the handshake-era
 protocol (``create_message``) and on the newest one (``Resolve(Sample)``), and the course records it;
-a server not opted in is refused with an error that says how to opt in.
+a server not opted in is refused with an error that says how to opt in. Its tokens count in the
+dialog's usage like a generation's.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from mcp_kit import FAKE_SERVER, PYTHON, after_tool, call, mcp_workspace, stdio_server_yaml
 from test_mcp_toolsets import _engine, _results
 
-from dominds.store.course_records import McpSamplingRecord
+from dominds.store.course_records import GenFinishRecord, McpSamplingRecord
 
 POEM = "Leaves drift on the pond"
 
@@ -55,5 +56,10 @@ async def test_a_server_opted_in_samples_the_members_model_and_one_not_opted_in_
         assert records[0].system_prompt == "You are a poet."
         assert records[0].messages == [{"role": "user", "text": "Write a haiku about autumn."}]
         assert records[0].provider and records[0].model and records[0].usage is not None
+        # what the model did for the servers is paid for like a generation: the dialog's figures count it
+        finishes = [r for r in root.files.read_course(root.latest.current_course) if isinstance(r, GenFinishRecord)]
+        total = engine.usage_totals(root.root_id)["total"]
+        assert total["generations"] == len(finishes) + len(records)
+        assert total["outputTokens"] == sum(r.usage.output_tokens for r in [*finishes, *records] if r.usage)
     finally:
         await engine.close()
