@@ -81,7 +81,9 @@ async def one_dialog(provider: str, dialect: Dialect, turns: int) -> list[Figure
         finally:
             await engine.close()
         bodies = [r.raw for r in fake.requests]
-        lines = [len(line) for line in log.read_bytes().splitlines()]
+        lines = [0] * len(bodies)  # each generation's two lines: its request, and its attempts and timing
+        for line in log.read_bytes().splitlines():
+            lines[json.loads(line)["genseq"] - 1] += len(line) + 1
         quarter = max(1, len(lines) // 4)
         reads = []
         for _ in range(5):
@@ -95,7 +97,7 @@ async def one_dialog(provider: str, dialect: Dialect, turns: int) -> list[Figure
             Figure(f"{provider}: all request bodies, stored whole", "kB", [round(whole / 1024, 1)], note=note),
             Figure(f"{provider}: request log", "kB", [round(kept / 1024, 1)], note=f"{whole / kept:.1f}x smaller"),
             Figure(f"{provider}: request log / last request", "x", [round(kept / len(bodies[-1]), 2)]),
-            Figure(f"{provider}: bytes per line, last quarter", "B", [round(sum(lines[-quarter:]) / quarter)]),
+            Figure(f"{provider}: bytes per generation, last quarter", "B", [round(sum(lines[-quarter:]) / quarter)]),
             Figure(f"{provider}: rebuild the last request", "ms", reads),
         ]
 

@@ -211,6 +211,14 @@ class Engine(LoadedTrees):
         """A question for the human whose answer returns here (MCP elicitation); ``None``: declined or timed out."""
         return await questions.ask_and_wait(self, dialog, head, body, call_id, timeout_s)
 
+    async def sample_for_mcp(
+        self, dialog: Dialog, server_id: str, call_id: str, system_prompt: str, messages: list[dict[str, str]], max_tokens: int
+    ) -> Any:
+        """An MCP server's sampling request, answered by ``dialog``'s member's model (mcp_sampling.py)."""
+        from dominds.driver import mcp_sampling
+
+        return await mcp_sampling.sample(self, dialog, server_id, call_id, system_prompt, messages, max_tokens)
+
     def q4h_state(self) -> list[dict[str, Any]]:
         return questions.pending(self)
 

@@ -17,7 +17,7 @@ from dominds.driver.context import build_messages, system_prompt
 from dominds.driver.images import attach_images, sees_images
 from dominds.driver.pressure import tell_context_pressure
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
-from dominds.driver.request_record import TimedReceiver, save_request
+from dominds.driver.request_record import RequestRecorder, TimedReceiver
 from dominds.driver.retry_state import announce_retries
 from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import CallToRun, prompt_event_fields, runtime_call_id
@@ -142,13 +142,13 @@ async def run_generation(
         receiver = DialogReceiver(dialog, genseq, plain=member.tellask == "tools")
         provider_started = time.perf_counter()
         timed = TimedReceiver(receiver)
+        recorder = RequestRecorder(dialog, genseq, resolved.provider_key, resolved.provider.api_type, resolved.model_key, timed)
         try:
-            with capturing() as capture:
+            with capturing(recorder.sent) as capture:
                 try:
                     result = await generator.generate(request, timed)
-                finally:  # also a refused or broken request: what was sent is worth seeing
-                    save_request(dialog, capture, genseq=genseq, provider=resolved.provider_key,
-                                 api_type=resolved.provider.api_type, model=resolved.model_key, timed=timed)
+                finally:  # also a refused or broken request: its attempts and timing
+                    recorder.finished(capture)
         except asyncio.CancelledError:  # the drive's scope was cancelled (driver/drive_scope.py)
             _keep_partial(receiver, finish, "stopped")
             raise

@@ -1,7 +1,7 @@
 """Context pressure, told to the model: notices recorded in the course when its context fills up.
 
 ``health.py`` measures each generation's prompt against the model's thresholds (the catalog's
-``optimal_max_tokens`` / ``critical_max_tokens``, else 100K and 90 % of the window) and starts a new
+``optimal_max_tokens`` / ``critical_max_tokens``, else 100K or 80 % and 90 % of the window) and starts a new
 course itself after ``CRITICAL_COUNTDOWN`` critical generations in a row. Without a word to the model it
 learned that afterwards, too late to save its progress. Now, after a generation:
 

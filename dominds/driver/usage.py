@@ -7,7 +7,7 @@ rows cached the cost by the mtime of ``latest.yaml`` (a coarse clock left a row 
 generation the header already counted) and ``dominds status`` had its own counting and pricing.
 
 Counting: ``store.dialog_facts.finish_generations`` decodes only the ``gen_finish_record`` lines of a course
-file (the dialog index keeps them per dialog, so listings never read a course file that did not
+file (and the ``mcp_sampling_record`` ones: a completion an MCP server asked of the member's model is paid for too) (the dialog index keeps them per dialog, so listings never read a course file that did not
 change); a torn last line is skipped until it is complete. Each generation is priced on its own
 (``per_request``: a long request pays the model's long-context rates), with the catalog in use
 (``catalog_in_use``: the last good ``llm.yaml`` while the live one has errors, like the daemon).

@@ -185,6 +185,21 @@ class FuncCallRequested(Gen):
     """The arguments as a JSON string (as the model wrote them)."""
 
 
+class FuncProgress(Gen):
+    """An MCP server reported progress on a tool call that is still running (live only, never
+    persisted: a replay shows the call as it ended). At most one every 0.25 s per call, and the last."""
+
+    type: Literal["func_progress_evt"]
+    funcId: str
+    """The ``funcId`` of the call."""
+    progress: float
+    """How far it got (the server's number; grows with each report)."""
+    total: float | None = None
+    """The number ``progress`` reaches when done, when the server knows it."""
+    message: str | None = None
+    """The server's words for the step it is at."""
+
+
 class FuncResult(Gen):
     """A tool's result (recorded before it is published)."""
 

@@ -12,13 +12,14 @@ clear "unknown provider" problem rather than a half-configured provider.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Any
 
 from dominds.llm.catalog import API_TYPES, BUILTIN_SOURCE, Catalog, ModelInfo, ProviderConfig
 from dominds.llm.context_thresholds import ROOT_KEY as CONTEXT_HEALTH_KEY
-from dominds.llm.context_thresholds import apply_threshold_overrides
+from dominds.llm.context_thresholds import apply_threshold_overrides, threshold_mistake
 from dominds.llm.pricing import ModelPricing, parse_pricing
 from dominds.llm.retry import RETRY_SETTINGS
 from dominds.problems import (
@@ -268,13 +269,21 @@ def _model_info(key: str, raw: dict[str, Any], line: int, who: str, collector: P
         collector.error(line, f"{who}: `name` must be a string; ignored")
         name_value = None
     extra = {k: v for k, v in raw.items() if k not in (*_MODEL_INT_KEYS, "name", "pricing")}
-    return ModelInfo(
+    model = ModelInfo(
         key=key,
         name=name_value,
         pricing=_pricing(raw.get("pricing"), line, who, collector),
         extra=extra,
         **ints,
     )
+    if model.optimal_max_tokens or model.critical_max_tokens:  # thresholds that could never work: the defaults
+        mistake = threshold_mistake(model)
+        if mistake is not None:
+            severity, message = mistake
+            report = collector.warning if severity == "warning" else collector.error
+            report(line, f"{who}: {message}; its thresholds are ignored")
+            model = dataclasses.replace(model, optimal_max_tokens=None, critical_max_tokens=None)
+    return model
 
 
 def _pricing(raw: object, line: int, who: str, collector: ProblemCollector) -> ModelPricing | None:

@@ -37,7 +37,12 @@ from dominds.problems import (
 ROOT_KEY = "context_health"
 THRESHOLD_KEYS = ("optimal_max_tokens", "critical_max_tokens")
 DEFAULT_OPTIMAL_MAX_TOKENS = 100_000
-"""Caution above this many prompt tokens when the model names no ``optimal_max_tokens`` (capped at its window)."""
+"""Caution above this many prompt tokens when the model names no ``optimal_max_tokens``, or above
+``DEFAULT_OPTIMAL_SHARE`` of a smaller window."""
+DEFAULT_OPTIMAL_SHARE = 0.8
+"""Below the critical share: capping the default caution at the whole window (as before) put it above the
+critical level of every window under 111K tokens (a local server's 32K), so such a model was never told
+"caution" before "critical"."""
 DEFAULT_CRITICAL_SHARE = 0.9
 """Critical above this share of the window when the model names no ``critical_max_tokens``."""
 
@@ -62,7 +67,7 @@ def context_thresholds(model: ModelInfo | None) -> ContextThresholds | None:
     if not limits:
         return None
     limit = min(limits)
-    optimal = model.optimal_max_tokens or min(DEFAULT_OPTIMAL_MAX_TOKENS, limit)
+    optimal = model.optimal_max_tokens or min(DEFAULT_OPTIMAL_MAX_TOKENS, int(limit * DEFAULT_OPTIMAL_SHARE))
     critical = model.critical_max_tokens or int(limit * DEFAULT_CRITICAL_SHARE)
     return ContextThresholds(limit=limit, optimal=optimal, critical=critical)
 
@@ -133,22 +138,22 @@ def _overridden_model(who: str, line: int, node: Any, model: ModelInfo, collecto
         optimal_max_tokens=settings.get("optimal_max_tokens", model.optimal_max_tokens),
         critical_max_tokens=settings.get("critical_max_tokens", model.critical_max_tokens),
     )
-    thresholds = context_thresholds(overridden)
-    if thresholds is None:
-        collector.warning(line, f"{who}: the model has no `context_length` (or `input_length`), so it gets no context level; override unused")
-        return None
-    if thresholds.critical > thresholds.limit:
-        collector.error(
-            line,
-            f"{who}: `critical_max_tokens` {thresholds.critical} is beyond the model's window of {thresholds.limit} tokens; "
-            "override ignored",
-        )
-        return None
-    if thresholds.optimal >= thresholds.critical:
-        collector.error(
-            line,
-            f"{who}: the caution threshold ({thresholds.optimal}) must be below the critical one ({thresholds.critical}); "
-            "override ignored",
-        )
+    mistake = threshold_mistake(overridden)
+    if mistake is not None:
+        severity, message = mistake
+        outcome = "override unused" if severity == "warning" else "override ignored"
+        (collector.warning if severity == "warning" else collector.error)(line, f"{who}: {message}; {outcome}")
         return None
     return overridden
+
+
+def threshold_mistake(model: ModelInfo) -> tuple[str, str] | None:
+    """Why ``model``'s thresholds cannot work as written (severity, message), or ``None``."""
+    thresholds = context_thresholds(model)
+    if thresholds is None:
+        return "warning", "the model has no `context_length` (or `input_length`), so it gets no context level"
+    if thresholds.critical > thresholds.limit:
+        return "error", f"`critical_max_tokens` {thresholds.critical} is beyond the model's window of {thresholds.limit} tokens"
+    if thresholds.optimal >= thresholds.critical:
+        return "error", f"the caution threshold ({thresholds.optimal}) must be below the critical one ({thresholds.critical})"
+    return None

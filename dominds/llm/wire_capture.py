@@ -3,7 +3,7 @@
 Every SDK client is built on an HTTP client with ``capture_hook`` among its request hooks
 (``sdk_clients.py``). The driver opens ``capturing()`` around one generation; the hook, called by the
 SDK's HTTP client inside that generation's task, keeps the request exactly as it is sent: method, URL
-and body bytes. Each attempt of the retry window sends the request again, so the capture also counts
+and body bytes, and tells the driver as it goes out. Each attempt of the retry window sends the request again, so the capture also counts
 attempts. A context variable carries the capture: SDK clients are shared by every dialog of the
 engine, and each generation runs in its own task.
 
@@ -14,7 +14,7 @@ take a key in the query string).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,21 +35,26 @@ class SentRequest:
 class WireCapture:
     """The requests one generation sent: the last one, and how many attempts there were."""
 
+    on_sent: Callable[[SentRequest, int], None] | None = None
+    """Told of each attempt as it goes out (the request and the attempt's number, from 1): the driver records
+    it then, so a generation cut by a crash still shows what it sent."""
     last: SentRequest | None = None
     attempts: int = 0
 
     def note(self, sent: SentRequest) -> None:
         self.last = sent
         self.attempts += 1
+        if self.on_sent is not None:
+            self.on_sent(sent, self.attempts)
 
 
 _current: ContextVar[WireCapture | None] = ContextVar("dominds_wire_capture", default=None)
 
 
 @contextlib.contextmanager
-def capturing() -> Iterator[WireCapture]:
+def capturing(on_sent: Callable[[SentRequest, int], None] | None = None) -> Iterator[WireCapture]:
     """Capture what the provider calls made in this task (and the tasks it starts) send."""
-    capture = WireCapture()
+    capture = WireCapture(on_sent)
     token = _current.set(capture)
     try:
         yield capture

@@ -7,6 +7,7 @@ a quiet spell, see connection.py) is started again and the call runs on the new 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,10 @@ Op = Callable[[Any], Awaitable[Any]]
 
 async def call_tool(pool: ServerPool, state: ServerState, mcp_name: str, ctx: ToolCallContext, args: dict[str, Any]) -> str:
     """The text of the server's answer to ``mcp_name(args)``; ``ToolError`` when it failed or said ``isError``."""
-    result, conn = await run(pool, state, mcp_name, ctx, lambda client: client.call_tool(mcp_name, args))
+    on_progress = progress_publisher(ctx)
+    result, conn = await run(
+        pool, state, mcp_name, ctx, lambda client: client.call_tool(mcp_name, args, progress_callback=on_progress)
+    )
     dialog = ctx.services.get("dialog")
     dialog_dir: Path | None = getattr(getattr(dialog, "files", None), "dir", None)
     text, is_error = render_result(result, dialog_dir, ctx.self_id, ctx.call_id)
@@ -37,6 +41,39 @@ async def call_tool(pool: ServerPool, state: ServerState, mcp_name: str, ctx: To
     if is_error:
         raise ToolError(text)
     return text
+
+
+PROGRESS_EVERY_S = 0.25
+"""A call's progress is shown at most this often (and always when it reaches its total): a server may
+report thousands of steps."""
+
+
+def progress_publisher(ctx: ToolCallContext) -> Callable[[float, float | None, str | None], Awaitable[None]]:
+    """The callback that shows a server's progress on the calling dialog's tool call
+    (``func_progress_evt``, live only: progress is not kept in the course)."""
+    dialog = ctx.services.get("dialog")
+    last = [0.0]
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        now = time.monotonic()
+        done = total is not None and progress >= total
+        if dialog is None or (now - last[0] < PROGRESS_EVERY_S and not done):
+            return
+        last[0] = now
+        event: dict[str, Any] = {
+            "type": "func_progress_evt",
+            "course": dialog.latest.current_course,
+            "genseq": dialog.genseq,
+            "funcId": ctx.call_id,
+            "progress": progress,
+        }
+        if total is not None:
+            event["total"] = total
+        if message:
+            event["message"] = message[:500]
+        dialog.publish(event)
+
+    return on_progress
 
 
 async def run(pool: ServerPool, state: ServerState, label: str, ctx: ToolCallContext, op: Op) -> tuple[Any, Connection]:

@@ -90,6 +90,8 @@ class ServerSpec:
     timeout_s: float = DEFAULT_TIMEOUT_S
     stateful: bool = False
     """True: each dialog gets its own session (a lease); False: one shared session."""
+    sampling: bool = False
+    """True: the server may ask for a completion (MCP sampling), served by the calling member's model."""
     key_lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
 
     def line_of(self, key: str) -> int:
@@ -106,7 +108,7 @@ class McpConfig:
     problems: list[Problem]
 
 
-_KEYS = ("transport", "command", "args", "env", "cwd", "url", "headers", "tools", "prefix", "timeout_s", "stateful")
+_KEYS = ("transport", "command", "args", "env", "cwd", "url", "headers", "tools", "prefix", "timeout_s", "stateful", "sampling")
 
 
 def load_mcp_config(rtws: Rtws, reserved: frozenset[str] | set[str] = frozenset()) -> McpConfig:
@@ -201,6 +203,7 @@ def _read_server(server_id: str, line: int, node: Any, collector: ProblemCollect
         prefix=values.get("prefix", ""),
         timeout_s=float(values.get("timeout_s", DEFAULT_TIMEOUT_S)),
         stateful=bool(values.get("stateful", False)),
+        sampling=bool(values.get("sampling", False)),
         key_lines=lines,
     )
 
@@ -231,7 +234,7 @@ def _check(key: str, raw: Any, line: int, who: str, collector: ProblemCollector)
         if isinstance(raw, (int, float)) and not isinstance(raw, bool) and 0 < raw <= 3600:
             return raw
         collector.error(line, f"{what} must be a number of seconds in (0, 3600]; the default {DEFAULT_TIMEOUT_S:g} applies")
-    elif key == "stateful":
+    elif key in ("stateful", "sampling"):
         if isinstance(raw, bool):
             return raw
         collector.error(line, f"{what} must be true or false; ignored")

@@ -2,15 +2,27 @@
 
 The SDK's client is an async context manager whose task group must be entered and left in the same
 task, so each ``Connection`` runs a task that opens the client, signals that it is ready and waits
-until asked to close. Calls come from the dialogs' tasks. A server that dies (the process exits, the
-HTTP endpoint goes away) makes the pending and every later call fail with ``ServerGone``; the
-supervisor in ``manager.py`` then starts a new connection after a back-off.
+until asked to close.
+
+Which protocol: the one on which the server can ask back (elicitation, sampling) whatever way it is
+written. The 2026-07-28 protocol forbids server-initiated requests: there a server asks through an
+``InputRequiredResult`` (FastMCP's ``Resolve(...)``/``Elicit``), and a server written with
+``ctx.elicit``/``create_message`` fails with "no back-channel". The handshake-era protocol carries
+both styles wherever it has a back-channel: over stdio always, over HTTP when the server keeps
+sessions (``Mcp-Session-Id``) and answers on an event stream. So a connection first tries the
+handshake; it goes on with ``auto`` (the newest protocol the server speaks) when the server refuses
+the handshake, or over HTTP when that session has no back-channel (a stateless server, JSON answers).
+
+Calls come from the dialogs' tasks. A server that dies (the process exits, the HTTP endpoint goes
+away) makes the pending and every later call fail with ``ServerGone``; the pool (``pool.py``) then
+starts a new connection after a back-off.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import time
 import warnings
@@ -56,10 +68,27 @@ def secret_values(spec: ServerSpec, environ: Any) -> list[str]:
     return sorted(set(values), key=len, reverse=True)
 
 
-def _transport(spec: ServerSpec, workspace: Path, environ: Any, stack: contextlib.AsyncExitStack) -> Any:
+class _Handshake:
+    """What the first HTTP answer said (the ``initialize`` one on a handshake-era connection)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.back_channel = False
+
+    async def on_response(self, response: Any) -> None:
+        if self.seen or response.request.method != "POST":
+            return
+        self.seen = True
+        kind = response.headers.get("content-type", "")
+        self.back_channel = bool(response.headers.get("mcp-session-id")) and kind.startswith("text/event-stream")
+
+
+def _transport(
+    spec: ServerSpec, workspace: Path, environ: Any, stack: contextlib.AsyncExitStack, handshake: _Handshake
+) -> Any:
     """What ``mcp.Client`` connects to; secrets are resolved here and kept only in the transport.
 
-    An HTTP client made here is closed by ``stack``.
+    An HTTP client made here is closed by ``stack``; ``handshake`` hears its first answer.
     """
     if spec.transport == "stdio":
         from mcp import StdioServerParameters
@@ -80,7 +109,10 @@ def _transport(spec: ServerSpec, workspace: Path, environ: Any, stack: contextli
         raise ServerUnreachable(f"environment variable(s) not set: {', '.join(missing)}")
     assert spec.url is not None
     http = httpx2.AsyncClient(
-        headers=headers, timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 30), verify=shared_tls_context()
+        headers=headers,
+        timeout=httpx2.Timeout(30.0, read=spec.timeout_s + 30),
+        verify=shared_tls_context(),
+        event_hooks={"response": [handshake.on_response]},
     )
     stack.push_async_callback(http.aclose)
     return streamable_http_client(spec.url, http_client=http)
@@ -89,16 +121,28 @@ def _transport(spec: ServerSpec, workspace: Path, environ: Any, stack: contextli
 Elicit = Callable[[Any, Any], Awaitable[Any]]
 """``(caller, ElicitRequestParams) -> ElicitResult``: the manager's answer to a server's elicitation."""
 
+_caller: contextvars.ContextVar[Any] = contextvars.ContextVar("mcp_caller", default=None)
+"""The caller of the request this task runs. On the 2026-07-28 protocol the SDK answers a server's
+``InputRequiredResult`` inside the call's own task, so the asker is known even with several calls in
+flight; a handshake-era request arrives on the session's reader task, where it is unset."""
+
+HANDSHAKE = "legacy"
+"""The SDK's name for the handshake-era protocol (``initialize``), tried first (see the module doc)."""
+
 
 class Connection:
     """A started session to one server; ``label`` names it in messages (``server 'x'``).
 
     Elicitation: the client declares the capability; a server's request during a call goes to
-    ``on_elicit`` with the caller of the one call in flight (``call_tool(caller=…)``). With no call or
-    several at once on the session, nobody can be told apart: declined. While a person is being asked,
-    the call's own timeout does not run (it starts afresh once the question is settled)."""
+    ``on_elicit`` with the caller of that call (``request(caller=…)``): on the 2026-07-28 protocol the
+    call's own, on a handshake-era session the one call in flight. With no call, or several at once on
+    a handshake-era session, nobody can be told apart: declined. While a person is being asked, the
+    call's own timeout does not run (it starts afresh once the question is settled).
 
-    def __init__(self, spec: ServerSpec, workspace: Path, environ: Any = None) -> None:
+    ``mode`` is the protocol to try first (``HANDSHAKE`` or ``auto``; what an earlier connection to
+    the server settled on); once started it is the one in use."""
+
+    def __init__(self, spec: ServerSpec, workspace: Path, environ: Any = None, mode: str = HANDSHAKE) -> None:
         self.spec = spec
         self.workspace = workspace
         self.environ = os.environ if environ is None else environ
@@ -114,6 +158,9 @@ class Connection:
         self._callers: list[Any] = []
         self._asking = 0
         self.on_elicit: Elicit | None = None
+        self.on_sample: Elicit | None = None
+        """``(caller, CreateMessageRequestParams) -> CreateMessageResult | ErrorData`` (sampling)."""
+        self.mode = mode
         self._leftovers = BackgroundTasks(f"mcp {spec.id}")
         """Requests cancelled for a stopped caller that outlived their grace: ``close`` awaits them."""
 
@@ -147,16 +194,31 @@ class Connection:
     async def _hold(self) -> None:
         from mcp import Client
 
+        modes = [HANDSHAKE, "auto"] if self.mode == HANDSHAKE else ["auto"]
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                transport = _transport(self.spec, self.workspace, self.environ, stack)
-                # A stateful server keeps state per session, which only the handshake-era protocol has
-                # (Mcp-Session-Id); from 2026-07-28 on the protocol is sessionless.
-                mode = "legacy" if self.spec.stateful else "auto"
-                client = await stack.enter_async_context(Client(transport, mode=mode, elicitation_callback=self._elicited))
-                self.client = client
-                self._ready.set()
-                await self._close.wait()
+            for mode in modes:
+                async with contextlib.AsyncExitStack() as stack:
+                    handshake = _Handshake()
+                    transport = _transport(self.spec, self.workspace, self.environ, stack, handshake)
+                    try:
+                        client = await stack.enter_async_context(
+                            Client(
+                                transport,
+                                mode=mode,
+                                elicitation_callback=self._elicited,
+                                sampling_callback=self._sampled,
+                            )
+                        )
+                    except Exception as exc:
+                        if mode == HANDSHAKE and _is_refusal(exc):
+                            continue  # a server of the newest protocol only: go on with it
+                        raise
+                    if mode == HANDSHAKE and self.spec.transport != "stdio" and not handshake.back_channel:
+                        continue  # leaving the stack ends this session; the newest protocol can ask back
+                    self.mode, self.client = mode, client
+                    self._ready.set()
+                    await self._close.wait()
+                    return
         except ServerUnreachable as exc:
             self.error = self.redact(str(exc))
         except asyncio.CancelledError:
@@ -188,9 +250,11 @@ class Connection:
             await self._check_alive()
         self._in_flight += 1
         self._callers.append(caller)
+        token = _caller.set(caller)
         try:
             return await self._guarded(op(self.client), timeout_s)
         finally:
+            _caller.reset(token)
             self._in_flight -= 1
             self._callers.remove(caller)
             self._used_at = time.monotonic()
@@ -198,13 +262,33 @@ class Connection:
     async def _elicited(self, context: Any, params: Any) -> Any:
         import mcp_types
 
-        if self.on_elicit is None or len(self._callers) != 1 or self._callers[0] is None:
-            return mcp_types.ElicitResult(action="decline")
+        decline = mcp_types.ElicitResult(action="decline")
+        return await self._asked_back(self.on_elicit, params, decline, decline)
+
+    async def _sampled(self, context: Any, params: Any) -> Any:
+        import mcp_types
+
+        refused = mcp_types.ErrorData(
+            code=mcp_types.INVALID_REQUEST, message="sampling refused: no call of a dialog is waiting on it"
+        )
+        return await self._asked_back(self.on_sample, params, refused, None)
+
+    async def _asked_back(self, handler: Elicit | None, params: Any, nobody: Any, on_failure: Any) -> Any:
+        """``handler(caller, params)`` for a request the server sends during a call (elicitation,
+        sampling); ``nobody`` when the call cannot be told; ``on_failure`` (or an error naming the
+        failure) when the handler fails. The call's own clock stops meanwhile."""
+        import mcp_types
+
+        caller = _caller.get() or (self._callers[0] if len(self._callers) == 1 else None)
+        if handler is None or caller is None:
+            return nobody
         self._asking += 1
         try:
-            return await self.on_elicit(self._callers[0], params)
-        except Exception:  # whatever went wrong on our side, the server hears a decline, never a hang
-            return mcp_types.ElicitResult(action="decline")
+            return await handler(caller, params)
+        except Exception as exc:  # whatever went wrong on our side, the server hears an answer, never a hang
+            if on_failure is not None:
+                return on_failure
+            return mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=f"{type(exc).__name__}: {exc}")
         finally:
             self._asking -= 1
 
@@ -288,6 +372,16 @@ async def _cancel_and_wait(task: asyncio.Future[Any], grace_s: float) -> bool:
     if task in done and not task.cancelled():
         task.exception()  # retrieved: whatever it ended with is of no interest to a cancelled caller
     return task in done
+
+
+def _is_refusal(exc: BaseException) -> bool:
+    """The server answered the handshake with an error (it speaks only a newer protocol), as opposed to
+    not answering at all (no process, nothing listening), where trying again is of no use."""
+    from mcp.shared.exceptions import MCPError
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return isinstance(exc, MCPError) and not _is_connection_closed(exc)
 
 
 def _is_connection_closed(exc: BaseException) -> bool:

@@ -29,10 +29,12 @@ def _decline() -> Any:
     return mcp_types.ElicitResult(action="decline")
 
 
-async def ask_person(server_id: str, ctx: Any, params: Any, timeout_s: float = ELICIT_TIMEOUT_S) -> Any:
-    """The ``ElicitResult`` for ``params`` (an ``ElicitRequestParams``), asked of the person on ``ctx``'s dialog."""
+async def ask_person(server_id: str, ctx: Any, params: Any, timeout_s: float | None = None) -> Any:
+    """The ``ElicitResult`` for ``params`` (an ``ElicitRequestParams``), asked of the person on ``ctx``'s dialog
+    (for ``timeout_s``, default ``ELICIT_TIMEOUT_S``)."""
     import mcp_types
 
+    timeout_s = ELICIT_TIMEOUT_S if timeout_s is None else timeout_s
     engine, dialog = ctx.services.get("engine"), ctx.services.get("dialog")
     if engine is None or dialog is None:
         return _decline()

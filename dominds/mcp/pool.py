@@ -19,8 +19,9 @@ from typing import Any
 
 from dominds.background import BackgroundTasks
 from dominds.mcp.config import MCP_SERVER_ERROR, MCP_YAML, ServerSpec
-from dominds.mcp.connection import Connection, ServerUnreachable
+from dominds.mcp.connection import HANDSHAKE, Connection, ServerUnreachable
 from dominds.mcp.elicit import ask_person
+from dominds.mcp.sampling import serve_sampling
 from dominds.problems import Problem, make_problem
 from dominds.rtws import Rtws
 from dominds.tools.base import FuncTool, ToolCallContext
@@ -60,6 +61,8 @@ class ServerState:
     failures: int = 0
     retry_at: float = 0.0
     restarts: int = 0
+    mode: str = HANDSHAKE
+    """The protocol to try first: what the last connection settled on (see connection.py)."""
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     start_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -105,13 +108,16 @@ class ServerPool:
             await asyncio.sleep(wait)
         was = state.state
         state.state = "starting" if was in ("not started", "stopped") else "restarting"
-        conn = Connection(state.spec, self.rtws.root, self.environ)
+        conn = Connection(state.spec, self.rtws.root, self.environ, state.mode)
         conn.on_elicit = lambda caller, params: ask_person(state.spec.id, caller, params)  # elicit.py
+        # sampling.py; the opt-in is read when asked, so an edit of mcp.yaml applies without a restart
+        conn.on_sample = lambda caller, params: serve_sampling(state.spec.id, state.spec.sampling, caller, params)
         try:
             await conn.start()
         except ServerUnreachable:
             self.backoff(state)
             raise
+        state.mode = conn.mode
         if was in ("restarting", "unreachable"):
             state.restarts += 1
         state.state, state.error = "running", None

@@ -8,10 +8,8 @@ refuses in the current state (``EngineError``), 400 for a bad request (``EngineB
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-import yaml
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -19,7 +17,7 @@ from dominds import __version__
 from dominds.driver.engine import Engine
 from dominds.driver.fork import fork_root
 from dominds.rtws import DIALOG_STATUSES
-from dominds.server import keys
+from dominds.server import demo_prompts, keys
 from dominds.server.listing import ListingInThread, dialog_tree
 from dominds.server.replay import replay_page
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
@@ -332,31 +330,6 @@ async def problems(request: web.Request) -> web.Response:
     return web.json_response({"problems": _engine(request).problems_payload()})
 
 
-async def suggestions(request: web.Request) -> web.Response:
-    return web.json_response({"suggestions": scripted_suggestions(_engine(request))})
-
-
-def scripted_suggestions(engine: Engine) -> list[str]:
-    """``suggestions:`` of the workspace's scripted response databases, so the demo's prompts match its script."""
-    found: list[str] = []
-    for provider in engine.config.get().catalog.providers.values():
-        if provider.api_type != "scripted":
-            continue
-        directory = engine.rtws.root / (provider.base_url or ".minds/scripted")
-        for model_key in provider.models:
-            found.extend(_suggestions_in(directory / f"{model_key}.yaml"))
-    return list(dict.fromkeys(found))
-
-
-def _suggestions_in(path: Path) -> list[str]:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return []  # a broken database is reported by the scripted provider when it is used
-    items = raw.get("suggestions") if isinstance(raw, dict) else None
-    return [item.strip() for item in items or [] if isinstance(item, str) and item.strip()]
-
-
 def add_api_routes(app: web.Application) -> None:
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/dialogs", list_dialogs)
@@ -379,4 +352,5 @@ def add_api_routes(app: web.Application) -> None:
     app.router.add_get("/api/taskdocs", taskdocs)
     app.router.add_post("/api/taskdocs/section", write_taskdoc_section)
     app.router.add_get("/api/problems", problems)
-    app.router.add_get("/api/suggestions", suggestions)
+    app.router.add_get("/api/suggestions", demo_prompts.suggestions)
+    app.router.add_get("/api/workflow-examples", demo_prompts.workflow_examples)

@@ -48,7 +48,7 @@ const refreshLists = debounce(() => lists.refresh(), 200);
 const listRunStateSeq = new Map(); // selfId -> seq of the run state shown in the lists
 
 const globalChannel = { connectedOnce: false, epoch: null, seq: 0 };
-const catalog = { team: null, taskdocs: [], suggestions: [] };
+const catalog = { team: null, taskdocs: [], suggestions: [], suggestionsAgent: null };
 
 conn.addEventListener("state", (event) => renderConnection(event.detail));
 conn.addEventListener("message", (event) => route(event.detail));
@@ -161,6 +161,7 @@ function onMissingDialog(ref) {
 
 function onDialogReady(ready) {
   lists.setCurrent(ready.dialog.selfId);
+  renderSuggestions();
   renderReminders($("#reminders-list"), $("#reminders-empty"), ready.reminders);
   if (ready.mode === "replay") conn.send({ type: "get_taskdoc", dialog: ready.dialog });
 }
@@ -283,6 +284,7 @@ async function loadCatalog() {
     catalog.team = team;
     catalog.taskdocs = taskdocs.taskdocs;
     catalog.suggestions = suggestions.suggestions;
+    catalog.suggestionsAgent = suggestions.agentId || null;
   } catch (error) {
     toast(error.message, "error");
     return;
@@ -300,9 +302,13 @@ async function loadCatalog() {
   renderSuggestions();
 }
 
+// The demo's prompts go to the agent whose scripted database has them (the server names it, and none on
+// a real provider): in the composer only on a main dialog of that agent, never in a subdialog.
 function renderSuggestions() {
-  for (const box of [$("#suggestions"), $("#empty-suggestions")]) {
-    box.replaceChildren(...catalog.suggestions.map((text) =>
+  const info = view.info;
+  const here = info && info.dialog.selfId === info.dialog.rootId && info.agentId === catalog.suggestionsAgent;
+  for (const [box, shown] of [[$("#suggestions"), here], [$("#empty-suggestions"), true]]) {
+    box.replaceChildren(...(shown && catalog.suggestionsAgent ? catalog.suggestions : []).map((text) =>
       h("button", { type: "button", class: "chip", onclick: () => useSuggestion(text), text })));
   }
 }
@@ -311,7 +317,7 @@ async function useSuggestion(text) {
   const alive = view.info && view.info.status === "run" && view.info.runState?.kind !== "dead" && !view.info.conductor;
   if (!alive) {
     const members = catalog.team?.members || [];
-    const agent = members.find((m) => m.id === catalog.team.defaultResponder) || members[0];
+    const agent = members.find((m) => m.id === catalog.suggestionsAgent);
     if (!agent) {
       toast(t("noVisibleMembers"), "error");
       return;

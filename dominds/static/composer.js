@@ -32,6 +32,7 @@ export class Composer {
     this.input.addEventListener("dragover", (e) => { if (e.dataTransfer?.types.includes("Files")) e.preventDefault(); });
     this.input.addEventListener("drop", (e) => this.takeImages(e, e.dataTransfer?.files));
     $("#send").addEventListener("click", () => this.send());
+    $("#decline").addEventListener("click", () => this.decline());
     onCtrlEnter(this.input, () => this.send());
     $("#answer-target").addEventListener("change", (e) => {
       this.target = e.target.value;
@@ -109,6 +110,8 @@ export class Composer {
     }
     $("#composer").dataset.mode = !question ? "message" : answering ? "answer" : "queue";
     $("#send").textContent = !question ? t("send") : answering ? t("answer") : t("queueMessage");
+    // an MCP server's question (elicitation) can be declined: the server hears "decline"
+    $("#decline").hidden = !(answering && question.kind === "elicitation");
     this.input.placeholder = !question ? t("inputPlaceholder") : answering ? t("answerComposerPlaceholder") : t("queueComposerPlaceholder");
     $("#composer-hint").textContent = !question ? "" : answering
       ? t("composerWillAnswer", { question: shortText(question.tellaskHead.replace(/^(!\?)?@human\s*/, ""), 120) })
@@ -137,6 +140,16 @@ export class Composer {
         this.input.focus();
       } }),
       h("button", { type: "button", class: "draft-discard", text: t("discardDraft"), onclick: () => this.drafts.drop(d.msgId) }));
+  }
+
+  async decline() {
+    const question = this.currentQuestion();
+    if (!question || question.kind !== "elicitation") return;
+    try {
+      await this.actions.answer(question, "decline");
+    } catch (error) {
+      toast(error.message, "error");
+    }
   }
 
   async cancel(msgId) {

@@ -420,6 +420,17 @@ const HANDLERS = {
     this.funcs.set(e.funcId, el);
     this.add(el);
   },
+  func_progress_evt(e) {  // an MCP server's progress on a running call: one line in the call's summary
+    const block = this.funcs.get(e.funcId);
+    if (!block) return;
+    let line = block.querySelector(".func-progress");
+    if (!line) {
+      line = h("span", { class: "func-progress" });
+      block.querySelector(".block-status").before(line);
+    }
+    const count = e.total != null ? `${e.progress}/${e.total}` : `${e.progress}`;
+    line.textContent = e.message ? `${count} · ${e.message}` : count;
+  },
   func_result_evt(e) {
     const result = h("pre", { class: `func-result${e.isError ? " error" : ""}`, text: e.content });
     const images = artifactImages(e.content);

@@ -300,6 +300,34 @@ class RunMarkerRecord(Record):
     """Why."""
 
 
+class McpSamplingRecord(Record):
+    """An MCP server asked the dialog's model for a completion during a tool call (MCP sampling, on a
+    server opted in with ``sampling: true``), and what the model answered. Not part of the model's
+    context: the answer went to the server, whose tool result is in the ``func_result_record``."""
+
+    type: Literal["mcp_sampling_record"] = "mcp_sampling_record"
+    ts: str
+    """ISO time (when the answer came)."""
+    server: str
+    """Id of the MCP server (``.minds/mcp.yaml``)."""
+    call_id: str
+    """The function call during which the server asked."""
+    system_prompt: str = ""
+    """The server's system prompt."""
+    messages: list[dict[str, str]] = Field(default_factory=list)
+    """The server's messages: ``{role, text}`` each (non-text content is described in the text)."""
+    reply: str = ""
+    """What the model answered (empty on an error)."""
+    provider: str | None = None
+    """Provider key used."""
+    model: str | None = None
+    """Model key used."""
+    usage: Usage | None = None
+    """Tokens reported for it."""
+    error: str | None = None
+    """Why no answer was given, when none was."""
+
+
 class GenFinishRecord(Record):
     """A generation ended (always written, also on errors and stops)."""
 
@@ -353,6 +381,7 @@ CourseRecord = Annotated[
     | TeammateResponseRecord
     | SubdialogCreatedRecord
     | RunMarkerRecord
+    | McpSamplingRecord
     | GenFinishRecord,
     Field(discriminator="type"),
 ]

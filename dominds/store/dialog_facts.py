@@ -97,9 +97,19 @@ class KeptCourse(NamedTuple):
 Kept = dict[str, KeptCourse]
 
 
-def snapshot(directory: str, kept: Kept | None = None, *, read_current: bool = False) -> tuple[set[str], dict[str, bytes], Kept]:
-    """(names of the regular files of a dialog directory, bytes of its state and course files, course
-    files not read because ``kept`` describes them as they still are).
+class Snapshot(NamedTuple):
+    present: set[str]
+    """Names of the regular files of the dialog directory."""
+    links: list[str]
+    """Names of its symbolic links (never followed; the daemon refuses such a dialog)."""
+    data: dict[str, bytes]
+    """Bytes of its state and course files, as read."""
+    reused: Kept
+    """Course files not read because ``kept`` describes them as they still are."""
+
+
+def snapshot(directory: str, kept: Kept | None = None, *, read_current: bool = False) -> Snapshot:
+    """What a dialog directory holds, from one listing of it (``Snapshot``).
 
     A course file of ``kept`` whose ``stat`` is unchanged is not read (it was read when its mtime was
     already older than the racy window, so equal (inode, size, mtime) mean equal bytes); with
@@ -108,7 +118,13 @@ def snapshot(directory: str, kept: Kept | None = None, *, read_current: bool = F
     their kept digests), so a digest always describes what the facts were read from. Raises ``OSError``
     when the directory cannot be listed. Only regular files are read (a FIFO or a device named
     ``latest.yaml`` would block a reader)."""
-    present = {e.name for e in os.scandir(directory) if e.is_file(follow_symlinks=False)}
+    present: set[str] = set()
+    links: list[str] = []
+    for entry in os.scandir(directory):  # one listing for the files and for the links the check refuses
+        if entry.is_file(follow_symlinks=False):
+            present.add(entry.name)
+        elif entry.is_symlink():
+            links.append(entry.name)
     data: dict[str, bytes] = {}
     reused: Kept = {}
     names = sorted(present)
@@ -124,7 +140,7 @@ def snapshot(directory: str, kept: Kept | None = None, *, read_current: bool = F
             reused[name] = known
         else:
             _read_into(data, directory, name)
-    return present, data, reused
+    return Snapshot(present, sorted(links), data, reused)
 
 
 def _read_into(data: dict[str, bytes], directory: str, name: str) -> None:
@@ -167,7 +183,7 @@ def current_digest(directory: str, kept: Kept | None = None) -> str | None:
     """``content_digest`` of what the files hold now (None if the directory cannot be listed); course
     files ``kept`` describes as they still are are not read again."""
     try:
-        _present, data, reused = snapshot(directory, kept)
+        _present, _links, data, reused = snapshot(directory, kept)
     except OSError:
         return None
     return content_digest(data, reused)
@@ -193,7 +209,7 @@ def read_dialog(directory: str, kept: Kept | None = None, settled_ns: int | None
     the same mtime tick)."""
     facts: Facts = {"selfId": os.path.basename(directory)}
     try:
-        present, data, reused = snapshot(directory, kept, read_current=True)
+        present, links, data, reused = snapshot(directory, kept, read_current=True)
     except OSError as exc:
         facts.update(error=f"cannot list {directory}: {exc.strerror or exc}", runState={"kind": "error"})
         return Read(facts, "-", [])
@@ -222,7 +238,7 @@ def read_dialog(directory: str, kept: Kept | None = None, settled_ns: int | None
             inboundTellaskBacks=len(latest.get("inboundTellaskBacks") or ()),
             dead=bool(latest.get("dead")),
         )
-        _check_what_the_daemon_checks(directory, present, data, facts["currentCourse"])
+        _check_what_the_daemon_checks(present, links, data, facts["currentCourse"])
         if meta.get("id") != meta.get("rootId"):
             assignment = meta.get("assignmentFromSup") or {}
             facts.update(
@@ -269,11 +285,10 @@ def _keep(directory: str, data: dict[str, bytes], reused: Kept, settled_ns: int,
     return out
 
 
-def _check_what_the_daemon_checks(directory: str, present: set[str], data: dict[str, bytes], current_course: Any) -> None:
+def _check_what_the_daemon_checks(present: set[str], links: list[str], data: dict[str, bytes], current_course: Any) -> None:
     """``ValueError`` for what makes the daemon refuse a dialog (409/404) although its state files parse:
     so that the listing flags it with the reason, as it flags a file that does not parse. Found by an
     adversarial run: these were refused but listed as healthy."""
-    links = sorted(e.name for e in os.scandir(directory) if e.is_symlink())
     if links:  # never followed (``DialogFiles.check_real_directories``, ``fileio.read_text``)
         raise ValueError(f"{links[0]} is a symbolic link; dialog files are never followed through links")
     if "dialog.yaml" not in present:
@@ -327,28 +342,31 @@ def _valid(data: dict[str, bytes], name: str) -> Any:
 
 
 def finish_generations(data: bytes) -> list[list[Any]]:
-    """The generations recorded in one course file's bytes: ``[provider/model, input, output, cacheRead,
-    cacheWrite, cacheWriteLong]`` each. Only the ``gen_finish_record`` lines are decoded (found by a byte
-    search); a torn last line is skipped until it is complete. ``driver/usage.py`` prices them."""
-    out: list[list[Any]] = []
-    start = 0
-    while (found := data.find(_FINISH_MARK, start)) != -1:
-        line_start = data.rfind(b"\n", 0, found) + 1
-        line_end = data.find(b"\n", found)
-        start = len(data) if line_end == -1 else line_end
-        try:
-            record = json.loads(data[line_start:start])
-        except ValueError:
-            continue  # a torn last line: that generation is counted once it is complete
-        raw = record.get("usage") if isinstance(record, dict) else None
-        if not isinstance(raw, dict):
-            continue
-        key = f"{record.get('provider') or ''}/{record.get('model') or ''}"
-        out.append([key, *(_count(raw.get(f)) for f in (*USAGE_FIELDS, "cacheWriteLongTokens"))])
-    return out
+    """The model requests recorded in one course file's bytes: ``[provider/model, input, output, cacheRead,
+    cacheWrite, cacheWriteLong]`` each, in file order: every generation (``gen_finish_record``) and every
+    completion an MCP server asked of the member's model (``mcp_sampling_record``: it is paid for like a
+    generation). Only those lines are decoded (found by a byte search); a torn last line is skipped until
+    it is complete. ``driver/usage.py`` prices them."""
+    found_at: list[tuple[int, list[Any]]] = []
+    for mark in _USAGE_MARKS:
+        start = 0
+        while (found := data.find(mark, start)) != -1:
+            line_start = data.rfind(b"\n", 0, found) + 1
+            line_end = data.find(b"\n", found)
+            start = len(data) if line_end == -1 else line_end
+            try:
+                record = json.loads(data[line_start:start])
+            except ValueError:
+                continue  # a torn last line: that generation is counted once it is complete
+            raw = record.get("usage") if isinstance(record, dict) else None
+            if not isinstance(raw, dict):
+                continue
+            key = f"{record.get('provider') or ''}/{record.get('model') or ''}"
+            found_at.append((line_start, [key, *(_count(raw.get(f)) for f in (*USAGE_FIELDS, "cacheWriteLongTokens"))]))
+    return [entry for _, entry in sorted(found_at, key=lambda pair: pair[0])]
 
 
-_FINISH_MARK = b'"gen_finish_record"'
+_USAGE_MARKS = (b'"gen_finish_record"', b'"mcp_sampling_record"')
 
 
 def _count(value: object) -> int:

@@ -8,9 +8,11 @@ ones. What a line costs is what changed since the previous request, not the whol
 only decide what is shared: a body is rebuilt by joining its chunks, byte for byte, whatever they are,
 and checked against its SHA-256.
 
-One line per request (a ``RequestRecord``, format version ``REQUEST_LOG_VERSION``), appended when the
-generation's provider call ends (also when it failed: a refused request is what one wants to see).
-A torn last line (a crash mid-append) is ignored, as in course files. Headers are never recorded.
+A ``RequestRecord`` line (format version ``REQUEST_LOG_VERSION``) is appended when a generation's request
+goes out, so a generation cut by a crash still shows what it sent; a ``RequestEndRecord`` line when its
+provider call ends (also when it failed: a refused request is what one wants to see) adds the attempts and
+the timing. A retry that sent another body appends a new ``RequestRecord``; the last one wins. A torn last
+line (a crash mid-append) is ignored, as in course files. Headers are never recorded.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from dominds.store.atomic import append_line
+from dominds.rtws import STATE_FILE_MODE
+from dominds.store.atomic import append_line, write_atomic
 from dominds.store.errors import CorruptFileError
 from dominds.store.fileio import read_text
 from dominds.store.records import Record
@@ -69,19 +72,38 @@ class RequestRecord(Record):
     url: str
     """Where it went: scheme, host, port and path (no query, no user info)."""
     attempts: int = 1
-    """How many times it was sent (the retry window resends it; the last one is recorded)."""
+    """How many times it was sent (the retry window resends it; the last one is recorded); the
+    generation's ``RequestEndRecord`` has the final count."""
     size: int = 0
     """Bytes of the body."""
     sha256: str = ""
     """Of the body."""
     first_output_ms: int | None = None
-    """From the request to the model's first output (thinking, text or a tool call); none if there was none."""
+    """From the request to the model's first output (thinking, text or a tool call); none if there was none
+    (set from the ``RequestEndRecord`` when the body is read)."""
     total_ms: int | None = None
-    """From the request to the end of the provider call."""
+    """From the request to the end of the provider call (likewise)."""
     layout: list[tuple[int, int] | str] = []
     """The body's chunks: runs of the previous line's list and chunk ids, in order."""
     chunks: dict[str, str] = {}
     """Chunks first used by this line, by id (the UTF-8 text of the body's bytes)."""
+
+
+class RequestEndRecord(Record):
+    """The end of a generation's provider call: how many attempts it took and how long."""
+
+    type: Literal["request_end"] = "request_end"
+    v: int = REQUEST_LOG_VERSION
+    ts: str
+    genseq: int
+    attempts: int
+    first_output_ms: int | None = None
+    """From the first attempt to the model's first output; none if there was none."""
+    total_ms: int | None = None
+    """From the first attempt to the end of the provider call."""
+
+
+LogLine = RequestRecord | RequestEndRecord
 
 
 @dataclass(frozen=True)
@@ -154,8 +176,9 @@ class RequestLog:
         """Store ``body`` as ``record``'s (its ``size``, ``sha256``, ``layout`` and ``chunks`` are set here)."""
         if not self._loaded:
             for line in _lines(self.path, _read_or_empty(self.path)):
-                self._known.update(line.chunks)
-                self._previous = expand_layout(self._previous, line.layout)
+                if isinstance(line, RequestRecord):
+                    self._known.update(line.chunks)
+                    self._previous = expand_layout(self._previous, line.layout)
             self._loaded = True
         pieces = split_body(body)
         ids = [chunk_id(piece) for piece in pieces]
@@ -173,6 +196,9 @@ class RequestLog:
         self._previous = ids
         return stored
 
+    def append_end(self, end: RequestEndRecord) -> None:
+        append_line(self.path, json.dumps(end.to_disk(), ensure_ascii=False, separators=(",", ":")))
+
 
 def read_request(path: Path, genseq: int) -> StoredRequest | None:
     """The request generation ``genseq`` sent (the last one recorded for it), or None."""
@@ -183,6 +209,11 @@ def read_request(path: Path, genseq: int) -> StoredRequest | None:
     previous: list[str] = []
     found: tuple[RequestRecord, list[str]] | None = None
     for line in _lines(path, text):
+        if isinstance(line, RequestEndRecord):
+            if found is not None and line.genseq == genseq:
+                update = {"attempts": line.attempts, "first_output_ms": line.first_output_ms, "total_ms": line.total_ms}
+                found = (found[0].model_copy(update=update), found[1])
+            continue
         chunks.update(line.chunks)
         try:
             previous = expand_layout(previous, line.layout)
@@ -202,19 +233,42 @@ def read_request(path: Path, genseq: int) -> StoredRequest | None:
     return StoredRequest(record.model_copy(update={"layout": [], "chunks": {}}), body)
 
 
+def copy_requests_before(source: Path, target: Path, genseq: int | None) -> int:
+    """Write at ``target`` the lines of ``source`` before the request of generation ``genseq`` (all of them
+    for ``None``): what a fork copies with the history it starts from. The lines are self-contained as a
+    prefix (each refers only to the lines before it). Returns the number of lines written."""
+    text = read_text(source)
+    if not text:
+        return 0
+    kept: list[str] = []
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError:
+            break  # a torn last line
+        if genseq is not None and isinstance(raw, dict) and raw.get("type") == "request" and raw.get("genseq", 0) >= genseq:
+            break
+        kept.append(line)
+    if kept:
+        write_atomic(target, "".join(f"{line}\n" for line in kept), mode=STATE_FILE_MODE)
+    return len(kept)
+
+
 def recorded_genseqs(path: Path) -> list[int]:
     text = read_text(path)
-    return [] if text is None else sorted({line.genseq for line in _lines(path, text)})
+    return [] if text is None else sorted({line.genseq for line in _lines(path, text) if isinstance(line, RequestRecord)})
 
 
 def _read_or_empty(path: Path) -> str:
     return read_text(path) or ""
 
 
-def _lines(path: Path, text: str) -> list[RequestRecord]:
+def _lines(path: Path, text: str) -> list[LogLine]:
     lines = text.split("\n")
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    records: list[RequestRecord] = []
+    records: list[LogLine] = []
     for index, line in enumerate(lines):
         if not line.strip():
             continue
@@ -225,7 +279,8 @@ def _lines(path: Path, text: str) -> list[RequestRecord]:
                 break  # torn tail: the append never completed
             raise CorruptFileError(path, f"bad JSON line: {exc.msg}", line=index + 1) from exc
         try:
-            records.append(RequestRecord.model_validate(raw))
+            kind = RequestEndRecord if isinstance(raw, dict) and raw.get("type") == "request_end" else RequestRecord
+            records.append(kind.model_validate(raw))
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])

@@ -7,7 +7,9 @@ human; nothing said it was retrying meanwhile."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,8 +68,9 @@ def _latest_run_state(ws: Path, root_id: str) -> dict[str, str]:
 
 def test_status_shows_a_daemons_dialog_retrying_and_stop_ends_the_wait(tmp_path: Path, fake: FakeLlmServer) -> None:
     """``dominds status`` against a real daemon while a dialog waits out a 529 storm: the tree line says
-    "retrying: attempt n, next in s, reason" (text and --json); Stop ends the wait at once (no further
-    attempt) and status then says interrupted. Before, status had only been checked offline."""
+    "retrying: attempt n, next in s, reason" (text and --json), as does the header of ``dominds show
+    --follow``; Stop ends the wait at once (no further attempt), the follow ends saying so, and status then
+    says interrupted. Before, these had only been checked offline or through ``dominds run``."""
     ws = write_provider_workspace(tmp_path / "ws", TEAM_YAML, LLM_YAML.format(url=fake.url).replace(
         "retry: {base_delay_s: 0.01, max_delay_s: 0.02}", "retry: {max_retry_after_s: 600}"))  # fmt: skip
     fake.responder = lambda _request: anthropic_error(529, "overloaded_error", "Overloaded", {"retry-after": "600"})
@@ -86,6 +89,12 @@ def test_status_shows_a_daemons_dialog_retrying_and_stop_ends_the_wait(tmp_path:
         [root] = report["roots"]
         assert root["runState"] == {"kind": "proceeding", "reason": "retrying", "detail": OVERLOADED.removeprefix("retrying: ")}
         assert report["daemon"] is not None, "read through the running daemon"
+        follow = subprocess.Popen([sys.executable, "-m", "dominds", "show", root_id, "--follow"], cwd=ws, env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        followed: list[str] = []
+        reader = threading.Thread(target=lambda: followed.extend(follow.stdout or ()), daemon=True)
+        reader.start()
+        wait_until(lambda: any(OVERLOADED in line for line in followed), timeout=30)
 
         stop = urllib.request.Request(f"{daemon.http}/api/dialogs/{root_id}/stop", method="POST", headers=daemon.headers())
         with urllib.request.urlopen(stop, timeout=10) as answer:
@@ -95,6 +104,10 @@ def test_status_shows_a_daemons_dialog_retrying_and_stop_ends_the_wait(tmp_path:
         [line] = [line for line in after.stdout.splitlines() if line.startswith(root_id)]
         assert "interrupted" in line and "retrying" not in line, after.stdout
         assert len(fake.requests) == 1, "Stop ended the wait: no attempt after it"
+        assert follow.wait(timeout=30) == 1, "show --follow ends with the interruption"
+        reader.join(timeout=10)
+        assert followed[0].startswith(root_id) and OVERLOADED in followed[0], "the followed dialog's header says it"
+        assert followed[-2].startswith(f"✗ dialog {root_id} was stopped"), followed
 
 
 def test_a_daemon_shut_down_mid_wait_exits_and_leaves_the_dialog_interrupted(tmp_path: Path, fake: FakeLlmServer) -> None:

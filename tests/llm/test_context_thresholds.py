@@ -22,7 +22,7 @@ providers:
     baseUrl: http://127.0.0.1:8080/v1
     apiKeyEnvVar: null
     models:
-      qwen: {context_length: 32768, critical_max_tokens: 30000}
+      qwen: {context_length: 32768, optimal_max_tokens: 24000, critical_max_tokens: 30000}
       tiny: {}
 """
 
@@ -104,4 +104,48 @@ def test_each_mistake_is_a_problem_with_its_line_and_that_override_is_ignored(tm
     for provider, model in (("scripted", "demo"), ("anthropic", "claude-sonnet-4-6"), ("anthropic", "claude-haiku-4-5")):
         assert catalog.model(provider, model) == builtin.model(provider, model), f"{provider}/{model} unchanged"
     qwen = catalog.model("lab", "qwen")
-    assert qwen is not None and (qwen.optimal_max_tokens, qwen.critical_max_tokens) == (None, 30_000), "typo: unchanged"
+    assert qwen is not None and (qwen.optimal_max_tokens, qwen.critical_max_tokens) == (24_000, 30_000), "typo: unchanged"
+
+
+def test_a_providers_own_model_entry_with_thresholds_that_cannot_work_is_a_problem_too(tmp_rtws: Rtws) -> None:
+    """The sibling: thresholds written on a model under ``providers:`` were never checked either (a
+    critical threshold below the default caution one meant the caution level never came)."""
+    catalog, problems, text = load(tmp_rtws, """\
+        providers:
+          lab:
+            apiType: openai-compatible
+            baseUrl: http://127.0.0.1:8080/v1
+            apiKeyEnvVar: null
+            models:
+              small: {context_length: 32768, critical_max_tokens: 30000, optimal_max_tokens: 31000}
+              wide: {context_length: 8192, critical_max_tokens: 9000, optimal_max_tokens: 4000}
+              fine: {context_length: 8192, critical_max_tokens: 7000, optimal_max_tokens: 4000}
+        """)  # fmt: skip
+    messages = {p.line: p.message for p in problems}
+    assert messages == {
+        line_of(text, "small:"): "provider 'lab' model 'small': the caution threshold (31000) must be below the critical one "
+        "(30000); its thresholds are ignored",
+        line_of(text, "wide:"): "provider 'lab' model 'wide': `critical_max_tokens` 9000 is beyond the model's window of 8192 "
+        "tokens; its thresholds are ignored",
+    }, messages
+    assert context_thresholds(catalog.model("lab", "small")) == ContextThresholds(32_768, 26_214, 29_491)
+    assert context_thresholds(catalog.model("lab", "fine")) == ContextThresholds(8_192, 4_000, 7_000)
+
+
+def test_a_small_windows_default_caution_comes_before_its_critical_level(tmp_rtws: Rtws) -> None:
+    """Bug: the default caution threshold was the smaller of 100,000 and the whole window, above the
+    default critical one (90 %) for every window under 111K tokens: a 32K local model went from healthy
+    straight to critical, never told to save its progress early. Now it is 80 % of a small window."""
+    catalog, problems, _ = load(tmp_rtws, OWN_PROVIDER)
+    assert problems == []
+    assert context_thresholds(catalog.model("lab", "tiny")) is None, "no window, no level"
+    small = catalog.model("lab", "qwen")
+    assert small is not None
+    from dataclasses import replace
+
+    defaults = context_thresholds(replace(small, optimal_max_tokens=None, critical_max_tokens=None))
+    assert defaults == ContextThresholds(32_768, 26_214, 29_491)
+    for provider in load_catalog(Rtws(tmp_rtws.root.parent / "elsewhere"))[0].providers.values():
+        for model in provider.models.values():  # the built-in models (all over 111K) keep 100,000
+            thresholds = context_thresholds(model)
+            assert thresholds is not None and thresholds.optimal == 100_000 < thresholds.critical, model.key

@@ -4,11 +4,17 @@ Tools: ``echo``; ``remember``/``recall`` (state kept per MCP session, so a state
 sessions apart; in stateless mode one process-wide slot); ``crash`` (the process exits mid-call);
 ``hang`` (never answers); ``nap`` (sleeps, logs a cancellation); ``picture`` (a PNG image); ``pid`` (the process id, to see restarts);
 ``dotted.name`` (a name no model may call); ``bad_schema`` (an invalid input schema); ``getenv``;
-``paint`` (elicits the colour and the number of coats from the client, answers with what it got).
+``paint`` (elicits the colour and the number of coats from the client with ``ctx.elicit``, answers with
+what it got); ``paint_anywhere`` (the same through ``Resolve(Elicit)``, which also works on the
+2026-07-28 protocol); ``haiku`` / ``haiku_anywhere`` (sample the client's model, ``create_message`` /
+``Resolve(Sample)``); ``sand`` (reports progress three times, then answers).
 Resource: ``fake://notes/greeting`` (text).
 
-    python fake_mcp_server.py stdio
-    python fake_mcp_server.py http PORT [--stateless]
+    python fake_mcp_server.py stdio [--modern-only]
+    python fake_mcp_server.py http PORT [--stateless] [--json]
+
+``--modern-only`` refuses the handshake-era ``initialize`` (a server of the 2026-07-28 protocol only);
+``--json`` answers HTTP requests with JSON instead of an event stream.
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ import sys
 from typing import Annotated, Any
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver import Context
-from mcp_types import CallToolResult, ImageContent, TextContent
+from mcp.server.elicitation import ElicitationResult
+from mcp.server.mcpserver import Context, Elicit, Resolve, Sample
+from mcp_types import CallToolResult, CreateMessageResult, ImageContent, SamplingMessage, TextContent
 from pydantic import BaseModel, WithJsonSchema
 
 # a 1x1 red PNG
@@ -133,6 +140,50 @@ async def paint(ctx: Context[Any, Any]) -> str:
     return f"not painted ({answer.action})"
 
 
+def _ask_paint() -> Elicit[Paint]:
+    return Elicit("Which colour for the fence?", Paint)
+
+
+@server.tool()
+async def paint_anywhere(choice: Annotated[ElicitationResult[Paint], Resolve(_ask_paint)]) -> str:
+    """Asks which colour and how many coats (on any protocol), then paints."""
+    if choice.action == "accept":
+        return f"painted {choice.data.colour}, {choice.data.coats} coats"  # type: ignore[union-attr]
+    return f"not painted ({choice.action})"
+
+
+def _haiku_request(topic: str) -> list[SamplingMessage]:
+    return [SamplingMessage(role="user", content=TextContent(type="text", text=f"Write a haiku about {topic}."))]
+
+
+@server.tool()
+async def haiku(topic: str, ctx: Context[Any, Any]) -> str:
+    """Asks the client's model for a haiku (``sampling/createMessage`` mid-call)."""
+    result = await ctx.session.create_message(
+        _haiku_request(topic), max_tokens=200, system_prompt="You are a poet.", related_request_id=ctx.request_id
+    )
+    return f"the model ({result.model}) wrote: {getattr(result.content, 'text', result.content)}"
+
+
+def _sample_haiku(topic: str) -> Sample:
+    return Sample(_haiku_request(topic), max_tokens=200, system_prompt="You are a poet.")
+
+
+@server.tool()
+async def haiku_anywhere(topic: str, result: Annotated[CreateMessageResult, Resolve(_sample_haiku)]) -> str:
+    """Asks the client's model for a haiku (on any protocol)."""
+    return f"the model ({result.model}) wrote: {getattr(result.content, 'text', result.content)}"
+
+
+@server.tool()
+async def sand(ctx: Context[Any, Any]) -> str:
+    """Reports progress three times (1/3, 2/3, 3/3 with a message), then answers."""
+    for step in (1, 2, 3):
+        await ctx.report_progress(step, 3, f"coat {step} of 3")
+        await asyncio.sleep(0.05)
+    return "sanded"
+
+
 @server.resource("fake://notes/greeting", name="greeting", description="A short greeting", mime_type="text/plain")
 def greeting() -> str:
     return "hello from the fake server"
@@ -149,10 +200,24 @@ async def picture() -> CallToolResult:
     )
 
 
+def _refuse_the_handshake() -> None:
+    from mcp.server.runner import ServerRunner
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS
+
+    def refuse(self: Any, params: Any) -> Any:
+        raise MCPError(code=INVALID_PARAMS, message="unsupported protocol version: this server speaks 2026-07-28 only")
+
+    ServerRunner._handle_initialize = refuse  # type: ignore[method-assign]
+
+
 if __name__ == "__main__":
+    if "--modern-only" in sys.argv:
+        _refuse_the_handshake()
     if sys.argv[1] == "stdio":
         server.run("stdio")
     else:
         server.run(
-            "streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http="--stateless" in sys.argv
+            "streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http="--stateless" in sys.argv,
+            json_response="--json" in sys.argv,
         )

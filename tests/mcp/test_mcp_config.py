@@ -75,7 +75,8 @@ def test_check_reports_unreachable_servers_and_name_clashes(tmp_path: Path) -> N
     # every valid tool of the second server clashes with the first's (tests/mcp/fake_mcp_server.py; the count
     # was pinned at 8 and broke each time the fake server grew a tool for another test)
     clashed = {m.split("tool '")[1].split("'")[0] for m in clashes}
-    assert clashed == {"echo", "remember", "recall", "crash", "hang", "nap", "getenv", "pid", "paint", "picture"}, clashed
+    assert clashed == {"echo", "remember", "recall", "crash", "hang", "nap", "getenv", "pid", "paint", "picture",
+                       "paint_anywhere", "haiku", "haiku_anywhere", "sand"}, clashed
     assert all("'two'" in m for m in clashes), problems
     assert all(p["source"] == ".minds/mcp.yaml" for p in problems)
     invalid = [p for p in problems if "'dotted.name' left out" in p["message"]]

@@ -22,7 +22,8 @@ def _results(dialog) -> list[FuncResultRecord]:  # type: ignore[no-untyped-def]
 
 async def _run(engine: Engine, dialog, message: str) -> None:  # type: ignore[no-untyped-def]
     engine.submit_user_message(dialog, message)
-    await engine.wait_idle()
+    # a deadline, not a figure: on the shared 2-core machine the fake server alone takes ~14 s to start
+    await engine.wait_idle(timeout=90)
 
 
 async def test_stdio_server_tool_result_reaches_the_model(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ request log grows with what each request adds, not with the whole request (no qu
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -18,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_kit import TOKEN
+from server_kit import TOKEN, ServeFactory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm is not a package
 from dialects import AnthropicDialect, Dialect, OpenAiChatDialect, OpenAiResponsesDialect, Script, Text, Tool
-from fake_servers import FakeLlmServer, running_fake_server
+from fake_servers import FakeLlmServer, Reply, anthropic_error, anthropic_frames, running_fake_server
 
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
@@ -47,6 +48,7 @@ providers:
     apiType: anthropic
     baseUrl: {url}
     apiKeyEnvVar: FAKE_REQUEST_KEY
+    retry: {{base_delay_s: 0.01, max_delay_s: 0.02}}
     models:
       fake-model: {{context_length: 200000, pricing: {{input: 3.0, output: 15.0}}}}
   fake-openai:
@@ -172,6 +174,44 @@ async def test_each_generations_request_is_recorded_as_the_provider_received_it(
             assert SECRET.encode() not in path.read_bytes(), f"{path.name} holds the API key"
 
 
+async def test_retries_and_a_generation_still_streaming_or_stopped_show_their_request(
+    tmp_path: Path, fake: FakeLlmServer, aiohttp_client: Any
+) -> None:
+    """The request is recorded as it goes out: a generation still streaming (or cut by a crash) shows it;
+    the attempts of the retry window are counted."""
+    engine = Engine(write_workspace(tmp_path / "ws", fake.url, "fake-anthropic"))
+    await engine.start()
+    try:
+        client = await served(engine, aiohttp_client)
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        fake.queue(anthropic_error(529, "overloaded_error", "Overloaded"), AnthropicDialect().reply(Script((Text("Done."),))))
+        engine.submit_user_message(root, "Try again if you must.")
+        await engine.wait_idle(timeout=20)
+        assert len(fake.requests) == 2 and fake.requests[0].raw == fake.requests[1].raw
+        view = await (await client.get(f"/api/dialogs/{root.self_id}/requests/1", headers=AUTH)).json()
+        assert (view["attempts"], view["retries"]) == (2, 1) and view["generation"]["status"] == "ok"
+
+        frames = anthropic_frames([{"text": "." * 400}])
+        fake.queue(Reply(frames=frames[:3] + frames[3:4] * 200, delay_s=0.05))
+        engine.submit_user_message(root, "Talk for a long time.")
+        for _ in range(500):
+            if root.streaming_text.get("saying"):
+                break
+            await asyncio.sleep(0.01)
+        assert root.streaming_text.get("saying"), "the stream started"
+        streaming = await client.get(f"/api/dialogs/{root.self_id}/requests/2", headers=AUTH)
+        view = await streaming.json()
+        assert streaming.status == 200 and "generation" not in view, "the generation has not ended"
+        exact = await client.get(f"/api/dialogs/{root.self_id}/requests/2/body", headers=AUTH)
+        assert await exact.read() == fake.requests[-1].raw
+        assert engine.stop(root)
+        await engine.wait_idle(timeout=10)
+        view = await (await client.get(f"/api/dialogs/{root.self_id}/requests/2", headers=AUTH)).json()
+        assert view["generation"]["status"] == "interrupted" and view["attempts"] == 1 and view["totalMs"] >= 0
+    finally:
+        await engine.close()
+
+
 async def test_an_unknown_generation_is_a_clear_404(tmp_path: Path, fake: FakeLlmServer, aiohttp_client: Any) -> None:
     ws = tmp_path / "ws"
     engine = Engine(write_workspace(ws, fake.url, "fake-openai"))
@@ -207,9 +247,12 @@ async def test_a_long_dialogs_requests_grow_linearly(tmp_path: Path, fake: FakeL
             await engine.wait_idle(timeout=20)
         assert len(fake.requests) == turns
         log = root.files.dir / request_log_name(1)
-        lines = [len(line) for line in log.read_bytes().splitlines()]
-        assert len(lines) == turns
-        stored, last, whole = sum(lines), len(fake.requests[-1].raw), sum(len(r.raw) for r in fake.requests)
+        per_generation = [0] * turns  # each generation's two lines: its request, and its attempts and timing
+        for line in log.read_bytes().splitlines():
+            per_generation[json.loads(line)["genseq"] - 1] += len(line) + 1
+        lines = per_generation
+        assert all(lines)
+        stored, last, whole = log.stat().st_size, len(fake.requests[-1].raw), sum(len(r.raw) for r in fake.requests)
         assert stored < 3 * last, f"{stored} bytes stored for a last request of {last} bytes"
         assert whole > 6 * stored, f"stored whole: {whole} bytes; stored as chunks: {stored}"
         quarter = turns // 4
@@ -222,3 +265,36 @@ async def test_a_long_dialogs_requests_grow_linearly(tmp_path: Path, fake: FakeL
         assert rebuilt is not None and rebuilt.body == client_view
     finally:
         await engine.close()
+
+
+FORK_RESPONSES: list[dict[str, Any]] = [
+    {"agent": "lead", "message": "first", "response": "First answer."},
+    {"agent": "lead", "message": "second", "response": "Second answer."},
+    {"agent": "lead", "message": "third", "response": "Third answer."},
+]
+
+
+async def test_a_fork_keeps_the_requests_of_the_generations_it_copied(serve: ServeFactory) -> None:
+    """The replies a fork copied keep their Request view; the generation it runs anew records its own."""
+    served = await serve(FORK_RESPONSES)
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    root_id = created["rootId"]
+    for text in ("first", "second", "third"):
+        await served.post(f"/api/dialogs/{root_id}/messages", {"content": text})
+        await served.engine.wait_idle()
+    original_log = served.engine.get_dialog(root_id).files.dir / request_log_name(1)
+    before = original_log.read_bytes()
+    status, forked = await served.post(f"/api/dialogs/{root_id}/fork", {"genseq": 3})
+    assert status == 201
+    await served.engine.wait_idle()
+    fork_id = forked["rootId"]
+
+    async def body(dialog_id: str, genseq: int) -> bytes:
+        response = await served.client.get(f"/api/dialogs/{dialog_id}/requests/{genseq}/body", headers=served.auth())
+        assert response.status == 200, await response.text()
+        return bytes(await response.read())
+
+    for genseq in (1, 2):
+        assert await body(fork_id, genseq) == await body(root_id, genseq)
+    assert b'"third"' in await body(fork_id, 3), "the generation run anew answers the same message"
+    assert original_log.read_bytes() == before, "the original's request log is untouched"

@@ -18,6 +18,7 @@ from dominds.store.course_records import (
     GenFinishRecord,
     GenStartRecord,
     HumanTextRecord,
+    McpSamplingRecord,
     RunMarkerRecord,
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
@@ -163,6 +164,11 @@ COURSE_RECORDS = [
         tellask_head="@coder !tellaskSession s", tellask_body="go",
     ),
     RunMarkerRecord(ts=TS, kind="interrupted", reason="user_stop"),
+    McpSamplingRecord(
+        ts=TS, server="poet", call_id="call_1", system_prompt="You are a poet.",
+        messages=[{"role": "user", "text": "A haiku"}], reply="Leaves fall", provider="p", model="m",
+        usage=Usage(input_tokens=5, output_tokens=3),
+    ),
     GenFinishRecord(ts=TS, genseq=1, usage=Usage(input_tokens=3, output_tokens=4), duration_ms=5, model="demo"),
 ]
 

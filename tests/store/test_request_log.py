@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dominds.store.errors import CorruptFileError
-from dominds.store.request_log import RequestLog, RequestRecord, read_request, recorded_genseqs, split_body
+from dominds.store.request_log import (
+    RequestEndRecord,
+    RequestLog,
+    RequestRecord,
+    read_request,
+    recorded_genseqs,
+    split_body,
+)
 
 
 def record(genseq: int) -> RequestRecord:
@@ -89,3 +96,17 @@ def test_a_torn_last_line_is_ignored_and_damage_elsewhere_reported(tmp_path: Pat
     path.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     with pytest.raises(CorruptFileError, match="does not match its SHA-256"):
         read_request(path, 1)
+
+
+def test_the_end_line_gives_the_attempts_and_timing_and_a_resent_body_wins(tmp_path: Path) -> None:
+    path = tmp_path / "requests-001.jsonl"
+    log = RequestLog(path)
+    log.append(record(1), body(2))
+    stored = read_request(path, 1)
+    assert stored is not None and stored.record.total_ms is None, "still running: no timing yet"
+    log.append(record(1), body(3))  # a retry that sent another body
+    log.append_end(RequestEndRecord(ts="2026-11-29T00:00:01Z", genseq=1, attempts=2, first_output_ms=40, total_ms=90))
+    stored = read_request(path, 1)
+    assert stored is not None and stored.body == body(3)
+    assert (stored.record.attempts, stored.record.first_output_ms, stored.record.total_ms) == (2, 40, 90)
+    assert recorded_genseqs(path) == [1]
