@@ -120,14 +120,24 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def list_dialogs(request: web.Request) -> web.StreamResponse:
-    """``{"dialogs": [...]}``, sent tree by tree: a listing of 100,000 dialogs never sits in memory whole."""
+    """``{"dialogs": [...]}``, sent tree by tree: a listing of 100,000 dialogs never sits in memory whole;
+    ``?limit=N``: the first N trees only, and ``more`` (how many were left out)."""
     wanted = tuple(s for s in request.query.get("status", ",".join(DIALOG_STATUSES)).split(",") if s)
     unknown = [s for s in wanted if s not in DIALOG_STATUSES]
     if unknown:
         raise ApiError(400, f"unknown status {unknown[0]!r}; expected some of {', '.join(DIALOG_STATUSES)}")
+    limit = None
+    if "limit" in request.query:
+        text = request.query["limit"]
+        try:
+            limit = int(text)
+        except ValueError:
+            limit = 0
+        if limit < 1:
+            raise ApiError(400, f"limit must be a whole number of trees, 1 or more, not {text!r}")
     engine = _engine(request)
     await durable()  # what it lists is on disk
-    listing = ListingInThread(engine, wanted)  # off the event loop: 100,000 dialogs take seconds
+    listing = ListingInThread(engine, wanted, limit)  # off the event loop: 100,000 dialogs take seconds
     try:
         chunk = await listing.next_chunk()  # a failure before the first piece is a plain error response
         response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
