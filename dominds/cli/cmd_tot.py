@@ -28,7 +28,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="solve a problem with a Tree-of-Thoughts search",
         description="Run the Tree-of-Thoughts workflow: decompose, BFS/DFS over generated and scored thoughts, synthesize.",
     )
-    p.add_argument("problem", help='the problem, e.g. "4 9 10 13" (Game of 24); `-` reads it from stdin')
+    p.add_argument("problem", nargs="?", help='the problem, e.g. "4 9 10 13" (Game of 24); `-` reads it from stdin')
+    p.add_argument(
+        "--resume", metavar="RUN_ID",
+        help="go on with an interrupted run (its daemon stopped or crashed) from its saved tree, instead of a new problem",
+    )
     p.add_argument("--task-type", choices=("math_reasoning", "creative_writing", "planning", "debugging", "architecture_design"))
     p.add_argument("--strategy", choices=("BFS", "DFS"), type=str.upper)
     p.add_argument("--depth", type=int, metavar="N", help="maximum depth (default: the decomposer's estimate)")
@@ -44,6 +48,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.resume is not None:
+        if args.problem is not None or args.symbolic:
+            raise CliError("--resume RUN_ID goes on with that run's problem and settings: give no problem and no --symbolic", 2)
+        result = asyncio.run(_resume(args, _ProgressPrinter(quiet=args.json)))
+        if args.json:
+            print(json.dumps(result, ensure_ascii=False, indent=2))
+        else:
+            _print_result(result)
+        return 0 if result["status"] == "completed" else 1
+    if args.problem is None:
+        raise CliError("give the problem (or --resume RUN_ID)", 2)
     args.problem = text_argument(args.problem, "problem")
     from dominds.workflows.tot.orchestrator import TotRequest
     from dominds.workflows.tot.settings import SearchOverrides
@@ -100,6 +115,43 @@ async def _on_daemon_or_here(args: argparse.Namespace, request: Any, printer: _P
         "branching": args.branching, "threshold": args.threshold, "candidates": args.candidates,
     }  # fmt: skip
     return await tot_on_daemon(daemon, body, quiet=args.json)
+
+
+async def _resume(args: argparse.Namespace, printer: _ProgressPrinter) -> dict[str, Any]:
+    """An interrupted run resumed from its saved tree: on the daemon when one serves the workspace, else here."""
+    from dominds.cli.client import find_daemon
+    from dominds.cli.workflow_daemon import locked_now, tot_on_daemon
+    from dominds.driver.engine import Engine, WorkspaceLocked
+    from dominds.workflows.mount import workflow_extensions
+    from dominds.workflows.tot.runner import NotResumable, resume_tot_run
+    from dominds.workflows.tot.web import stored_run
+
+    rtws = workspace()
+    daemon = find_daemon(rtws)
+    if daemon is not None:
+        return await tot_on_daemon(daemon, {}, quiet=args.json, resume=args.resume)
+    engine = Engine(rtws, extensions=workflow_extensions())
+    try:
+        await engine.start()
+    except WorkspaceLocked:
+        raise CliError(locked_now(rtws)) from None
+    try:
+        record = await asyncio.to_thread(stored_run, engine, args.resume)
+        if record is None:
+            raise CliError(f"no ToT run {args.resume!r} in this workspace")
+        try:
+            live = resume_tot_run(engine, record, record.status, step_timeout=args.step_timeout, observer=printer)
+        except NotResumable as exc:
+            raise CliError(str(exc)) from exc
+        if not args.json:
+            print(f"(resuming run {args.resume} as {live.task_id}; dialog {live.root_id})", flush=True)
+        assert live.task is not None
+        await live.task
+        if live.outcome is None:
+            raise CliError(f"the run failed: {live.failure}")
+        return _result(live.outcome, live.root_id, live.usage)
+    finally:
+        await engine.close()
 
 
 async def _with_teammates(rtws: Rtws, request: Any, printer: _ProgressPrinter, step_timeout: float) -> dict[str, Any]:

@@ -48,13 +48,17 @@ def refuse_local_options(given: dict[str, bool], daemon: DaemonInfo) -> None:
 # ---------------------------------------------------------------- Tree of Thoughts
 
 
-async def tot_on_daemon(daemon: DaemonInfo, body: dict[str, Any], *, quiet: bool) -> dict[str, Any]:
-    """Start a ToT run on the daemon, print its layers as they come, return the result `dominds tot` prints."""
+async def tot_on_daemon(daemon: DaemonInfo, body: dict[str, Any], *, quiet: bool, resume: str | None = None) -> dict[str, Any]:
+    """Start a ToT run on the daemon (or, with ``resume``, go on with that interrupted run), print its
+    layers as they come, return the result `dominds tot` prints."""
     from dominds.cli.client import DaemonClient
 
     started_at = time.monotonic()
     async with DaemonClient(daemon) as client:
-        started = await client.post("/api/tot/runs", {k: v for k, v in body.items() if v is not None})
+        if resume is not None:
+            started = await client.post(f"/api/tot/runs/{resume}/resume", {})
+        else:
+            started = await client.post("/api/tot/runs", {k: v for k, v in body.items() if v is not None})
         run_id = str(started["runId"])
         printer = SnapshotPrinter(quiet=quiet)
         if not quiet:
@@ -66,7 +70,8 @@ async def tot_on_daemon(daemon: DaemonInfo, body: dict[str, Any], *, quiet: bool
                 except CliError as exc:
                     raise CliError(
                         f"{exc}\nThe daemon went away while run {run_id} ran: the run is interrupted. What it had "
-                        f"reached is kept; once the daemon runs again, `dominds url` gives the panel, and /tot?run={run_id} shows it."
+                        f"reached is kept; once the daemon runs again, `dominds tot --resume {run_id}` goes on from it "
+                        f"(and /tot?run={run_id} shows it)."
                     ) from exc
                 printer.feed(snapshot)
                 if snapshot.get("status") != "running":

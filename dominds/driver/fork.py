@@ -15,6 +15,7 @@ exactly one reply. Its registry starts empty: a TYPE B session tellasked again i
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from dominds.dialog.model import RootDialog
@@ -30,7 +31,11 @@ from dominds.store.course_records import (
     TeammateCallResultRecord,
     TeammateResponseRecord,
 )
+from dominds.store.errors import StoreError
 from dominds.store.records import DialogMeta, ForkOrigin, LatestState
+from dominds.store.request_log import copy_requests_before, request_log_name
+
+log = logging.getLogger("dominds.driver")
 
 NOT_CARRIED = (
     "(This call was still waiting for its reply when this dialog was forked from {root}; the reply, if any, "
@@ -156,8 +161,20 @@ def fork_root(
     first, *rest = plan.courses[at_course]
     history = {**plan.courses, at_course: rest}
     fork = engine.add_root(meta, latest, first=first, history=history, reminders=source.files.read_reminders())
+    _copy_requests(source, fork, plan.courses, at_course, genseq)
     if plan.prompt is not None:
         engine.submit_user_message(fork, plan.prompt, plan.prompt_msg_id)
     else:
         engine.want(fork)
     return fork
+
+
+def _copy_requests(source: RootDialog, fork: RootDialog, courses: dict[int, list[CourseRecord]], at: int, genseq: int) -> None:
+    """The copied generations keep what their model saw (``store/request_log.py``): the original's request logs
+    up to the fork's generation, written before the fork's first generation records its own."""
+    for number in sorted(courses):
+        name = request_log_name(number)
+        try:
+            copy_requests_before(source.files.dir / name, fork.files.dir / name, genseq if number == at else None)
+        except (StoreError, OSError) as exc:  # a fork without its history's requests is still a fork
+            log.warning("fork %s: the requests of course %s were not copied: %s", fork.self_id, number, exc)

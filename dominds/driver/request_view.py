@@ -43,7 +43,7 @@ def request_view(files: DialogFiles, genseq: int, course: int | None, catalog: C
     if stored is None:
         raise RequestNotFound(
             f"no request is recorded for generation {genseq} of course {wanted} of dialog {meta.id} (it did not "
-            "reach a provider, it ran before requests were recorded, or it was copied by a fork)"
+            "reach a provider, or it ran before requests were recorded)"
         )
     view = _record_fields(stored)
     view["dialog"] = {"selfId": meta.id, "rootId": meta.root_id}

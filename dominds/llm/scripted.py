@@ -103,6 +103,10 @@ class ScriptedDatabase:
     pace: Pace = field(default_factory=Pace)
     mtime_ns: int = -1
     load_error: str | None = None
+    unmatched: str | None = None
+    """The database's own words for a message nothing answers (``unmatched:``): the demo's says plainly
+    that it answers only its examples, instead of quoting the framed prompt a workflow sent and suggesting
+    an entry whose ``contains:`` (the frame's start) would match every question."""
 
 
 class ScriptedResponseMissing(LlmError):
@@ -197,6 +201,8 @@ class ScriptedGenerator:
             try:
                 raw = yaml.safe_load(path.read_text(encoding="utf-8"))
                 db.entries, db.pace = parse_entries(raw, path), parse_pace(raw, path)
+                unmatched = raw.get("unmatched") if isinstance(raw, dict) else None
+                db.unmatched = " ".join(unmatched.split()) if isinstance(unmatched, str) and unmatched.strip() else None
                 db.load_error = None
             except (yaml.YAMLError, ScriptedDatabaseError, ValueError, TypeError) as exc:
                 db.entries, db.pace, db.load_error = [], Pace(), " ".join(str(exc).split())
@@ -342,6 +348,8 @@ def _missing_text(path: Path, rtws_root: Path, db: ScriptedDatabase, last: ChatM
         return f"the scripted database {where} does not load, so @{agent_id} has no answer: {db.load_error}"
     if db.mtime_ns < 0:
         return f"no scripted database {where} for @{agent_id}: create it with a `responses:` list (`dominds docs configuration`)"
+    if db.unmatched:
+        return db.unmatched
     role = last.role if last else "user"
     text = " ".join((last.content if last else "").split())
     key, shown = ("message", text) if len(text) <= 120 else ("contains", text[:60])

@@ -8,10 +8,8 @@ refuses in the current state (``EngineError``), 400 for a bad request (``EngineB
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-import yaml
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -19,7 +17,7 @@ from dominds import __version__
 from dominds.driver.engine import Engine
 from dominds.driver.fork import fork_root
 from dominds.rtws import DIALOG_STATUSES
-from dominds.server import keys
+from dominds.server import demo_prompts, keys
 from dominds.server.listing import ListingInThread, dialog_tree
 from dominds.server.replay import replay_page
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
@@ -122,14 +120,24 @@ async def health(request: web.Request) -> web.Response:
 
 
 async def list_dialogs(request: web.Request) -> web.StreamResponse:
-    """``{"dialogs": [...]}``, sent tree by tree: a listing of 100,000 dialogs never sits in memory whole."""
+    """``{"dialogs": [...]}``, sent tree by tree: a listing of 100,000 dialogs never sits in memory whole;
+    ``?limit=N``: the first N trees only, and ``more`` (how many were left out)."""
     wanted = tuple(s for s in request.query.get("status", ",".join(DIALOG_STATUSES)).split(",") if s)
     unknown = [s for s in wanted if s not in DIALOG_STATUSES]
     if unknown:
         raise ApiError(400, f"unknown status {unknown[0]!r}; expected some of {', '.join(DIALOG_STATUSES)}")
+    limit = None
+    if "limit" in request.query:
+        text = request.query["limit"]
+        try:
+            limit = int(text)
+        except ValueError:
+            limit = 0
+        if limit < 1:
+            raise ApiError(400, f"limit must be a whole number of trees, 1 or more, not {text!r}")
     engine = _engine(request)
     await durable()  # what it lists is on disk
-    listing = ListingInThread(engine, wanted)  # off the event loop: 100,000 dialogs take seconds
+    listing = ListingInThread(engine, wanted, limit)  # off the event loop: 100,000 dialogs take seconds
     try:
         chunk = await listing.next_chunk()  # a failure before the first piece is a plain error response
         response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
@@ -332,46 +340,6 @@ async def problems(request: web.Request) -> web.Response:
     return web.json_response({"problems": _engine(request).problems_payload()})
 
 
-async def suggestions(request: web.Request) -> web.Response:
-    agent_id, found = scripted_suggestions(_engine(request))
-    return web.json_response({"suggestions": found, "agentId": agent_id})
-
-
-def scripted_suggestions(engine: Engine) -> tuple[str | None, list[str]]:
-    """The agent a suggestion goes to (the default responder) and the ``suggestions:`` of the scripted
-    database it answers from, so the demo's prompts match its script.
-
-    None when the default responder answers from any other provider: before, the chips of a scripted
-    database in ``.minds/`` showed whatever the team used, and one click sent a demo prompt to a paid
-    model. The panel shows them only on a main dialog of this agent (never in a subdialog)."""
-    import os
-
-    from dominds.llm.catalog import LlmResolutionError, resolve_member_llm
-
-    config = engine.config.get()
-    member = config.team.members.get(config.team.default_responder)
-    if member is None or member.hidden:
-        return None, []
-    try:
-        resolved = resolve_member_llm(member, config.catalog, os.environ)
-    except LlmResolutionError:
-        return None, []
-    if resolved.provider.api_type != "scripted":
-        return None, []
-    directory = engine.rtws.root / (resolved.provider.base_url or ".minds/scripted")
-    found = list(dict.fromkeys(_suggestions_in(directory / f"{resolved.model_key}.yaml")))
-    return (member.id, found) if found else (None, [])
-
-
-def _suggestions_in(path: Path) -> list[str]:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return []  # a broken database is reported by the scripted provider when it is used
-    items = raw.get("suggestions") if isinstance(raw, dict) else None
-    return [item.strip() for item in items or [] if isinstance(item, str) and item.strip()]
-
-
 def add_api_routes(app: web.Application) -> None:
     app.router.add_get("/api/health", health)
     app.router.add_get("/api/dialogs", list_dialogs)
@@ -394,4 +362,5 @@ def add_api_routes(app: web.Application) -> None:
     app.router.add_get("/api/taskdocs", taskdocs)
     app.router.add_post("/api/taskdocs/section", write_taskdoc_section)
     app.router.add_get("/api/problems", problems)
-    app.router.add_get("/api/suggestions", suggestions)
+    app.router.add_get("/api/suggestions", demo_prompts.suggestions)
+    app.router.add_get("/api/workflow-examples", demo_prompts.workflow_examples)

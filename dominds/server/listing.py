@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -115,7 +115,11 @@ class Listing:
     instead of decoding and pricing every dialog. A loaded tree is always built afresh (the daemon may
     know more than its files: a load error)."""
 
-    def __init__(self, engine: Engine, index: DialogIndex, catalog: Any, statuses: tuple[str, ...] = DIALOG_STATUSES) -> None:
+    def __init__(
+        self, engine: Engine, index: DialogIndex, catalog: Any, statuses: tuple[str, ...] = DIALOG_STATUSES, limit: int | None = None
+    ) -> None:
+        """``limit``: only the first ``limit`` trees, chosen without checking every dialog's files
+        (``DialogIndex.recent_trees``); ``more`` says how many were left out."""
         from dominds import __version__
 
         self.engine = engine
@@ -132,9 +136,16 @@ class Listing:
         # the daemon that much bigger after the listing.
         self.order = sqlite3.connect(":memory:")
         self.order.execute("CREATE TABLE trees (key BLOB)")
-        self.order.executemany("INSERT INTO trees VALUES (?)", ((_sort_key(tree),) for tree in index.iter_trees(statuses)))
+        self.more = 0
+        """Trees left out by ``limit``."""
+        if limit is None:
+            trees: Iterable[Tree] = index.iter_trees(statuses)
+        else:
+            trees, total = index.recent_trees(statuses, limit)
+            self.more = total - len(trees)
+        self.order.executemany("INSERT INTO trees VALUES (?)", ((_sort_key(tree),) for tree in trees))
         self.count: int = self.order.execute("SELECT count(*) FROM trees").fetchone()[0]
-        """How many trees of ``statuses`` there are; the index was brought up to date on the way."""
+        """How many trees of ``statuses`` are listed; the index was brought up to date on the way."""
 
     def trees(self) -> Iterator[tuple[str, str, str]]:
         """(status, rootId, ``Tree.sig``) of each tree: most recently active first within a status."""
@@ -165,22 +176,24 @@ class Listing:
 CHUNK_BYTES = 65536
 
 
-def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...]) -> Generator[bytes, None, None]:
+def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...], limit: int | None = None) -> Generator[bytes, None, None]:
     """The body of ``GET /api/dialogs`` (``{"dialogs": [...]}``) in pieces of about ``CHUNK_BYTES``, on
     an index connection of its own: run it in a worker thread (a listing of 100,000 dialogs never sits
     in memory whole, and never holds the event loop)."""
     trees = [0]
     try:
-        yield from _listing_chunks(engine, catalog, statuses, trees)
+        yield from _listing_chunks(engine, catalog, statuses, trees, limit)
     finally:
         if trees[0] > BIG_WORK_TREES:  # its objects are all freed by now (the generator above is done)
             give_back_memory()
 
 
-def _listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...], trees: list[int]) -> Generator[bytes, None, None]:
+def _listing_chunks(
+    engine: Engine, catalog: Any, statuses: tuple[str, ...], trees: list[int], limit: int | None
+) -> Generator[bytes, None, None]:
     index = DialogIndex(engine.rtws)
     try:
-        listing = Listing(engine, index, catalog, statuses)
+        listing = Listing(engine, index, catalog, statuses, limit)
         trees[0] = listing.count
         try:
             chunk = bytearray(b'{"dialogs":[')
@@ -196,7 +209,7 @@ def _listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...], tre
                 if len(chunk) > CHUNK_BYTES:
                     yield bytes(chunk)
                     chunk.clear()
-            chunk += b"]}"
+            chunk += b"]" + (f',"more":{listing.more}'.encode() if limit is not None else b"") + b"}"
             yield bytes(chunk)
         finally:
             listing.close()
@@ -213,8 +226,8 @@ class ListingInThread:
     """``listing_chunks`` stepped on the listing thread, one piece per ``next_chunk``; ``close`` waits
     for a step still running (a client that went away mid-listing) before closing it on that thread."""
 
-    def __init__(self, engine: Engine, statuses: tuple[str, ...]) -> None:
-        self.chunks = listing_chunks(engine, engine.config.get().catalog, statuses)
+    def __init__(self, engine: Engine, statuses: tuple[str, ...], limit: int | None = None) -> None:
+        self.chunks = listing_chunks(engine, engine.config.get().catalog, statuses, limit)
         self.step: asyncio.Future[bytes | None] | None = None
 
     async def next_chunk(self) -> bytes | None:

@@ -84,8 +84,12 @@ export class Composer {
     }
   }
 
+  /** The questions Send can answer: one whose answer waits as a draft is answered already (a second
+   * answer would be refused once the first arrives), unless the daemon refused that draft. */
   sortedQuestions() {
-    return [...this.questions.values()].sort((a, b) => String(a.askedAt).localeCompare(String(b.askedAt)));
+    const drafted = new Set(this.drafts.items.filter((d) => d.kind === "answer" && !d.refused).map((d) => d.questionId));
+    return [...this.questions.values()].filter((q) => !drafted.has(q.id))
+      .sort((a, b) => String(a.askedAt).localeCompare(String(b.askedAt)));
   }
 
   currentQuestion() {

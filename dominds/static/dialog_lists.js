@@ -149,6 +149,8 @@ export class DialogLists {
       this.loaded = true;
       this.render();
     } catch (error) {
+      // the daemon is away (the list is refreshed on reconnect): keep the list shown, not "Failed to fetch"
+      if (this.loaded) return;
       this.root.replaceChildren(h("p", { class: "form-error", text: String(error.message || error) }));
     }
   }

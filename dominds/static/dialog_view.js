@@ -400,7 +400,9 @@ export class DialogView {
     const alive = running && kind !== "dead" && !info.loadError && !info.conductor;
     $("#send").disabled = !alive;
     $("#input").disabled = !alive;
-    $("#stop").disabled = !(kind === "proceeding" || kind === "stop_requested");
+    // a dialog waiting on its subdialogs can be stopped too: the Stop reaches the work done for it
+    const waitsOnWork = kind === "blocked" && String(info.runState?.reason || "").endsWith("subdialogs");
+    $("#stop").disabled = !(kind === "proceeding" || kind === "stop_requested" || waitsOnWork);
     $("#ctl-resume").hidden = !(running && kind === "interrupted");
     $("#ctl-dead").hidden = info.isRoot || kind === "dead" || !running;
     $("#ctl-done").hidden = !info.isRoot || info.status === "done";

@@ -26,7 +26,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from dominds.store.atomic import append_line
+from dominds.rtws import STATE_FILE_MODE
+from dominds.store.atomic import append_line, write_atomic
 from dominds.store.errors import CorruptFileError
 from dominds.store.fileio import read_text
 from dominds.store.records import Record
@@ -230,6 +231,29 @@ def read_request(path: Path, genseq: int) -> StoredRequest | None:
     if hashlib.sha256(body).hexdigest() != record.sha256 or len(body) != record.size:
         raise CorruptFileError(path, f"request of generation {genseq}: the rebuilt body does not match its SHA-256")
     return StoredRequest(record.model_copy(update={"layout": [], "chunks": {}}), body)
+
+
+def copy_requests_before(source: Path, target: Path, genseq: int | None) -> int:
+    """Write at ``target`` the lines of ``source`` before the request of generation ``genseq`` (all of them
+    for ``None``): what a fork copies with the history it starts from. The lines are self-contained as a
+    prefix (each refers only to the lines before it). Returns the number of lines written."""
+    text = read_text(source)
+    if not text:
+        return 0
+    kept: list[str] = []
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError:
+            break  # a torn last line
+        if genseq is not None and isinstance(raw, dict) and raw.get("type") == "request" and raw.get("genseq", 0) >= genseq:
+            break
+        kept.append(line)
+    if kept:
+        write_atomic(target, "".join(f"{line}\n" for line in kept), mode=STATE_FILE_MODE)
+    return len(kept)
 
 
 def recorded_genseqs(path: Path) -> list[int]:

@@ -37,7 +37,8 @@ def test_fork_offline_is_driven_by_the_next_serve_and_through_the_daemon_at_once
     assert bad.returncode == 2 and "expected a whole number" in bad.stderr
 
     with Daemon(ws):
-        wait_until(lambda: run_state(ws, fork_id) in ("idle", "blocked"))
+        # The offline fork rests idle with its message queued until the daemon drives it: wait for its reply.
+        wait_until(lambda: run_state(ws, fork_id) in ("idle", "blocked") and _sayings(ws, fork_id))
         assert "Let me ask." in "".join(_sayings(ws, fork_id)), "the fork answered its edited message"
         online = dominds(ws, "fork", root_id, "--at", str(gen), "--json")
         assert online.returncode == 0, online.stderr

@@ -42,7 +42,7 @@ async def test_a_tree_waiting_for_a_person_is_neither_loaded_nor_rewritten_at_st
     before = _mtimes(ws / ".dialogs")
     reads: list[str] = []
     real = index_refresh.read_dialog
-    monkeypatch.setattr(index_refresh, "read_dialog", lambda d: reads.append(d) or real(d))
+    monkeypatch.setattr(index_refresh, "read_dialog", lambda d, *args: reads.append(d) or real(d, *args))
 
     third = await make_engine(RESPONSES, root=ws)
     assert third.roots == {}, "a settled tree is not loaded at all"

@@ -12,7 +12,8 @@ unique token ``tN``; the scripted agents echo it, so each reply says which reque
 - ``ask_human``: the lead asks the human a question; ``answer``: the human answers one;
 - ``interject``: a user message arrives while other work may be running;
 - ``heavy``: the lead answers with a prompt at the caution level of its context (issue 32), so the
-  runtime tells it so in a notice;
+  runtime tells it so in a notice; ``critical``: at the critical level, so the countdown to the runtime's
+  new course goes one step on (five in a row start it);
 - ``settle``: run until nothing can move;
 - ``crash``: copy the workspace at an arbitrary event-loop step (exactly what a kill would leave: every
   write is atomic or an append), drop the engine, recover a new one from the copy;
@@ -42,7 +43,10 @@ Invariants, checked at rest after every step:
    row (no prompt from someone in between) is followed by a loop notice, and only such a generation;
    one that does it a sixth time (or more) stops the dialog right after it (an ``interrupted`` marker
    before any next generation), whose run state then says why; a dialog stopped so is the only one
-   at rest that is not idle or blocked (nothing is stuck: a user message drives it again).
+   at rest that is not idle or blocked (nothing is stuck: a user message drives it again);
+10. the critical countdown goes on from the course's previous measured generation, across crashes and
+   restarts too (it used to live in the engine's memory): 4 after a generation below critical, one less
+   after a critical one, never below 0.
 CI runs a few dozen examples; ``bin/fuzz`` runs many more (DOMINDS_FUZZ_EXAMPLES).
 """
 
@@ -141,6 +145,8 @@ def _responses() -> list[dict[str, Any]]:
     ]
     heavy = {"input_tokens": 120_000, "output_tokens": 5}  # 60 % of the test model's window: caution
     entries.append({"agent": "lead", "regex": r"^do heavy (t\d+)$", "response": "heavy {1}", "usage": heavy})
+    critical = {"input_tokens": 190_000, "output_tokens": 5}  # 95 %: critical
+    entries.append({"agent": "lead", "regex": r"^do critical (t\d+)$", "response": "critical {1}", "usage": critical})
     entries.append({"agent": "lead", "regex": r"^do clear (t\d+)$", "stream": [
         {"saying": "Starting afresh."},
         {"func_call": {"name": "clear_mind", "arguments": {"reminder_content": "carry on"}}},
@@ -286,6 +292,10 @@ class DriverModel(RuleBasedStateMachine):
         self._submit(f"do heavy {self._token()}")
 
     @rule()
+    def critical(self) -> None:
+        self._submit(f"do critical {self._token()}")
+
+    @rule()
     def settle(self) -> None:
         self._settle()
 
@@ -358,6 +368,7 @@ class DriverModel(RuleBasedStateMachine):
             for n in files.course_numbers():  # invariants 6 and 9
                 _pressure_notices_follow_their_generation(meta.id, files.read_course(n))
                 _loops_are_told_then_stopped(meta.id, files.read_course(n))
+                _the_critical_countdown_goes_on(meta.id, files.read_course(n))
             calls = [(r.subdialog_id, r.call_id, r.tellask_head) for r in course if isinstance(r, SubdialogCreatedRecord)]
             replies = [r for r in course if isinstance(r, TeammateResponseRecord)]
             keys = [(r.callee_dialog_id, r.call_id) for r in replies]
@@ -464,6 +475,23 @@ def _pressure_notices_follow_their_generation(dialog_id: str, course: list[Any])
 LOOP_STOP = "stopped: the same tool call"
 
 
+def _the_critical_countdown_goes_on(dialog_id: str, course: list[Any]) -> None:
+    """Invariant 10: each critical generation's countdown is one less than the previous measured one's."""
+    from dominds.driver.health import CRITICAL_COUNTDOWN
+
+    previous: int | None = None  # the countdown of the last measured generation, None below critical
+    for record in course:
+        health = record.context_health if isinstance(record, GenFinishRecord) else None
+        if not health or health.get("kind") != "available":
+            continue
+        if health["level"] == "critical":
+            expected = CRITICAL_COUNTDOWN - 1 if previous is None else max(previous - 1, 0)
+            assert health["criticalCountdown"] == expected, f"{dialog_id}: generation {record.genseq} counts {health}, not {expected}"
+            previous = expected
+        else:
+            previous = None
+
+
 def _loops_are_told_then_stopped(dialog_id: str, course: list[Any]) -> None:
     """Invariant 9, counted independently of ``loop_guard.py``: each generation's tool calls and results
     compared with the previous generation's, a prompt from someone (not a runtime notice) ending a streak."""
@@ -547,7 +575,8 @@ async def test_the_model_agents_do_what_the_rules_say(tmp_path: Path, form: str)
     await engine.start()
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
-        texts = ("do fresh-via t1", "do nested t2", "do tool t3", "do selftool t4", "do collective t6", "do loop t7", "note t8", "do clear t5")
+        texts = ("do fresh-via t1", "do nested t2", "do tool t3", "do selftool t4", "do collective t6", "do loop t7", "note t8",
+                 "do critical t9", "do clear t5")  # fmt: skip
         for text in texts:
             engine.submit_user_message(engine.get_dialog(root.root_id), text, msg_id=f"m-{text}")
             await engine.wait_idle(timeout=30)
@@ -575,6 +604,9 @@ async def test_the_model_agents_do_what_the_rules_say(tmp_path: Path, form: str)
             assert not tool_form
         assert tools.count("add_reminder") == 2 and tools.count("clear_mind") == 1
         assert tools.count("recall_taskdoc") == 6, "the loop ran to the guard's stop (and no further)"
+        finishes = [r for r in DialogStore(rtws).files("run", root.root_id).read_course(1) if isinstance(r, GenFinishRecord)]
+        critical = [f.context_health for f in finishes if f.context_health and f.context_health.get("level") == "critical"]
+        assert [h["criticalCountdown"] for h in critical] == [4], "the critical rule's generation is measured critical"
         assert engine.get_dialog(root.root_id).latest.current_course == 2
     finally:
         await engine.close()

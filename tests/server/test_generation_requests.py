@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_kit import TOKEN
+from server_kit import TOKEN, ServeFactory
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm is not a package
 from dialects import AnthropicDialect, Dialect, OpenAiChatDialect, OpenAiResponsesDialect, Script, Text, Tool
@@ -265,3 +265,36 @@ async def test_a_long_dialogs_requests_grow_linearly(tmp_path: Path, fake: FakeL
         assert rebuilt is not None and rebuilt.body == client_view
     finally:
         await engine.close()
+
+
+FORK_RESPONSES: list[dict[str, Any]] = [
+    {"agent": "lead", "message": "first", "response": "First answer."},
+    {"agent": "lead", "message": "second", "response": "Second answer."},
+    {"agent": "lead", "message": "third", "response": "Third answer."},
+]
+
+
+async def test_a_fork_keeps_the_requests_of_the_generations_it_copied(serve: ServeFactory) -> None:
+    """The replies a fork copied keep their Request view; the generation it runs anew records its own."""
+    served = await serve(FORK_RESPONSES)
+    _, created = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    root_id = created["rootId"]
+    for text in ("first", "second", "third"):
+        await served.post(f"/api/dialogs/{root_id}/messages", {"content": text})
+        await served.engine.wait_idle()
+    original_log = served.engine.get_dialog(root_id).files.dir / request_log_name(1)
+    before = original_log.read_bytes()
+    status, forked = await served.post(f"/api/dialogs/{root_id}/fork", {"genseq": 3})
+    assert status == 201
+    await served.engine.wait_idle()
+    fork_id = forked["rootId"]
+
+    async def body(dialog_id: str, genseq: int) -> bytes:
+        response = await served.client.get(f"/api/dialogs/{dialog_id}/requests/{genseq}/body", headers=served.auth())
+        assert response.status == 200, await response.text()
+        return bytes(await response.read())
+
+    for genseq in (1, 2):
+        assert await body(fork_id, genseq) == await body(root_id, genseq)
+    assert b'"third"' in await body(fork_id, 3), "the generation run anew answers the same message"
+    assert original_log.read_bytes() == before, "the original's request log is untouched"

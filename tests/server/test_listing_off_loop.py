@@ -53,10 +53,10 @@ async def test_other_requests_are_answered_while_a_listing_reads_files(serve: Se
     entered, release = threading.Event(), threading.Event()
     real = index_refresh.read_dialog
 
-    def gated(directory: str) -> Any:
+    def gated(directory: str, *args: Any) -> Any:
         entered.set()
         release.wait(10)  # without a worker thread this holds the event loop itself, and the test fails
-        return real(directory)
+        return real(directory, *args)
 
     monkeypatch.setattr(index_refresh, "read_dialog", gated)
     listing = asyncio.ensure_future(_rows(served))

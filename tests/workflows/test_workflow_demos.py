@@ -63,5 +63,8 @@ def test_any_other_question_fails_without_a_report(demo: Path, capsys: pytest.Ca
     assert main(["-C", str(demo), "debate", "Should we rewrite the backend in Rust?", "--out", str(out)]) == 1
     captured = capsys.readouterr()
     assert "no debater gave a usable answer in round 1" in captured.err and not out.exists()
+    # issue 36, item 13: the plain reason, not the framed prompt and a `contains:` matching every question
+    assert "The offline demo answers only its example prompts" in captured.err, captured.err
+    assert "contains:" not in captured.err and "add an entry" not in captured.err
     assert main(["-C", str(demo), "tot", "Plan a 3-day trip to Kyoto", "--step-timeout", "30"]) == 1
     assert "Unsolved: " in capsys.readouterr().out

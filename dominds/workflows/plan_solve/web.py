@@ -22,7 +22,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from dominds import extras
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
-from dominds.server import keys
+from dominds.server import demo_prompts, keys
 from dominds.server.auth import (
     choose_subprotocol,
     host_header_is_loopback,
@@ -178,7 +178,7 @@ async def root_handler(request: web.Request) -> web.StreamResponse:
     return web.Response(text=ROOT_HELP, content_type="text/plain")
 
 
-SHARED_PAGE_FILES = ("workflow_i18n.js", "workflow_theme.css")
+SHARED_PAGE_FILES = ("workflow_i18n.js", "workflow_theme.css", "workflow_examples.js")
 """Files of the panel's static folder every workflow page loads from ``/static/``; ``dominds serve`` has
 them with the panel, the standalone service serves just these (without them its page stayed blank)."""
 PANEL_STATIC_DIR = Path(__file__).resolve().parents[2] / "static"
@@ -199,6 +199,7 @@ def make_standalone_app(engine: Engine, settings: PlanSolveSettings) -> web.Appl
     app.router.add_get("/", root_handler)
     for name in SHARED_PAGE_FILES:
         app.router.add_get(f"/static/{name}", _shared_file(name))
+    app.router.add_get("/api/workflow-examples", demo_prompts.workflow_examples)  # the page's example button
     return app
 
 

@@ -255,6 +255,7 @@ def resume_tot_run(
     *,
     registry: TotRunRegistry | None = None,
     step_timeout: float | None = DEFAULT_STEP_TIMEOUT,
+    observer: TreeObserver | None = None,
 ) -> TotLiveRun:
     """A new run that goes on from an interrupted one: same problem and settings, its tree (what was
     generated and scored before the cut is reused, not asked again) and its decomposition. The new run
@@ -275,7 +276,7 @@ def resume_tot_run(
     else:
         request = TotRequest(record.problem, None, overrides)
     live = start_tot_run(
-        engine, request, symbolic=record.symbolic, registry=registry, step_timeout=step_timeout, resume=resume
+        engine, request, symbolic=record.symbolic, registry=registry, step_timeout=step_timeout, resume=resume, observer=observer
     )
     record.resumed_as = live.task_id
     run_file.save(engine.store.root_dir(engine.store.locate_root(record.root_id), record.root_id), record)

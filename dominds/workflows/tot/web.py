@@ -122,7 +122,7 @@ async def list_runs(request: web.Request) -> web.Response:
     # is on disk, so one read as running that is no longer live either ended meanwhile (read it again)
     # or was cut by a stopped process (interrupted).
     ended = [r.run_id for r in stored if r.status == "running" and r.run_id not in registry.runs]
-    again = await asyncio.to_thread(lambda: {run_id: _stored_run(engine, run_id) for run_id in ended}) if ended else {}
+    again = await asyncio.to_thread(lambda: {run_id: stored_run(engine, run_id) for run_id in ended}) if ended else {}
     runs = {r.run_id: (again.get(r.run_id) or _shown(r, set())).summary() for r in stored if r.run_id not in registry.runs}
     runs.update((run_id, live.summary()) for run_id, live in registry.runs.items())  # live runs: their state now
     newest = sorted(runs.values(), key=lambda run: str(run["rootId"]))[-RUNS_SHOWN:]  # root ids sort by creation time
@@ -134,7 +134,7 @@ async def get_run(request: web.Request) -> web.Response:
     live = request.app[TOT_RUNS].get(run_id)
     if live is not None:
         return web.json_response(live.snapshot())
-    record = await asyncio.to_thread(_stored_run, request.app[keys.ENGINE], run_id)
+    record = await asyncio.to_thread(stored_run, request.app[keys.ENGINE], run_id)
     if record is None:
         return _error(404, f"no ToT run {run_id!r} in this workspace")
     return web.json_response(record.snapshot())
@@ -144,7 +144,7 @@ async def cancel_run(request: web.Request) -> web.Response:
     run_id = request.match_info["run_id"]
     live = request.app[TOT_RUNS].get(run_id)
     if live is None:
-        record = await asyncio.to_thread(_stored_run, request.app[keys.ENGINE], run_id)
+        record = await asyncio.to_thread(stored_run, request.app[keys.ENGINE], run_id)
         if record is None:
             return _error(404, f"no ToT run {run_id!r} in this workspace")
         return _error(409, f"ToT run {run_id!r} is not running in this daemon (it is {record.status})")
@@ -161,7 +161,7 @@ async def resume_run(request: web.Request) -> web.Response:
     if live is not None:
         return _error(409, f"ToT run {run_id!r} is {live.status} in this daemon: only an interrupted run can be resumed")
     engine = request.app[keys.ENGINE]
-    record = await asyncio.to_thread(_stored_run, engine, run_id)
+    record = await asyncio.to_thread(stored_run, engine, run_id)
     if record is None:
         return _error(404, f"no ToT run {run_id!r} in this workspace")
     try:
@@ -180,7 +180,7 @@ def _shown(record: run_file.TotRunFile, live: set[str]) -> run_file.TotRunFile:
     return record
 
 
-def _stored_run(engine: Engine, run_id: str) -> run_file.TotRunFile | None:
+def stored_run(engine: Engine, run_id: str) -> run_file.TotRunFile | None:
     """A run from its files: the log folder's task info names the root, whose tot-run.json has the snapshot."""
     root_id = run_file.root_of_run(logs_root(engine), run_id)
     if root_id is None:  # no task info to point at it (its log folder could not be written): the newest runs

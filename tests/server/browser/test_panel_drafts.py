@@ -49,11 +49,13 @@ async def test_an_answer_and_a_message_typed_while_the_daemon_is_killed_are_sent
         await expect(drafts).to_have_count(1)
         await expect(drafts.first).to_contain_text("Your answer · draft, sent when connected")
         await expect(page.locator("#input")).to_have_value("")
-        await page.check('input[name="composer-mode"][value="queue"]')
+        # the question has its answer (a draft): Send is a message again, never a second answer
+        await expect(page.locator("#composer")).to_have_attribute("data-mode", "message")
         await page.fill("#input", "hello")
         await page.click("#send")  # a message for after the answer
         await expect(drafts).to_have_count(2)
         await expect(drafts.nth(1)).to_contain_text("Draft · sent when connected")
+        await expect(page.locator("#dialog-lists .row")).to_have_count(1)  # the list stays while the daemon is away
         stored = json.loads(await page.evaluate("() => localStorage.getItem('dominds.drafts')"))
         assert [(d["kind"], d["content"]) for d in stored] == [("answer", "blue"), ("message", "hello")]
         for width in (420, 1280):

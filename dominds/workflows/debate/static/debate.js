@@ -6,6 +6,7 @@
 // Every model-written text goes in through textContent, never innerHTML.
 
 import { makeI18n } from "/static/workflow_i18n.js";
+import { offerExamples } from "/static/workflow_examples.js";
 import { MESSAGES } from "/debate/static/debate-messages.js";
 import { getJson, sessionEvents, sessionItems } from "/debate/static/debate-saved.js";
 
@@ -321,6 +322,9 @@ $("stop").addEventListener("click", async () => {
   else if (abort) abort.abort();
 });
 mountPicker($("lang"));
+let relabelExamples = () => {};
+offerExamples({ workflow: "debate", field: $("question"), authorization: () => token }).then((relabel) => { relabelExamples = relabel; });
+onChange(() => relabelExamples());
 onChange(() => {
   // re-render everything this stream showed, in the new language
   const events = replay;

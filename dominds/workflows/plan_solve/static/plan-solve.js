@@ -5,6 +5,7 @@
 // Model-written text goes in through textContent, never innerHTML.
 
 import { makeI18n } from "/static/workflow_i18n.js";
+import { offerExamples } from "/static/workflow_examples.js";
 import { MESSAGES } from "/plan-solve/static/plan-solve-messages.js";
 import { addTaskRow, closeEditor, editedTasks, editorOpen, openEditor } from "/plan-solve/static/plan-solve-editor.js";
 import { fetchPastRun, fetchRuns, runItems } from "/plan-solve/static/plan-solve-past.js";
@@ -336,6 +337,9 @@ $("tool-deny").onclick = () => answerTool(false);
 $("token-form").addEventListener("submit", (e) => { e.preventDefault(); saveToken($("token").value); });
 
 mountPicker($("lang"));
+let relabelExamples = () => {};
+offerExamples({ workflow: "plan-solve", field: $("question"), authorization: () => token }).then((relabel) => { relabelExamples = relabel; });
+onChange(() => relabelExamples());
 onChange(() => {
   setStatus(...statusKey);
   $("conn").textContent = t(CONN_LABELS[$("conn").dataset.state]);
