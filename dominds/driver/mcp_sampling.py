@@ -60,7 +60,7 @@ async def sample(
 ) -> SampledReply:
     """The member's model's answer to ``messages`` (``{role: user|assistant, text}``)."""
     record = McpSamplingRecord(
-        ts="", server=server_id, call_id=call_id, system_prompt=system_prompt, messages=messages
+        ts="", genseq=dialog.genseq, server=server_id, call_id=call_id, system_prompt=system_prompt, messages=messages
     )
     try:
         config = engine.config.get()
@@ -87,8 +87,28 @@ async def sample(
         result = await generator.generate(request, receiver)
     except (LlmError, LlmResolutionError, SamplingFailed) as exc:
         record.ts, record.error = now_iso(), str(exc)
-        dialog.append(record)
+        _keep(dialog, record)
         raise SamplingFailed(str(exc)) from exc
     record.ts, record.reply, record.usage = now_iso(), "".join(receiver.said), result.usage
-    dialog.append(record)
+    _keep(dialog, record)
     return SampledReply(record.reply, result.model or resolved.model.key, result.partial)
+
+
+def _keep(dialog: Dialog, record: McpSamplingRecord) -> None:
+    """Persisted, then shown on the call in the panel (``mcp_sampling_evt``; a replay rebuilds it)."""
+    dialog.append(record)
+    dialog.publish(sampling_event(record, dialog.latest.current_course))
+
+
+def sampling_event(record: McpSamplingRecord, course: int) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "type": "mcp_sampling_evt",
+        "course": course,
+        "genseq": record.genseq,
+        "funcId": record.call_id,
+        "server": record.server,
+        "reply": record.reply,
+    }
+    if record.error:
+        event["error"] = record.error
+    return event

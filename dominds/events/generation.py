@@ -200,6 +200,21 @@ class FuncProgress(Gen):
     """The server's words for the step it is at."""
 
 
+class McpSampling(Gen):
+    """An MCP server asked the member's model for a completion during a tool call, and got this
+    (recorded first: ``mcp_sampling_record``)."""
+
+    type: Literal["mcp_sampling_evt"]
+    funcId: str
+    """The ``funcId`` of the call during which the server asked."""
+    server: str
+    """The MCP server's id."""
+    reply: str
+    """What the model answered (empty when it could not)."""
+    error: str | None = None
+    """Why the model could not answer, when it could not."""
+
+
 class FuncResult(Gen):
     """A tool's result (recorded before it is published)."""
 

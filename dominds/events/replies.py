@@ -187,7 +187,7 @@ class Ack(Reply):
     questionId: str | None = None
     """The answered question (`drive_dialog_by_user_answer`)."""
     stopped: bool | int | None = None
-    """`interrupt_dialog`: whether a drive was stopped; `emergency_stop`: how many."""
+    """`interrupt_dialog`: whether a drive was stopped (the dialog's, or one of a subdialog working for it); `emergency_stop`: how many."""
     resumed: bool | int | None = None
     """`resume_dialog`: whether it was resumed (`false`: it was already running); `resume_all`: how many."""
     following: list[str] | None = None

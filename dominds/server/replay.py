@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dominds.dialog.model import Dialog
+from dominds.driver.mcp_sampling import sampling_event
 from dominds.driver.receiver import (
     finish_event_fields,
     incomplete_fields,
@@ -38,6 +39,7 @@ from dominds.store.course_records import (
     GenFinishRecord,
     GenStartRecord,
     HumanTextRecord,
+    McpSamplingRecord,
     RunMarkerRecord,
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
@@ -165,6 +167,8 @@ class _CourseReplay:
             return [marker]
         if isinstance(record, GenFinishRecord):
             return self._gen_finish(record)
+        if isinstance(record, McpSamplingRecord):
+            return [sampling_event(record, course)]
         return []  # pragma: no cover - exhaustive over CourseRecord
 
     def _saying(self, record: AgentWordsRecord) -> list[Event]:

@@ -18,7 +18,11 @@ const pretty = (value) => (typeof value === "string" ? value : JSON.stringify(va
 
 function textOf(content) {
   if (typeof content === "string") return content;
-  if (Array.isArray(content)) return content.map((b) => (typeof b === "string" ? b : b.text ?? b.thinking ?? "")).filter(Boolean).join("\n");
+  if (Array.isArray(content)) {
+    // a block's text, a tool result's text, or its kind ([tool_use], [image]…)
+    return content.map((b) => (typeof b === "string" ? b : b.text ?? b.thinking ?? (typeof b.content === "string" ? b.content : `[${b.type}]`)))
+      .filter(Boolean).join("\n");
+  }
   return "";
 }
 

@@ -431,6 +431,12 @@ const HANDLERS = {
     const count = e.total != null ? `${e.progress}/${e.total}` : `${e.progress}`;
     line.textContent = e.message ? `${count} · ${e.message}` : count;
   },
+  mcp_sampling_evt(e) {  // the member's model answered the MCP server during the call
+    const block = this.funcs.get(e.funcId);
+    if (!block) return;
+    block.append(h("div", { class: "block-label", text: t("sampledFor", { server: e.server }) }),
+      h("pre", { class: `func-sampling${e.error ? " error" : ""}`, text: e.error || e.reply }));
+  },
   func_result_evt(e) {
     const result = h("pre", { class: `func-result${e.isError ? " error" : ""}`, text: e.content });
     const images = artifactImages(e.content);

@@ -308,6 +308,8 @@ class McpSamplingRecord(Record):
     type: Literal["mcp_sampling_record"] = "mcp_sampling_record"
     ts: str
     """ISO time (when the answer came)."""
+    genseq: int = 0
+    """The generation whose function call it served."""
     server: str
     """Id of the MCP server (``.minds/mcp.yaml``)."""
     call_id: str

@@ -79,12 +79,12 @@ def mcp_workspace(root: Path, responses: list[dict[str, Any]], servers_yaml: str
     return rtws
 
 
-def give_the_lead_the_fake_server(rtws: Rtws) -> None:
+def give_the_lead_the_fake_server(rtws: Rtws, **extra: Any) -> None:
     """In a served workspace (server_kit's team): mcp.yaml with the fake server over stdio, and the lead
     with its toolset (both read at the next generation)."""
     team = rtws.team_yaml.read_text()
     rtws.team_yaml.write_text(team.replace("gofor: [plans and delegates]}", "gofor: [plans and delegates], toolsets: [fake]}", 1))
-    (rtws.minds_dir / "mcp.yaml").write_text("servers:\n" + stdio_server_yaml(timeout_s=60))
+    (rtws.minds_dir / "mcp.yaml").write_text("servers:\n" + stdio_server_yaml(timeout_s=60, **extra))
 
 
 def call(message: str, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

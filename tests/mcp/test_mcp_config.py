@@ -109,12 +109,13 @@ async def test_daemon_survives_an_unreachable_server_and_missing_secret(tmp_path
     await engine.start()
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
+        # deadlines, not figures: on the shared 2-core machine the fake server alone takes ~14 s to start
         engine.submit_user_message(root, "tell")
-        await engine.wait_idle()
+        await engine.wait_idle(timeout=90)
         engine.submit_user_message(root, "say")
-        await engine.wait_idle()
+        await engine.wait_idle(timeout=90)
         engine.submit_user_message(root, "remind")
-        await engine.wait_idle()
+        await engine.wait_idle(timeout=90)
         results = [r for r in root.files.read_course(1) if isinstance(r, FuncResultRecord)]
         assert [(r.name, r.is_error) for r in results] == [("getenv", False), ("echo", False), ("add_reminder", False)]
         assert results[0].content == "API_TOKEN=[secret]"  # the server said it; the record does not

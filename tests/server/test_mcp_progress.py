@@ -51,3 +51,30 @@ async def test_decline_through_the_answer_api_goes_back_to_the_server_as_a_decli
     assert (status, body["queued"]) == (202, False)
     result = await sock.wait_type("func_result_evt", timeout=60)
     assert (result["content"], result["isError"]) == ("not painted (decline)", False)
+
+
+async def test_what_the_model_answered_a_server_is_shown_on_the_call_live_and_in_a_replay(serve: ServeFactory) -> None:
+    """MCP sampling: the member's model's answer to the server is an ``mcp_sampling_evt`` on the call, and a
+    replay of the course rebuilds it from the ``mcp_sampling_record``."""
+    served = await serve(
+        [
+            call("a haiku", "haiku", {"topic": "autumn"}),
+            {"agent": "lead", "message": "Write a haiku about autumn.", "response": "Leaves drift on the pond"},
+            after_tool("wrote:", "Nice poem."),
+        ]
+    )
+    give_the_lead_the_fake_server(served.engine.rtws, sampling="true")
+    sock = await served.ws()
+    ready = await sock.request({"type": "create_dialog", "agentId": "lead", "taskDocPath": "tasks/t.tsk"}, "dialog_ready", timeout=60)
+    dialog = ready["dialog"]
+    await sock.request({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": "a haiku"}, "ack", timeout=60)
+    requested = await sock.wait_type("func_call_requested_evt", timeout=120)
+    sampled = await sock.wait_type("mcp_sampling_evt", timeout=60)
+    assert (sampled["funcId"], sampled["server"], sampled["reply"]) == (requested["funcId"], "fake", "Leaves drift on the pond")
+    result = await sock.wait_type("func_result_evt", timeout=60)
+    assert result["content"].endswith("wrote: Leaves drift on the pond")
+    await sock.wait_for(lambda m: m["type"] == "dlg_run_state_evt" and m["runState"]["kind"] == "idle", timeout=60)
+    viewer = await served.ws()
+    await viewer.request({"type": "display_dialog", "dialog": dialog}, "dialog_ready", timeout=60)
+    replayed = await viewer.wait_type("mcp_sampling_evt", timeout=30)
+    assert replayed["replay"] and (replayed["funcId"], replayed["reply"]) == (requested["funcId"], "Leaves drift on the pond")

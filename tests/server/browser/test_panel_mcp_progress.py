@@ -27,6 +27,9 @@ def panel_responses() -> list[dict[str, Any]]:
         after_tool("sanded", "Sanded."),
         call("paint it", "paint"),
         after_tool("not painted (decline)", "Not painted, as you declined."),
+        call("a haiku", "haiku", {"topic": "autumn"}),
+        {"agent": "lead", "message": "Write a haiku about autumn.", "response": "Leaves drift on the pond"},
+        after_tool("wrote:", "Nice poem."),
     ]
 
 
@@ -68,3 +71,22 @@ async def test_a_servers_question_has_a_decline_button_that_declines(panel: Pane
     await expect(page.locator(".bubble.gen .md").last).to_have_text("Not painted, as you declined.", timeout=60_000)
     await expect(page.locator("details.func .func-result").last).to_have_text("not painted (decline)")
     await expect(page.locator("#decline")).to_be_hidden()
+
+
+async def test_what_the_model_answered_a_server_shows_on_the_call(panel: Panel) -> None:
+    """MCP sampling: the member's model's answer to the server shows under the call."""
+    give_the_lead_the_fake_server(panel.engine.rtws, sampling="true")
+    page = panel.page
+    await page.goto(panel.url)
+    await expect(page.locator("#conn-status")).to_have_attribute("data-state", "connected")
+    await page.click("#new-dialog-btn")
+    await page.click("#new-dialog-form button[type=submit]")
+    await expect(page.locator("#dh-agent")).to_have_text("@lead")
+    await page.fill("#input", "a haiku")
+    await page.click("#send")
+    await expect(page.locator(".bubble.gen .md").last).to_have_text("Nice poem.", timeout=120_000)
+    call_block = page.locator("details.func").filter(has_text="haiku")
+    await call_block.locator("summary").click()
+    await expect(call_block.locator(".func-sampling")).to_have_text("Leaves drift on the pond")
+    await expect(call_block).to_contain_text("The model's answer to MCP server fake")
+    await panel.screenshot("tool-call-sampling-1400")
