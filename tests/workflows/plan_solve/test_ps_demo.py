@@ -140,7 +140,7 @@ async def test_a_scripted_miss_ends_the_run_in_an_error_not_in_an_answer(tmp_pat
         await sock.ask("Make slides about visitors", metadata={"csv_path": "plan-solve/other.csv"})
         events = await sock.finish(timeout=30)
         assert events[-1]["event"] == "agent.error", names(events)
-        assert "scripted" in events[-1]["content"].lower()
+        assert "the offline demo answers only its example" in events[-1]["content"].lower()
         assert "agent.final_answer" not in names(events) and "solver.start" not in names(events)
         assert not list(root.rglob("*.pptx"))
     finally:
@@ -166,13 +166,17 @@ def test_the_offline_example_answers_no_other_question_on_the_cli(
 
 async def test_the_demo_page_answers_no_other_question(tmp_path: Path, aiohttp_client: Any) -> None:
     """The same bug through the daemon's Plan & Solve service (what the demo panel's page sends): another
-    question got the demo deck; it now ends in ``agent.error`` naming the scripted miss, and the run is failed."""
+    question got the demo deck; it now ends in ``agent.error`` saying plainly that the offline demo answers only
+    its example (issue 36 item 13: not the internal framed prompt, not a ``contains:`` suggestion), and the run
+    is failed."""
     engine, sock, root = await serve_demo(tmp_path, aiohttp_client)
     try:
         await sock.ask(OTHER_QUESTION)
         events = await sock.finish(timeout=30)
         assert events[-1]["event"] == "agent.error", names(events)
-        assert "scripted response" in events[-1]["content"].lower() and "plan_solve_planner" in events[-1]["content"]
+        error = events[-1]["content"]
+        assert "the offline demo answers only its example" in error.lower() and "use a real model" in error, error
+        assert "contains:" not in error and OTHER_QUESTION not in error, "neither a suggestion nor the framed prompt"
         assert "agent.final_answer" not in names(events) and "solver.start" not in names(events)
         assert not list(root.rglob("*.pptx"))
         record = json.loads((engine.get_dialog(events[0]["metadata"]["dialog_id"]).files.dir / RUN_FILE).read_text())

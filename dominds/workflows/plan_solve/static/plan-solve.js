@@ -80,6 +80,7 @@ function handle(event) {
       sessionId = event.session_id;
       setRunning(false);
       loadRuns();
+      offerExamplesOnce();
       const wanted = new URLSearchParams(location.search).get("run");
       if (wanted && !run.id) openPastRun(wanted); // a link to a past run, or a reload while reading one
       break;
@@ -338,7 +339,15 @@ $("token-form").addEventListener("submit", (e) => { e.preventDefault(); saveToke
 
 mountPicker($("lang"));
 let relabelExamples = () => {};
-offerExamples({ workflow: "plan-solve", field: $("question"), authorization: () => token }).then((relabel) => { relabelExamples = relabel; });
+let examplesOffered = false;
+// Asked once the daemon has opened a session (it took the token or the session cookie; a socket is
+// opened before the daemon refuses it with 4401), so the page never sends a request the browser would
+// log as a 401 before the token is entered.
+function offerExamplesOnce() {
+  if (examplesOffered) return;
+  examplesOffered = true;
+  offerExamples({ workflow: "plan-solve", field: $("question"), authorization: () => token }).then((relabel) => { relabelExamples = relabel; });
+}
 onChange(() => relabelExamples());
 onChange(() => {
   setStatus(...statusKey);
