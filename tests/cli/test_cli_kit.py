@@ -161,8 +161,10 @@ def run_state(ws: Path, root_id: str) -> str:
 
 
 def every_state_file_parses(dialogs_dir: Path) -> int:
-    """Parse every YAML/JSON state file and every course line (a torn last line is allowed); count files."""
+    """Parse every YAML/JSON state file, every course line and every recorded request (a torn last line
+    is allowed); count files."""
     from dominds.store.fileio import read_course
+    from dominds.store.request_log import read_request, recorded_genseqs
 
     checked = 0
     for path in dialogs_dir.rglob("*"):
@@ -172,6 +174,9 @@ def every_state_file_parses(dialogs_dir: Path) -> int:
             yaml.safe_load(path.read_text())
         elif path.suffix == ".json":
             json.loads(path.read_text())
+        elif path.suffix == ".jsonl" and path.name.startswith("requests-"):
+            for genseq in recorded_genseqs(path):  # each body rebuilt and checked against its digest
+                assert read_request(path, genseq) is not None, (path, genseq)
         elif path.suffix == ".jsonl":
             read_course(path)
         else:
