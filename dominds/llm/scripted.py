@@ -36,7 +36,7 @@ import operator
 import os
 import re
 import secrets
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
@@ -52,6 +52,7 @@ from dominds.llm.base import (
     ProviderUnavailable,
     StreamBroken,
 )
+from dominds.llm.neutral_body import NeutralBodies
 from dominds.llm.wire_capture import note_sent
 from dominds.store.course_records import FinishReason, Usage
 
@@ -360,19 +361,10 @@ def _missing_text(path: Path, rtws_root: Path, db: ScriptedDatabase, last: ChatM
     )
 
 
+_NEUTRAL_BODIES = NeutralBodies()
+
+
 def neutral_request_body(request: GenerationRequest) -> bytes:
     """What the scripted provider "receives": the provider-neutral request as JSON (no HTTP is involved),
-    recorded as the generation's request (``llm/wire_capture.py``)."""
-    messages = [
-        {key: value for key, value in asdict(message).items() if value not in (None, False, (), "")}
-        for message in request.messages
-    ]
-    body = {
-        "model": request.model_name,
-        "system": request.system_prompt,
-        "messages": messages,
-        "tools": [asdict(tool) for tool in request.tools],
-        "params": request.model_params,
-        "stream": request.streaming,
-    }
-    return json.dumps(body, ensure_ascii=False, default=str).encode("utf-8")
+    recorded as the generation's request (``llm/wire_capture.py``); built per new message only."""
+    return _NEUTRAL_BODIES.body(request)

@@ -1,0 +1,74 @@
+"""The scripted provider's request body, built per new message, equals ``json.dumps`` of the whole request.
+
+Bug: recording what the model saw made each scripted turn serialise the whole history (a turn at 3,000
+turns did ~100 times the work of one at 10); the body is now built from the previous request's message
+JSON, which must never change what is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dominds.llm.base import ChatMessage, GenerationRequest, ToolSpec
+from dominds.llm.neutral_body import NeutralBodies
+
+
+def _whole(request: GenerationRequest) -> bytes:
+    body = {
+        "model": request.model_name,
+        "system": request.system_prompt,
+        "messages": [
+            {k: v for k, v in asdict(m).items() if v not in (None, False, (), "")} for m in request.messages
+        ],
+        "tools": [asdict(tool) for tool in request.tools],
+        "params": request.model_params,
+        "stream": request.streaming,
+    }
+    return json.dumps(body, ensure_ascii=False, default=str).encode("utf-8")
+
+
+def _request(messages: list[ChatMessage], system: str = "sys \"q\" \u2028") -> GenerationRequest:
+    return GenerationRequest(
+        provider_key="scripted",
+        provider_config={},
+        model_key="demo",
+        model_name="demo",
+        system_prompt=system,
+        messages=messages,
+        tools=[ToolSpec(name="t", description="d", parameters={"type": "object"})],
+        model_params={"messages": [], "temperature": 0.5},
+    )
+
+
+texts = st.text(max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(st.tuples(st.integers(0, 3), st.lists(texts, max_size=4)), min_size=1, max_size=8))
+def test_each_body_equals_the_whole_requests_json(steps: list[tuple[int, list[str]]]) -> None:
+    """A conversation grows, sometimes drops its last messages or replaces one; every body is exact."""
+    bodies = NeutralBodies()
+    messages: list[ChatMessage] = [ChatMessage(role="user", content="first")]
+    for dropped, added in steps:
+        messages = messages[: max(1, len(messages) - dropped)]
+        messages = messages + [ChatMessage(role="assistant" if i % 2 else "user", content=t) for i, t in enumerate(added)]
+        if len(messages) > 2 and dropped == 3:
+            messages[1] = replace(messages[1], content=messages[1].content + "!")  # a new object in the middle
+        request = _request(list(messages))
+        assert bodies.body(request) == _whole(request)
+
+
+def test_two_conversations_interleaved_and_an_empty_one() -> None:
+    bodies = NeutralBodies()
+    a = [ChatMessage(role="user", content="a")]
+    b = [ChatMessage(role="user", content="b")]
+    for turn in range(5):
+        a = a + [ChatMessage(role="assistant", content=f"a{turn}")]
+        b = b + [ChatMessage(role="assistant", content=f"b{turn}")]
+        for messages in (a, b, []):
+            request = _request(messages)
+            assert bodies.body(request) == _whole(request)
