@@ -84,19 +84,12 @@ async def _debate_on_daemon(rtws: Rtws, args: argparse.Namespace, daemon: Daemon
 
 
 async def _debate_here(rtws: Rtws, args: argparse.Namespace) -> int:
-    from dominds.cli.workflow_daemon import locked_now
-    from dominds.driver.engine import Engine, WorkspaceLocked
+    from dominds.cli.workflow_daemon import workflow_engine
     from dominds.workflows.debate.launch import DebateRequestError, open_debate
     from dominds.workflows.debate.report import final_markdown
     from dominds.workflows.debate.settings import load_settings
-    from dominds.workflows.mount import workflow_extensions
 
-    engine = Engine(rtws, extensions=workflow_extensions())
-    try:
-        await engine.start()
-    except WorkspaceLocked:
-        raise CliError(locked_now(rtws)) from None
-    try:
+    async with workflow_engine(rtws) as engine:
         settings = load_settings(rtws)
         if args.embedder:
             settings = replace(settings, embedder=replace(settings.embedder, kind=args.embedder))
@@ -111,8 +104,6 @@ async def _debate_here(rtws: Rtws, args: argparse.Namespace) -> int:
         if not state.finished:
             return 1  # an error was printed with the resume hint
         return _write_report(printer, args, final_markdown(state), state.session_id)
-    finally:
-        await engine.close()
 
 
 def _write_report(printer: EventPrinter, args: argparse.Namespace, report: str, session_id: str) -> int:

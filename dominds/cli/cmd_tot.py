@@ -120,9 +120,7 @@ async def _on_daemon_or_here(args: argparse.Namespace, request: Any, printer: _P
 async def _resume(args: argparse.Namespace, printer: _ProgressPrinter) -> dict[str, Any]:
     """An interrupted run resumed from its saved tree: on the daemon when one serves the workspace, else here."""
     from dominds.cli.client import find_daemon
-    from dominds.cli.workflow_daemon import locked_now, tot_on_daemon
-    from dominds.driver.engine import Engine, WorkspaceLocked
-    from dominds.workflows.mount import workflow_extensions
+    from dominds.cli.workflow_daemon import tot_on_daemon, workflow_engine
     from dominds.workflows.tot.runner import NotResumable, resume_tot_run
     from dominds.workflows.tot.web import stored_run
 
@@ -130,12 +128,7 @@ async def _resume(args: argparse.Namespace, printer: _ProgressPrinter) -> dict[s
     daemon = find_daemon(rtws)
     if daemon is not None:
         return await tot_on_daemon(daemon, {}, quiet=args.json, resume=args.resume)
-    engine = Engine(rtws, extensions=workflow_extensions())
-    try:
-        await engine.start()
-    except WorkspaceLocked:
-        raise CliError(locked_now(rtws)) from None
-    try:
+    async with workflow_engine(rtws) as engine:
         record = await asyncio.to_thread(stored_run, engine, args.resume)
         if record is None:
             raise CliError(f"no ToT run {args.resume!r} in this workspace")
@@ -150,33 +143,23 @@ async def _resume(args: argparse.Namespace, printer: _ProgressPrinter) -> dict[s
         if live.outcome is None:
             raise CliError(f"the run failed: {live.failure}")
         return _result(live.outcome, live.root_id, live.usage)
-    finally:
-        await engine.close()
 
 
 async def _with_teammates(rtws: Rtws, request: Any, printer: _ProgressPrinter, step_timeout: float) -> dict[str, Any]:
-    from dominds.cli.workflow_daemon import locked_now
-    from dominds.driver.engine import Engine, WorkspaceLocked
-    from dominds.workflows.mount import workflow_extensions
+    from dominds.cli.workflow_daemon import workflow_engine
     from dominds.workflows.tot.runner import start_tot_run
     from dominds.workflows.tot.settings import SettingsError
 
-    engine = Engine(rtws, extensions=workflow_extensions())
-    try:
-        await engine.start()
-    except WorkspaceLocked:
-        raise CliError(locked_now(rtws)) from None
-    try:
-        live = start_tot_run(engine, request, observer=printer, step_timeout=step_timeout)
-        assert live.task is not None
-        await live.task
-        if live.outcome is None:
-            raise CliError(f"the run failed: {live.failure}")
-        return _result(live.outcome, live.root_id, live.usage)
-    except SettingsError as exc:
-        raise CliError(str(exc), 2) from exc
-    finally:
-        await engine.close()
+    async with workflow_engine(rtws) as engine:
+        try:
+            live = start_tot_run(engine, request, observer=printer, step_timeout=step_timeout)
+            assert live.task is not None
+            await live.task
+            if live.outcome is None:
+                raise CliError(f"the run failed: {live.failure}")
+            return _result(live.outcome, live.root_id, live.usage)
+        except SettingsError as exc:
+            raise CliError(str(exc), 2) from exc
 
 
 def _result(outcome: Any, root_id: str | None, usage: dict[str, Any] | None) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from dominds.cli.common import CliError
 
 if TYPE_CHECKING:
     from dominds.cli.client import DaemonClient, DaemonInfo
+    from dominds.driver.engine import Engine
     from dominds.rtws import Rtws
 
 POLL_SECONDS = 0.3
@@ -33,6 +34,24 @@ def locked_now(rtws: Rtws) -> str:
     if daemon is not None:
         return f"a daemon started meanwhile ({daemon.describe()}); run the command again to run it there"
     return locked_message(rtws)
+
+
+@contextlib.asynccontextmanager
+async def workflow_engine(rtws: Rtws) -> AsyncIterator[Engine]:
+    """An engine with the workflows mounted, started here (no daemon runs), closed on the way out; a
+    lock another process took meanwhile is the one-line ``locked_now`` error."""
+    from dominds.driver.engine import Engine, WorkspaceLocked
+    from dominds.workflows.mount import workflow_extensions
+
+    engine = Engine(rtws, extensions=workflow_extensions())
+    try:
+        await engine.start()
+    except WorkspaceLocked:
+        raise CliError(locked_now(rtws)) from None
+    try:
+        yield engine
+    finally:
+        await engine.close()
 
 
 def refuse_local_options(given: dict[str, bool], daemon: DaemonInfo) -> None:
