@@ -14,14 +14,13 @@ import logging
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.ids import now_iso
-from dominds.llm.base import GenerationReceiver
+from dominds.llm.base import ForwardingReceiver, GenerationReceiver
 from dominds.llm.wire_capture import SentRequest, WireCapture
-from dominds.store.course_records import Usage
 from dominds.store.request_log import RequestEndRecord, RequestLog, RequestRecord, request_log_name
 
 log = logging.getLogger("dominds.driver")
@@ -30,45 +29,21 @@ _LOGS: weakref.WeakKeyDictionary[Dialog, RequestLog] = weakref.WeakKeyDictionary
 """Each loaded dialog's request log writer of its current course (it remembers the chunks already stored)."""
 
 
-@dataclass
-class TimedReceiver:
+class TimedReceiver(ForwardingReceiver):
     """Passes a provider's stream on, noting when the first output arrived."""
 
-    inner: GenerationReceiver
-    started: float = field(default_factory=time.perf_counter)
-    first_output: float | None = None
+    def __init__(self, inner: GenerationReceiver) -> None:
+        super().__init__(inner)
+        self.started = time.perf_counter()
+        self.first_output: float | None = None
 
-    def _output(self) -> None:
+    def output_started(self) -> None:
         if self.first_output is None:
             self.first_output = time.perf_counter()
 
-    async def thinking_start(self) -> None:
-        self._output()
-        await self.inner.thinking_start()
-
-    async def thinking_chunk(self, text: str) -> None:
-        await self.inner.thinking_chunk(text)
-
     async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None:
-        self._output()
+        self.output_started()  # a provider may send a finished thinking block with no start
         await self.inner.thinking_finish(provider_data)
-
-    async def saying_start(self) -> None:
-        self._output()
-        await self.inner.saying_start()
-
-    async def saying_chunk(self, text: str) -> None:
-        await self.inner.saying_chunk(text)
-
-    async def saying_finish(self) -> None:
-        await self.inner.saying_finish()
-
-    async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
-        self._output()
-        await self.inner.func_call(call_id, name, arguments_json)
-
-    async def usage_so_far(self, usage: Usage) -> None:
-        await self.inner.usage_so_far(usage)
 
     def first_output_ms(self) -> int | None:
         return None if self.first_output is None else int((self.first_output - self.started) * 1000)

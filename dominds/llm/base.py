@@ -117,6 +117,44 @@ class GenerationReceiver(Protocol):
         """The usage known at this point of the stream (the last call wins; ``usage.partial`` is set)."""
 
 
+class ForwardingReceiver:
+    """A receiver that passes a provider's stream on to ``inner`` unchanged and calls ``output_started``
+    when output begins (thinking, saying or a function call); wrappers override only that hook."""
+
+    def __init__(self, inner: GenerationReceiver) -> None:
+        self.inner = inner
+
+    def output_started(self) -> None:
+        """Called at the start of each piece of output."""
+
+    async def thinking_start(self) -> None:
+        self.output_started()
+        await self.inner.thinking_start()
+
+    async def thinking_chunk(self, text: str) -> None:
+        await self.inner.thinking_chunk(text)
+
+    async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None:
+        await self.inner.thinking_finish(provider_data)
+
+    async def saying_start(self) -> None:
+        self.output_started()
+        await self.inner.saying_start()
+
+    async def saying_chunk(self, text: str) -> None:
+        await self.inner.saying_chunk(text)
+
+    async def saying_finish(self) -> None:
+        await self.inner.saying_finish()
+
+    async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
+        self.output_started()
+        await self.inner.func_call(call_id, name, arguments_json)
+
+    async def usage_so_far(self, usage: Usage) -> None:
+        await self.inner.usage_so_far(usage)
+
+
 @dataclass
 class GenerationResult:
     """What a provider returns after a generation that ran to its end."""

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from dominds.llm.base import (
     ChatMessage,
     ContextOverflow,
+    ForwardingReceiver,
     GenerationReceiver,
     GenerationRequest,
     LlmError,
@@ -46,7 +47,6 @@ from dominds.llm.base import (
     guard_real_llm,
 )
 from dominds.llm.params import api_mistakes, model_problems
-from dominds.store.course_records import Usage
 
 log = logging.getLogger("dominds.llm")
 
@@ -281,39 +281,15 @@ def resolve_target(request: GenerationRequest, default_base_url: str) -> Provide
     return ProviderTarget(request.provider_key, request.model_name, base_url, env_var, secret)
 
 
-class StreamTracker:
+class StreamTracker(ForwardingReceiver):
     """A receiver wrapper that remembers whether anything was streamed (then retrying is unsafe)."""
 
     def __init__(self, inner: GenerationReceiver) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.started = False
 
-    async def thinking_start(self) -> None:
+    def output_started(self) -> None:
         self.started = True
-        await self.inner.thinking_start()
-
-    async def thinking_chunk(self, text: str) -> None:
-        await self.inner.thinking_chunk(text)
-
-    async def thinking_finish(self, provider_data: dict[str, Any] | None = None) -> None:
-        await self.inner.thinking_finish(provider_data)
-
-    async def saying_start(self) -> None:
-        self.started = True
-        await self.inner.saying_start()
-
-    async def saying_chunk(self, text: str) -> None:
-        await self.inner.saying_chunk(text)
-
-    async def saying_finish(self) -> None:
-        await self.inner.saying_finish()
-
-    async def func_call(self, call_id: str, name: str, arguments_json: str) -> None:
-        self.started = True
-        await self.inner.func_call(call_id, name, arguments_json)
-
-    async def usage_so_far(self, usage: Usage) -> None:
-        await self.inner.usage_so_far(usage)
 
 
 async def generate_with_retries(
