@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from dominds.dialog.model import Dialog
-from dominds.llm.retry import RetryNotice
+from dominds.llm.base import RetryNotice
 from dominds.store.records import RunState
 
 RETRYING = "retrying"

@@ -18,12 +18,9 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from dominds.store.course_records import TRUNCATING_FINISH_REASONS, FinishReason, Usage
-
-if TYPE_CHECKING:
-    from dominds.llm.retry import RetryNotice
 
 
 @dataclass(frozen=True)
@@ -75,6 +72,17 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """A retry about to wait: what the dialog shows while it waits (``retrying: attempt n, next in s``)."""
+
+    attempt: int
+    """The attempt that will run after the wait (2 = the first retry)."""
+    wait_s: float
+    reason: str
+    """The failure being waited out (redacted)."""
 
 
 @dataclass

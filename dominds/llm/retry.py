@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from dominds.llm.base import (
+from dominds.llm.base import (  # RetryNotice lives beside the request that carries its hook
     ChatMessage,
     ContextOverflow,
     ForwardingReceiver,
@@ -43,6 +43,7 @@ from dominds.llm.base import (
     LlmError,
     ProviderRejected,
     ProviderUnavailable,
+    RetryNotice,
     StreamBroken,
     guard_real_llm,
 )
@@ -179,17 +180,6 @@ class RetryPolicy:
 
 RETRY_SETTINGS = ("window_s", "base_delay_s", "max_delay_s", "max_retry_after_s")
 """``retry:`` keys of a provider in ``.minds/llm.yaml`` (all positive seconds; see ``RetryPolicy.configured``)."""
-
-
-@dataclass(frozen=True)
-class RetryNotice:
-    """A retry about to wait: what the dialog shows while it waits (``retrying: attempt n, next in s``)."""
-
-    attempt: int
-    """The attempt that will run after the wait (2 = the first retry)."""
-    wait_s: float
-    reason: str
-    """The failure being waited out (redacted)."""
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,15 @@ import pytest
 from dialects import HTTP_DIALECTS, Dialect, OpenAiChatDialect, Script, Text
 from fake_servers import FakeLlmServer, RecordedRequest, RecordingReceiver, Reply, running_fake_server
 
-from dominds.llm.base import ChatMessage, ContextOverflow, GenerationRequest, LlmError, ProviderUnavailable
-from dominds.llm.retry import RetryNotice, RetryPolicy
+from dominds.llm.base import (
+    ChatMessage,
+    ContextOverflow,
+    GenerationRequest,
+    LlmError,
+    ProviderUnavailable,
+    RetryNotice,
+)
+from dominds.llm.retry import RetryPolicy
 
 KEY_VAR = "FAKE_WINDOW_KEY"
 
