@@ -43,7 +43,14 @@ def order_key(tree: Tree, ranks: dict[str, int]) -> tuple[int, str]:
     return ranks[tree.root.status], _descending(tree.root.last_modified)
 
 
+_DESCENDING_ASCII = {c: chr(0x10FFFF - c) for c in range(128)}
+
+
 def _descending(text: str) -> str:
+    """``text`` with every character inverted: ascending order of these is descending order of texts.
+    A timestamp is ASCII: one ``translate`` (the per-character loop was a fifth of ``status --limit``)."""
+    if text.isascii():
+        return text.translate(_DESCENDING_ASCII)
     return "".join(chr(0x10FFFF - ord(c)) for c in text)
 
 
