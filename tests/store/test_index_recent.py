@@ -13,6 +13,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +40,11 @@ def store(tmp_rtws: Rtws) -> Iterator[DialogStore]:
     set_fsync(True)
 
 
-def _tree(store: DialogStore) -> str:
+def _tree(store: DialogStore, when: float | None = None) -> str:
+    """A root and its ``SUBS`` subdialogs; ``when``: their ``lastModified`` and the root directory's
+    mtime (as a tree last active then has them), else now."""
     root_id = new_dialog_id()
+    stamp = now_iso() if when is None else datetime.fromtimestamp(when).astimezone().isoformat(timespec="milliseconds")
     for self_id in (root_id, *(new_dialog_id() for _ in range(SUBS))):
         files = store.files("run", root_id, self_id)
         files.write_meta(
@@ -49,8 +53,10 @@ def _tree(store: DialogStore) -> str:
                 supdialog_id=None if self_id == root_id else root_id,
             )
         )
-        files.write_latest(LatestState(last_modified=now_iso()))
+        files.write_latest(LatestState(last_modified=stamp))
         files.append(1, CourseStartRecord(ts=now_iso(), course=1))
+    if when is not None:
+        os.utime(store.root_dir("run", root_id), (when, when))
     return root_id
 
 
@@ -132,6 +138,33 @@ def test_a_first_run_without_an_index_reads_every_dialog_once(store: DialogStore
     assert total == 12 and len(chosen) == 3
     assert [t.root.root_id for t in chosen] == _full_order(store.rtws)[:3]
     assert reads == 12 * (1 + SUBS), "each dialog read once (none twice for being both new and shown)"
+
+
+def test_a_first_listing_without_an_index_reads_only_the_trees_it_may_show(
+    store: DialogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cost this pins: with no index (a first start, an index deleted or from an older version) the
+    N most recent trees were chosen by reading every dialog (more than 512 unknown roots: a whole
+    refresh), 229 s before the first listing of 100,000 dialogs. A root's ``lastModified`` is at most its
+    directory's mtime, so the unknown trees are read newest directory first, and only while one may
+    still come before the N-th found."""
+    now = time.time()
+    roots = [_tree(store, now - 3600 * (TREES - n)) for n in range(TREES)]  # the last made is the newest
+    counts = _Counts(monkeypatch)
+    chosen, total = DialogIndex(store.rtws).recent_trees(("run",), LIMIT)
+    reads = counts.reads
+    assert total == TREES and [t.root.root_id for t in chosen] == roots[::-1][:LIMIT] == _full_order(store.rtws)[:LIMIT]
+    assert reads == LIMIT * (1 + SUBS), "the trees shown, and no other"
+
+    # directory times that bound nothing (a workspace copied without its times: every directory newer
+    # than every lastModified): every tree is read, and the order is still that of lastModified
+    copied = time.time() + 60
+    for root_id in roots:
+        os.utime(store.root_dir("run", root_id), (copied, copied))
+    counts.reset()
+    chosen, total = DialogIndex(store.rtws).recent_trees(("run",), LIMIT)
+    assert [t.root.root_id for t in chosen] == roots[::-1][:LIMIT]
+    assert counts.reads == (TREES - LIMIT) * (1 + SUBS) + LIMIT, "the others read now; of the trees shown, their touched root"
 
 
 def _long_dialog(store: DialogStore, courses: int, generations: int) -> str:
