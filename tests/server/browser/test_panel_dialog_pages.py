@@ -8,6 +8,9 @@ loaded page. Screenshots at 420 and 1280 px (test-artifacts/)."""
 
 from __future__ import annotations
 
+import os
+import time
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -16,11 +19,32 @@ from chromium import screenshot_dir
 from playwright.async_api import expect
 from server_kit import TOKEN
 
+from dominds.ids import new_dialog_id
+from dominds.rtws import Rtws
+from dominds.store.course_records import CourseStartRecord
+from dominds.store.dialog_store import DialogStore
+from dominds.store.records import DialogMeta, LatestState
+
 pytestmark = pytest.mark.browser
 
 PAGE = 50  # LIST_PAGE in static/dialog_lists.js
 TREES = PAGE + 6
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+def _write_trees(rtws: Rtws, count: int) -> None:
+    """``count`` root dialogs on disk, last active an hour apart (no two alike: the order is unambiguous)."""
+    store = DialogStore(rtws)
+    now = time.time()
+    for n in range(count):
+        when = now - 3600 * (count - n)
+        stamp = datetime.fromtimestamp(when).astimezone().isoformat(timespec="milliseconds")
+        root_id = new_dialog_id()
+        files = store.files("run", root_id)
+        files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id="lead", task_doc_path="tasks/t.tsk", created_at=stamp))
+        files.write_latest(LatestState(last_modified=stamp))
+        files.append(1, CourseStartRecord(ts=stamp, course=1))
+        os.utime(store.root_dir("run", root_id), (when, when))
 
 
 def _top_rows(page: Any) -> Any:
@@ -29,8 +53,7 @@ def _top_rows(page: Any) -> Any:
 
 async def test_the_list_shows_a_page_counts_the_rest_loads_more_and_reveals_a_linked_old_dialog(panel: Panel) -> None:
     page = panel.page
-    for _ in range(TREES):
-        panel.engine.create_dialog("lead", "tasks/t.tsk")
+    _write_trees(panel.engine.rtws, TREES)
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url) if "/api/dialogs?" in request.url or request.url.endswith("/api/dialogs") else None)
 
