@@ -169,7 +169,7 @@ def collect(
         node.update(aggregates)
         out.append(node)
     kept.save()
-    out.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
+    out.sort(key=lambda n: (n.get("lastModified") or "", n["rootId"]), reverse=True)  # a tie: the newer id first
     out.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
     return out
 
@@ -231,7 +231,7 @@ def report_json(
     from dominds.store.derived import Derived
 
     kept = Derived(index, "status-json-locked" if nobody_drives else "status-json", _salt(pricing), preload=False)
-    encoded: list[tuple[int, str, str]] = []
+    encoded: list[tuple[int, str, str, str]] = []
     totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}
     wanted = _wanted(rtws, root_filter)
     listed: Iterable[Tree] = trees if trees is not None else index.trees(statuses, root=wanted) if wanted else index.iter_trees(statuses)
@@ -251,12 +251,12 @@ def report_json(
         totals["q4h"] += figures[0]
         totals["tokens"] += figures[1]
         totals["costUsd"] += figures[2]
-        encoded.append((DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, text))
+        encoded.append((DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, tree.root.root_id, text))
     kept.save()
-    encoded.sort(key=lambda t: t[1], reverse=True)
+    encoded.sort(key=lambda t: (t[1], t[2]), reverse=True)  # a tie in activity: the newer id first (as listed)
     encoded.sort(key=lambda t: t[0])
     totals["costUsd"] = round(float(totals["costUsd"]), 6)
-    return [t[2] for t in encoded], json.dumps(totals, separators=(",", ":"))
+    return [t[3] for t in encoded], json.dumps(totals, separators=(",", ":"))
 
 
 def _render(tree: Tree, nobody_drives: bool, root_extra: str) -> str:

@@ -49,9 +49,10 @@ class _Root(NamedTuple):
     """The root directory's mtime (an upper bound of ``lastModified``)."""
 
 
-def order_key(tree: Tree, ranks: dict[str, int]) -> tuple[int, str]:
-    """Trees are listed by status, then most recent root ``lastModified`` first (as ``status`` sorts)."""
-    return ranks[tree.root.status], _descending(tree.root.last_modified)
+def order_key(tree: Tree, ranks: dict[str, int]) -> tuple[int, str, str]:
+    """Trees are listed by status, then most recent root ``lastModified`` first, then (a tie) the newer
+    root id first: as ``server/listing.py`` and ``status`` sort."""
+    return ranks[tree.root.status], _descending(tree.root.last_modified), _descending(tree.root.root_id)
 
 
 _DESCENDING_ASCII = {c: chr(0x10FFFF - c) for c in range(128)}
@@ -78,8 +79,10 @@ def recent_trees(
     ranks = {status: rank for rank, status in enumerate(statuses)}
     roots = list(_roots(db, rtws, statuses))
     fresh: dict[tuple[str, str], Tree] = {}
-    order: list[tuple[tuple[int, str], str, str]] = [
-        ((root.rank, _descending(root.last_modified)), root.status, root.root_id) for root in roots if not root.changed
+    order: list[tuple[tuple[int, str, str], str, str]] = [
+        ((root.rank, _descending(root.last_modified), _descending(root.root_id)), root.status, root.root_id)
+        for root in roots
+        if not root.changed
     ]
     best = heapq.nsmallest(limit, order)  # the first ``limit`` found so far, in order
     changed = sorted((r for r in roots if r.changed), key=lambda r: (r.rank, -r.mtime_ns))
@@ -103,9 +106,9 @@ def recent_trees(
     return chosen, len(roots)
 
 
-def _may_come_before(root: _Root, last: tuple[int, str]) -> bool:
+def _may_come_before(root: _Root, last: tuple[int, str, str]) -> bool:
     """Whether ``root`` (changed, not read) may be listed before the tree whose order key is ``last``."""
-    rank, descending = last
+    rank, descending, _ = last
     if root.rank != rank:
         return root.rank < rank
     try:

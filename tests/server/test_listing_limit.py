@@ -12,13 +12,14 @@ import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from server_kit import ServeFactory
 
 from dominds.ids import new_dialog_id
 from dominds.rtws import Rtws
-from dominds.store import index_refresh
+from dominds.store import dialog_store, index_refresh
 from dominds.store.atomic import set_fsync
 from dominds.store.course_records import CourseStartRecord
 from dominds.store.dialog_store import DialogStore
@@ -74,7 +75,8 @@ async def test_a_first_listing_without_an_index_reads_only_the_trees_it_shows(
             files = store.files("done", root_id, self_id)
             sup = None if self_id == root_id else root_id
             files.write_meta(DialogMeta(id=self_id, root_id=root_id, agent_id="lead", task_doc_path="tasks/t.tsk", created_at=stamp, supdialog_id=sup))
-            files.write_latest(LatestState(last_modified=stamp))
+            with mock.patch.object(dialog_store, "now_iso", return_value=stamp):  # as if written then
+                files.write_latest(LatestState(last_modified=stamp))
             files.append(1, CourseStartRecord(ts=stamp, course=1))
         os.utime(store.root_dir("done", root_id), (when, when))
         made.append(root_id)

@@ -12,6 +12,7 @@ import os
 import time
 from datetime import datetime
 from typing import Any
+from unittest import mock
 
 import pytest
 from browser_kit import Panel
@@ -21,6 +22,7 @@ from server_kit import TOKEN
 
 from dominds.ids import new_dialog_id
 from dominds.rtws import Rtws
+from dominds.store import dialog_store
 from dominds.store.course_records import CourseStartRecord
 from dominds.store.dialog_store import DialogStore
 from dominds.store.records import DialogMeta, LatestState
@@ -42,7 +44,8 @@ def _write_trees(rtws: Rtws, count: int) -> None:
         root_id = new_dialog_id()
         files = store.files("run", root_id)
         files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id="lead", task_doc_path="tasks/t.tsk", created_at=stamp))
-        files.write_latest(LatestState(last_modified=stamp))
+        with mock.patch.object(dialog_store, "now_iso", return_value=stamp):  # as if written then
+            files.write_latest(LatestState(last_modified=stamp))
         files.append(1, CourseStartRecord(ts=stamp, course=1))
         os.utime(store.root_dir("run", root_id), (when, when))
 
