@@ -28,10 +28,15 @@ if TYPE_CHECKING:  # imported where used: `dominds --help` registers this comman
 
 Node = dict[str, Any]
 
-EPILOG = """\
+DEFAULT_LIMIT = 50
+"""Trees shown without ``--limit`` or ``--all``: the most recently active, chosen with one ``stat`` per
+tree (``store/index_recent.py``); every tree means a ``stat`` of every file of every dialog, seconds at
+100,000 dialogs."""
+
+EPILOG = f"""\
 examples:
-  dominds status                 the dialogs in run/ as trees
-  dominds status --all           done/ and archive/ too
+  dominds status                 the {DEFAULT_LIMIT} most recently active trees of run/
+  dominds status --all           every tree, done/ and archive/ too
   dominds status --root ID       one tree (any status)
   dominds status --json | jq '.roots[].runState.kind'
 """
@@ -48,14 +53,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print one JSON document (for scripts)")
-    p.add_argument("--all", action="store_true", help="include done/ and archive/ dialogs")
+    p.add_argument("--all", action="store_true", help="every tree, done/ and archive/ too (with --limit: the N most recent of them)")
     p.add_argument("--root", metavar="ID", help="only the tree of this root (or of the subdialog with this id; a unique prefix is enough)")
     p.add_argument("--no-cache", action="store_true", help="read every file; neither use nor update the index")
     p.add_argument(
         "--limit",
         type=_positive,
         metavar="N",
-        help="only the N most recently active trees (fast on big workspaces; the totals are those of the trees shown)",
+        help=f"the N most recently active trees (default {DEFAULT_LIMIT}, fast on big workspaces; the totals are those of the trees shown)",
     )
     p.set_defaults(func=_status)
 
@@ -101,8 +106,9 @@ def _status(args: argparse.Namespace) -> int:
         index = DialogIndex(rtws, persistent=not args.no_cache)
         chosen: list[Tree] | None = None
         more = 0
-        if args.limit and not args.root:  # the N most recent without checking every dialog's files
-            chosen, total = index.recent_trees(statuses, args.limit)
+        limit = None if args.root or (args.all and not args.limit) else args.limit or DEFAULT_LIMIT
+        if limit:  # the N most recent without checking every dialog's files
+            chosen, total = index.recent_trees(statuses, limit)
             more = total - len(chosen)
         if args.json:
             encoded, totals = report_json(rtws, index, statuses, args.root, nobody_drives=access.locked, trees=chosen)
@@ -163,7 +169,7 @@ def collect(
         node.update(aggregates)
         out.append(node)
     kept.save()
-    out.sort(key=lambda n: n.get("lastModified") or "", reverse=True)
+    out.sort(key=lambda n: (n.get("lastModified") or "", n["rootId"]), reverse=True)  # a tie: the newer id first
     out.sort(key=lambda n: DIALOG_STATUSES.index(n["status"]))
     return out
 
@@ -225,7 +231,7 @@ def report_json(
     from dominds.store.derived import Derived
 
     kept = Derived(index, "status-json-locked" if nobody_drives else "status-json", _salt(pricing), preload=False)
-    encoded: list[tuple[int, str, str]] = []
+    encoded: list[tuple[int, str, str, str]] = []
     totals: dict[str, Any] = {"roots": 0, "dialogs": 0, "q4h": 0, "tokens": 0, "costUsd": 0.0}
     wanted = _wanted(rtws, root_filter)
     listed: Iterable[Tree] = trees if trees is not None else index.trees(statuses, root=wanted) if wanted else index.iter_trees(statuses)
@@ -245,12 +251,12 @@ def report_json(
         totals["q4h"] += figures[0]
         totals["tokens"] += figures[1]
         totals["costUsd"] += figures[2]
-        encoded.append((DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, text))
+        encoded.append((DIALOG_STATUSES.index(tree.root.status), tree.root.last_modified, tree.root.root_id, text))
     kept.save()
-    encoded.sort(key=lambda t: t[1], reverse=True)
+    encoded.sort(key=lambda t: (t[1], t[2]), reverse=True)  # a tie in activity: the newer id first (as listed)
     encoded.sort(key=lambda t: t[0])
     totals["costUsd"] = round(float(totals["costUsd"]), 6)
-    return [t[2] for t in encoded], json.dumps(totals, separators=(",", ":"))
+    return [t[3] for t in encoded], json.dumps(totals, separators=(",", ":"))
 
 
 def _render(tree: Tree, nobody_drives: bool, root_extra: str) -> str:
@@ -404,7 +410,7 @@ def _print_report(report: dict[str, Any]) -> None:
             f"{_count(totals['q4h'], 'pending question')}{hint}; {tokens(totals['tokens'])} tokens, {format_cost(totals['costUsd'])}"
         )
     if report.get("more"):
-        lines.append(f"… and {_count(report['more'], 'more tree')}, less recently active (without --limit: every tree)")
+        lines.append(f"… and {_count(report['more'], 'more tree')}, less recently active (--limit N shows more, --all every tree)")
     out.write("\n".join(lines) + "\n")
 
 

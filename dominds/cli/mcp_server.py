@@ -122,11 +122,15 @@ class ToolSpec:
     read_only: bool
 
 
+LIST_LIMIT = 50
+"""Trees ``list_dialogs`` returns: a whole listing of 100,000 dialogs is megabytes no model can read (and
+a minute of the daemon's work)."""
 _DIALOG_ID = Arg("dialog_id", "id", "a dialog id (from start_dialog or list_dialogs)")
 TOOL_SPECS: dict[str, ToolSpec] = {
     "list_dialogs": ToolSpec(
-        "Dialogs of the workspace (status: run, done, archive, or a comma list), newest first, with their "
-        "subdialogs, run state and number of open questions.",
+        f"The {LIST_LIMIT} most recently active dialogs of the workspace (status: run, done, archive, or a comma "
+        "list), newest first, with their subdialogs, run state and number of open questions; `more` counts "
+        "the others.",
         (Arg("status", "status", "run, done, archive, or a comma list of them", False, "run"),),
         read_only=True,
     ),
@@ -241,8 +245,8 @@ def build_server(rtws: Rtws) -> Server[Any]:
         return await daemon_call(lambda c: _list(c, status))
 
     async def _list(client: DaemonClient, status: str) -> dict[str, Any]:
-        data = await client.get("/api/dialogs", status=status)
-        return {"dialogs": [_trim(n) for n in data.get("dialogs", [])]}
+        data = await client.get("/api/dialogs", status=status, limit=str(LIST_LIMIT))
+        return {"dialogs": [_trim(n) for n in data.get("dialogs", [])], "more": data.get("more", 0)}
 
     async def list_questions() -> CallToolResult:
         async def run(client: DaemonClient) -> dict[str, Any]:

@@ -71,6 +71,10 @@ def answer(engine: EngineServices, question_id: str, content: str, msg_id: str |
 def _settle_waiting(engine: EngineServices, dialog: Dialog, question_id: str, content: str) -> None:
     waiting = engine.waiting_answers.get(question_id)
     withdraw(engine, dialog, question_id)
+    # Defensive, so an `or` → `and` mutant here survives sampling: the wait pops its waiter and withdraws
+    # its question in one step, and index_all drops elicitations a restart left, so no waiter with the
+    # question still pending is reachable; a settled one only when a Stop cancels the wait in the same
+    # loop turn as the answer.
     if waiting is None or waiting.done():
         raise EngineError(f"question {question_id!r} is no longer awaited (the MCP request that asked it has ended)")
     waiting.set_result(None if content.strip().lower() in DECLINE_WORDS else content.strip())

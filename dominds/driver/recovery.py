@@ -340,6 +340,9 @@ def _answer_finished_ask_back(engine: EngineServices, dialog: Dialog) -> None:
         record_ask_back_answer(asker, dialog, serving, answer_of(dialog))
         if asker.can_drive():
             asker.latest.needs_drive = True
+            # At once, before the server's obligation is closed below. Without a crash here the end of
+            # _recover_tree would save it too (every changed latest.yaml is): a sampled mutant removing
+            # this call survives for that reason; it only narrows a crash window during recovery.
             asker.save_latest()
     close_ask_back(dialog, serving)
     if dialog.latest.run_state.kind == "interrupted" and dialog.latest.run_state.reason in RESUMABLE_REASONS:
@@ -354,6 +357,6 @@ def _last_generation_finished_quietly(dialog: Dialog) -> bool:
         return False
     finishes = [r for r in records[start:] if isinstance(r, GenFinishRecord)]
     if not finishes or finishes[0].status not in ("ok", "truncated"):  # truncated: the model ended its turn
-        return False
+        return False  # (`return None` here is an equivalent mutant: the one caller tests truthiness)
     unread = FuncResultRecord | TellaskCallRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
     return not any(isinstance(r, unread) for r in records[start:])

@@ -26,13 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dominds.driver.last_good import LastGood, has_errors
-from dominds.llm.catalog import Catalog
-from dominds.llm.catalog_yaml import load_catalog
 from dominds.rtws import Rtws
 from dominds.store.dialog_facts import finish_generations
 from dominds.store.errors import StoreError
 
 if TYPE_CHECKING:  # `dominds status` prices without loading the store's records (pydantic)
+    from dominds.llm.catalog import Catalog
     from dominds.store.dialog_store import DialogStore
 
 USAGE_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
@@ -114,6 +113,9 @@ def format_tokens(count: float) -> str:
 
 def catalog_in_use(rtws: Rtws) -> Catalog:
     """The catalog a daemon would use now: ``llm.yaml``, or its last good copy while it has errors."""
+    # imported here: it loads the LLM layer (0.4 s of imports), which `status` rarely needs
+    from dominds.llm.catalog_yaml import load_catalog
+
     catalog, problems = load_catalog(rtws)
     if has_errors(problems):
         last_good = LastGood(rtws)

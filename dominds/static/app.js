@@ -160,7 +160,7 @@ function onMissingDialog(ref) {
 }
 
 function onDialogReady(ready) {
-  lists.setCurrent(ready.dialog.selfId);
+  lists.setCurrent(ready.dialog.selfId, ready.dialog.rootId);
   renderSuggestions();
   renderReminders($("#reminders-list"), $("#reminders-empty"), ready.reminders);
   if (ready.mode === "replay") conn.send({ type: "get_taskdoc", dialog: ready.dialog });

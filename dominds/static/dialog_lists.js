@@ -1,8 +1,11 @@
 // Running / Done / Archived lists: each root with its subdialog tree, title, live run-state badge,
 // pending-question count and the tree's cost. Search and filters (agent, state, Taskdoc, has-question)
 // work on the loaded trees and live in the URL; workflow runs are grouped under their workflow instead
-// of flooding the list. The trees come from GET /api/dialogs; badges are then updated in place from
-// dlg_run_state_evt broadcasts, titles from dialog_retitled.
+// of flooding the list. The trees come from GET /api/dialogs, a page per status (the LIST_PAGE most
+// recently active trees, more on demand: a whole listing of 100,000 dialogs is seconds of work and
+// megabytes); badges are then updated in place from dlg_run_state_evt broadcasts, titles from
+// dialog_retitled. A dialog opened by a link whose tree is not in the loaded pages is fetched alone and
+// shown after them. Search and filters cover the loaded trees.
 
 import { apiGet } from "./api.js";
 import { $, h, plainClick } from "./dom.js";
@@ -10,6 +13,9 @@ import { runStateLabel, t } from "./i18n.js";
 import { linkTo, patchRoute, readRoute } from "./router.js";
 
 const GROUPS_KEY = "dominds.openGroups";
+const STATUSES = ["run", "done", "archive"];
+/** Trees asked for per status at a time (GET /api/dialogs?status=…&limit=…). */
+export const LIST_PAGE = 50;
 
 /** A subdialog's head without the "@agent" it starts with: the row shows the agent just before it. */
 export function withoutAgent(head, agentId) {
@@ -91,7 +97,14 @@ export class DialogLists {
     this.status = ["run", "done", "archive"].includes(route.tab) ? route.tab : "run";
     this.filter = { q: route.q || "", agent: route.agent || "", state: route.state || "", taskdoc: route.taskdoc || "", asks: route.asks === "1" };
     this.trees = [];
+    this.listed = { run: [], done: [], archive: [] }; // status -> trees of its loaded pages, in listing order
+    this.limits = { run: LIST_PAGE, done: LIST_PAGE, archive: LIST_PAGE }; // status -> trees asked for
+    this.more = { run: 0, done: 0, archive: 0 }; // status -> trees the daemon has beyond the loaded pages
+    this.tickets = { run: 0, done: 0, archive: 0 }; // status -> its latest request (an older answer is dropped)
     this.created = new Map(); // selfId -> node of a dialog created here that no listing has shown yet
+    this.pinned = new Map(); // rootId -> tree of a dialog opened here (a link) that the loaded pages lack
+    this.pinning = new Set(); // rootIds being fetched for this.pinned
+    this.wanted = null; // { selfId, rootId } of the dialog on screen, to pin once a listing is in
     this.loaded = false;
     this.currentSelfId = null;
     try {
@@ -136,23 +149,81 @@ export class DialogLists {
    * listing); kept until a listing has it, so a listing that started before the creation cannot drop it. */
   addCreated(node) {
     this.created.set(node.selfId, { subdialogs: [], q4hCount: 0, ...node });
-    this.trees = [...this.trees.filter((tree) => tree.selfId !== node.selfId), this.created.get(node.selfId)];
+    this.compose();
     this.loaded = true;
     this.render();
   }
 
-  async refresh() {
+  /** Ask again for the loaded pages of ``statuses`` (as many trees as are shown, or one more page). */
+  async refresh(statuses = STATUSES) {
     try {
-      const { dialogs } = await apiGet("/api/dialogs");
-      for (const tree of dialogs) this.created.delete(tree.selfId);
-      this.trees = [...dialogs, ...this.created.values()];
+      await Promise.all([...statuses.map((status) => this.loadStatus(status)), ...[...this.pinned.keys()].map((rootId) => this.loadPinned(rootId))]);
+      this.compose();
       this.loaded = true;
       this.render();
+      if (this.wanted) this.reveal(this.wanted);
     } catch (error) {
       // the daemon is away (the list is refreshed on reconnect): keep the list shown, not "Failed to fetch"
       if (this.loaded) return;
       this.root.replaceChildren(h("p", { class: "form-error", text: String(error.message || error) }));
     }
+  }
+
+  async loadStatus(status) {
+    const ticket = ++this.tickets[status];
+    const { dialogs, more } = await apiGet(`/api/dialogs?status=${status}&limit=${this.limits[status]}`);
+    if (ticket !== this.tickets[status]) return; // a newer request of this status answers instead
+    this.listed[status] = dialogs;
+    this.more[status] = more || 0;
+  }
+
+  /** The tree of ``rootId`` alone, kept in ``this.pinned`` (dropped when the daemon no longer has it). */
+  async loadPinned(rootId) {
+    try {
+      const { hierarchy } = await apiGet(`/api/dialogs/${encodeURIComponent(rootId)}/hierarchy`);
+      this.pinned.set(rootId, hierarchy);
+    } catch (error) {
+      if (error.status === 404) this.pinned.delete(rootId); // deleted since
+      else throw error;
+    }
+  }
+
+  /** One more page of ``status``'s trees. */
+  async loadMore(status) {
+    this.limits[status] = Math.max(this.limits[status], this.listed[status].length) + LIST_PAGE;
+    await this.refresh([status]);
+  }
+
+  /** ``this.trees``: the loaded pages, then dialogs created here and trees pinned, none twice. */
+  compose() {
+    const listed = STATUSES.flatMap((status) => this.listed[status]);
+    const roots = new Set(listed.map((tree) => tree.rootId));
+    for (const id of [...this.created.keys()]) if (roots.has(this.created.get(id).rootId)) this.created.delete(id);
+    for (const tree of this.created.values()) roots.add(tree.rootId);
+    for (const rootId of [...this.pinned.keys()]) if (roots.has(rootId)) this.pinned.delete(rootId);
+    this.trees = [...listed, ...this.created.values(), ...this.pinned.values()];
+  }
+
+  /** Trees of ``status`` that the daemon has and this list does not show. */
+  notLoaded(status) {
+    const pinned = [...this.pinned.values()].filter((tree) => tree.status === status).length;
+    return Math.max(0, this.more[status] - pinned);
+  }
+
+  /** Show the dialog on screen in the list even when its tree is past the loaded pages (a deep link). */
+  async reveal(ref) {
+    this.wanted = ref;
+    if (!this.loaded || !ref.rootId || this.find(ref.selfId) || this.pinned.has(ref.rootId) || this.pinning.has(ref.rootId)) return;
+    this.pinning.add(ref.rootId);
+    try {
+      await this.loadPinned(ref.rootId);
+    } catch {
+      return; // the daemon is away: tried again after the next listing
+    } finally {
+      this.pinning.delete(ref.rootId);
+    }
+    this.compose();
+    this.render();
   }
 
   find(selfId) {
@@ -197,19 +268,21 @@ export class DialogLists {
     for (const tab of this.tabs) {
       tab.classList.toggle("active", tab.dataset.status === this.status);
       tab.setAttribute("aria-selected", String(tab.dataset.status === this.status));
-      const count = this.trees.filter((tree) => tree.status === tab.dataset.status).length;
+      const status = tab.dataset.status;
+      const count = this.trees.filter((tree) => tree.status === status).length + (this.notLoaded(status) || 0);
       tab.querySelector(".tab-count").textContent = count ? String(count) : "";
     }
     this.renderFilterChoices();
     if (!this.loaded) return;
     const inTab = this.trees.filter((tree) => tree.status === this.status);
     const shown = inTab.filter((tree) => this.matches(tree));
-    if (!inTab.length) {
+    const more = this.moreControl(this.status);
+    if (!inTab.length && !more) {
       this.root.replaceChildren(h("p", { class: "muted", text: t("noDialogs") }));
       return;
     }
     if (!shown.length) {
-      this.root.replaceChildren(h("p", { class: "muted no-matches", text: t("noMatches") }));
+      this.root.replaceChildren(h("p", { class: "muted no-matches", text: t("noMatches") }), ...(more ? [more] : []));
       return;
     }
     const plain = shown.filter((tree) => !tree.conductor);
@@ -223,7 +296,22 @@ export class DialogLists {
       ...(filtering ? [h("p", { class: "list-note", text: t("shownOf", { n: shown.length, total: inTab.length }) })] : []),
       h("ul", { class: "tree" },
         ...[...byWorkflow].map(([name, runs]) => this.group(name, runs, filtering)),
-        ...plain.map((tree) => this.item(tree, true))));
+        ...plain.map((tree) => this.item(tree, true))),
+      ...(more ? [more] : []));
+  }
+
+  /** "N more" and a button that loads the next page of ``status``, or null when all are loaded. */
+  moreControl(status) {
+    const left = this.notLoaded(status);
+    if (!left) return null;
+    const button = h("button", { type: "button", class: "show-more", text: t("showMore", { n: Math.min(left, LIST_PAGE) }) });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      await this.loadMore(status);
+      button.disabled = false; // still on screen only when the request failed (a render replaces it)
+    });
+    return h("div", { class: "list-more", dataset: { more: String(left) } },
+      h("span", { class: "muted", text: t("moreDialogs", { n: left }) }), button);
   }
 
   group(name, runs, filtering) {
@@ -288,8 +376,10 @@ export class DialogLists {
     return true;
   }
 
-  setCurrent(selfId) {
+  /** The dialog on screen: its row is marked, and its tree is fetched when no loaded page has it. */
+  setCurrent(selfId, rootId = null) {
     this.currentSelfId = selfId;
+    if (rootId) this.reveal({ selfId, rootId });
     for (const row of this.root.querySelectorAll(".row")) row.classList.toggle("current", row.dataset.selfId === selfId);
   }
 }

@@ -202,7 +202,7 @@ class DialogIndex:
             return found[0] if found else None
 
         def work() -> tuple[list[Tree], int]:
-            return recent_trees(self._connect(), self.rtws, wanted, limit, one, lambda: self._trees(wanted, None, facts=True))
+            return recent_trees(self._connect(), self.rtws, wanted, limit, one)
 
         result: tuple[list[Tree], int] = self._retrying(work)
         return result

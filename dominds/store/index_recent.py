@@ -9,24 +9,33 @@ refreshed (their files read again where they changed), the others keep the index
 The trees chosen are then refreshed as fully as by a whole listing (every watched file ``stat``-ed,
 racy bytes hashed), so what is shown is as fresh as ever; only the choice trusts directory mtimes (a
 ``latest.yaml`` edited in place, keeping its directory's mtime, may be ordered by its old time).
+
+A tree whose directory changed, or that the index has never seen (a first run, an index deleted or
+from an older version), is not read unless it may belong among the first N: ``lastModified`` is
+stamped just before that rename, so the directory's mtime bounds it from above. The changed trees are
+read newest directory first, and no further once the N-th tree found so far is more recent than the
+next directory's mtime (plus ``MTIME_SLACK_NS`` for coarse file-system clocks). A first listing of
+100,000 dialogs with no index reads about N trees, not 100,000.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import NamedTuple
 
 from dominds.ids import is_dialog_id
 from dominds.rtws import Rtws
 from dominds.store.index_entries import Tree
 
-CHANGED_FOR_FULL_REFRESH = 512
-"""More changed roots than this (a first run, a workspace copied in): one whole refresh is cheaper
-than a refresh per tree."""
 ROOTS_PER_QUERY = 256
+MTIME_SLACK_NS = 1_000_000_000
+"""How far a ``lastModified`` may be after its directory's recorded mtime (file systems stamp with a
+coarse clock: a tick of a few ms behind ``time.time()``)."""
 
 
 class _Root(NamedTuple):
@@ -36,14 +45,24 @@ class _Root(NamedTuple):
     status: str
     root_id: str
     changed: bool
+    mtime_ns: int
+    """The root directory's mtime (an upper bound of ``lastModified``)."""
 
 
-def order_key(tree: Tree, ranks: dict[str, int]) -> tuple[int, str]:
-    """Trees are listed by status, then most recent root ``lastModified`` first (as ``status`` sorts)."""
-    return ranks[tree.root.status], _descending(tree.root.last_modified)
+def order_key(tree: Tree, ranks: dict[str, int]) -> tuple[int, str, str]:
+    """Trees are listed by status, then most recent root ``lastModified`` first, then (a tie) the newer
+    root id first: as ``server/listing.py`` and ``status`` sort."""
+    return ranks[tree.root.status], _descending(tree.root.last_modified), _descending(tree.root.root_id)
+
+
+_DESCENDING_ASCII = {c: chr(0x10FFFF - c) for c in range(128)}
 
 
 def _descending(text: str) -> str:
+    """``text`` with every character inverted: ascending order of these is descending order of texts.
+    A timestamp is ASCII: one ``translate`` (the per-character loop was a fifth of ``status --limit``)."""
+    if text.isascii():
+        return text.translate(_DESCENDING_ASCII)
     return "".join(chr(0x10FFFF - ord(c)) for c in text)
 
 
@@ -53,28 +72,31 @@ def recent_trees(
     statuses: tuple[str, ...],
     limit: int,
     refresh_one: Callable[[str, str], Tree | None],
-    refresh_all: Callable[[], Iterator[Tree]],
 ) -> tuple[list[Tree], int]:
     """(the first ``limit`` trees of ``statuses`` in listing order, how many trees there are in all).
 
-    ``refresh_one(status, rootId)`` is the index's refresh of one tree, ``refresh_all()`` its whole
-    refresh (used when most roots changed)."""
+    ``refresh_one(status, rootId)`` is the index's refresh of one tree."""
     ranks = {status: rank for rank, status in enumerate(statuses)}
     roots = list(_roots(db, rtws, statuses))
-    changed = [r for r in roots if r.changed]
-    if len(changed) > CHANGED_FOR_FULL_REFRESH:
-        return heapq.nsmallest(limit, refresh_all(), key=lambda t: order_key(t, ranks)), len(roots)
     fresh: dict[tuple[str, str], Tree] = {}
-    order: list[tuple[tuple[int, str], str, str]] = []
-    for root in roots:
-        if root.changed:
-            tree = refresh_one(root.status, root.root_id)
-            if tree is None:
-                continue
-            fresh[(root.status, root.root_id)] = tree
-            order.append((order_key(tree, ranks), root.status, root.root_id))
-        else:
-            order.append(((root.rank, _descending(root.last_modified)), root.status, root.root_id))
+    order: list[tuple[tuple[int, str, str], str, str]] = [
+        ((root.rank, _descending(root.last_modified), _descending(root.root_id)), root.status, root.root_id)
+        for root in roots
+        if not root.changed
+    ]
+    best = heapq.nsmallest(limit, order)  # the first ``limit`` found so far, in order
+    changed = sorted((r for r in roots if r.changed), key=lambda r: (r.rank, -r.mtime_ns))
+    for root in changed:
+        if len(best) == limit and not _may_come_before(root, best[-1][0]):
+            break  # nor may any later one: same status and an older directory, or a later status
+        tree = refresh_one(root.status, root.root_id)
+        if tree is None:
+            continue
+        fresh[(root.status, root.root_id)] = tree
+        item = (order_key(tree, ranks), root.status, root.root_id)
+        order.append(item)
+        bisect.insort(best, item)
+        del best[limit:]
     chosen: list[Tree] = []
     for _key, status, root_id in heapq.nsmallest(limit, order):
         tree = fresh.get((status, root_id)) or refresh_one(status, root_id)
@@ -82,6 +104,18 @@ def recent_trees(
             chosen.append(tree)
     chosen.sort(key=lambda t: order_key(t, ranks))
     return chosen, len(roots)
+
+
+def _may_come_before(root: _Root, last: tuple[int, str, str]) -> bool:
+    """Whether ``root`` (changed, not read) may be listed before the tree whose order key is ``last``."""
+    rank, descending, _ = last
+    if root.rank != rank:
+        return root.rank < rank
+    try:
+        then = datetime.fromisoformat(_descending(descending)).timestamp()
+    except ValueError:
+        return True  # no time to compare with: read it
+    return root.mtime_ns + MTIME_SLACK_NS >= then * 1e9
 
 
 def _roots(db: sqlite3.Connection, rtws: Rtws, statuses: tuple[str, ...]) -> Iterator[_Root]:
@@ -106,11 +140,11 @@ def _roots(db: sqlite3.Connection, rtws: Rtws, statuses: tuple[str, ...]) -> Ite
             }
             for root_id in chunk:
                 row = known.get(root_id)
-                if row is None or row[1]:
-                    yield _Root(rank, "", status, root_id, True)
-                    continue
                 try:
                     mtime = stat(f"{directory}/{root_id}").st_mtime_ns
                 except OSError:
                     continue  # gone since the directory was listed
-                yield _Root(rank, row[2], status, root_id, str(mtime) != row[0])
+                if row is None or row[1]:
+                    yield _Root(rank, "", status, root_id, True, mtime)
+                else:
+                    yield _Root(rank, row[2], status, root_id, str(mtime) != row[0], mtime)

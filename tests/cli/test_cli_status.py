@@ -16,11 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cli_kit import Daemon, dominds, dominds_json, write_workspace
 
+from dominds.cli.cmd_status import DEFAULT_LIMIT
 from dominds.cli.offline import load_state_yaml
+from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
 from dominds.store import fastyaml
+from dominds.store.course_records import CourseStartRecord
 from dominds.store.dialog_store import DialogStore
 from dominds.store.fastyaml import load as parse_fastyaml
+from dominds.store.records import DialogMeta, LatestState
 
 
 def _tree_workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
@@ -119,7 +123,8 @@ def test_limit_shows_the_most_recent_trees_and_counts_the_others(tmp_path: Path)
     limited = dominds_json(ws, "status", "--limit", "2")
     assert [root["selfId"] for root in limited["roots"]] == whole[:2] and limited["more"] == 1
     assert limited["totals"]["roots"] == 2, "the totals are those of the trees shown"
-    assert "more" not in dominds_json(ws, "status"), "no limit, nothing left out"
+    assert dominds_json(ws, "status")["more"] == 0, "a page of DEFAULT_LIMIT trees holds all three"
+    assert "more" not in dominds_json(ws, "status", "--all"), "--all: every tree, nothing left out"
 
     oldest = whole[-1]
     files = DialogStore(Rtws(ws)).files("run", oldest, oldest)
@@ -129,6 +134,30 @@ def test_limit_shows_the_most_recent_trees_and_counts_the_others(tmp_path: Path)
     assert text.returncode == 0 and oldest in text.stdout and "… and 2 more trees" in text.stdout, text.stdout
     refused = dominds(ws, "status", "--limit", "0")
     assert refused.returncode == 2 and "1 or more" in refused.stderr
+
+
+def test_status_shows_a_page_of_trees_by_default_and_all_shows_every_tree(tmp_path: Path) -> None:
+    """Without ``--limit``, ``status`` printed every tree: at 100,000 dialogs a ``stat`` of every file of
+    every dialog and 47 MB of JSON (9–10 s). It now shows the ``DEFAULT_LIMIT`` most recently active trees
+    of run/ and counts the others; ``--all`` shows every tree of every status."""
+    ws = write_workspace(tmp_path / "ws")
+    store = DialogStore(Rtws(ws))
+    made = []
+    for _ in range(DEFAULT_LIMIT + 2):
+        root_id = new_dialog_id()
+        files = store.files("run", root_id)
+        files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id="lead", task_doc_path="tasks/t.tsk", created_at=now_iso()))
+        files.write_latest(LatestState(last_modified=now_iso()))
+        files.append(1, CourseStartRecord(ts=now_iso(), course=1))
+        made.append(root_id)
+    page = dominds_json(ws, "status")
+    every = dominds_json(ws, "status", "--all")
+    assert len(page["roots"]) == DEFAULT_LIMIT and page["more"] == 2 and page["totals"]["roots"] == DEFAULT_LIMIT
+    assert "more" not in every and sorted(root["selfId"] for root in every["roots"]) == sorted(made)
+    assert [root["selfId"] for root in page["roots"]] == [root["selfId"] for root in every["roots"]][:DEFAULT_LIMIT]
+    text = dominds(ws, "status")
+    assert text.returncode == 0 and "… and 2 more trees" in text.stdout and "--all every tree" in text.stdout, text.stdout
+    assert "more tree" not in dominds(ws, "status", "--all").stdout
 
 
 def _age_dialog_files(ws: Path, seconds: float) -> None:

@@ -353,10 +353,11 @@ async def test_a_dialog_the_user_stopped_stays_stopped_across_a_restart(make_eng
     assert sum(isinstance(r, GenStartRecord) for r in records(restored)) == generations_before, "not driven again"
 
 
-async def test_a_dispatch_a_power_cut_left_without_its_pending_entry_and_subdialog_is_reported_not_delivered(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_a_dispatch_a_power_cut_left_without_its_pending_entry_and_subdialog_is_reported_not_delivered(make_engine, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
     """Bug (issue 34): the documented "Limit" of group commit: a power cut mid-commit can leave a dispatch
     recorded in the caller's course without its pending entry (and without its subdialog). Nothing ever
-    answered that call: the model was never told it was not delivered."""
+    answered that call: the model was never told it was not delivered. The daemon log says so too (a
+    sampled mutant removed that warning with every test green)."""
     responses = [
         {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
         {"agent": "coder", "contains": "build it", "response": "Built.", "delay_ms": 50, "chunk_chars": 1},
@@ -378,6 +379,7 @@ async def test_a_dispatch_a_power_cut_left_without_its_pending_entry_and_subdial
     engine2 = await make_engine([], root=tmp_path / "ws")
     await engine2.wait_idle()
     restored = engine2.get_dialog(root.root_id)
+    assert "its dispatch lost; noted as not delivered" in caplog.text
     notes = [r for r in records(restored) if isinstance(r, TeammateCallResultRecord)]
     assert len(notes) == 1 and "NOT delivered" in notes[0].result and notes[0].status == "failed"
     assert sayings(restored)[-1] == "I will ask again later."

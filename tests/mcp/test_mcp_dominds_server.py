@@ -15,6 +15,13 @@ from mcp_kit import HttpCommand, ServeDaemon
 from mcp_pipe import pipe_calls
 from workspace_kit import write_workspace
 
+from dominds.cli.mcp_server import LIST_LIMIT
+from dominds.ids import new_dialog_id, now_iso
+from dominds.rtws import Rtws
+from dominds.store.course_records import CourseStartRecord
+from dominds.store.dialog_store import DialogStore
+from dominds.store.records import DialogMeta, LatestState
+
 RESPONSES = [
     {"agent": "lead", "message": "paint the shed", "response": "Let me ask.\n!?@human Which colour?\n!?Red or blue.\n"},
     {"agent": "lead", "message": "blue", "response": "Painting the shed blue."},
@@ -69,6 +76,29 @@ async def test_an_mcp_client_drives_a_dialog_over_stdio(tmp_path: Path) -> None:
         params = StdioServerParameters(command=sys.executable, args=["-m", "dominds", "-C", str(ws), "mcp"])
         async with Client(params, read_timeout_seconds=60) as client:
             await _conversation(client)
+
+
+async def test_list_dialogs_returns_the_most_recent_page_and_counts_the_others(tmp_path: Path) -> None:
+    """The bug (a sibling of the panel's whole listing): ``list_dialogs`` asked the daemon for every tree,
+    so on a big workspace an MCP client got megabytes (a minute of the daemon's work at 100,000
+    dialogs) that no model can read. It now returns the ``LIST_LIMIT`` most recent trees and ``more``."""
+    ws = tmp_path / "ws"
+    write_workspace(ws, RESPONSES)
+    store = DialogStore(Rtws(ws))
+    made = []
+    for _ in range(LIST_LIMIT + 3):
+        root_id = new_dialog_id()
+        files = store.files("run", root_id)
+        files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id="lead", task_doc_path="tasks/t.tsk", created_at=now_iso()))
+        files.write_latest(LatestState(last_modified=now_iso()))
+        files.append(1, CourseStartRecord(ts=now_iso(), course=1))
+        made.append(root_id)
+    with ServeDaemon(ws):
+        params = StdioServerParameters(command=sys.executable, args=["-m", "dominds", "-C", str(ws), "mcp"])
+        async with Client(params, read_timeout_seconds=60) as client:
+            listed = await _tool(client, "list_dialogs")
+    assert len(listed["dialogs"]) == LIST_LIMIT and listed["more"] == 3
+    assert {d["selfId"] for d in listed["dialogs"]} <= set(made)
 
 
 async def test_an_mcp_client_drives_a_dialog_over_http(tmp_path: Path) -> None:

@@ -13,14 +13,16 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
-from dominds.store import dialog_facts, index_refresh
+from dominds.store import dialog_facts, dialog_store, index_refresh
 from dominds.store.atomic import set_fsync
 from dominds.store.course_records import CourseStartRecord, GenFinishRecord, Usage
 from dominds.store.dialog_store import DialogStore
@@ -39,8 +41,11 @@ def store(tmp_rtws: Rtws) -> Iterator[DialogStore]:
     set_fsync(True)
 
 
-def _tree(store: DialogStore) -> str:
+def _tree(store: DialogStore, when: float | None = None) -> str:
+    """A root and its ``SUBS`` subdialogs; ``when``: their ``lastModified`` and the root directory's
+    mtime (as a tree last active then has them), else now."""
     root_id = new_dialog_id()
+    stamp = now_iso() if when is None else datetime.fromtimestamp(when).astimezone().isoformat(timespec="milliseconds")
     for self_id in (root_id, *(new_dialog_id() for _ in range(SUBS))):
         files = store.files("run", root_id, self_id)
         files.write_meta(
@@ -49,8 +54,11 @@ def _tree(store: DialogStore) -> str:
                 supdialog_id=None if self_id == root_id else root_id,
             )
         )
-        files.write_latest(LatestState(last_modified=now_iso()))
+        with mock.patch.object(dialog_store, "now_iso", return_value=stamp):  # as if written then
+            files.write_latest(LatestState(last_modified=stamp))
         files.append(1, CourseStartRecord(ts=now_iso(), course=1))
+    if when is not None:
+        os.utime(store.root_dir("run", root_id), (when, when))
     return root_id
 
 
@@ -85,9 +93,10 @@ class _Counts:
 
 
 def _full_order(rtws: Rtws) -> list[str]:
-    """The trees in listing order, from every file (status run/, most recent root first)."""
+    """The trees in listing order, from every file (status run/, most recent root first, a tie: the
+    newer id first)."""
     trees = DialogIndex(rtws, persistent=False).trees(("run",))
-    return [t.root.root_id for t in sorted(trees, key=lambda t: t.root.last_modified, reverse=True)]
+    return [t.root.root_id for t in sorted(trees, key=lambda t: (t.root.last_modified, t.root.root_id), reverse=True)]
 
 
 def test_the_most_recent_trees_cost_a_stat_per_tree_and_read_only_what_changed(
@@ -132,6 +141,48 @@ def test_a_first_run_without_an_index_reads_every_dialog_once(store: DialogStore
     assert total == 12 and len(chosen) == 3
     assert [t.root.root_id for t in chosen] == _full_order(store.rtws)[:3]
     assert reads == 12 * (1 + SUBS), "each dialog read once (none twice for being both new and shown)"
+
+
+def test_a_first_listing_without_an_index_reads_only_the_trees_it_may_show(
+    store: DialogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cost this pins: with no index (a first start, an index deleted or from an older version) the
+    N most recent trees were chosen by reading every dialog (more than 512 unknown roots: a whole
+    refresh), 229 s before the first listing of 100,000 dialogs. A root's ``lastModified`` is at most its
+    directory's mtime, so the unknown trees are read newest directory first, and only while one may
+    still come before the N-th found."""
+    now = time.time()
+    roots = [_tree(store, now - 3600 * (TREES - n)) for n in range(TREES)]  # the last made is the newest
+    counts = _Counts(monkeypatch)
+    chosen, total = DialogIndex(store.rtws).recent_trees(("run",), LIMIT)
+    reads = counts.reads
+    assert total == TREES and [t.root.root_id for t in chosen] == roots[::-1][:LIMIT] == _full_order(store.rtws)[:LIMIT]
+    assert reads == LIMIT * (1 + SUBS), "the trees shown, and no other"
+
+    # directory times that bound nothing (a workspace copied without its times: every directory newer
+    # than every lastModified): every tree is read, and the order is still that of lastModified
+    copied = time.time() + 60
+    for root_id in roots:
+        os.utime(store.root_dir("run", root_id), (copied, copied))
+    counts.reset()
+    chosen, total = DialogIndex(store.rtws).recent_trees(("run",), LIMIT)
+    assert [t.root.root_id for t in chosen] == roots[::-1][:LIMIT]
+    assert counts.reads == (TREES - LIMIT) * (1 + SUBS) + LIMIT, "the others read now; of the trees shown, their touched root"
+
+
+def test_trees_last_active_at_the_same_time_are_chosen_as_the_whole_listing_orders_them(
+    store: DialogStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bug this pins: on a tie in ``lastModified`` (dialogs made in the same millisecond) the N
+    most recent trees were chosen older id first, while the panel's listing orders a tie newer id
+    first: the tree at the edge of a page was not the one a whole listing shows there."""
+    when = time.time() - 3600
+    roots = [_tree(store, when) for _ in range(12)]
+    index = DialogIndex(store.rtws)
+    chosen, _total = index.recent_trees(("run",), 5)
+    assert [t.root.root_id for t in chosen] == sorted(roots, reverse=True)[:5] == _full_order(store.rtws)[:5]
+    chosen, _total = index.recent_trees(("run",), 5)  # the same from the index, with nothing read
+    assert [t.root.root_id for t in chosen] == sorted(roots, reverse=True)[:5]
 
 
 def _long_dialog(store: DialogStore, courses: int, generations: int) -> str:
