@@ -44,7 +44,10 @@ async def launched_chromium() -> AsyncIterator[Any]:
     """A launched browser, closed on exit; skips the test when Chromium is not installed."""
     if not CHROMIUM_PRESENT:
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-    from playwright.async_api import async_playwright
+    from deadlines import PAGE_MS
+    from playwright.async_api import async_playwright, expect
+
+    expect.set_options(timeout=PAGE_MS)
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -119,7 +119,7 @@ def test_check_asks_each_provider_used_whether_it_takes_the_key_set_now(
 
 def test_a_provider_that_does_not_answer_is_a_warning_naming_its_address(tmp_path: Path) -> None:
     ws = _workspace(tmp_path, "http://127.0.0.1:9", "http://127.0.0.1:9")
-    down = dominds(ws, "check", env=_env(ANTHROPIC_API_KEY=GOOD, LOCAL_KEY=GOOD), timeout=60)
+    down = dominds(ws, "check", env=_env(ANTHROPIC_API_KEY=GOOD, LOCAL_KEY=GOOD))
     assert down.returncode == 0, "warnings alone do not fail `check`: " + down.stdout
     assert "0 error(s), 2 warning(s)" in down.stdout, down.stdout
     assert "provider anthropic: warning: could not ask whether it takes the key: no answer from http://127.0.0.1:9" in down.stdout
@@ -132,7 +132,7 @@ def test_warnings_fail_check_only_with_strict(tmp_path: Path) -> None:
     """Bug: `check` exited 1 on warnings alone, so `dominds check && dominds serve` refused to start a
     workspace whose only flaw was a provider that could not be asked. ``--strict`` keeps CI's old rule."""
     ws = _workspace(tmp_path, "http://127.0.0.1:9", "http://127.0.0.1:9")
-    strict = dominds(ws, "check", "--strict", env=_env(ANTHROPIC_API_KEY=GOOD, LOCAL_KEY=GOOD), timeout=60)
+    strict = dominds(ws, "check", "--strict", env=_env(ANTHROPIC_API_KEY=GOOD, LOCAL_KEY=GOOD))
     assert strict.returncode == 1 and "0 error(s), 2 warning(s)" in strict.stdout, strict.stdout
 
 

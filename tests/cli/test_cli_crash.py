@@ -50,7 +50,7 @@ def test_a_reply_cut_by_kill_9_is_reported_interrupted_and_answered_again_after_
     assert "proceeding" not in shown.stdout.splitlines()[0] and "interrupted" in shown.stdout.splitlines()[0]
 
     with Daemon(ws):  # resumes what the crash interrupted
-        wait_until(lambda: run_state(ws, root) == "idle", timeout=30)
+        wait_until(lambda: run_state(ws, root) == "idle")
     words = [
         record["content"]
         for record in map(json.loads, course.read_text().splitlines())

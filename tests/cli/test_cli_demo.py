@@ -45,7 +45,7 @@ def test_the_demo_stays_on_the_scripted_provider_with_api_keys_exported(tmp_path
     with Daemon(_elsewhere(tmp_path), "--demo", env=env) as daemon:
         assert f"Demo workspace: {demo} (created from the template)\n" in daemon.lines
         assert any("whatever API keys are set" in line for line in daemon.lines)
-        run = dominds(demo, "run", "--taskdoc", "tasks/demo.tsk", "Research the demo task", env=env, timeout=60)
+        run = dominds(demo, "run", "--taskdoc", "tasks/demo.tsk", "Research the demo task", env=env)
         assert run.returncode == 0, run.stdout + run.stderr
         assert "Thanks, @researcher." in run.stdout
         daemon.stop()

@@ -145,7 +145,7 @@ def test_resume_without_a_daemon_is_queued_for_the_next_serve_and_refuses_a_dial
     queued = dominds(ws, "resume", root, "--json")
     assert queued.returncode == 0 and json.loads(queued.stdout) == {"selfId": root, "rootId": root, "queued": True}
     with Daemon(ws) as daemon:
-        shown = dominds(ws, "show", root, "--follow", timeout=30)
+        shown = dominds(ws, "show", root, "--follow")
         assert shown.returncode == 0 and "Hello there!" in shown.stdout, shown.stdout
         again = dominds(ws, "resume", root)
         assert again.returncode == 1 and "idle, not interrupted; nothing to resume" in again.stderr

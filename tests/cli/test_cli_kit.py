@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from deadlines import COMMAND_SECONDS, WAIT_SECONDS
 from workspace_kit import LLM_YAML, team_yaml
 
 TEAM_YAML = team_yaml({"lead": "plans and delegates", "coder": "writes code"}, fbr_effort=1)
@@ -73,7 +74,7 @@ def cli_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def dominds(ws: Path, *args: str, timeout: float = 30, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def dominds(ws: Path, *args: str, timeout: float = COMMAND_SECONDS, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`dominds ARGS` typed in ``ws`` (the commands it prints then have no ``-C``; see test_cli_hints.py)."""
     return subprocess.run(
         [sys.executable, "-m", "dominds", *args],
@@ -105,7 +106,7 @@ class Daemon:
             env=env or cli_env(),
         )
         self.lines: list[str] = []
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + COMMAND_SECONDS
         while True:
             line = self.proc.stdout.readline() if self.proc.stdout else ""
             if not line:
@@ -139,7 +140,7 @@ class Daemon:
             self.stop()
 
 
-def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
+def wait_until(predicate: Any, timeout: float = WAIT_SECONDS, interval: float = 0.05) -> Any:
     """Poll until ``predicate`` is truthy. The default allows for a daemon's first generation, which imports
     a provider SDK (seconds on a loaded two-core machine); a passing wait returns as soon as it holds."""
     deadline = time.monotonic() + timeout

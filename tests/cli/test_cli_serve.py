@@ -29,7 +29,7 @@ def test_serve_writes_daemon_json_and_refuses_a_second_daemon(tmp_path: Path) ->
         assert stat.S_IMODE(daemon_json.stat().st_mode) == 0o600
         assert _health(daemon.port)
 
-        second = dominds(ws, "serve", "--port", "0", timeout=10)
+        second = dominds(ws, "serve", "--port", "0")
         assert second.returncode == 1
         assert second.stderr.strip() == (
             f"dominds: already served by pid {daemon.pid} on port {daemon.port}: the panel is {daemon.url}"
@@ -74,7 +74,7 @@ def test_ctrl_c_while_streaming_leaves_every_file_parseable(tmp_path: Path) -> N
     assert shown.returncode == 0 and "── interrupted (daemon stopped) ──" in shown.stdout
 
     with Daemon(ws):  # the next serve resumes what the shutdown interrupted (3 s of paced reply)
-        wait_until(lambda: run_state(ws, root) == "idle", timeout=60)
+        wait_until(lambda: run_state(ws, root) == "idle")
     shown = dominds(ws, "show", root)
     assert "── resumed ──" in shown.stdout and shown.stdout.count("x" * 30) >= 1
 

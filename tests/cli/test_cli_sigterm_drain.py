@@ -112,7 +112,7 @@ def test_sigterm_with_20_drives_closes_everything_then_frees_the_lock(tmp_path: 
         # SIGTERM, and the daemon is held right there: a second `serve` now is refused, whatever the timing
         daemon.proc.send_signal(signal.SIGTERM)
         daemon.proc.send_signal(signal.SIGSTOP)
-        second = dominds(ws, "serve", "--port", "0", timeout=30)
+        second = dominds(ws, "serve", "--port", "0")
         assert second.returncode != 0 and f"already served by pid {daemon.pid}" in second.stderr, second.stderr
         with pytest.raises(filelock.Timeout):
             filelock.FileLock(str(lock_path)).acquire(timeout=0)

@@ -40,7 +40,7 @@ def _closed_port() -> int:
 def _run(tmp_path: Path, api_type: str, path: str) -> str:
     llm = LLM_YAML.format(api_type=api_type, port=_closed_port(), path=path)
     ws = write_provider_workspace(tmp_path / api_type, TEAM_YAML, llm)
-    run = dominds(ws, "run", "--taskdoc", "tasks/t.tsk", "hello", env=cli_env(), timeout=60)
+    run = dominds(ws, "run", "--taskdoc", "tasks/t.tsk", "hello", env=cli_env())
     output = run.stdout + run.stderr
     assert run.returncode != 0, output
     return output

@@ -27,7 +27,7 @@ def test_a_demo_walkthrough_and_every_help_text_use_the_products_words(tmp_path:
     seen: list[str] = [init.stdout]
 
     def say(*args: str) -> str:
-        done = dominds(ws, *args, timeout=60)
+        done = dominds(ws, *args)
         seen.append(done.stdout + done.stderr)
         return done.stdout
 

@@ -45,15 +45,15 @@ def test_unsolved_and_failed_runs_on_the_daemon_exit_1_and_read_as_such(tmp_path
     ws = write_workspace(tmp_path / "ws")
     report = tmp_path / "report.md"
     with Daemon(ws) as daemon:
-        tot = dominds(ws, "tot", "Plan a 3-day trip to Kyoto", timeout=60)
+        tot = dominds(ws, "tot", "Plan a 3-day trip to Kyoto")
         assert tot.returncode == 1, tot.stderr
         assert "on the daemon" in tot.stdout and "Unsolved: SEARCH_EXHAUSTED" in tot.stdout
         assert "verified" not in tot.stdout.replace("not verified", "") and "Answer:" not in tot.stdout
-        as_json = dominds(ws, "tot", "1 1 1 1", "--json", timeout=60)
+        as_json = dominds(ws, "tot", "1 1 1 1", "--json")
         assert as_json.returncode == 1, as_json.stderr
         result = json.loads(as_json.stdout)
         assert (result["status"], result["solved"], result["unsolved_code"]) == ("unsolved", False, "search_exhausted")
-        debate = dominds(ws, "debate", "Tabs or spaces?", "--out", str(report), timeout=60)
+        debate = dominds(ws, "debate", "Tabs or spaces?", "--out", str(report))
         assert debate.returncode == 1 and not report.exists()
         assert "on the daemon" in debate.stdout and "final report" not in debate.stdout and "host:" not in debate.stdout
         assert "no debater gave a usable answer in round 1" in debate.stderr and "resume with: dominds debate --resume" in debate.stderr

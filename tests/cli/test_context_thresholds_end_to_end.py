@@ -47,7 +47,7 @@ def test_a_real_run_is_measured_against_the_overridden_thresholds(tmp_path: Path
     above 100,000, critical above 180,000); with the override they are critical and the model is told."""
     ws = _workspace(tmp_path, "context_health:\n  scripted:\n    demo: {optimal_max_tokens: 20000, critical_max_tokens: 50000}\n")
     assert dominds(ws, "check").returncode == 0
-    run = dominds(ws, "run", "--taskdoc", "tasks/t.tsk", "step", "--json", timeout=90)
+    run = dominds(ws, "run", "--taskdoc", "tasks/t.tsk", "step", "--json")
     assert run.returncode == 0, run.stdout + run.stderr
     [root] = dominds_json(ws, "status")["roots"]
     shown = dominds_json(ws, "show", root["selfId"])

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from crash_runner import run_crash_daemon
 from workspace_kit import write_workspace
 
 from dominds.driver.engine import Engine
@@ -41,7 +40,6 @@ from dominds.store.course_records import (
 )
 from dominds.store.dialog_store import DialogStore
 
-DAEMON = Path(__file__).with_name("crash_daemon.py")
 MAX_POINTS = 400
 STRIDE = max(1, int(os.environ.get("DOMINDS_CRASHPOINT_STRIDE", "3")))
 """Kill at every STRIDE-th durable step (1 = every one: ``bin/soak --crashpoints``)."""
@@ -244,13 +242,12 @@ def _with_continuations(responses: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 def _crash_run(rtws: Rtws, scenario: Scenario, point: int) -> tuple[bool, list[str]]:
     """Run the scenario in a daemon that dies before durable step ``point``: (crashed, acked msg ids)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "DOMINDS_CRASH_AT": str(point)}
-    args = [sys.executable, str(DAEMON), str(rtws.root), "--exit-when-idle"]
+    args = [str(rtws.root), "--exit-when-idle"]
     if scenario.human_answer is not None:
         args += ["--answer-when-asked", scenario.human_answer]
     for message in scenario.messages:
         args += ["--submit", message]
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
+    proc = run_crash_daemon(args, crash_at=point)
     acked = [line.split()[1] for line in proc.stdout.splitlines() if line.startswith("acked ")]
     if proc.returncode == 0:
         return False, acked

@@ -76,6 +76,11 @@ async def test_a_tree_the_sweep_unloads_is_freed_at_once_not_left_to_the_cycle_c
     served = await serve(rest_sweep_interval=0.05)
     engine = served.engine
     gc.collect()
+    # As `dominds serve` does after its imports: a collection walks only what was made since. Without it
+    # a collection walked everything earlier tests left in this process (seconds in an xdist worker at
+    # load 6), the sweep spaced its collections by ten times that (COLLECT_SHARE), and the 10 s wait ended
+    # before the next one.
+    gc.freeze()
     gc.disable()
     try:
         trees = []
@@ -88,6 +93,7 @@ async def test_a_tree_the_sweep_unloads_is_freed_at_once_not_left_to_the_cycle_c
         await _until(lambda: [tree() for tree in trees] == [None, None, None])  # by the sweep's collection
     finally:
         gc.enable()
+        gc.unfreeze()
 
 
 async def test_the_channels_of_unloaded_trees_are_dropped_and_a_tree_that_comes_back_numbers_on(serve: ServeFactory) -> None:

@@ -3,9 +3,11 @@
 Used by tests/soak/test_soak.py (CI, N=20) and bin/soak N (longer runs). Each round starts the daemon,
 fires a random mix of API calls (new roots, messages that trigger TYPE A/B/C tellasks, Q4H, reminders
 via a tool, clear_mind, slow streams) and answers pending questions, then kills the daemon with SIGKILL
-at a random moment, or (every other round, on average) at a random moment while the files say a dialog
-is being driven, so that kills inside a drive happen however fast the machine is. After every kill the files are audited; after the last round the daemon runs to
-rest and the end state is audited: nothing acknowledged is lost or duplicated, no tool call ran twice,
+after a random number of its calls were answered (work, not seconds: a loaded machine gets as much done
+before a kill as an idle one), at a random moment or (every other round, on average) once the files say a
+dialog is being driven, so that kills inside a drive happen however fast the machine is. After every kill
+the files are audited; after the last round the daemon runs to rest and the end state is audited: nothing
+acknowledged is lost or duplicated, no tool call ran twice,
 no TYPE B key has two subdialogs, and every dialog is idle or waits on a real question.
 """
 
@@ -88,6 +90,24 @@ class Daemon:
             env=env,
         )
         self.base = self._wait_for_url()
+        self.answered = 0
+        """Calls the daemon answered in this round: the killer counts work, not seconds (a timer counted
+        from the start let a loaded machine answer almost nothing before the kill, and the soak's "did real
+        work" failed at load 9 with 11 messages in 20 rounds)."""
+        self.progress = threading.Condition()
+        self.calls_done = False
+
+    def wait_answered(self, count: int, timeout: float = 60.0) -> None:
+        """Until ``count`` calls were answered, the round made its last call, or the daemon died."""
+        deadline = time.monotonic() + timeout
+        with self.progress:
+            while self.answered < count and not self.calls_done and self.proc.poll() is None and time.monotonic() < deadline:
+                self.progress.wait(timeout=0.2)  # wakes on each answer; the timeout notices a dead daemon
+
+    def finished_calls(self) -> None:
+        with self.progress:
+            self.calls_done = True
+            self.progress.notify_all()
 
     def _wait_for_url(self) -> str:
         assert self.proc.stdout is not None
@@ -111,9 +131,13 @@ class Daemon:
         request = urllib.request.Request(self.base + path, data=data, method=method, headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=5) as response:
-                return response.status, json.loads(response.read() or b"null")
+                answer = response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
+            answer = exc.code, json.loads(exc.read() or b"null")
+        with self.progress:
+            self.answered += 1
+            self.progress.notify_all()
+        return answer
 
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
@@ -141,18 +165,20 @@ def _busy(rtws: Rtws) -> bool:
     return False
 
 
-def _kill_after(daemon: Daemon, rtws: Rtws, delay: float, jitter: float) -> None:
-    """SIGKILL at a random moment, whatever the daemon is doing."""
+def _kill_after(daemon: Daemon, rtws: Rtws, calls: int, delay: float, jitter: float) -> None:
+    """SIGKILL at a random moment after the round's first ``calls`` answers, whatever the daemon is doing."""
+    daemon.wait_answered(calls)
     time.sleep(delay + jitter)
     daemon.kill()
 
 
-def _kill_while_busy(daemon: Daemon, rtws: Rtws, delay: float, jitter: float) -> None:
+def _kill_while_busy(daemon: Daemon, rtws: Rtws, calls: int, delay: float, jitter: float) -> None:
     """SIGKILL inside a drive: once the files say a dialog is being driven (or after ``delay`` if none is soon).
 
     A timer alone missed every drive on a fast machine (replies stream in a few tens of milliseconds), so
     the soak passed without ever killing the daemon in the middle of one.
     """
+    daemon.wait_answered(calls)
     deadline = time.monotonic() + max(delay, 2.0)
     time.sleep(min(delay, 0.1))
     while time.monotonic() < deadline and daemon.proc.poll() is None and not _busy(rtws):
@@ -165,9 +191,9 @@ def _round(rtws: Rtws, rng: random.Random, report: SoakReport, roots: list[str],
     daemon = Daemon(rtws)
     killer: threading.Thread | None = None
     if kill:
-        delay = rng.uniform(0.2, 1.2)
+        calls, delay = rng.randint(1, 6), rng.uniform(0.0, 0.6)
         target = _kill_while_busy if rng.random() < 0.5 else _kill_after
-        killer = threading.Thread(target=target, args=(daemon, rtws, delay, rng.uniform(0.0, 0.03)), daemon=True)
+        killer = threading.Thread(target=target, args=(daemon, rtws, calls, delay, rng.uniform(0.0, 0.03)), daemon=True)
         killer.start()
     try:
         for _ in range(rng.randint(3, 10)):
@@ -198,6 +224,7 @@ def _round(rtws: Rtws, rng: random.Random, report: SoakReport, roots: list[str],
             time.sleep(rng.uniform(0.0, 0.08))
         if kill:
             assert killer is not None
+            daemon.finished_calls()
             killer.join()
             if _busy(rtws):
                 report.kills_mid_drive += 1

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from browser_kit import open_with_a_new_dialog
 from cli.test_cli_kit import Daemon, cli_env, write_provider_workspace
+from deadlines import PAGE_MS
 from playwright.async_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))  # tests/llm is not a package
@@ -55,7 +56,7 @@ async def test_the_header_says_retrying_while_the_provider_is_overloaded_and_sto
             state = page.locator("#dh-state")
             # (the first attempt imports the SDK in the daemon: seconds on a loaded machine)
             await expect(state).to_have_text(
-                "retrying: attempt 2, next in 600 s, HTTP 529: overloaded_error: Overloaded", timeout=30_000
+                "retrying: attempt 2, next in 600 s, HTTP 529: overloaded_error: Overloaded", timeout=4 * PAGE_MS
             )
             await expect(page.locator("#stop")).to_be_enabled()
             await page.click("#stop")

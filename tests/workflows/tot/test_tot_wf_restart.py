@@ -38,7 +38,7 @@ async def test_runs_and_their_trees_survive_a_kill_and_the_cut_run_reads_interru
             status, cut = call(first, "POST", "/api/tot/runs", {"problem": "4 9 10 13"})
             assert status == 201, cut
             # the generator answered and the evaluator is busy: the thought it made is on disk
-            wait_until(lambda: "node_1" in stored_tree(ws, cut["rootId"]).get("nodes", {}), timeout=60)
+            wait_until(lambda: "node_1" in stored_tree(ws, cut["rootId"]).get("nodes", {}))
             await watching.goto(f"{first.http}/tot?run={cut['runId']}&auth={first.token}")  # a page open on the run
             await watching.wait_for_selector("#status.running", timeout=15_000)
             first.stop(signal.SIGKILL)
@@ -84,7 +84,7 @@ async def test_runs_and_their_trees_survive_a_kill_and_the_cut_run_reads_interru
             # a daemon stopped (not killed) mid-run: the run it stops ends interrupted, not "cancelled" by nobody
             status, stopped = call(second, "POST", "/api/tot/runs", {"problem": "4 9 10 13"})
             assert status == 201, stopped
-            wait_until(lambda: "node_1" in stored_tree(ws, stopped["rootId"]).get("nodes", {}), timeout=60)
+            wait_until(lambda: "node_1" in stored_tree(ws, stopped["rootId"]).get("nodes", {}))
         finally:
             second.stop(signal.SIGTERM)
     info = json.loads((ws / "logs" / stopped["runId"] / "00-task-info.json").read_text())
