@@ -110,3 +110,5 @@ def test_host_header_is_loopback_reads_the_requests_host() -> None:
 
     assert all(loopback(h) for h in ("127.0.0.1:8080", "localhost", "[::1]:9000", "127.9.9.9"))
     assert not any(loopback(h) for h in ("example.com", "evil.example:8080", "0.0.0.0:80", "192.168.1.2"))
+    # a loopback name with a port that does not parse: refused (a sampled mutant answering True here survived)
+    assert not any(loopback(h) for h in ("127.0.0.1:99999", "localhost:abc"))
