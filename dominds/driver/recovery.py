@@ -72,7 +72,11 @@ def recover(engine: EngineServices) -> int:
     for tree in engine.index.iter_trees(("run",)):
         looked_at += 1
         entries = tree.entries
-        stale += sum(_remove_stray_temps(engine, e) for e in entries)
+        if not tree.settled:
+            # A settled tree's directories are as the start that settled it left them (their mtimes are in
+            # its signature, and a temp file is a new directory entry), and that start removed its temps:
+            # reading every dialog's facts to find none cost a 10,000-dialog restart 1.3 of its 3.1 s.
+            stale += sum(_remove_stray_temps(engine, e) for e in entries)
         if tree.settled or not any(needs_attention(e.facts) for e in entries):
             # At rest, and untouched since the daemon left it so: nothing to reconcile, nothing to load.
             for entry in entries:
