@@ -17,10 +17,14 @@ import operator
 from dataclasses import asdict
 from typing import Any
 
-from dominds.llm.base import ChatMessage, GenerationRequest
+from dominds.llm.base import ChatMessage, GenerationRequest, ToolSpec
 
-KEPT_REQUESTS = 16
-"""How many recent requests' message JSON is kept (the least recently used dropped first)."""
+KEPT_REQUESTS = 256
+"""How many recent requests' message JSON is kept (the least recently used dropped first): more than the
+dialogs a daemon drives in turn. With 16, a seventeenth dialog taking turns with the others serialised its
+whole history at every turn (``tests/llm/test_neutral_body.py``, forty conversations in turn)."""
+KEPT_TOOLS = 1024
+"""How many tools' JSON is kept (a tool is the same object from one request to the next)."""
 
 
 def _dumps(value: Any) -> str:
@@ -37,25 +41,42 @@ class NeutralBodies:
 
     def __init__(self) -> None:
         self._kept: list[tuple[list[ChatMessage], list[str]]] = []
+        self._tools: dict[int, tuple[ToolSpec, str]] = {}
+        """id → the tool and its JSON (the tool is held, so its id is not reused while kept)."""
 
     def body(self, request: GenerationRequest) -> bytes:
         parts = self._message_parts(request.messages)
         head = _dumps({"model": request.model_name, "system": request.system_prompt})
-        tail = _dumps(
-            {
-                "tools": [asdict(tool) for tool in request.tools],
-                "params": request.model_params,
-                "stream": request.streaming,
-            }
-        )
-        text = f'{head[:-1]}, "messages": [{", ".join(parts)}], {tail[1:]}'
+        tools = ", ".join(self._tool_json(tool) for tool in request.tools)
+        tail = f'"tools": [{tools}], "params": {_dumps(request.model_params)}, "stream": {_dumps(request.streaming)}}}'
+        text = f'{head[:-1]}, "messages": [{", ".join(parts)}], {tail}'
         return text.encode("utf-8")
 
+    def _tool_json(self, tool: ToolSpec) -> str:
+        # asdict deep-copies a tool's JSON schema: 1.8 ms of every scripted turn for the demo's seven tools
+        found = self._tools.get(id(tool))
+        if found is not None and found[0] is tool:
+            return found[1]
+        text = _dumps(asdict(tool))
+        if len(self._tools) >= KEPT_TOOLS:
+            self._tools.clear()
+        self._tools[id(tool)] = (tool, text)
+        return text
+
     def _message_parts(self, messages: list[ChatMessage]) -> list[str]:
-        # The kept request sharing the most messages in place (counted in C: no call per message).
+        # The kept request sharing the most messages in place (counted in C: no call per message). Only
+        # requests holding the new one's middle message in place are counted, when there are any: another
+        # dialog's never does, and counting all of 256 long ones would cost what the reuse saves.
+        kept = self._kept
+        middle = len(messages) // 2
+        if middle:
+            probe = messages[middle]
+            likely = [i for i, (before, _) in enumerate(kept) if len(before) > middle and before[middle] is probe]
+        else:
+            likely = []
         best, shared = -1, 0
-        for index, (before, _) in enumerate(self._kept):
-            same = sum(map(operator.is_, before, messages))
+        for index in likely or range(len(kept)):
+            same = sum(map(operator.is_, kept[index][0], messages))
             if same > shared:
                 best, shared = index, same
         if best < 0:
