@@ -67,6 +67,10 @@ RESPONSES: list[dict[str, Any]] = [
     {"agent": "coder", "response": "coder fallback"},
     {"agent": "researcher", "response": "researcher fallback"},
 ]
+FINAL_REST_DEADLINE = 240.0
+"""How long the last round may take to drive everything to rest (only a failing run waits that long)."""
+REST_SECONDS = 2.0
+"""How long the files must show nothing to drive before the last round stops the daemon."""
 MESSAGES = ["chat", "delegate-c", "delegate-b", "ask-back", "question", "remember", "clear"]
 
 
@@ -229,16 +233,27 @@ def _round(rtws: Rtws, rng: random.Random, report: SoakReport, roots: list[str],
             if _busy(rtws):
                 report.kills_mid_drive += 1
         else:
-            deadline = time.monotonic() + 90
+            # At rest means at rest for REST_SECONDS on end: between a subdialog's reply being recorded and
+            # its caller's next generation the files say nothing is busy, and a single look there (under
+            # load, with two CPU burners) sent SIGTERM into that generation ("ended interrupted
+            # server_shutdown" in the audit).
+            deadline = time.monotonic() + FINAL_REST_DEADLINE
+            rest_since: float | None = None
             while time.monotonic() < deadline:
                 status, body = daemon.call("GET", "/api/q4h")
                 for question in (body or {}).get("questions", []) if status == 200 else []:
                     msg_id = f"final-{rng.randrange(10**9)}"
                     if daemon.call("POST", f"/api/q4h/{question['id']}/answer", {"content": f"answer-{msg_id}", "msgId": msg_id})[0] == 202:
                         report.acked_answers.append(msg_id)
-                if not _busy(rtws) and not body.get("questions"):
+                if _busy(rtws) or body.get("questions"):
+                    rest_since = None
+                elif rest_since is None:
+                    rest_since = time.monotonic()
+                elif time.monotonic() - rest_since >= REST_SECONDS:
                     break
                 time.sleep(0.2)
+            else:
+                report.problems.append(f"the daemon did not come to rest within {FINAL_REST_DEADLINE:.0f} s")
             daemon.terminate()
     finally:
         if daemon.proc.poll() is None:
