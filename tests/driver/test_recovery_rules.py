@@ -4,6 +4,36 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+from dominds.store.dialog_store import DialogFiles
+from dominds.store.records import LatestState, RunState
+
+SESSION_RESPONSES = [
+    {"agent": "lead", "message": "setup", "response": "!?@researcher !tellaskSession s1 dig\n"},
+    {"agent": "researcher", "contains": "dig", "response": "Dug."},
+    {"agent": "lead", "contains": "provided response", "response": "Thanks."},
+]
+"""A root that held one TYPE B session with the researcher, answered and at rest."""
+
+
+def _left_in(files: DialogFiles, state: RunState) -> LatestState:
+    """``latest.yaml`` rewritten with ``state``, as a kill could have left it; returns what was read."""
+    latest = files.read_latest()
+    assert latest is not None
+    latest.run_state = state
+    files.write_latest(latest)
+    return latest
+
+
+async def _session_tree(make_engine: Any) -> tuple[Any, Any]:
+    """(the closed engine, the root) of a workspace holding ``SESSION_RESPONSES``' tree at rest."""
+    engine = await make_engine(SESSION_RESPONSES)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "setup")
+    await engine.wait_idle()
+    await engine.close()
+    return engine, root
 
 
 async def test_the_engine_counts_the_trees_of_run_it_went_through_at_start(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -49,15 +79,10 @@ async def test_a_dialog_that_died_proceeding_before_its_generation_began_is_inte
     (nothing says ``generating``). Mutant held: ``needs_attention``'s ``return True`` for a proceeding /
     stop_requested / error run state made ``False``: such a tree was taken for one at rest and showed
     "proceeding" for ever with nothing driving it."""
-    from dominds.store.records import RunState
-
     engine = await make_engine([])
     root = engine.create_dialog("lead", "tasks/t.tsk")
     await engine.close()
-    latest = root.files.read_latest()
-    assert latest is not None and not latest.generating
-    latest.run_state = RunState(kind="proceeding")
-    root.files.write_latest(latest)
+    assert not _left_in(root.files, RunState(kind="proceeding")).generating
     engine2 = await make_engine([], root=tmp_path / "ws", resume=False)
     restored = engine2.get_dialog(root.root_id).latest.run_state
     assert (restored.kind, restored.reason) == ("interrupted", "server_restart")
@@ -105,27 +130,13 @@ async def test_a_registry_entry_locked_when_the_daemon_died_is_unlocked_on_disk(
     """``locked`` in ``registry.yaml`` says a session was being driven when written; recovery resets it.
     Mutant held: ``if root.type_b != registry_before`` flipped, so the reset was made in memory only and
     the file kept saying the session was busy."""
-    from dominds.store.records import RunState
-
-    responses = [
-        {"agent": "lead", "message": "setup", "response": "!?@researcher !tellaskSession s1 dig\n"},
-        {"agent": "researcher", "contains": "dig", "response": "Dug."},
-        {"agent": "lead", "contains": "provided response", "response": "Thanks."},
-    ]
-    engine = await make_engine(responses)
-    root = engine.create_dialog("lead", "tasks/t.tsk")
-    engine.submit_user_message(root, "setup")
-    await engine.wait_idle()
-    await engine.close()
+    _, root = await _session_tree(make_engine)
     # what a kill mid-drive leaves: the session's entry locked, the root proceeding
     registry = root.files.read_registry()
     registry["researcher!s1"] = registry["researcher!s1"].model_copy(update={"locked": True})
     root.files.write_registry(registry)
-    latest = root.files.read_latest()
-    assert latest is not None
-    latest.run_state = RunState(kind="proceeding")
-    root.files.write_latest(latest)
-    await make_engine(responses, root=tmp_path / "ws", resume=False)
+    _left_in(root.files, RunState(kind="proceeding"))
+    await make_engine(SESSION_RESPONSES, root=tmp_path / "ws", resume=False)
     assert root.files.read_registry()["researcher!s1"].locked is False
 
 
@@ -134,26 +145,11 @@ async def test_a_dialog_the_user_stopped_is_not_marked_to_drive_at_restart(make_
     reason in RESUMABLE_REASONS`` with ``and`` made ``or``: a user-stopped dialog in a tree recovery loads
     (here its subdialog died mid-flight) was saved with ``needsDrive``, so every later start took its tree
     for one mid-flight."""
-    from dominds.store.records import RunState
-
-    responses = [
-        {"agent": "lead", "message": "setup", "response": "!?@researcher !tellaskSession s1 dig\n"},
-        {"agent": "researcher", "contains": "dig", "response": "Dug."},
-        {"agent": "lead", "contains": "provided response", "response": "Thanks."},
-    ]
-    engine = await make_engine(responses)
-    root = engine.create_dialog("lead", "tasks/t.tsk")
-    engine.submit_user_message(root, "setup")
-    await engine.wait_idle()
-    await engine.close()
+    engine, root = await _session_tree(make_engine)
     [sub_id] = engine.store.subdialog_ids("run", root.root_id)
-    for files, state in ((root.files, RunState(kind="interrupted", reason="user_stop")),
-                         (engine.store.files("run", root.root_id, sub_id), RunState(kind="proceeding"))):
-        latest = files.read_latest()
-        assert latest is not None
-        latest.run_state = state
-        files.write_latest(latest)
-    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    _left_in(root.files, RunState(kind="interrupted", reason="user_stop"))
+    _left_in(engine.store.files("run", root.root_id, sub_id), RunState(kind="proceeding"))
+    engine2 = await make_engine(SESSION_RESPONSES, root=tmp_path / "ws")
     await engine2.wait_idle()
     on_disk = root.files.read_latest()
     assert on_disk is not None and not on_disk.needs_drive
@@ -169,17 +165,13 @@ async def test_a_generation_started_but_never_finished_is_closed_even_when_lates
 
     from dominds.ids import now_iso
     from dominds.store.course_records import AgentWordsRecord, GenFinishRecord, GenStartRecord
-    from dominds.store.records import RunState
-
     engine = await make_engine([])
     root = engine.create_dialog("lead", "tasks/t.tsk")
     root.append(GenStartRecord(ts=now_iso(), genseq=1))
     root.append(AgentWordsRecord(ts=now_iso(), genseq=1, content="Half a thought"))
     await engine.close()
-    latest = root.files.read_latest()
-    assert latest is not None and not latest.generating
-    latest.run_state = RunState(kind="interrupted", reason="server_restart")  # an earlier --no-resume start
-    root.files.write_latest(latest)
+    # an earlier --no-resume start
+    assert not _left_in(root.files, RunState(kind="interrupted", reason="server_restart")).generating
     engine2 = await make_engine([], root=tmp_path / "ws", resume=False)
     restored = engine2.get_dialog(root.root_id)
     finishes = [r for r in records(restored) if isinstance(r, GenFinishRecord)]
@@ -194,18 +186,13 @@ async def test_a_question_saved_before_its_blocked_state_leaves_the_dialog_block
     """The daemon died after a question reached ``q4h.yaml`` but before the dialog's run state said it was
     waiting for it. Mutant held: ``needs_attention``'s first test with ``or`` made ``and``: a pending
     question no longer made recovery look at the tree, and the dialog read idle while it could not run."""
-    from dominds.store.records import RunState
-
     engine = await make_engine([{"agent": "lead", "message": "paint", "response": "!?@human Which colour?\n"}])
     root = engine.create_dialog("lead", "tasks/t.tsk")
     engine.submit_user_message(root, "paint")
     await engine.wait_idle()
     assert root.latest.run_state.kind == "blocked"
     await engine.close()
-    latest = root.files.read_latest()
-    assert latest is not None
-    latest.run_state = RunState(kind="idle")
-    root.files.write_latest(latest)
+    _left_in(root.files, RunState(kind="idle"))
     engine2 = await make_engine([], root=tmp_path / "ws", resume=False)
     assert len(engine2.q4h_state()) == 1
     assert engine2.get_dialog(root.root_id).latest.run_state.kind == "blocked"
