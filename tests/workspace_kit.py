@@ -10,7 +10,11 @@ from typing import Any
 
 import yaml
 
+from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
+from dominds.store.course_records import CourseStartRecord
+from dominds.store.dialog_store import DialogStore
+from dominds.store.records import DialogMeta, LatestState
 
 TEAM_YAML = """\
 member_defaults:
@@ -61,3 +65,14 @@ def write_workspace(root: Path, responses: list[dict[str, Any]]) -> Rtws:
 def set_responses(rtws: Rtws, responses: list[dict[str, Any]]) -> None:
     path = rtws.minds_dir / "scripted" / "test.yaml"
     path.write_text(yaml.safe_dump({"responses": responses}, allow_unicode=True, sort_keys=False))
+
+
+def write_idle_root(store: DialogStore, agent_id: str = "lead", task_doc_path: str = "tasks/t.tsk") -> str:
+    """A root dialog at rest in ``run/``, written straight to disk (its meta, its state stamped now, an
+    empty first course): many of them make a big listing in milliseconds. Returns its id."""
+    root_id = new_dialog_id()
+    files = store.files("run", root_id, root_id)
+    files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id=agent_id, task_doc_path=task_doc_path, created_at=now_iso()))
+    files.write_latest(LatestState(last_modified=now_iso()))
+    files.append(1, CourseStartRecord(ts=now_iso(), course=1))
+    return root_id

@@ -15,16 +15,14 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_cli_kit import Daemon, dominds, dominds_json, write_workspace
+from workspace_kit import write_idle_root
 
 from dominds.cli.cmd_status import DEFAULT_LIMIT
 from dominds.cli.offline import load_state_yaml
-from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
 from dominds.store import fastyaml
-from dominds.store.course_records import CourseStartRecord
 from dominds.store.dialog_store import DialogStore
 from dominds.store.fastyaml import load as parse_fastyaml
-from dominds.store.records import DialogMeta, LatestState
 
 
 def _tree_workspace(tmp_path: Path) -> tuple[Path, dict[str, str]]:
@@ -142,14 +140,7 @@ def test_status_shows_a_page_of_trees_by_default_and_all_shows_every_tree(tmp_pa
     of run/ and counts the others; ``--all`` shows every tree of every status."""
     ws = write_workspace(tmp_path / "ws")
     store = DialogStore(Rtws(ws))
-    made = []
-    for _ in range(DEFAULT_LIMIT + 2):
-        root_id = new_dialog_id()
-        files = store.files("run", root_id)
-        files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id="lead", task_doc_path="tasks/t.tsk", created_at=now_iso()))
-        files.write_latest(LatestState(last_modified=now_iso()))
-        files.append(1, CourseStartRecord(ts=now_iso(), course=1))
-        made.append(root_id)
+    made = [write_idle_root(store) for _ in range(DEFAULT_LIMIT + 2)]
     page = dominds_json(ws, "status")
     every = dominds_json(ws, "status", "--all")
     assert len(page["roots"]) == DEFAULT_LIMIT and page["more"] == 2 and page["totals"]["roots"] == DEFAULT_LIMIT

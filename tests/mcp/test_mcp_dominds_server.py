@@ -13,14 +13,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_kit import HttpCommand, ServeDaemon
 from mcp_pipe import pipe_calls
-from workspace_kit import write_workspace
+from workspace_kit import write_idle_root, write_workspace
 
 from dominds.cli.mcp_server import LIST_LIMIT
-from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
-from dominds.store.course_records import CourseStartRecord
 from dominds.store.dialog_store import DialogStore
-from dominds.store.records import DialogMeta, LatestState
 
 RESPONSES = [
     {"agent": "lead", "message": "paint the shed", "response": "Let me ask.\n!?@human Which colour?\n!?Red or blue.\n"},
@@ -85,14 +82,7 @@ async def test_list_dialogs_returns_the_most_recent_page_and_counts_the_others(t
     ws = tmp_path / "ws"
     write_workspace(ws, RESPONSES)
     store = DialogStore(Rtws(ws))
-    made = []
-    for _ in range(LIST_LIMIT + 3):
-        root_id = new_dialog_id()
-        files = store.files("run", root_id)
-        files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id="lead", task_doc_path="tasks/t.tsk", created_at=now_iso()))
-        files.write_latest(LatestState(last_modified=now_iso()))
-        files.append(1, CourseStartRecord(ts=now_iso(), course=1))
-        made.append(root_id)
+    made = [write_idle_root(store) for _ in range(LIST_LIMIT + 3)]
     with ServeDaemon(ws):
         params = StdioServerParameters(command=sys.executable, args=["-m", "dominds", "-C", str(ws), "mcp"])
         async with Client(params, read_timeout_seconds=60) as client:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import random
 
+from workspace_kit import write_idle_root
+
 from dominds.driver.engine import Engine
-from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.server.listing import listing_chunks
 from dominds.store.atomic import set_fsync
-from dominds.store.course_records import CourseStartRecord
 from dominds.store.dialog_store import DialogStore
-from dominds.store.records import DialogMeta, LatestState
 
 STAMPS = [
     "2026-01-01T00:00:00.000Z",
@@ -43,15 +42,6 @@ def _as_listed(stamp: str) -> str | None:
     return stamp
 
 
-def _root(store: DialogStore) -> str:
-    root_id = new_dialog_id()
-    files = store.files("run", root_id, root_id)
-    files.write_meta(DialogMeta(id=root_id, root_id=root_id, agent_id="a", task_doc_path="t.tsk", created_at=now_iso()))
-    files.write_latest(LatestState(last_modified=now_iso()))
-    files.append(1, CourseStartRecord(ts=now_iso(), course=1))
-    return root_id
-
-
 def _set_activity(store: DialogStore, status: str, root_id: str, last_modified: str) -> None:
     """As a hand edit would (the store stamps its own writes with the time)."""
     latest = store.files(status, root_id, root_id).latest_yaml
@@ -69,7 +59,7 @@ def test_trees_are_listed_by_status_then_most_recent_activity_then_newest_id(tmp
         rng = random.Random(7)
         trees: list[tuple[str, str | None, str]] = []  # (status, lastModified, rootId)
         for stamp in STAMPS * 3:
-            root_id = _root(store)
+            root_id = write_idle_root(store, agent_id="a", task_doc_path="t.tsk")
             status = rng.choice(DIALOG_STATUSES)
             store.move_root(root_id, "run", status)
             _set_activity(store, status, root_id, stamp)
