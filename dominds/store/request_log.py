@@ -130,16 +130,9 @@ def chunk_id(piece: bytes) -> str:
     return hashlib.blake2b(piece, digest_size=CHUNK_ID_BYTES).hexdigest()
 
 
-def delta_layout(previous: list[str], current: list[str]) -> list[Run]:
-    """``current`` as runs of ``previous`` (``(start, count)``) and ids that are not in a run."""
-    where: dict[str, int] = {}
-    for index, cid in enumerate(previous):
-        where.setdefault(cid, index)
-    return _layout_from(where, previous, current)
-
-
 def _layout_from(where: dict[str, int], previous: list[str], current: list[str]) -> list[Run]:
-    """``delta_layout`` with the previous ids' first positions given (kept from one request to the next)."""
+    """``current`` as runs of ``previous`` (``(start, count)``) and ids that are not in a run; ``where`` is
+    each previous id's first position (kept from one request to the next by ``RequestLog``)."""
     layout: list[Run] = []
     i = 0
     while i < len(current):
