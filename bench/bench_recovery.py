@@ -31,7 +31,7 @@ from dominds.rtws import Rtws
 
 
 async def _start(rtws: Rtws) -> float:
-    engine = Engine(Rtws(rtws.root))
+    engine = Engine(rtws)
     started = time.perf_counter()
     await engine.start()
     took = time.perf_counter() - started
