@@ -23,6 +23,7 @@ from workspace_kit import LLM_YAML
 
 from dominds.rtws import Rtws
 from dominds.store.dialog_store import DialogStore
+from tests.processes import running
 
 TOOL_DRIVES = 10
 STREAM_DRIVES = 10
@@ -74,14 +75,6 @@ def _post(daemon: Daemon, path: str, body: dict[str, Any]) -> Any:
         return json.loads(response.read())
 
 
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
-
-
 def _records(dialog_dir: Path) -> list[dict[str, Any]]:
     out = []
     for course in sorted(dialog_dir.glob("course-*.jsonl")):
@@ -107,7 +100,7 @@ def test_sigterm_with_20_drives_closes_everything_then_frees_the_lock(tmp_path: 
         for root in list(acked)[:5]:  # acknowledged while the drive runs: queued, must survive the shutdown
             acked[root].append(_post(daemon, f"/api/dialogs/{root}/messages", {"content": "and then?"})["msgId"])
         children = [int(p.read_text()) for p in pidfiles]
-        assert all(_running(pid) for pid in children)
+        assert all(running(pid) for pid in children)
 
         # SIGTERM, and the daemon is held right there: a second `serve` now is refused, whatever the timing
         daemon.proc.send_signal(signal.SIGTERM)
@@ -131,7 +124,7 @@ def test_sigterm_with_20_drives_closes_everything_then_frees_the_lock(tmp_path: 
     lock = filelock.FileLock(str(lock_path))
     lock.acquire(timeout=0)  # free once the daemon is gone
     lock.release()
-    assert not any(_running(pid) for pid in children), "a tool's process outlived the daemon"
+    assert not any(running(pid) for pid in children), "a tool's process outlived the daemon"
     for root, msg_ids in acked.items():
         dialog_dir = ws / ".dialogs" / "run" / root
         records = _records(dialog_dir)

@@ -28,6 +28,7 @@ from dominds.store.course_records import (
     RunMarkerRecord,
     SubdialogCreatedRecord,
 )
+from tests.processes import running
 
 SLEEPER = "sleep 30 & echo $! > {pidfile}; wait"
 """A shell command whose real work is a child process (its pid in ``pidfile``): killing bash alone would
@@ -45,15 +46,6 @@ def _shell_workspace(tmp_path: Path, responses: list[dict[str, Any]]) -> Engine:
 
 def _shell_call(message: str, command: str, agent: str = "lead") -> dict[str, Any]:
     return {"agent": agent, "message": message, "stream": [{"func_call": {"name": "shell_cmd", "arguments": {"command": command}}}]}
-
-
-def running(pid: int) -> bool:
-    """Is ``pid`` a live, non-zombie process?"""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 async def wait_until(predicate: Any, timeout: float = 20.0) -> None:

@@ -17,20 +17,12 @@ from mcp_kit import after_tool, call, mcp_workspace, stdio_server_yaml
 from test_mcp_toolsets import _engine, _results
 
 from dominds.mcp import connection
+from tests.processes import running
 
 
 async def _run(engine, dialog, message: str) -> None:  # type: ignore[no-untyped-def]
     engine.submit_user_message(dialog, message)
     await engine.wait_idle(timeout=90)  # a server process starts in ~1 s, in 10 s on a loaded machine
-
-
-def _gone(pid: int) -> bool:
-    """Exited: no process, or a zombie its parent (the SDK's transport) has not reaped yet."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 async def test_a_server_dead_while_idle_is_restarted_and_the_call_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,7 +35,7 @@ async def test_a_server_dead_while_idle_is_restarted_and_the_call_runs(tmp_path:
         await _run(engine, root, "who")
         first_pid = int(_results(root)[-1].content)
         os.kill(first_pid, signal.SIGKILL)
-        while not _gone(first_pid):
+        while running(first_pid):
             await engine.wait_idle()  # yields to the loop; the kill lands within milliseconds
         await _run(engine, root, "who")
         again = _results(root)[-1]

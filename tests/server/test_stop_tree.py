@@ -18,17 +18,10 @@ from server_kit import ServeFactory
 
 from dominds.dialog.model import Dialog
 from dominds.store.course_records import FuncResultRecord, GenFinishRecord, RunMarkerRecord
+from tests.processes import running
 
 SLEEPER = "sleep 30 & echo $! > {pidfile}; wait"
 """The tool's real work is a child process (its pid in ``pidfile``): killing bash alone would leave it."""
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 async def _until(predicate: Any, timeout: float = 20.0) -> None:
@@ -94,7 +87,7 @@ async def test_stop_of_a_main_dialog_stops_the_subdialog_it_waits_on_and_continu
     assert task is not None
     done, _ = await asyncio.wait({task}, timeout=10)
     assert task in done, "the subdialog's drive waited for its 30 s tool"
-    assert not _running(pid), "the tool's process outlived the Stop of the main dialog"
+    assert not running(pid), "the tool's process outlived the Stop of the main dialog"
     assert sub.latest.run_state.kind == "interrupted" and sub.latest.run_state.reason == "user_stop"
     records = _course(sub)
     [result] = [r for r in records if isinstance(r, FuncResultRecord)]
@@ -131,7 +124,7 @@ async def test_stop_reaches_a_subdialog_of_a_subdialog(
     if task is not None:
         done, _ = await asyncio.wait({task}, timeout=10)
         assert task in done, "the nested subdialog's drive waited for its 30 s tool"
-    assert not _running(pid)
+    assert not running(pid)
     assert tester.latest.run_state.kind == "interrupted"
     assert engine.resume(root)
     await engine.wait_idle()

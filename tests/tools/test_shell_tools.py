@@ -15,6 +15,7 @@ from dominds.rtws import Rtws
 from dominds.tools.base import ToolCallContext, ToolError
 from dominds.tools.builtin import builtin_toolsets
 from dominds.tools.shell import OS_TOOLS, OUTPUT_SIDE_BYTES, BoundedCapture
+from tests.processes import running
 
 SHELL = OS_TOOLS[0]
 
@@ -27,15 +28,6 @@ def ctx(tmp_rtws: Rtws) -> ToolCallContext:
 async def run(ctx: ToolCallContext, **args: Any) -> str:
     jsonschema.validate(args, SHELL.parameters)
     return await SHELL.handler(ctx, args)
-
-
-def is_running(pid: int) -> bool:
-    """Alive and not a zombie (a zombie has exited; in a container nobody may reap it soon)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def read_pid(path: Path) -> int | None:
@@ -109,7 +101,7 @@ async def test_timeout_kills_the_command_and_its_children(ctx: ToolCallContext, 
     assert took < 40, "what ended the command was the timeout, not the end of its `sleep 60`"
     assert message.startswith(f"timed out after {seconds}s") and "started" in message
     child = int(pid_file.read_text())
-    assert not is_running(child)
+    assert not running(child)
 
 
 async def test_a_child_ignoring_sigterm_is_killed_after_the_grace_period(
@@ -119,7 +111,7 @@ async def test_a_child_ignoring_sigterm_is_killed_after_the_grace_period(
     # an ignored signal stays ignored across fork and exec, so `sleep` shrugs off SIGTERM too
     _, message, _ = await timed_out(ctx, f"trap '' TERM; sleep 60 & echo $! > {pid_file}; wait", pid_file)
     assert "timed out" in message
-    assert not is_running(int(pid_file.read_text()))
+    assert not running(int(pid_file.read_text()))
 
 
 async def test_background_leftovers_are_terminated_when_the_command_returns(
@@ -128,22 +120,22 @@ async def test_background_leftovers_are_terminated_when_the_command_returns(
     pid_file = tmp_path / "bg.pid"
     result = await run(ctx, command=f"sleep 60 > /dev/null 2>&1 & echo $! > {pid_file}; echo done")
     assert result.startswith("exit_code: 0") and result.endswith("done")
-    assert not is_running(int(pid_file.read_text()))
+    assert not running(int(pid_file.read_text()))
 
 
 async def test_cancelling_the_call_kills_the_process_group(ctx: ToolCallContext, tmp_path: Path) -> None:
     pid_file = tmp_path / "cancel.pid"
     task = asyncio.create_task(run(ctx, command=f"sleep 60 & echo $! > {pid_file}; wait", timeout_seconds=60))
     child = await wait_for_pid_file(pid_file)
-    assert is_running(child)
+    assert running(child)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     for _ in range(100):  # SIGKILL is delivered asynchronously
-        if not is_running(child):
+        if not running(child):
             break
         await asyncio.sleep(0.01)
-    assert not is_running(child)
+    assert not running(child)
 
 
 async def test_empty_command_is_refused(ctx: ToolCallContext) -> None:

@@ -19,15 +19,9 @@ from cli.test_cli_kit import Daemon, write_workspace
 from playwright.async_api import expect
 from workspace_kit import team_yaml
 
+from tests.processes import running
+
 pytestmark = pytest.mark.browser
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return False
 
 
 async def test_stop_on_a_main_dialog_waiting_on_a_subdialog_stops_its_tool_and_continue_finishes(
@@ -64,7 +58,7 @@ async def test_stop_on_a_main_dialog_waiting_on_a_subdialog_stops_its_tool_and_c
         await page.click("#stop")
         await expect(page.locator("#dh-state")).to_have_text("interrupted")
         deadline = loop.time() + 10  # far less than the tool's 30 s
-        while _running(pid):
+        while running(pid):
             assert loop.time() < deadline, "the subdialog's tool outlived the Stop"
             await asyncio.sleep(0.05)
         await page.click("#ctl-resume")
