@@ -2,8 +2,10 @@
 
 Start-up order matters: refuse a second daemon before touching anything; bind the port with the
 standard library (server/listen.py), so a connection made from then on waits in the kernel's accept
-queue instead of being refused; a worker thread imports aiohttp, the engine, the records and the panel's
-API while the event loop starts watching ``.minds/`` and the Taskdocs; ``run_server`` starts the engine
+queue instead of being refused; aiohttp is imported while the process has one thread
+(server/aiohttp_import.py: without parsing the CA bundle for a client the daemon never uses), with the
+cycle collector off until every module is in; a worker thread imports the engine, the records and the
+panel's API while the event loop starts watching ``.minds/`` and the Taskdocs; ``run_server`` starts the engine
 (takes the rtws lock, recovers, schedules) and only then serves the sockets: one server, the full app,
 answers from the first byte (a waiting connection gets its data, never a "not ready yet"); only then is
 ``.dialogs/daemon.json`` written (mode 0600), so a file that exists names a listening, ready daemon.
@@ -96,9 +98,17 @@ def _serve(args: argparse.Namespace) -> int:
     except ServerError as exc:
         raise CliError(str(exc)) from exc
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="dominds: %(levelname)s: %(message)s")
+    # No cycle collections while the daemon's modules load: nearly every object they make lives as long as
+    # the process and is frozen once they are in (_serve_engine), so the collections a start made (several
+    # full ones, each walking everything loaded so far) found next to nothing to free.
+    gc.disable()
+    from dominds.server.aiohttp_import import import_aiohttp_for_serving
+
+    import_aiohttp_for_serving()  # while the process has one thread (server/aiohttp_import.py)
     try:
         asyncio.run(_serve_engine(rtws, args, sockets))
     finally:
+        gc.enable()
         for sock in sockets:
             sock.close()
     return 0
@@ -182,6 +192,7 @@ async def _serve_engine(rtws: Rtws, args: argparse.Namespace, sockets: list[sock
         # full collections (one after each sweep that unloads resting trees, server/resting.py) walk
         # only what was created since. Before the engine starts: no tree is loaded yet.
         gc.freeze()
+        gc.enable()
         await _run_daemon(rtws, args, sockets, watcher, started)
     finally:
         watch_task.cancel()
