@@ -50,7 +50,8 @@ texts = st.text(max_size=30)
 @settings(max_examples=60, deadline=None)
 @given(steps=st.lists(st.tuples(st.integers(0, 3), st.lists(texts, max_size=4)), min_size=1, max_size=8))
 def test_each_body_equals_the_whole_requests_json(steps: list[tuple[int, list[str]]]) -> None:
-    """A conversation grows, sometimes drops its last messages or replaces one; every body is exact."""
+    """A conversation grows, sometimes drops its last messages or replaces one; every body is exact, and
+    so is the count of content characters kept beside it (the scripted provider's prompt tokens)."""
     bodies = NeutralBodies()
     messages: list[ChatMessage] = [ChatMessage(role="user", content="first")]
     for dropped, added in steps:
@@ -59,7 +60,9 @@ def test_each_body_equals_the_whole_requests_json(steps: list[tuple[int, list[st
         if len(messages) > 2 and dropped == 3:
             messages[1] = replace(messages[1], content=messages[1].content + "!")  # a new object in the middle
         request = _request(list(messages))
-        assert bodies.body(request) == _whole(request)
+        built = bodies.build(request)
+        assert built.data == _whole(request)
+        assert built.content_chars == sum(len(m.content) for m in messages)
 
 
 def test_two_conversations_interleaved_and_an_empty_one() -> None:
