@@ -24,6 +24,7 @@ import logging
 import os
 import shlex
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -236,6 +237,7 @@ async def _run_daemon(
         print(f"Dominds {__version__} is serving {rtws.root}", flush=True)
         print(f"  panel: {url}", flush=True)
         print(f"  pid {info.pid}, port {port}; {rtws.daemon_json} written; Ctrl-C to stop", flush=True)
+        threading.Thread(target=_warm_up, name="dominds-warm-up", daemon=True).start()
 
     try:
         await run_server(
@@ -259,6 +261,17 @@ async def _run_daemon(
             _remove_daemon_json(rtws, written[0].pid)
             again = f"{command_name()} serve" if args.demo is None else f"{program()} serve --demo" + (f" {shlex.quote(args.demo)}" if args.demo else "")
             print(f"Dominds stopped; every dialog is saved (`{again}` resumes them).", flush=True)
+
+
+def _warm_up() -> None:
+    """In a thread once the daemon serves: what the first validation of any record or message would load
+    on the event loop. Every pydantic model is built on first use (``defer_build``: none is needed before
+    the listing answers), and pydantic's first build looks for plugins in every installed package's
+    metadata (importing ``importlib.metadata``, ~0.1 s on a loaded machine); done here, before a request
+    needs it. A throwaway adapter of its own: no model the requests use is built from two threads."""
+    from pydantic import TypeAdapter
+
+    TypeAdapter(int)
 
 
 def _write_daemon_json(rtws: Rtws, payload: dict[str, Any]) -> None:

@@ -10,7 +10,10 @@ by what the daemon process holds rather than by a time:
   (server/aiohttp_import.py): the bug was two parses of ~0.2 MB of PEM on every start, for a client the
   daemon never uses. The verifying context still requires a certificate and checks host names, the
   user's ``SSL_CERT_FILE`` is back in the environment, and a context made afterwards loads it;
-- the cycle collector, off while the modules load, is on again, and the modules' objects are frozen.
+- the cycle collector, off while the modules load, is on again, and the modules' objects are frozen;
+- importing the daemon's modules builds no pydantic validator (every model and adapter is built on first
+  use), so pydantic's search for plugins through every installed package's metadata is not on the
+  start path: the daemon does it in a warm-up thread once it serves, before a request needs it.
 
 The daemon is a real ``dominds serve`` process; a ``sitecustomize`` on its ``PYTHONPATH`` answers
 ``SIGUSR1`` by writing what it holds to a file (a signal: no thread of the test's in the daemon, which
@@ -23,6 +26,8 @@ import json
 import os
 import signal
 import ssl
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -100,6 +105,14 @@ def test_the_listing_answers_before_any_sdk_is_imported_and_aiohttp_parsed_no_ca
         assert status == 200 and created["rootId"] in json.dumps(listing), "the listing answers with data"
         os.kill(daemon.pid, signal.SIGUSR1)
         seen = wait_until(lambda: json.loads(report.read_text()) if report.exists() else None)
+
+        def warmed_up() -> bool:
+            report.unlink(missing_ok=True)
+            os.kill(daemon.pid, signal.SIGUSR1)
+            later = wait_until(lambda: json.loads(report.read_text()) if report.exists() else None)
+            return "pydantic.plugin._loader" in later["modules"]
+
+        wait_until(warmed_up)  # with no request that validates anything
     loaded = [m for m in seen["modules"] if m.split(".")[0] in HEAVY]
     assert loaded == [], "imported only by a first generation, in a worker thread"
     assert "aiohttp.web" in seen["modules"], "the report comes from the serving daemon"
@@ -108,3 +121,19 @@ def test_the_listing_answers_before_any_sdk_is_imported_and_aiohttp_parsed_no_ca
     assert seen["ca_file"] == user_ca_file, "the user's SSL_CERT_FILE is back"
     assert seen["later_context_cas"] > 0, "a context made after the import loads the user's CA file"
     assert seen["gc_enabled"] is True and seen["frozen"] > 0, "collector on again, the imports' objects frozen"
+
+
+IMPORT_AS_SERVE = """
+import json, sys
+import dominds.cli.main, dominds.cli.cmd_serve, dominds.driver.engine, dominds.server.run, dominds.workflows.mount
+print(json.dumps(sorted(m for m in ("importlib.metadata", "pydantic.plugin._loader") if m in sys.modules)))
+"""
+
+
+def test_importing_the_daemons_modules_builds_no_pydantic_validator() -> None:
+    """Bug: the wire events' base model and the queue log's adapter were built at import, and the first build
+    loads pydantic's plugin search (``importlib.metadata``, a scan of every installed package): ~2.5 % of
+    the instructions of the daemon's imports on every start, for validators the listing never uses."""
+    run = subprocess.run([sys.executable, "-c", IMPORT_AS_SERVE], capture_output=True, text=True, env=cli_env(), timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == []
