@@ -2,8 +2,10 @@
 
 Start-up order matters: refuse a second daemon before touching anything; bind the port with the
 standard library (server/listen.py), so a connection made from then on waits in the kernel's accept
-queue instead of being refused; a worker thread imports aiohttp, the engine, the records and the panel's
-API while the event loop starts watching ``.minds/`` and the Taskdocs; ``run_server`` starts the engine
+queue instead of being refused; aiohttp is imported while the process has one thread
+(server/aiohttp_import.py: without parsing the CA bundle for a client the daemon never uses), with the
+cycle collector off until every module is in; a worker thread imports the engine, the records and the
+panel's API while the event loop starts watching ``.minds/`` and the Taskdocs; ``run_server`` starts the engine
 (takes the rtws lock, recovers, schedules) and only then serves the sockets: one server, the full app,
 answers from the first byte (a waiting connection gets its data, never a "not ready yet"); only then is
 ``.dialogs/daemon.json`` written (mode 0600), so a file that exists names a listening, ready daemon.
@@ -22,6 +24,7 @@ import logging
 import os
 import shlex
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,9 +99,17 @@ def _serve(args: argparse.Namespace) -> int:
     except ServerError as exc:
         raise CliError(str(exc)) from exc
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="dominds: %(levelname)s: %(message)s")
+    # No cycle collections while the daemon's modules load: nearly every object they make lives as long as
+    # the process and is frozen once they are in (_serve_engine), so the collections a start made (several
+    # full ones, each walking everything loaded so far) found next to nothing to free.
+    gc.disable()
+    from dominds.server.aiohttp_import import import_aiohttp_for_serving
+
+    import_aiohttp_for_serving()  # while the process has one thread (server/aiohttp_import.py)
     try:
         asyncio.run(_serve_engine(rtws, args, sockets))
     finally:
+        gc.enable()
         for sock in sockets:
             sock.close()
     return 0
@@ -182,6 +193,7 @@ async def _serve_engine(rtws: Rtws, args: argparse.Namespace, sockets: list[sock
         # full collections (one after each sweep that unloads resting trees, server/resting.py) walk
         # only what was created since. Before the engine starts: no tree is loaded yet.
         gc.freeze()
+        gc.enable()
         await _run_daemon(rtws, args, sockets, watcher, started)
     finally:
         watch_task.cancel()
@@ -225,6 +237,7 @@ async def _run_daemon(
         print(f"Dominds {__version__} is serving {rtws.root}", flush=True)
         print(f"  panel: {url}", flush=True)
         print(f"  pid {info.pid}, port {port}; {rtws.daemon_json} written; Ctrl-C to stop", flush=True)
+        threading.Thread(target=_warm_up, name="dominds-warm-up", daemon=True).start()
 
     try:
         await run_server(
@@ -248,6 +261,17 @@ async def _run_daemon(
             _remove_daemon_json(rtws, written[0].pid)
             again = f"{command_name()} serve" if args.demo is None else f"{program()} serve --demo" + (f" {shlex.quote(args.demo)}" if args.demo else "")
             print(f"Dominds stopped; every dialog is saved (`{again}` resumes them).", flush=True)
+
+
+def _warm_up() -> None:
+    """In a thread once the daemon serves: what the first validation of any record or message would load
+    on the event loop. Every pydantic model is built on first use (``defer_build``: none is needed before
+    the listing answers), and pydantic's first build looks for plugins in every installed package's
+    metadata (importing ``importlib.metadata``, ~0.1 s on a loaded machine); done here, before a request
+    needs it. A throwaway adapter of its own: no model the requests use is built from two threads."""
+    from pydantic import TypeAdapter
+
+    TypeAdapter(int)
 
 
 def _write_daemon_json(rtws: Rtws, payload: dict[str, Any]) -> None:

@@ -68,6 +68,7 @@ class CourseMessages:
 
     __slots__ = (
         "seen", "_slots", "_called", "_answered", "_calls_waiting", "_results_waiting", "_tool_form", "_tool_form_waiting",
+        "_settled", "_settled_count",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -83,11 +84,28 @@ class CourseMessages:
         """Tool-form tellasks of this course by call id."""
         self._tool_form_waiting: dict[str, int] = {}
         """Call id → slot of the result of a tool-form tellask no later generation has read yet."""
+        self._settled: list[ChatMessage] = []
+        self._settled_count = 0
+        """The messages of the first ``_settled_count`` slots, none of which can change any more (no
+        partner is awaited there): only the slots after them are filtered again for a generation."""
 
     def messages(self) -> list[ChatMessage]:
-        """A new list (callers insert into it). Filtered in C (a ChatMessage is always truthy): a Python
-        loop over every slot was the biggest per-turn cost that grows with the course."""
-        return list(filter(None, self._slots))
+        """A new list (callers insert into it). The slots before the first one still awaiting a partner
+        are filtered once and kept; filtering every slot at each generation (in C: a ChatMessage is
+        always truthy) was 1.3 ms of a turn at 5,000 turns."""
+        open_from = self._first_open_slot()
+        if open_from > self._settled_count:
+            self._settled.extend(filter(None, self._slots[self._settled_count : open_from]))
+            self._settled_count = open_from
+        return [*self._settled, *filter(None, self._slots[self._settled_count :])]
+
+    def _first_open_slot(self) -> int:
+        """The first slot a later record may still fill or replace (``len(_slots)`` if none)."""
+        first = min(self._tool_form_waiting.values(), default=len(self._slots))
+        for waiting in (self._calls_waiting, self._results_waiting):
+            for entries in waiting.values():
+                first = min(first, entries[0][0])
+        return first
 
     def feed(self, records: list[CourseRecord]) -> CourseMessages:
         for record in records:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 
 class WireModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, strict=False)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, strict=False, defer_build=True)
 
 
 class DialogIdent(WireModel):

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import operator
 import os
 import re
 import secrets
@@ -215,7 +214,8 @@ class ScriptedGenerator:
         return Path(request.rtws_root) / base / f"{request.model_key}.yaml"
 
     async def generate(self, request: GenerationRequest, receiver: GenerationReceiver) -> GenerationResult:
-        note_sent("SCRIPTED", "scripted:", neutral_request_body(request))
+        sent = _NEUTRAL_BODIES.build(request)
+        note_sent("SCRIPTED", "scripted:", sent.data)
         path = self.db_path(request)
         db = self.database(path)
         candidates = answered_candidates(request.messages)
@@ -262,7 +262,7 @@ class ScriptedGenerator:
         if entry.error:  # kind: stream — fails after its segments were streamed
             _raise_error(entry.error)
         return GenerationResult(
-            usage=_usage(entry, request, completion_chars),
+            usage=_usage(entry, len(request.system_prompt) + sent.content_chars, completion_chars),
             model=request.model_name,
             finish_reason=entry.finish_reason or ("tool_use" if called else "end_turn"),
         )
@@ -328,14 +328,9 @@ def _raise_error(error: dict[str, Any]) -> None:
     raise StreamBroken(message)
 
 
-_CONTENT = operator.attrgetter("content")
-
-
-def _usage(entry: ScriptedEntry, request: GenerationRequest, completion_chars: int) -> Usage:
+def _usage(entry: ScriptedEntry, prompt_chars: int, completion_chars: int) -> Usage:
     if entry.usage:
         return Usage.model_validate(entry.usage)
-    # map in C: a Python loop over every message made a turn of a long dialog cost more than a short one's
-    prompt_chars = len(request.system_prompt) + sum(map(len, map(_CONTENT, request.messages)))
     return Usage(input_tokens=(prompt_chars + 3) // 4, output_tokens=(completion_chars + 3) // 4)
 
 
@@ -362,9 +357,5 @@ def _missing_text(path: Path, rtws_root: Path, db: ScriptedDatabase, last: ChatM
 
 
 _NEUTRAL_BODIES = NeutralBodies()
-
-
-def neutral_request_body(request: GenerationRequest) -> bytes:
-    """What the scripted provider "receives": the provider-neutral request as JSON (no HTTP is involved),
-    recorded as the generation's request (``llm/wire_capture.py``); built per new message only."""
-    return _NEUTRAL_BODIES.body(request)
+"""What the scripted provider "receives": the provider-neutral request as JSON (no HTTP is involved),
+recorded as the generation's request (``llm/wire_capture.py``); built per new message only."""

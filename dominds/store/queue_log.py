@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
 from dominds.store.atomic import append_line, remove_file, write_atomic
 from dominds.store.errors import CorruptFileError
@@ -56,7 +56,7 @@ class TakenLine(Record):
 
 
 QueueLine = Annotated[QueuedLine | TakenLine, Field(discriminator="op")]
-_ADAPTER: TypeAdapter[QueuedLine | TakenLine] = TypeAdapter(QueueLine)
+_ADAPTER: TypeAdapter[QueuedLine | TakenLine] = TypeAdapter(QueueLine, config=ConfigDict(defer_build=True))
 
 
 def replay(prompts: list[QueuedPrompt], lines: list[QueuedLine | TakenLine]) -> list[QueuedPrompt]:

@@ -151,12 +151,14 @@ def _layout_from(where: dict[str, int], previous: list[str], current: list[str])
 
 def _common_prefix(a: bytes, b: bytes) -> int:
     """The length of the longest common prefix of ``a`` and ``b``: a binary search of ``startswith`` over
-    memoryview slices (memcmp, no copy; ~40 µs for a megabyte)."""
+    memoryview slices (memcmp, no copy). Each step compares only the bytes not yet known equal, so the
+    whole search reads each byte about once (comparing from the start at every step read the body ~20
+    times: 2 ms of a turn at 10,000 messages)."""
     view = memoryview(a)
     low, high = 0, min(len(a), len(b))
     while low < high:
         middle = (low + high + 1) // 2
-        if b.startswith(view[:middle]):
+        if b.startswith(view[low:middle], low):
             low = middle
         else:
             high = middle - 1
@@ -190,6 +192,10 @@ class RequestLog:
     _previous_body: bytes = b""
     _previous_ends: list[int] = field(default_factory=list)
     _where: dict[str, int] = field(default_factory=dict)
+    # SHA-256 state after the previous body's first ``_hashed`` bytes (where it began to differ from the
+    # one before): the next body repeats at least those, so only what follows is hashed again.
+    _hashed: int = 0
+    _hash_state: hashlib._Hash | None = None
 
     def append(self, record: RequestRecord, body: bytes) -> RequestRecord:
         """Store ``body`` as ``record``'s (its ``size``, ``sha256``, ``layout`` and ``chunks`` are set here)."""
@@ -212,7 +218,7 @@ class RequestLog:
         stored = record.model_copy(
             update={
                 "size": len(body),
-                "sha256": hashlib.sha256(body).hexdigest(),
+                "sha256": self._sha256(body, start),
                 "layout": layout,
                 "chunks": new,
             }
@@ -232,6 +238,18 @@ class RequestLog:
         self._previous_ends = ends
         self._previous_body = body
         return stored
+
+    def _sha256(self, body: bytes, start: int) -> str:
+        """SHA-256 of ``body``, which repeats the previous body's first ``start`` bytes; keeps the state at
+        ``start`` for the next body."""
+        if self._hash_state is not None and self._hashed <= start:
+            state = self._hash_state.copy()
+            state.update(memoryview(body)[self._hashed : start])
+        else:
+            state = hashlib.sha256(memoryview(body)[:start])
+        self._hashed, self._hash_state = start, state.copy()
+        state.update(memoryview(body)[start:])
+        return state.hexdigest()
 
     def _kept_chunks(self, body: bytes) -> int:
         """How many of the previous body's chunks ``body`` repeats at its start (the last of those is cut

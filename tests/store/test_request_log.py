@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -56,6 +57,38 @@ def test_any_sequence_of_bodies_comes_back_byte_for_byte(tmp_path_factory: pytes
         stored = read_request(path, genseq)
         assert stored is not None and stored.body == each
     assert b"".join(split_body(bodies[-1])) == bodies[-1]
+
+
+EDITS = st.lists(
+    st.tuples(st.sampled_from(["grow", "cut", "change", "new"]), st.integers(0, 10), st.text(max_size=6)),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(EDITS)
+def test_each_records_sha256_is_its_bodys_whatever_it_shares_with_the_one_before(tmp_path_factory: pytest.TempPathFactory, edits: list[tuple[str, int, str]]) -> None:
+    """The SHA-256 goes on from the state kept where the previous body began to differ (hashing the whole
+    body was 1.6 ms of a turn at 10,000 messages); a body that shares less (cut, changed early, unrelated)
+    must still get its own digest."""
+    path = tmp_path_factory.mktemp("log") / "requests-001.jsonl"
+    log = RequestLog(path)
+    messages: list[str] = ["first"]
+    for genseq, (kind, place, text) in enumerate(edits, start=1):
+        if kind == "grow":
+            messages = messages + [text] * (place + 1)
+        elif kind == "cut":
+            messages = messages[: place % (len(messages) + 1)]
+        elif kind == "change" and messages:
+            messages = [*messages[: place % len(messages)], text + "!", *messages[place % len(messages) + 1 :]]
+        else:
+            messages = [text]
+        each = json.dumps({"m": "x", "messages": [{"text": t} for t in messages], "tools": []}).encode()
+        stored = log.append(record(genseq), each)
+        assert stored.sha256 == hashlib.sha256(each).hexdigest() and stored.size == len(each)
+    again = read_request(path, len(edits))
+    assert again is not None and again.record.sha256 == hashlib.sha256(again.body).hexdigest()
 
 
 def test_a_growing_conversation_stores_each_part_once(tmp_path: Path) -> None:
