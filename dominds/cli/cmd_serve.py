@@ -264,13 +264,19 @@ async def _run_daemon(
 
 
 def _warm_up() -> None:
-    """In a thread once the daemon serves: what the first validation of any record or message would load
-    on the event loop. Every pydantic model is built on first use (``defer_build``: none is needed before
-    the listing answers), and pydantic's first build looks for plugins in every installed package's
-    metadata (importing ``importlib.metadata``, ~0.1 s on a loaded machine); done here, before a request
-    needs it. A throwaway adapter of its own: no model the requests use is built from two threads."""
+    """In a thread once the daemon serves: what the first websocket connection and the first validation of
+    any record or message would otherwise load. The websocket's messages and handlers are imported on
+    first use (server/ws.py). Every pydantic model is built on first use (``defer_build``: none is needed
+    before the listing answers), and pydantic's first build looks for plugins in every installed
+    package's metadata (importing ``importlib.metadata``, ~0.1 s on a loaded machine); done here, before
+    a request needs it. A throwaway adapter of its own: no model the requests use is built from two threads."""
+    import importlib
+
     from pydantic import TypeAdapter
 
+    from dominds.server.ws import HANDLERS_MODULE
+
+    importlib.import_module(HANDLERS_MODULE)
     TypeAdapter(int)
 
 
