@@ -10,6 +10,7 @@
 3. one streamed reply of 500 kB and one of 1 MB in 20-character chunks (send to settled run state).
 
     bin/bench long                 # or: .venv/bin/python bench/bench_long.py [--turns 5000] [--flood 10000]
+                                   #     [--only turns,flood,stream]
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import Figure, machine, make_workspace, percentile, print_figures, serve
+from _common import Figure, cpu_seconds, machine, make_workspace, percentile, print_figures, serve
 from bench_ws import connect, turn
 
 from dominds.driver.engine import Engine
@@ -89,27 +90,42 @@ async def build_dialogs(rtws: Rtws, sizes: tuple[int, ...]) -> list[dict[str, st
 
 
 async def per_turn(turns: int, timed: int) -> list[Figure]:
+    """Turns of the short and the long dialog alternate (A B A B), so a machine getting busier or quieter
+    meanwhile weighs on both alike; the daemon's CPU per turn (from /proc) is printed beside the wall time,
+    as it depends far less on what else the machine runs."""
     rtws = workspace()
     short, long = await build_dialogs(rtws, (10, turns))
     daemon = serve(rtws.root)
+    pid = daemon.proc.pid
+    wall: dict[str, list[float]] = {"short": [], "long": []}
+    cpu: dict[str, list[float]] = {"short": [], "long": []}
     try:
         async with aiohttp.ClientSession() as session:
             client = await connect(session, daemon.base, daemon.token)
-            samples: dict[str, list[float]] = {}
-            for name, dialog in (("short", short), ("long", long)):
+            dialogs = {"short": short, "long": long}
+            for name, dialog in dialogs.items():
                 await client.request({"type": "display_dialog", "dialog": dialog}, f"d-{name}", timeout=120)
                 await turn(client, dialog, "ping", timeout=120)  # loads the course, warms
-                samples[name] = [await turn(client, dialog, "ping") * 1000 for _ in range(timed)]
+            for _ in range(timed):
+                for name, dialog in dialogs.items():
+                    used = cpu_seconds(pid)
+                    wall[name].append(await turn(client, dialog, "ping") * 1000)
+                    cpu[name].append((cpu_seconds(pid) - used) * 1000)
             await client.close()
     finally:
         daemon.stop()
         shutil.rmtree(rtws.root, ignore_errors=True)
     load = f"load {os.getloadavg()[0]:.1f}"
-    ratio = statistics.median(samples["long"]) / statistics.median(samples["short"])
+    ratio = statistics.median(wall["long"]) / statistics.median(wall["short"])
+    cpu_ratio = statistics.mean(cpu["long"]) / max(statistics.mean(cpu["short"]), 1e-9)
+    ticks = f"{load}; mean of /proc ticks (10 ms each)"
     return [
-        Figure("long dialog: per turn at turn 10", "ms", samples["short"], note=load),
-        Figure(f"long dialog: per turn at turn {turns:,}", "ms", samples["long"], ("<=", 15.0), note=load),
+        Figure("long dialog: per turn at turn 10", "ms", wall["short"], note=load),
+        Figure(f"long dialog: per turn at turn {turns:,}", "ms", wall["long"], ("<=", 15.0), note=load),
         Figure(f"long dialog: turn {turns:,} / turn 10 (medians)", "x", [ratio], ("<=", 1.2), note=load),
+        Figure("long dialog: daemon CPU per turn at turn 10", "ms", [statistics.mean(cpu["short"])], note=ticks),
+        Figure(f"long dialog: daemon CPU per turn at turn {turns:,}", "ms", [statistics.mean(cpu["long"])], note=ticks),
+        Figure(f"long dialog: daemon CPU, turn {turns:,} / turn 10", "x", [cpu_ratio], note=ticks),
     ]
 
 
@@ -184,20 +200,27 @@ def _check(rtws: Rtws, self_id: str, acked: list[str]) -> tuple[int, int, int]:
     return lost, twice, len(queued)
 
 
+STREAM_ROUNDS = 3
+
+
 async def streamed() -> list[Figure]:
     """Send to settled run state, read by polling the dialog over HTTP every 10 ms: a follower of the
     dialog would get one event per chunk, past what the websocket outbox holds (the other half of issue
-    31 bounds it in bytes)."""
+    31 bounds it in bytes). The two sizes alternate, ``STREAM_ROUNDS`` times each (one sample each was
+    1.2x in one run and 3.3x in the next at the same load); the daemon's CPU per reply is printed beside."""
     rtws = workspace()
     daemon = serve(rtws.root)
-    seconds: dict[int, float] = {}
+    seconds: dict[int, list[float]] = {size: [] for size in STREAM_SIZES}
+    cpu: dict[int, list[float]] = {size: [] for size in STREAM_SIZES}
     headers = {"Authorization": f"Bearer {daemon.token}"} if daemon.token else {}
     try:
         async with aiohttp.ClientSession(headers=headers) as session:
-            for size in (1_000, *STREAM_SIZES):  # the first warms the scripted database (1.5 MB of YAML)
+            rounds = [1_000] + [size for _ in range(STREAM_ROUNDS) for size in STREAM_SIZES]
+            for size in rounds:  # the first warms the scripted database (1.5 MB of YAML)
                 async with session.post(f"{daemon.base}/api/dialogs", json={"agentId": "lead", "taskDocPath": "tasks/b.tsk"}) as made:
                     self_id = (await made.json())["selfId"]
                 text = f"size {size}" if size in STREAM_SIZES else "ping"
+                used = cpu_seconds(daemon.proc.pid)
                 started = time.perf_counter()
                 async with session.post(f"{daemon.base}/api/dialogs/{self_id}/messages", json={"content": text}) as sent:
                     assert sent.status == 202, await sent.text()
@@ -207,21 +230,38 @@ async def streamed() -> list[Figure]:
                     if state in ("idle", "interrupted", "error"):
                         break
                     await asyncio.sleep(0.01)
-                seconds[size] = time.perf_counter() - started
+                if size in STREAM_SIZES:
+                    seconds[size].append(time.perf_counter() - started)
+                    cpu[size].append(cpu_seconds(daemon.proc.pid) - used)
     finally:
         daemon.stop()
         shutil.rmtree(rtws.root, ignore_errors=True)
     load = f"load {os.getloadavg()[0]:.1f}"
     small, big = STREAM_SIZES
+    ratio = statistics.median(seconds[big]) / statistics.median(seconds[small])
+    cpu_ratio = statistics.median(cpu[big]) / max(statistics.median(cpu[small]), 1e-9)
     return [
-        Figure(f"streamed reply of {small // 1000} kB, 20-char chunks", "s", [seconds[small]], note=load),
-        Figure(f"streamed reply of {big // 1000} kB, 20-char chunks", "s", [seconds[big]], note=load),
-        Figure("streamed reply: 1 MB / 500 kB", "x", [seconds[big] / seconds[small]], ("<=", 2.0), note=load),
+        Figure(f"streamed reply of {small // 1000} kB, 20-char chunks", "s", seconds[small], note=load),
+        Figure(f"streamed reply of {big // 1000} kB, 20-char chunks", "s", seconds[big], note=load),
+        Figure("streamed reply: 1 MB / 500 kB (medians)", "x", [ratio], ("<=", 2.0), note=load),
+        Figure(f"streamed reply of {small // 1000} kB: daemon CPU", "s", cpu[small], note=load),
+        Figure(f"streamed reply of {big // 1000} kB: daemon CPU", "s", cpu[big], note=load),
+        Figure("streamed reply: daemon CPU, 1 MB / 500 kB (medians)", "x", [cpu_ratio], note=load),
     ]
 
 
-async def run(turns: int, timed: int, count: int) -> list[Figure]:
-    return [*await per_turn(turns, timed), *await flood(count), *await streamed()]
+PARTS = ("turns", "flood", "stream")
+
+
+async def run(turns: int, timed: int, count: int, parts: tuple[str, ...] = PARTS) -> list[Figure]:
+    found: list[Figure] = []
+    if "turns" in parts:
+        found += await per_turn(turns, timed)
+    if "flood" in parts:
+        found += await flood(count)
+    if "stream" in parts:
+        found += await streamed()
+    return found
 
 
 def main() -> None:
@@ -230,8 +270,15 @@ def main() -> None:
     parser.add_argument("--timed", type=int, default=30, help="turns timed at the end of each dialog")
     parser.add_argument("--flood", type=int, default=10_000, help="messages of the flood")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--only", default=",".join(PARTS), help=f"comma-separated parts to run, of {', '.join(PARTS)} (default: all)"
+    )
     args = parser.parse_args()
-    found = asyncio.run(run(args.turns, args.timed, args.flood))
+    parts = tuple(part.strip() for part in args.only.split(",") if part.strip())
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown or not parts:
+        parser.error(f"--only takes parts among {', '.join(PARTS)}; got {args.only!r}")
+    found = asyncio.run(run(args.turns, args.timed, args.flood, parts))
     print_figures(f"Long dialogs, real dominds serve, scripted provider, fsync on — {machine()}", found)
     if args.json:
         args.json.write_text(json.dumps([f.to_json() for f in found], indent=1))

@@ -24,6 +24,7 @@ import logging
 import os
 import shlex
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -216,7 +217,9 @@ async def _run_daemon(
     from dominds.workflows.mount import route_adders, workflow_extensions
 
     # the workflows' members from the start: recovery may drive workflow steps
-    engine = Engine(rtws, resume=not args.no_resume, extensions=workflow_extensions())
+    engine = Engine(
+        rtws, resume=not args.no_resume, extensions=workflow_extensions(), on_start_progress=_print_start_progress
+    )
     started.append(engine)
     token = None if args.no_auth else AccessToken(load_or_create_token(rtws.token_path), rtws.token_path)
     # a new root may name a Taskdoc package created since the last scan: watch it from the start
@@ -325,3 +328,9 @@ def announce_taskdoc_change(engine: Engine, taskdoc_path: str) -> None:
             continue
         for dialog in list(root.local.values()):
             dialog.publish({"type": "taskdoc_updated", "taskDocPath": taskdoc_path, "origin": "disk"})
+
+
+def _print_start_progress(done: int, total: int) -> None:
+    """A long start says how far it has got (driver/start_progress.py): on a first start the daemon reads
+    every dialog once before it serves, minutes at 100,000 dialogs."""
+    print(f"dominds: starting: {done:,} of {total:,} dialog trees gone through", file=sys.stderr, flush=True)

@@ -103,13 +103,17 @@ def pressure_notice(dialog: Dialog, health: dict[str, Any] | None) -> str | None
 
 
 def _generations_since_notice(dialog: Dialog) -> int:
-    """Generations finished in this course since its last pressure notice (a large number if none)."""
+    """Generations finished in this course since its last pressure notice, counted up to ``CAUTION_EVERY``
+    (all a caller asks is whether that many have passed): walking back to the course's start when no notice
+    was given cost a turn of a long dialog in caution time that grew with the course."""
     generations = 0
     for record in reversed(dialog.records):
         if isinstance(record, HumanTextRecord) and record.msg_id.startswith((CAUTION_ID, CRITICAL_ID)):
             return generations
         if isinstance(record, GenFinishRecord):
             generations += 1
+            if generations >= CAUTION_EVERY:
+                return generations
     return CAUTION_EVERY
 
 

@@ -61,8 +61,9 @@ class NeutralBodies:
 
     def __init__(self) -> None:
         self._kept: list[_Kept] = []
-        self._tools: dict[int, tuple[ToolSpec, str]] = {}
-        """id → the tool and its JSON (the tool is held, so its id is not reused while kept)."""
+        self._tools: dict[tuple[str, str, int], tuple[dict[str, Any], str]] = {}
+        """(name, description, id of the parameters) → the parameters and the tool's JSON (the parameters
+        are held, so their id is not reused while kept)."""
 
     def body(self, request: GenerationRequest) -> bytes:
         return self.build(request).data
@@ -76,14 +77,17 @@ class NeutralBodies:
         return NeutralBody(data, kept.content_chars)
 
     def _tool_json(self, tool: ToolSpec) -> str:
-        # asdict deep-copies a tool's JSON schema: 1.8 ms of every scripted turn for the demo's seven tools
-        found = self._tools.get(id(tool))
-        if found is not None and found[0] is tool:
+        # asdict deep-copies a tool's JSON schema: 1.8 ms of every scripted turn for the demo's seven tools.
+        # Each generation makes new ToolSpecs of the same tools, so a tool is known by its name, description
+        # and parameters object (the toolset's schema, the same from one generation to the next).
+        key = (tool.name, tool.description, id(tool.parameters))
+        found = self._tools.get(key)
+        if found is not None and found[0] is tool.parameters:
             return found[1]
         text = _dumps(asdict(tool))
         if len(self._tools) >= KEPT_TOOLS:
             self._tools.clear()
-        self._tools[id(tool)] = (tool, text)
+        self._tools[key] = (tool.parameters, text)
         return text
 
     def _message_parts(self, messages: list[ChatMessage]) -> _Kept:

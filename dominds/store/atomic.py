@@ -171,7 +171,7 @@ def _write_via_spare(path: Path, data: bytes, group: commit.GroupCommit | None) 
     global _exchange_works
     spare_name = str(spare_path(path))
     if group is not None and spare_name in group.held_spares:
-        return False
+        return False  # (``None`` here would be equivalent: the one caller tests truthiness)
     try:
         fd = os.open(spare_name, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:

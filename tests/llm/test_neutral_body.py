@@ -80,7 +80,8 @@ def test_two_conversations_interleaved_and_an_empty_one() -> None:
 def test_forty_conversations_in_turn_serialise_only_their_new_messages_and_each_tool_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Bug: only 16 requests' message JSON was kept, so with more dialogs taking turns each serialised its
     whole history at every turn, and every request deep-copied each tool's schema (``asdict``: 1.8 ms of an
-    in-process scripted turn with the bench team's tools). Counted, not timed."""
+    in-process scripted turn with the bench team's tools; the daemon still did, since each generation makes
+    new ToolSpecs of its tools). Counted, not timed."""
     from dominds.llm import neutral_body
 
     serialised: list[ChatMessage] = []
@@ -95,7 +96,8 @@ def test_forty_conversations_in_turn_serialise_only_their_new_messages_and_each_
     for turn in range(6):
         for c in range(40):
             conversations[c] = conversations[c] + [ChatMessage(role="assistant", content=f"c{c} t{turn}")]
-            request = replace(_request(conversations[c]), tools=tools)
+            fresh = [ToolSpec(t.name, t.description, t.parameters) for t in tools]  # as each generation makes them
+            request = replace(_request(conversations[c]), tools=fresh)
             serialised.clear()
             assert bodies.body(request) == _whole(request)
             assert len(serialised) == (2 if turn == 0 else 1), f"turn {turn} of conversation {c}"
