@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import sys
 
 from aiohttp import WSMsgType, web
 
@@ -35,6 +34,10 @@ CLOSE_UNAUTHORIZED = 4401
 HEARTBEAT_SECONDS = 30.0
 HANDLERS_MODULE = "dominds.server.ws_handlers"
 """Imports ``messages.py`` with it: loaded at the first connection or by the daemon's warm-up."""
+_handlers_imported = False
+"""Set once an import in a worker thread returned: the module is in ``sys.modules`` from the moment its
+import starts (in the warm-up thread, say), and importing from it on the loop before that import ends
+would wait for it there."""
 
 
 async def websocket_handler(request: web.Request) -> web.StreamResponse:
@@ -53,8 +56,10 @@ async def websocket_handler(request: web.Request) -> web.StreamResponse:
         # a browser cannot read an HTTP 401 on an upgrade, so the refusal is a close code
         await ws.close(code=CLOSE_UNAUTHORIZED, message=b"unauthorized")
         return ws
-    if HANDLERS_MODULE not in sys.modules:
+    global _handlers_imported
+    if not _handlers_imported:
         await asyncio.to_thread(importlib.import_module, HANDLERS_MODULE)
+        _handlers_imported = True
     from dominds.server.ws_handlers import problems_snapshot, welcome
 
     conn = Connection(hub, ws)
