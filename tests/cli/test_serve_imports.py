@@ -131,8 +131,8 @@ print(json.dumps(sorted(m for m in ("importlib.metadata", "pydantic.plugin._load
 
 
 def test_importing_the_daemons_modules_builds_no_pydantic_validator_and_no_websocket_message_model() -> None:
-    """Bug: the wire events' base model and the queue log's adapter were built at import, and the first build
-    loads pydantic's plugin search (``importlib.metadata``, a scan of every installed package): ~2.5 % of
+    """Bug: the queue log's adapter (``store/queue_log.py``) was built at import, the one validator on the start
+    path not deferred, and the first build loads pydantic's plugin search (``importlib.metadata``, a scan of every installed package): ~2.5 % of
     the instructions of the daemon's imports on every start, for validators the listing never uses. The
     websocket's message models (``server/messages.py``, ~40 classes) were imported with the app too."""
     run = subprocess.run([sys.executable, "-c", IMPORT_AS_SERVE], capture_output=True, text=True, env=cli_env(), timeout=120)
