@@ -24,6 +24,7 @@ import logging
 import os
 import shlex
 import socket
+import sys
 import threading
 import time
 from pathlib import Path
@@ -216,7 +217,9 @@ async def _run_daemon(
     from dominds.workflows.mount import route_adders, workflow_extensions
 
     # the workflows' members from the start: recovery may drive workflow steps
-    engine = Engine(rtws, resume=not args.no_resume, extensions=workflow_extensions())
+    engine = Engine(
+        rtws, resume=not args.no_resume, extensions=workflow_extensions(), on_start_progress=_print_start_progress
+    )
     started.append(engine)
     token = None if args.no_auth else AccessToken(load_or_create_token(rtws.token_path), rtws.token_path)
     # a new root may name a Taskdoc package created since the last scan: watch it from the start
@@ -264,13 +267,19 @@ async def _run_daemon(
 
 
 def _warm_up() -> None:
-    """In a thread once the daemon serves: what the first validation of any record or message would load
-    on the event loop. Every pydantic model is built on first use (``defer_build``: none is needed before
-    the listing answers), and pydantic's first build looks for plugins in every installed package's
-    metadata (importing ``importlib.metadata``, ~0.1 s on a loaded machine); done here, before a request
-    needs it. A throwaway adapter of its own: no model the requests use is built from two threads."""
+    """In a thread once the daemon serves: what the first websocket connection and the first validation of
+    any record or message would otherwise load. The websocket's messages and handlers are imported on
+    first use (server/ws.py). Every pydantic model is built on first use (``defer_build``: none is needed
+    before the listing answers), and pydantic's first build looks for plugins in every installed
+    package's metadata (importing ``importlib.metadata``, ~0.1 s on a loaded machine); done here, before
+    a request needs it. A throwaway adapter of its own: no model the requests use is built from two threads."""
+    import importlib
+
     from pydantic import TypeAdapter
 
+    from dominds.server.ws import HANDLERS_MODULE
+
+    importlib.import_module(HANDLERS_MODULE)
     TypeAdapter(int)
 
 
@@ -319,3 +328,9 @@ def announce_taskdoc_change(engine: Engine, taskdoc_path: str) -> None:
             continue
         for dialog in list(root.local.values()):
             dialog.publish({"type": "taskdoc_updated", "taskDocPath": taskdoc_path, "origin": "disk"})
+
+
+def _print_start_progress(done: int, total: int) -> None:
+    """A long start says how far it has got (driver/start_progress.py): on a first start the daemon reads
+    every dialog once before it serves, minutes at 100,000 dialogs."""
+    print(f"dominds: starting: {done:,} of {total:,} dialog trees gone through", file=sys.stderr, flush=True)

@@ -35,6 +35,7 @@ from dominds.driver.loaded_trees import LoadedTrees
 from dominds.driver.providers import Providers
 from dominds.driver.scheduler import Scheduler
 from dominds.driver.secrets import SecretRedactor
+from dominds.driver.start_progress import StartProgress, StartReport
 from dominds.driver.waiters import ConductorWaiters
 from dominds.ids import new_dialog_id, now_iso
 from dominds.llm.base import Generator
@@ -54,11 +55,19 @@ __all__ = ["Engine", "EngineBadRequest", "EngineError", "Extensions", "Workspace
 
 class Engine(LoadedTrees):
     def __init__(
-        self, rtws: Rtws, *, resume: bool = True, take_lock: bool = True, extensions: Extensions | None = None
+        self,
+        rtws: Rtws,
+        *,
+        resume: bool = True,
+        take_lock: bool = True,
+        extensions: Extensions | None = None,
+        on_start_progress: StartReport | None = None,
     ) -> None:
         """``extensions``: toolsets and members added to the built-in toolsets (``dominds serve``
-        passes every workflow's; see driver/extensions.py)."""
+        passes every workflow's; see driver/extensions.py). ``on_start_progress``: told now and then how
+        far a long start has gone (driver/start_progress.py)."""
         self.rtws = rtws
+        self._on_start_progress = on_start_progress
         self.store = DialogStore(rtws)
         self.index = DialogIndex(rtws)
         """What listings need about every dialog, a cache of the files (store/index.py)."""
@@ -116,7 +125,7 @@ class Engine(LoadedTrees):
                 ) from exc
         self._group_commit = group_commit.enable()  # fsyncs shared by the writes of a group (store/commit.py)
         self.tracing = tracing.install(self)  # OpenTelemetry spans, when the environment asks (tracing.py)
-        self.trees_at_start = recovery.recover(self)
+        self.trees_at_start = recovery.recover(self, StartProgress(self.rtws.run_dir, self._on_start_progress))
         self.scheduler.start()
 
     async def close(self, timeout: float = 5.0) -> None:

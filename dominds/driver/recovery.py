@@ -21,6 +21,7 @@ from dominds.driver import questions, texts
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
 from dominds.driver.recovery_calls import complete_dispatches, complete_reassignment
 from dominds.driver.services import EngineServices
+from dominds.driver.start_progress import StartProgress
 from dominds.driver.subdialogs import (
     runtime_call_id,
 )
@@ -56,7 +57,7 @@ the disk is still full, the drive pauses it again and a new watcher waits for sp
 stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
-def recover(engine: EngineServices) -> int:
+def recover(engine: EngineServices, progress: StartProgress | None = None) -> int:
     """Reconcile every tree of ``run/`` that may have been mid-flight; the others are not even loaded.
 
     Which trees need a look comes from the dialog index (``store/index.py``: facts checked against the
@@ -71,6 +72,8 @@ def recover(engine: EngineServices) -> int:
     at_rest: list[tuple[str, str, str]] = []
     for tree in engine.index.iter_trees(("run",)):
         looked_at += 1
+        if progress is not None:
+            progress.tick(looked_at)
         entries = tree.entries
         if not tree.settled:
             # A settled tree's directories are as the start that settled it left them (their mtimes are in
@@ -106,6 +109,8 @@ def recover(engine: EngineServices) -> int:
             root.load_error = str(exc)
         engine.unload_if_at_rest(root_id)  # at once: thousands of waiting trees never sit in memory together
     engine.index.note_settled(at_rest)
+    if progress is not None:
+        progress.finish(looked_at)
     if stale:
         log.info("removed %d temp files left by interrupted writes", stale)
     log.info("recovery: %d of %d trees in run/ loaded (the others were settled or had nothing to reconcile)", loaded, looked_at)

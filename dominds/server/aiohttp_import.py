@@ -2,8 +2,9 @@
 
 aiohttp (3.10 on) builds two client TLS contexts when ``aiohttp.connector`` is imported, a verifying one
 and one for ``ssl=False``, and each loads the system's CA bundle file (OpenSSL's
-``set_default_verify_paths``): ~0.2 MB of PEM parsed twice, 60–160 ms of the daemon's start-up on the
-development machine. The daemon never uses aiohttp's client: it serves with aiohttp, and every HTTP
+``set_default_verify_paths``): ~0.2 MB of PEM parsed twice, 470 M instructions, 40 % of what
+``import aiohttp.web`` costs (80–160 ms a context on the development machine at load 2–3;
+docs/performance.md, "Start-up"). The daemon never uses aiohttp's client: it serves with aiohttp, and every HTTP
 client it makes (the LLM SDKs, key probes, MCP sessions) is built on ``dominds/tls.py``'s context.
 aiohttp's client is used only by the ``dominds`` CLI commands, which are other processes and import
 aiohttp the ordinary way.

@@ -4,11 +4,17 @@ Bad input is answered, never fatal (DESIGN §4.7): invalid JSON, an unknown type
 mistyped fields, a frame over ``MAX_FRAME_BYTES``, an unknown dialog, a refused request — each gets
 an ``error`` reply and the loop goes on. Only frames above the transport limit (16 MiB, where
 reading further would cost real memory) end the connection, with close code 1009.
+
+The messages' models and their handlers (``messages.py``, ``ws_handlers.py``) are not imported with the
+app: the listing a user waits for at start-up needs neither. ``dominds serve`` imports them in its
+warm-up thread once it serves; a connection that comes first waits for that import in a worker thread,
+never on the event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 
 from aiohttp import WSMsgType, web
@@ -17,8 +23,6 @@ from dominds.driver.engine import EngineError
 from dominds.server import keys
 from dominds.server.auth import choose_subprotocol, offered_subprotocols, origin_allowed, websocket_authorized
 from dominds.server.hub import Connection
-from dominds.server.messages import BadMessage, parse_client_message
-from dominds.server.ws_handlers import HANDLERS, problems_snapshot, welcome
 from dominds.store.errors import StoreError
 from dominds.taskdoc import TaskdocError
 
@@ -28,6 +32,12 @@ TRANSPORT_MAX_FRAME = 16 * 1024 * 1024
 """aiohttp's own limit: above it the frame is not even read and the socket closes with 1009."""
 CLOSE_UNAUTHORIZED = 4401
 HEARTBEAT_SECONDS = 30.0
+HANDLERS_MODULE = "dominds.server.ws_handlers"
+"""Imports ``messages.py`` with it: loaded at the first connection or by the daemon's warm-up."""
+_handlers_imported = False
+"""Set once an import in a worker thread returned: the module is in ``sys.modules`` from the moment its
+import starts (in the warm-up thread, say), and importing from it on the loop before that import ends
+would wait for it there."""
 
 
 async def websocket_handler(request: web.Request) -> web.StreamResponse:
@@ -46,6 +56,12 @@ async def websocket_handler(request: web.Request) -> web.StreamResponse:
         # a browser cannot read an HTTP 401 on an upgrade, so the refusal is a close code
         await ws.close(code=CLOSE_UNAUTHORIZED, message=b"unauthorized")
         return ws
+    global _handlers_imported
+    if not _handlers_imported:
+        await asyncio.to_thread(importlib.import_module, HANDLERS_MODULE)
+        _handlers_imported = True
+    from dominds.server.ws_handlers import problems_snapshot, welcome
+
     conn = Connection(hub, ws)
     hub.add(conn)
     conn.send_first(welcome(hub.engine))
@@ -68,6 +84,9 @@ async def websocket_handler(request: web.Request) -> web.StreamResponse:
 
 
 async def handle_frame(conn: Connection, frame: str) -> None:
+    from dominds.server.messages import BadMessage, parse_client_message
+    from dominds.server.ws_handlers import HANDLERS
+
     request_type: str | None = None
     request_id: str | int | None = None
     try:

@@ -110,7 +110,7 @@ def test_the_listing_answers_before_any_sdk_is_imported_and_aiohttp_parsed_no_ca
             report.unlink(missing_ok=True)
             os.kill(daemon.pid, signal.SIGUSR1)
             later = wait_until(lambda: json.loads(report.read_text()) if report.exists() else None)
-            return "pydantic.plugin._loader" in later["modules"]
+            return {"pydantic.plugin._loader", "dominds.server.ws_handlers"} <= set(later["modules"])
 
         wait_until(warmed_up)  # with no request that validates anything
     loaded = [m for m in seen["modules"] if m.split(".")[0] in HEAVY]
@@ -126,14 +126,19 @@ def test_the_listing_answers_before_any_sdk_is_imported_and_aiohttp_parsed_no_ca
 IMPORT_AS_SERVE = """
 import json, sys
 import dominds.cli.main, dominds.cli.cmd_serve, dominds.driver.engine, dominds.server.run, dominds.workflows.mount
-print(json.dumps(sorted(m for m in ("importlib.metadata", "pydantic.plugin._loader") if m in sys.modules)))
+LATER = ("importlib.metadata", "pydantic.plugin._loader", "dominds.server.messages", "dominds.workflows.plan_solve.run_record",
+         "dominds.workflows.plan_solve.dataset", "dominds.workflows.plan_solve.tasks")
+print(json.dumps(sorted(m for m in LATER if m in sys.modules)))
 """
 
 
-def test_importing_the_daemons_modules_builds_no_pydantic_validator() -> None:
-    """Bug: the wire events' base model and the queue log's adapter were built at import, and the first build
-    loads pydantic's plugin search (``importlib.metadata``, a scan of every installed package): ~2.5 % of
-    the instructions of the daemon's imports on every start, for validators the listing never uses."""
+def test_importing_the_daemons_modules_builds_no_pydantic_validator_and_no_websocket_message_model() -> None:
+    """Bug: the queue log's adapter (``store/queue_log.py``) was built at import, the one validator on the start
+    path not deferred, and the first build loads pydantic's plugin search (``importlib.metadata``, a scan of every installed package): ~2.5 % of
+    the instructions of the daemon's imports on every start, for validators the listing never uses. The
+    websocket's message models (``server/messages.py``, ~40 classes) were imported with the app too, and the
+    Plan & Solve members with the run record, the data table and the slide tasks, for three limits their
+    texts quote (now in ``workflows/plan_solve/limits.py``)."""
     run = subprocess.run([sys.executable, "-c", IMPORT_AS_SERVE], capture_output=True, text=True, env=cli_env(), timeout=120)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == []

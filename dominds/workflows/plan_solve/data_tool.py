@@ -13,8 +13,7 @@ from pathlib import Path
 
 from dominds.extras import PLAN_SOLVE, missing_extra_message
 from dominds.tools.base import FuncTool, ToolCallContext, ToolError, Toolsets, object_schema
-from dominds.workflows.plan_solve import run_record
-from dominds.workflows.plan_solve.dataset import MAX_ROWS, TIMEOUT_S, QueryError, open_table, result_text
+from dominds.workflows.plan_solve.limits import MAX_ROWS, TIMEOUT_S
 
 TOOLSET = "plan-solve-data"
 TOOL_NAME = "query_data"
@@ -25,6 +24,8 @@ def run_data_path(ctx: ToolCallContext) -> Path:
     engine = ctx.services.get("engine")
     if engine is None:
         raise ToolError(f"{TOOL_NAME} needs the engine (it runs only inside a dialog)")
+    from dominds.workflows.plan_solve import run_record  # with its run records: loaded when a run uses it
+
     root = engine.get_dialog(ctx.root_id)
     try:
         record = run_record.load(root.files.dir)
@@ -39,6 +40,8 @@ async def _query_data(ctx: ToolCallContext, args: dict[str, object]) -> str:
     missing = missing_extra_message(PLAN_SOLVE)
     if missing is not None:
         raise ToolError(missing)
+    from dominds.workflows.plan_solve.dataset import QueryError, open_table, result_text
+
     path = run_data_path(ctx)
     sql = str(args.get("sql", ""))
     try:

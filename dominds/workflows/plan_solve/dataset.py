@@ -30,16 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dominds.workflows.plan_solve.limits import MAX_ROWS as MAX_ROWS
+from dominds.workflows.plan_solve.limits import TIMEOUT_S as TIMEOUT_S
+
 if TYPE_CHECKING:
     import duckdb
 
-MAX_ROWS = 200
-"""Rows shown to the model per query; more are counted and reported as cut."""
 COUNT_LIMIT = 1_000_000
 """Rows beyond the shown ones are counted up to this; a bigger result reports "at least"."""
 MAX_CHARS = 12_000
 """Characters of one result (JSON) shown to the model."""
-TIMEOUT_S = 10.0
 MAX_FILE_BYTES = 512 * 1024 * 1024
 """A data file larger than this is refused instead of loaded."""
 MEMORY_LIMIT = "512MB"

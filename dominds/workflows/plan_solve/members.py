@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dominds.driver.extensions import Extensions
 from dominds.team import WorkflowMembers
 from dominds.workflows.plan_solve.data_tool import TOOL_NAME, TOOLSET, data_toolsets
-from dominds.workflows.plan_solve.dataset import DataTable
-from dominds.workflows.plan_solve.tasks import MAX_CHART_POINTS, SlideTask
+from dominds.workflows.plan_solve.limits import MAX_CHART_POINTS
+
+if TYPE_CHECKING:  # loaded when a run uses them, not when serve starts (limits.py)
+    from dominds.workflows.plan_solve.dataset import DataTable
+    from dominds.workflows.plan_solve.tasks import SlideTask
 
 CONDUCTOR_ID = "plan_solve"
 """Agent of a run's root dialog: the conductor code, which never calls an LLM."""

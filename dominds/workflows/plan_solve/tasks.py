@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dominds.workflows.plan_solve.limits import MAX_CHART_POINTS as MAX_CHART_POINTS
+
 CHART_TYPES = ("bar", "line", "pie", "area")
 MAX_CHARTS_PER_SLIDE = 2
 MAX_TITLE_CHARS = 500
 """A deck title longer than this is cut before the cover fits it."""
-MAX_CHART_POINTS = 24
-"""More categories than this do not read on a slide: the query must aggregate or LIMIT."""
 _FENCE = re.compile(r"```(?:json)?\s*\n(.*?)```", re.DOTALL)
 
 
