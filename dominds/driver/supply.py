@@ -25,19 +25,20 @@ async def supply_response(
     status: Literal["completed", "failed"] = "completed",
     *,
     failure_reason: str = "",
-) -> bool:
-    """Record ``response`` in the caller named by ``assignment``; True when it was supplied now."""
+) -> None:
+    """Record ``response`` in the caller named by ``assignment`` (nothing when it was supplied already, or
+    the caller no longer waits for it)."""
     caller = engine.try_get_dialog(sub.root_id, assignment.caller_dialog_id)
     if caller is None:
-        return False
+        return
     async with caller.suspension_lock:
         if (sub.self_id, assignment.call_id) in caller.supplied_response_keys():
-            return False
+            return
         entry = next(
             (p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_id == assignment.call_id), None
         )
         if entry is None:
-            return False  # late or duplicate: the caller no longer waits for this call
+            return  # late or duplicate: the caller no longer waits for this call
         sub.files.write_response(
             SubdialogResponse(
                 call_id=assignment.call_id,
@@ -64,7 +65,6 @@ async def supply_response(
     # the truth; a crash before this write leaves answered entries that recovery drops.
     await caller.commit_pending()
     engine.conductors.resolve(sub, entry.call_id, response, status, failure_reason)
-    return True
 
 
 def record_response(
