@@ -56,6 +56,7 @@ class TakenLine(Record):
 
 
 QueueLine = Annotated[QueuedLine | TakenLine, Field(discriminator="op")]
+# defer_build: built at the first read, not at import (either way the same validation: a mutant flipping it is equivalent)
 _ADAPTER: TypeAdapter[QueuedLine | TakenLine] = TypeAdapter(QueueLine, config=ConfigDict(defer_build=True))
 
 
@@ -95,6 +96,7 @@ class QueueLog:
         if not text:
             return []
         lines = text.split("\n")
+        # the default is never compared (no non-blank line: the loop below checks none), so any value is equivalent
         last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
         out: list[QueuedLine | TakenLine] = []
         for index, line in enumerate(lines):
