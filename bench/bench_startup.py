@@ -16,14 +16,21 @@ chosen beforehand (so the bench can knock from the very first moment). For each 
 Also ``python -c pass`` and ``import aiohttp.web`` as floors: no daemon written in Python answers with
 aiohttp sooner than the latter.
 
-    .venv/bin/python bench/bench_startup.py [--runs 10] [--json out.json]
+With ``--instructions N`` (needs ``perf``), N more spawns run under ``perf stat -e instructions:u`` and
+are killed the moment the listing answers: the user-space instructions the daemon ran until then, a
+figure the load of a shared machine does not move (docs/performance.md, "Start-up"). The warm-up
+thread ``serve`` starts once it serves adds what it ran before the kill.
+
+    .venv/bin/python bench/bench_startup.py [--runs 10] [--instructions 3] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -115,7 +122,32 @@ def one_start(workspace: Path, token: str) -> tuple[float, bool, float, float, f
         reader.join(timeout=10)
 
 
-def run(runs: int) -> list[Figure]:
+def instructions_until_ready(workspace: Path, token: str) -> float:
+    """Millions of user-space instructions ``serve`` ran until its listing answered (``perf stat``)."""
+    port = _free_port()
+    with tempfile.NamedTemporaryFile(prefix="dominds-perf-", suffix=".csv") as out:
+        spawned_at = time.perf_counter()
+        proc = subprocess.Popen(
+            ["perf", "stat", "-x,", "-e", "instructions:u", "-o", out.name, "--"]
+            + [sys.executable, "-m", "dominds", "-C", str(workspace), "serve", "--port", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=child_env(),
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            _knock(f"{base}/api/dialogs", token, spawned_at, spawned_at + 120, READY_POLL_SECONDS, data=True)
+            daemon = json.loads((workspace / ".dialogs" / "daemon.json").read_text())["pid"]
+            os.kill(int(daemon), signal.SIGKILL)
+        finally:
+            proc.wait(timeout=60)
+        for line in Path(out.name).read_text().splitlines():
+            if "instructions" in line:
+                return int(line.split(",")[0]) / 1e6
+    raise RuntimeError("perf stat printed no instruction count")
+
+
+def run(runs: int, instruction_runs: int = 0) -> list[Figure]:
     base = Path(tempfile.mkdtemp(prefix="dominds-startup-"))
     try:
         subprocess.run([sys.executable, "-m", "dominds", "-C", str(base), "init", "."], check=True, capture_output=True)
@@ -140,6 +172,7 @@ def run(runs: int) -> list[Figure]:
             urls.append(printed)
             cpus.append(cpu)
             said_ready += was_ready
+        instructions = [instructions_until_ready(base, token) for _ in range(instruction_runs)]
         python = [_floor("pass") for _ in range(runs)]
         aiohttp = [_floor("import aiohttp.web") for _ in range(runs)]
     finally:
@@ -161,6 +194,7 @@ def run(runs: int) -> list[Figure]:
         ),
         Figure("start-up: spawned until the panel URL is printed", "s", urls),
         Figure("start-up: CPU the daemon used until ready", "s", cpus),
+        *([Figure("start-up: user-space instructions until the listing answered (perf stat)", "M", instructions)] if instructions else []),
         Figure("floor: python -c pass", "s", python),
         Figure("floor: python -c 'import aiohttp.web'", "s", aiohttp),
     ]
@@ -169,9 +203,10 @@ def run(runs: int) -> list[Figure]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--instructions", type=int, default=0, metavar="N", help="N more starts under perf stat")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    figures = run(args.runs)
+    figures = run(args.runs, args.instructions)
     print_figures(f"Start-up of the real `dominds serve` — {machine()}", figures)
     if args.json:
         args.json.write_text(json.dumps([f.to_json() for f in figures], indent=1))

@@ -10,6 +10,8 @@ OpenAI Responses models do and Chat Completions servers (often local, text-only)
 from __future__ import annotations
 
 import base64
+import itertools
+import operator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,9 @@ IMAGE_BUDGET = 8
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """Larger images stay placeholders (Anthropic's per-image limit)."""
 VISION_BY_DEFAULT = frozenset({"anthropic", "openai-responses"})
+_MARKER = "[image saved as artifact"
+"""What every placeholder line holds (``IMAGE_ARTIFACT_LINE``): a message without it names no image."""
+_CONTENT = operator.attrgetter("content")
 
 
 def sees_images(api_type: str, model_info: dict[str, Any]) -> bool:
@@ -33,11 +38,14 @@ def attach_images(messages: list[ChatMessage], dialog_dir: Path, *, budget: int 
     """``messages`` with the images their placeholder lines name, newest first, up to ``budget``."""
     out = list(messages)
     left = budget
-    for index in range(len(out) - 1, -1, -1):
+    # The messages naming an artifact, found in C (a Python test of every message walked the whole course
+    # at each generation of a vision model: ~3 ms at 10,000 messages when none holds an image).
+    naming = itertools.compress(range(len(out)), map(operator.contains, map(_CONTENT, out), itertools.repeat(_MARKER)))
+    for index in reversed(list(naming)):
         message = out[index]
         if left <= 0:
             break
-        if message.role == "assistant" or "[image saved as artifact" not in message.content:
+        if message.role == "assistant":
             continue
         images: list[ImagePart] = []
         for found in IMAGE_ARTIFACT_LINE.finditer(message.content):

@@ -127,7 +127,8 @@ IMPORT_AS_SERVE = """
 import json, sys
 import dominds.cli.main, dominds.cli.cmd_serve, dominds.driver.engine, dominds.server.run, dominds.workflows.mount
 LATER = ("importlib.metadata", "pydantic.plugin._loader", "dominds.server.messages", "dominds.workflows.plan_solve.run_record",
-         "dominds.workflows.plan_solve.dataset", "dominds.workflows.plan_solve.tasks")
+         "dominds.workflows.plan_solve.dataset", "dominds.workflows.plan_solve.tasks", "dominds.workflows.debate.protocol",
+         "dominds.workflows.debate.host", "dominds.workflows.debate.prompts")
 print(json.dumps(sorted(m for m in LATER if m in sys.modules)))
 """
 
@@ -138,7 +139,8 @@ def test_importing_the_daemons_modules_builds_no_pydantic_validator_and_no_webso
     the instructions of the daemon's imports on every start, for validators the listing never uses. The
     websocket's message models (``server/messages.py``, ~40 classes) were imported with the app too, and the
     Plan & Solve members with the run record, the data table and the slide tasks, for three limits their
-    texts quote (now in ``workflows/plan_solve/limits.py``)."""
+    texts quote (now in ``workflows/plan_solve/limits.py``), and the debate's members with its records, host
+    and requests, for the member ids and personas (now in ``member_ids.py`` and ``members.py``)."""
     run = subprocess.run([sys.executable, "-c", IMPORT_AS_SERVE], capture_output=True, text=True, env=cli_env(), timeout=120)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == []

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 from dominds.driver.extensions import Extensions
 from dominds.team import WorkflowMembers
-from dominds.workflows.debate.prompts import PERSONAS
-from dominds.workflows.debate.protocol import HOST_MEMBER_ID, MEMBER_IDS
+from dominds.workflows.debate.member_ids import HOST_MEMBER_ID, MEMBER_IDS
 from dominds.workflows.debate.timetools import TOOLSET, time_toolsets
 
 if TYPE_CHECKING:
@@ -21,6 +20,32 @@ if TYPE_CHECKING:
 
 DEFAULT_AGENT_MAX_TOKENS = 2000
 """Seed §10.2: one agent output stays under 2000 tokens (the providers enforce ``max_tokens``)."""
+
+PERSONAS = {
+    "planner": (
+        "You are the Planner of a structured debate. You turn the user's goal into a concrete, dated plan "
+        "(phases, tasks, hours, deadlines) and you revise it when the Critic finds real problems. Use the "
+        "get_now and calculate_date tools for dates instead of computing them in your head. Answer with exactly "
+        "one JSON object in a ```json block, in the format the request gives, written in the user's language."
+    ),
+    "critic": (
+        "You are the Critic of a structured debate. You look for what would make the plan fail: feasibility, "
+        "hidden assumptions, missing parts, risks. Be specific and constructive; agree when the plan is sound. "
+        "Answer with exactly one JSON object in a ```json block, in the format the request gives, written in "
+        "the user's language."
+    ),
+    "reporter": (
+        "You are the Reporter of a structured debate. You turn the final plan and the debate's agreements and "
+        "disagreements into a clear Markdown report for the user, without inventing new content. Answer with "
+        "exactly one JSON object in a ```json block, in the format the request gives, written in the user's language."
+    ),
+    "host": (
+        "The debate host is Python code (dominds/workflows/debate/host.py); this member exists so the run's "
+        "root dialog has an owner and never generates."
+    ),
+}
+"""Each member's persona (``.minds/team/<id>/persona.md`` replaces it). Here, not with the requests
+(``prompts.py``): ``dominds serve`` builds the members at start, and a debate's code loads when one runs."""
 
 
 def debate_extensions() -> Extensions:

@@ -1,4 +1,4 @@
-"""The requests the host sends its teammates, and the personas they run with.
+"""The requests the host sends its teammates (their personas are in ``members.py``).
 
 Every request is self-contained (each step is a fresh TYPE C subdialog): the question, the round, the
 date, the other side's latest output, the agent's own previous position, the host's constraints, and
@@ -65,30 +65,6 @@ REPORTER_FORMAT = """{
                 "remaining_uncertainties": ["<uncertainty>"]}
   }
 }"""
-
-PERSONAS = {
-    "planner": (
-        "You are the Planner of a structured debate. You turn the user's goal into a concrete, dated plan "
-        "(phases, tasks, hours, deadlines) and you revise it when the Critic finds real problems. Use the "
-        "get_now and calculate_date tools for dates instead of computing them in your head. Answer with exactly "
-        "one JSON object in a ```json block, in the format the request gives, written in the user's language."
-    ),
-    "critic": (
-        "You are the Critic of a structured debate. You look for what would make the plan fail: feasibility, "
-        "hidden assumptions, missing parts, risks. Be specific and constructive; agree when the plan is sound. "
-        "Answer with exactly one JSON object in a ```json block, in the format the request gives, written in "
-        "the user's language."
-    ),
-    "reporter": (
-        "You are the Reporter of a structured debate. You turn the final plan and the debate's agreements and "
-        "disagreements into a clear Markdown report for the user, without inventing new content. Answer with "
-        "exactly one JSON object in a ```json block, in the format the request gives, written in the user's language."
-    ),
-    "host": (
-        "The debate host is Python code (dominds/workflows/debate/host.py); this member exists so the run's "
-        "root dialog has an owner and never generates."
-    ),
-}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Role = Literal["planner", "critic", "reporter"]
+from dominds.workflows.debate.member_ids import HOST_MEMBER_ID as HOST_MEMBER_ID
+from dominds.workflows.debate.member_ids import MEMBER_IDS as MEMBER_IDS
+from dominds.workflows.debate.member_ids import Role as Role
+
 Action = Literal["continue", "converge", "force_opposition", "terminate"]
 
 ROLES: tuple[Role, ...] = ("planner", "critic", "reporter")
@@ -18,11 +21,6 @@ DEBATERS: tuple[Role, ...] = ("planner", "critic")
 """The roles whose positions are compared for consensus (the reporter only speaks at the end)."""
 OUTPUT_TYPE: dict[str, str] = {"planner": "plan", "critic": "critique", "reporter": "report", "host": "control"}
 
-MEMBER_IDS: dict[Role, str] = {"planner": "debate-planner", "critic": "debate-critic", "reporter": "debate-reporter"}
-"""Team member of each role. Namespaced: Plan & Solve has a ``planner`` too, and a user's team.yaml
-may already use the short names for something else."""
-HOST_MEMBER_ID = "debate-host"
-"""Agent of the run's root dialog; the host is Python code and never generates."""
 WORKFLOW = "debate"
 
 

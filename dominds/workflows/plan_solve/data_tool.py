@@ -9,6 +9,7 @@ for every run of the engine; called outside a Plan & Solve run it says so.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from pathlib import Path
 
 from dominds.extras import PLAN_SOLVE, missing_extra_message
@@ -40,6 +41,10 @@ async def _query_data(ctx: ToolCallContext, args: dict[str, object]) -> str:
     missing = missing_extra_message(PLAN_SOLVE)
     if missing is not None:
         raise ToolError(missing)
+    # Loaded with a run (its web page and pipeline import them); a tool called before that imports them
+    # in a worker thread, not on the event loop.
+    await asyncio.to_thread(importlib.import_module, "dominds.workflows.plan_solve.run_record")
+    await asyncio.to_thread(importlib.import_module, "dominds.workflows.plan_solve.dataset")
     from dominds.workflows.plan_solve.dataset import QueryError, open_table, result_text
 
     path = run_data_path(ctx)
