@@ -102,7 +102,7 @@ class TellaskParser:
             return []
         self._finished = True
         if self._line is _Line.START and self._bang_held:
-            self._bang_held = False
+            self._bang_held = False  # (tidy only: a finished parser never reads it again, so `True` is equivalent)
             self._begin_markdown_line()
             self._markdown("!")
         # A trailing bare `!?` (ROLE_PENDING, or BODY with nothing after it) adds no text: only a

@@ -31,7 +31,12 @@ from dominds.tellask_events import (
     build_tellask_call,
     tellask_call_id,
 )
-from dominds.tellask_headline import is_fbr_headline, parse_headline
+from dominds.tellask_headline import (
+    INVALID_MENTION_ID,
+    MISSING_MENTION_PREFIX,
+    is_fbr_headline,
+    parse_headline,
+)
 
 # -- chunkings ----------------------------------------------------------------------------------------
 
@@ -551,3 +556,18 @@ def test_arbitrary_text_never_raises(text: str) -> None:
         if isinstance(seg, TellaskCall):
             assert seg.is_valid == (seg.error is None)
             assert seg.first_mention is None or seg.first_mention in seg.mentions
+
+
+def test_the_first_line_verdict_comes_as_soon_as_the_next_character_decides_it() -> None:
+    """``CallStart`` (and its error) is emitted with the chunk that decides the first line, not held until
+    more input or ``finish``: a panel shows a bad call at once. Survivors of the module-wide mutation
+    sample (issue 38, round 3): the scan of a held ``@`` starting one character late (``@`` then a space
+    waited for another chunk) and a line without ``@`` reported undecided."""
+    parser = TellaskParser()
+    assert not any(isinstance(e, CallStart) for e in parser.feed("!?@"))
+    assert [e for e in parser.feed(" ") if isinstance(e, CallStart)] == [CallStart(INVALID_MENTION_ID, None)]
+    parser = TellaskParser()
+    assert [e for e in parser.feed("!?h") if isinstance(e, CallStart)] == [CallStart(MISSING_MENTION_PREFIX, None)]
+    parser = TellaskParser()
+    assert not any(isinstance(e, CallStart) for e in parser.feed("!?@co"))
+    assert [e for e in parser.feed("der ") if isinstance(e, CallStart)] == [CallStart(None, "coder")]
