@@ -71,7 +71,7 @@ HINTS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # (nothing assigns to one: a mutant dropping `frozen` is equivalent)
 class Violation:
     """One broken rule: a stable code, what happened, and how to fix it."""
 
@@ -187,7 +187,7 @@ class ProposedNode:
     planned_action: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # (nothing assigns to one: a mutant dropping `frozen` is equivalent)
 class CommitResult:
     node_id: str
     state: NodeState
