@@ -29,6 +29,12 @@ SLOW_MODULES = frozenset(
         # workflow runs through a real daemon restart
         "tests/workflows/tot/test_tot_wf_cli_restart.py",
         "tests/workflows/plan_solve/test_ps_restart.py",
+        # a long stateful model of the driver (hypothesis), and in-process runs of every provider's SDK
+        # against fake servers: 30 to 150 s each in the quick subset's durations
+        "tests/driver/test_driver_model.py",
+        "tests/server/test_generation_requests.py",
+        "tests/server/test_reply_obligations_api.py",
+        "tests/driver/test_provider_clients.py",
     }
 )
 """Modules whose every test is a long functional run: marked ``slow`` here (one list, no marker line to
@@ -36,10 +42,36 @@ keep in each file); a single long test elsewhere carries ``@pytest.mark.slow`` i
 --quick`` leaves them out (docs/testing.md)."""
 
 
+PROCESS_DIRS = ("tests/cli/", "tests/mcp/", "tests/workflows/")
+"""Tests that start real processes (``dominds`` commands and daemons, MCP servers, workflow runs through
+a daemon): marked ``process``. ``bin/test --quick`` (the inner loop, ≤ 3 min) leaves them out; CI's other
+Pythons (``bin/test-python``) run them (they are where an interpreter's difference shows)."""
+PROCESS_MODULES = frozenset(
+    {
+        # modules elsewhere with tests that spawn processes (a daemon, a killed writer, a fresh interpreter)
+        "tests/server/test_aiohttp_import.py",
+        "tests/server/test_cost_one_figure.py",
+        "tests/server/test_listing_imports.py",
+        "tests/server/test_ws_fuzz.py",
+        "tests/driver/test_extensions.py",
+        "tests/driver/test_images.py",
+        "tests/store/test_atomic_writes.py",
+    }
+)
+BROWSER_DIRS = ("tests/server/browser/",)
+"""Every test here drives real Chromium: marked ``browser`` by its place, so a module cannot forget its
+``pytestmark`` (four did, and ran in the quick subset and on every other Python)."""
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.relative_to(REPO_ROOT).as_posix() in SLOW_MODULES:
+        path = item.path.relative_to(REPO_ROOT).as_posix()
+        if path in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if path.startswith(PROCESS_DIRS) or path in PROCESS_MODULES:
+            item.add_marker(pytest.mark.process)
+        if path.startswith(BROWSER_DIRS):
+            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(autouse=True)

@@ -32,6 +32,21 @@ def _open_descriptors() -> set[str]:
 
 
 @pytest.fixture
+def synced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths fsynced from now on, in order (every fsync on, whatever the suite set)."""
+    paths: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        paths.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(atomic, "_FSYNC", True)
+    return paths
+
+
+@pytest.fixture
 def strict_umask() -> Iterator[None]:
     old = os.umask(0o077)
     try:
@@ -121,22 +136,14 @@ def test_the_crash_harness_stops_a_restore_of_the_spare_before_it_is_made(tmp_pa
     assert (tmp_path / "other.yaml").read_text() == "v: 2\n", "restored: the spare's version is the file again"
 
 
-def test_a_restored_spare_is_durable_when_the_restore_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_restored_spare_is_durable_when_the_restore_returns(tmp_path: Path, synced: list[str]) -> None:
     """Outside a group the restore's new directory entries are fsynced before it returns (a power cut
     right after would otherwise bring the torn file back under its name)."""
     target = tmp_path / "latest.yaml"
     write_atomic(target, "v: 1\n", spare=True)
     write_atomic(target, "v: 2\n", spare=True)
     target.write_text("v: torn")
-    synced: list[str] = []
-    real = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(atomic, "_FSYNC", True)
+    synced.clear()  # only the restore's fsyncs
     atomic.restore_spare(target)
     assert target.read_text() == "v: 1\n"
     assert synced == [str(tmp_path)]
@@ -175,20 +182,11 @@ def test_a_spare_written_back_in_a_group_costs_no_cache_flush(tmp_path: Path, mo
 
 
 def test_a_fresh_file_is_fsynced_as_written_outside_a_group_and_with_its_directory_within_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, synced: list[str]
 ) -> None:
     """``write_fresh`` (a dialog's first files, in a staging directory): outside a group the bytes are
     fsynced before it returns; within one nothing is fsynced until ``renamed_into_place`` hands the files to
     the group, which then fsyncs each once with the directories."""
-    synced: list[str] = []
-    real = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(atomic, "_FSYNC", True)
     alone = tmp_path / "alone"
     alone.mkdir()
     atomic.write_fresh(alone / "course-001.jsonl", "{}\n")
@@ -212,21 +210,12 @@ def test_a_fresh_file_is_fsynced_as_written_outside_a_group_and_with_its_directo
     assert sorted(synced) == sorted([str(tmp_path / "dialog" / "course-001.jsonl"), str(tmp_path / "dialog"), str(tmp_path)])
 
 
-def test_a_removal_is_durable_when_it_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_removal_is_durable_when_it_returns(tmp_path: Path, synced: list[str]) -> None:
     """Outside a group ``remove_file`` fsyncs the directory before it returns (a drained queue's log
     removed, then a power cut: the log must not come back with prompts already taken). Survivor of the
     second sample: the directory fsync removed, every other test green."""
     gone = tmp_path / "queue.jsonl"
     gone.write_text("{}\n")
-    synced: list[str] = []
-    real = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(atomic, "_FSYNC", True)
     atomic.remove_file(gone)
     assert not gone.exists() and synced == [str(tmp_path)]
     atomic.remove_file(gone)  # already gone: nothing to make durable
