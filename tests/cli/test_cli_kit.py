@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,14 @@ class Daemon:
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
+        """One authorised JSON request to the daemon's API: (status, decoded body)."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = {**self.headers(), "Content-Type": "application/json"}
+        request = urllib.request.Request(self.http + path, data=data, method=method, headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 15) -> tuple[int, str, str]:
         if self.proc.poll() is None:

@@ -28,9 +28,7 @@ import signal
 import ssl
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 from test_cli_kit import Daemon, cli_env, wait_until, write_provider_workspace
 
@@ -80,11 +78,6 @@ signal.signal(signal.SIGUSR1, _report)
 HEAVY = ("anthropic", "openai", "httpx2", "httpcore2", "mcp", "mcp_types", "jsonschema", "google")
 
 
-def _call(daemon: Daemon, method: str, path: str, body: object = None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(daemon.http + path, data=data, method=method, headers={**daemon.headers(), "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return response.status, json.loads(response.read())
 
 
 def test_the_listing_answers_before_any_sdk_is_imported_and_aiohttp_parsed_no_ca_bundle(tmp_path: Path) -> None:
@@ -99,9 +92,9 @@ def test_the_listing_answers_before_any_sdk_is_imported_and_aiohttp_parsed_no_ca
     Path(user_ca_file).write_text(ssl.DER_cert_to_PEM_cert(system_cas[0]))
     env = cli_env(PYTHONPATH=path, IMPORTS_REPORT=str(report), IMPORTS_TEST_KEY="sk-not-a-real-key", SSL_CERT_FILE=user_ca_file)
     with Daemon(ws, env=env) as daemon:
-        status, created = _call(daemon, "POST", "/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
+        status, created = daemon.call("POST", "/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
         assert status == 201
-        status, listing = _call(daemon, "GET", "/api/dialogs")
+        status, listing = daemon.call("GET", "/api/dialogs")
         assert status == 200 and created["rootId"] in json.dumps(listing), "the listing answers with data"
         os.kill(daemon.pid, signal.SIGUSR1)
         seen = wait_until(lambda: json.loads(report.read_text()) if report.exists() else None)

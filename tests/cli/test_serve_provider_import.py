@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 from pathlib import Path
 
 from test_cli_kit import Daemon, cli_env, wait_until, write_provider_workspace
@@ -28,11 +27,6 @@ raise ImportError("the held stand-in SDK")
 """
 
 
-def _call(daemon: Daemon, method: str, path: str, body: object = None) -> tuple[int, object]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(daemon.http + path, data=data, method=method, headers={**daemon.headers(), "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return response.status, json.loads(response.read())
 
 
 def test_the_api_answers_while_the_first_generation_imports_its_sdk(tmp_path: Path) -> None:
@@ -45,14 +39,14 @@ def test_the_api_answers_while_the_first_generation_imports_its_sdk(tmp_path: Pa
     env = cli_env(PYTHONPATH=path, HELD_IMPORT_GATE=str(gate), HELD_KEY="sk-ant-held-not-a-real-key")
     with Daemon(ws, env=env) as daemon:
         try:
-            status, created = _call(daemon, "POST", "/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
+            status, created = daemon.call("POST", "/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
             assert status == 201 and isinstance(created, dict)
-            _call(daemon, "POST", f"/api/dialogs/{created['selfId']}/messages", {"content": "hello"})
+            daemon.call("POST", f"/api/dialogs/{created['selfId']}/messages", {"content": "hello"})
             wait_until(lambda: Path(str(gate) + ".entered").exists())  # the generation is importing the SDK now
-            status, listing = _call(daemon, "GET", "/api/dialogs")
+            status, listing = daemon.call("GET", "/api/dialogs")
             assert status == 200 and created["selfId"] in json.dumps(listing), "answered while the import runs"
-            status, health = _call(daemon, "GET", "/api/health")
+            status, health = daemon.call("GET", "/api/health")
             assert status == 200 and isinstance(health, dict) and health["ok"]
         finally:
             gate.touch()  # the import ends (as a failed import: the generation reports the provider unavailable)
-        wait_until(lambda: "not available" in json.dumps(_call(daemon, "GET", f"/api/dialogs/{created['selfId']}")[1]))
+        wait_until(lambda: "not available" in json.dumps(daemon.call("GET", f"/api/dialogs/{created['selfId']}")[1]))
