@@ -104,10 +104,11 @@ class NeutralBodies:
         best, shared = -1, 0
         if len(likely) == 1:
             best = likely[0]  # the dialog's previous request: no count needed to choose it (a pass in C per message)
-        for index in [] if best >= 0 else likely or range(len(kept)):
-            same = sum(map(operator.is_, kept[index].messages, messages))
-            if same > shared:
-                best, shared = index, same
+        else:
+            for index in likely or range(len(kept)):
+                same = sum(map(operator.is_, kept[index].messages, messages))
+                if same > shared:
+                    best, shared = index, same
         if best < 0:
             parts = [_encoded(message) for message in messages]
             chars = sum(map(len, map(_CONTENT, messages)))

@@ -12,18 +12,13 @@ from workspace_kit import write_idle_root
 from dominds.driver import start_progress
 from dominds.driver.engine import Engine
 from dominds.rtws import Rtws
-from dominds.store.atomic import set_fsync
 from dominds.store.dialog_store import DialogStore
 
 
 def _idle_roots(rtws: Rtws, count: int) -> None:
-    set_fsync(False)  # a workspace written straight to disk for the test, not through the daemon
-    try:
-        store = DialogStore(rtws)
-        for _ in range(count):
-            write_idle_root(store)
-    finally:
-        set_fsync(True)
+    store = DialogStore(rtws)
+    for _ in range(count):
+        write_idle_root(store)
 
 
 async def test_a_start_past_the_delay_reports_each_tree_gone_through_and_the_end(

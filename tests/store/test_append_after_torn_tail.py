@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,19 @@ def test_a_file_that_is_one_torn_line_is_emptied_first(tmp_path: Path) -> None:
     assert [r.genseq for r in read_course(course)] == [1]  # type: ignore[union-attr]
 
 
+def _half_then_full(real_write: Callable[[int, bytes], int]) -> Callable[[int, bytes], int]:
+    """An ``os.write`` on a disk that fills up: a lone newline (the mending of a whole last record) goes
+    through, any other write stores half its bytes and fails with ENOSPC."""
+
+    def write(fd: int, data: bytes) -> int:
+        if data == b"\n":
+            return real_write(fd, data)
+        real_write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    return write
+
+
 def test_a_torn_tail_cut_and_then_a_full_disk_leaves_only_whole_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The size a torn tail was cut back to is where a failed append cuts the file again. Survivor of the
     module-wide mutation sample (issue 38): that size returned as ``None`` made the cut-back raise a
@@ -55,12 +69,7 @@ def test_a_torn_tail_cut_and_then_a_full_disk_leaves_only_whole_lines(tmp_path: 
     with course.open("ab") as stream:
         stream.write(b'{"type":"gen_start_record","ts":"half a rec')
     real_write = os.write
-
-    def half_then_full(fd: int, data: bytes) -> int:
-        real_write(fd, bytes(data[: len(data) // 2]))
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(atomic.os, "write", half_then_full)
+    monkeypatch.setattr(atomic.os, "write", _half_then_full(real_write))
     with pytest.raises(WriteFailedError, match="no space left"):
         append_record(course, GenStartRecord(ts="t2", genseq=2))
     monkeypatch.setattr(atomic.os, "write", real_write)
@@ -76,14 +85,7 @@ def test_a_whole_last_record_mended_and_then_a_full_disk_keeps_that_record(tmp_p
         stream.write(b'{"type":"gen_start_record","ts":"t2","genseq":2}')
     mended = course.read_bytes() + b"\n"
     real_write = os.write
-
-    def half_then_full(fd: int, data: bytes) -> int:
-        if data == b"\n":
-            return real_write(fd, data)
-        real_write(fd, bytes(data[: len(data) // 2]))
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(atomic.os, "write", half_then_full)
+    monkeypatch.setattr(atomic.os, "write", _half_then_full(real_write))
     with pytest.raises(WriteFailedError, match="no space left"):
         append_record(course, GenStartRecord(ts="t3", genseq=3))
     monkeypatch.setattr(atomic.os, "write", real_write)
