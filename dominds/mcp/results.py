@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from dominds.rtws import STATE_DIR_MODE, STATE_FILE_MODE
 from dominds.store.atomic import write_atomic
 
 ARTIFACTS_DIR = "artifacts"
@@ -75,7 +76,9 @@ def save_artifact(dialog_dir: Path, self_id: str, stem: str, raw: bytes, mime: s
     """Write ``raw`` as a dialog artifact; returns the placeholder line the model and the panel read
     (``driver/images.py`` finds image lines again to send the image itself to a vision-capable model)."""
     name = f"{stem}{_extension(mime)}"
-    write_atomic(dialog_dir / ARTIFACTS_DIR / name, raw)
+    # As private as the dialog's other files (a screenshot is part of the transcript): issue 34, item 10.
+    (dialog_dir / ARTIFACTS_DIR).mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+    write_atomic(dialog_dir / ARTIFACTS_DIR / name, raw, create_mode=STATE_FILE_MODE)
     where = f" from {source}" if source else ""
     return f"[{kind} saved as artifact {name} ({mime}, {len(raw)} bytes){where}: {artifact_url(self_id, name)}]"
 

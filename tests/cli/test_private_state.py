@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 from pathlib import Path
 
 from test_cli_kit import cli_env, dominds, write_workspace
+
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
 
 
 def modes(root: Path) -> dict[str, int]:
@@ -48,3 +51,20 @@ def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_an_attached_image_is_as_private_as_the_dialogs_other_files(tmp_path: Path) -> None:
+    """Bug (found verifying issue 34, item 10): dialog artifacts (an image attached with ``--image``, pasted in
+    the panel, returned by an MCP tool or copied by ``read_picture``) were written 0644 in an ``artifacts/``
+    directory made 0755, although every other dialog file is 0600 in 0700 directories."""
+    ws = write_workspace(tmp_path / "ws")
+    script = ws / ".minds" / "scripted" / "test.yaml"
+    script.write_text(script.read_text().replace("responses:\n", "responses:\n- {agent: lead, contains: saved as artifact, response: A pixel.}\n", 1))
+    (ws / "shot.png").write_bytes(PNG)
+    done = dominds(ws, "run", "--agent", "lead", "--taskdoc", "tasks/t.tsk", "--image", "shot.png", "look", env=cli_env())
+    assert done.returncode == 0, done.stderr
+    found = modes(ws)
+    artifacts = {name: oct(mode) for name, mode in found.items() if "/artifacts" in name}
+    assert any(name.endswith(".png") for name in artifacts), found
+    open_to_others = {name: mode for name, mode in artifacts.items() if int(mode, 8) & 0o077}
+    assert not open_to_others, open_to_others

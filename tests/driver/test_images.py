@@ -31,7 +31,7 @@ providers:
     baseUrl: {url}
     apiKeyEnvVar: FAKE_IMAGES_ANTHROPIC_KEY
     models:
-      fake-model: {{context_length: 200000}}
+      fake-model: {{context_length: 200000{anthropic_vision}}}
   fake-openai:
     apiType: openai-compatible
     baseUrl: {url}/v1
@@ -64,14 +64,16 @@ def _respond(request: RecordedRequest) -> Reply:
     return dialect.reply(Script(blocks))
 
 
-async def _draw(root_dir: Path, fake: FakeLlmServer, provider: str, vision: str = "") -> list[RecordedRequest]:
+async def _draw(
+    root_dir: Path, fake: FakeLlmServer, provider: str, vision: str = "", anthropic_vision: str = ""
+) -> list[RecordedRequest]:
     rtws = Rtws(root_dir)
     rtws.minds_dir.mkdir(parents=True)
     rtws.team_yaml.write_text(
         f"member_defaults: {{provider: {provider}, model: fake-model, diligence_push_max: 0}}\n"
         "default_responder: lead\nmembers:\n  lead: {name: Lead, toolsets: [fake]}\n"
     )
-    rtws.llm_yaml.write_text(LLM_YAML.format(url=fake.url, vision=vision))
+    rtws.llm_yaml.write_text(LLM_YAML.format(url=fake.url, vision=vision, anthropic_vision=anthropic_vision))
     (rtws.minds_dir / "mcp.yaml").write_text("servers:\n" + stdio_server_yaml())
     (root_dir / "tasks" / "t.tsk").mkdir(parents=True)
     (root_dir / "tasks" / "t.tsk" / "goals.md").write_text("Draw.\n")
@@ -99,6 +101,15 @@ async def test_an_mcp_image_reaches_anthropic_inside_the_tool_result(tmp_path: P
     image = content[1]
     assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
     assert base64.b64decode(image["source"]["data"]).startswith(b"\x89PNG")
+
+
+async def test_an_anthropic_model_the_catalog_marks_text_only_gets_the_placeholder(tmp_path: Path, fake: FakeLlmServer) -> None:
+    """``vision: false`` in the catalog wins over the API's default (Anthropic models see images unless marked)."""
+    second = (await _draw(tmp_path / "ws", fake, "fake-anthropic", anthropic_vision=", vision: false"))[1].body
+    results = [b for m in second["messages"] for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    assert len(results) == 1 and results[0]["tool_use_id"] == "call_pic"
+    assert isinstance(results[0]["content"], str) and "[image saved as artifact" in results[0]["content"]
+    assert '"type": "image"' not in json.dumps(second), "no image block anywhere in the request"
 
 
 async def test_an_mcp_image_reaches_openai_responses_after_the_function_output(tmp_path: Path, fake: FakeLlmServer) -> None:
