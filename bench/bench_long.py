@@ -10,13 +10,14 @@
 3. one streamed reply of 500 kB and one of 1 MB in 20-character chunks (send to settled run state).
 
     bin/bench long                 # or: .venv/bin/python bench/bench_long.py [--turns 5000] [--flood 10000]
-                                   #     [--only turns,flood,stream]
+                                   #     [--only turns,flood,stream] [--provider openai|anthropic]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -32,6 +33,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import Figure, cpu_seconds, machine, make_workspace, percentile, print_figures, serve
+from _fake_llm import PROVIDERS, fake_llm, provider_workspace
 from bench_ws import connect, turn
 
 from dominds.driver.engine import Engine
@@ -89,11 +91,19 @@ async def build_dialogs(rtws: Rtws, sizes: tuple[int, ...]) -> list[dict[str, st
     return [{"selfId": d.self_id, "rootId": d.root_id} for d, _ in made]
 
 
-async def per_turn(turns: int, timed: int) -> list[Figure]:
+async def per_turn(turns: int, timed: int, provider: str = "scripted") -> list[Figure]:
     """Turns of the short and the long dialog alternate (A B A B), so a machine getting busier or quieter
     meanwhile weighs on both alike; the daemon's CPU per turn (from /proc) is printed beside the wall time,
-    as it depends far less on what else the machine runs."""
-    rtws = workspace()
+    as it depends far less on what else the machine runs. With ``provider`` openai or anthropic the
+    members answer through that SDK from the fake server (``_fake_llm.py``, a thread of this process)."""
+    with contextlib.ExitStack() as stack:
+        rtws = workspace()
+        if provider != "scripted":
+            provider_workspace(rtws, provider, stack.enter_context(fake_llm()).url)
+        return await _per_turn(rtws, turns, timed, provider)
+
+
+async def _per_turn(rtws: Rtws, turns: int, timed: int, provider: str) -> list[Figure]:
     short, long = await build_dialogs(rtws, (10, turns))
     daemon = serve(rtws.root)
     pid = daemon.proc.pid
@@ -115,7 +125,7 @@ async def per_turn(turns: int, timed: int) -> list[Figure]:
     finally:
         daemon.stop()
         shutil.rmtree(rtws.root, ignore_errors=True)
-    load = f"load {os.getloadavg()[0]:.1f}"
+    load = f"load {os.getloadavg()[0]:.1f}, {provider} provider"
     ratio = statistics.median(wall["long"]) / statistics.median(wall["short"])
     cpu_ratio = statistics.mean(cpu["long"]) / max(statistics.mean(cpu["short"]), 1e-9)
     ticks = f"{load}; mean of /proc ticks (10 ms each)"
@@ -253,10 +263,12 @@ async def streamed() -> list[Figure]:
 PARTS = ("turns", "flood", "stream")
 
 
-async def run(turns: int, timed: int, count: int, parts: tuple[str, ...] = PARTS) -> list[Figure]:
+async def run(
+    turns: int, timed: int, count: int, parts: tuple[str, ...] = PARTS, provider: str = "scripted"
+) -> list[Figure]:
     found: list[Figure] = []
     if "turns" in parts:
-        found += await per_turn(turns, timed)
+        found += await per_turn(turns, timed, provider)
     if "flood" in parts:
         found += await flood(count)
     if "stream" in parts:
@@ -273,13 +285,17 @@ def main() -> None:
     parser.add_argument(
         "--only", default=",".join(PARTS), help=f"comma-separated parts to run, of {', '.join(PARTS)} (default: all)"
     )
+    parser.add_argument(
+        "--provider", choices=("scripted", *PROVIDERS), default="scripted",
+        help="who answers the per-turn part: the scripted provider, or that SDK against a local fake server",
+    )  # fmt: skip
     args = parser.parse_args()
     parts = tuple(part.strip() for part in args.only.split(",") if part.strip())
     unknown = sorted(set(parts) - set(PARTS))
     if unknown or not parts:
         parser.error(f"--only takes parts among {', '.join(PARTS)}; got {args.only!r}")
-    found = asyncio.run(run(args.turns, args.timed, args.flood, parts))
-    print_figures(f"Long dialogs, real dominds serve, scripted provider, fsync on — {machine()}", found)
+    found = asyncio.run(run(args.turns, args.timed, args.flood, parts, args.provider))
+    print_figures(f"Long dialogs, real dominds serve, {args.provider} provider, fsync on — {machine()}", found)
     if args.json:
         args.json.write_text(json.dumps([f.to_json() for f in found], indent=1))
 

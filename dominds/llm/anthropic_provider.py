@@ -17,6 +17,8 @@ from typing import Any
 
 import anthropic
 import httpx2
+from anthropic.lib.streaming import AsyncMessageStreamManager
+from anthropic.types import Message, RawMessageStreamEvent
 
 from dominds.llm.anthropic_request import request_params
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
@@ -27,7 +29,7 @@ from dominds.llm.retry import (
     is_billing_error,
     retry_after_seconds,
 )
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, sdk_http_client
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, json_content, sdk_http_client
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -97,7 +99,14 @@ async def _stream_once(
 ) -> GenerationResult:
     relay = _BlockRelay(receiver)
     events = 0
-    async with client.messages.stream(**params) as stream:
+    raw = client.post(
+        "/v1/messages",
+        cast_to=Message,
+        content=json_content({**params, "stream": True}),
+        stream=True,
+        stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
+    )
+    async with AsyncMessageStreamManager(raw) as stream:
         async for event in stream:
             events += 1
             await relay.handle(event)
@@ -118,8 +127,9 @@ async def _create_once(
     client: anthropic.AsyncAnthropic, params: dict[str, Any], receiver: GenerationReceiver
 ) -> GenerationResult:
     """``streaming: false``: one request; the finished blocks are then replayed to the receiver."""
-    message = await client.messages.create(**params)
-    for block in message.content or []:
+    message = await client.post("/v1/messages", cast_to=Message, content=json_content(params))
+    blocks: list[Any] = list(message.content or [])  # told apart by ``type``, as they stream
+    for block in blocks:
         kind = getattr(block, "type", None)
         if kind == "thinking":
             await receiver.thinking_start()

@@ -34,14 +34,12 @@ CONTINUE_PROMPT = "(continue)"
 """The API treats a trailing assistant message as a prefill, which thinking models refuse."""
 BODY_ONLY_PARAMS = ("temperature", "top_p", "top_k", "reasoning_split")
 """Accepted by the API (or by Anthropic-compatible servers) but not keyword arguments of the SDK."""
-VOLATILE = "__dominds_volatile"
-"""Marks, while the request is built, a block that changes between generations (never cached up to)."""
 CACHEABLE_BLOCKS = frozenset({"text", "tool_result", "tool_use", "image", "document"})
 """Blocks a ``cache_control`` may sit on (not thinking blocks)."""
 
 
 def request_params(request: GenerationRequest) -> dict[str, Any]:
-    """Keyword arguments of ``messages.stream`` / ``messages.create`` for one generation."""
+    """The body of one generation's ``POST /v1/messages`` (posted as built: ``sdk_clients.json_content``)."""
     refuse_bad_params(request, "anthropic")
     params = merged_params(request.model_params, "anthropic")
     thinking = thinking_config(params)
@@ -57,12 +55,10 @@ def request_params(request: GenerationRequest) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "model": request.model_name,
         "max_tokens": max_tokens,
-        "messages": to_anthropic_messages(request.messages),
     }
+    kwargs["messages"], volatile = to_anthropic_messages(request.messages)
     if caching == "conversation":
-        mark_conversation_breakpoints(kwargs["messages"], control)
-    else:
-        strip_markers(kwargs["messages"])
+        mark_conversation_breakpoints(kwargs["messages"], volatile, control)
     if request.system_prompt.strip():
         system: dict[str, Any] = {"type": "text", "text": request.system_prompt}
         if caching != "off":
@@ -108,67 +104,79 @@ def thinking_config(params: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def mark_conversation_breakpoints(turns: list[dict[str, Any]], control: dict[str, Any]) -> None:
+Position = tuple[int, int]
+"""A block of the conversation: (turn, block)."""
+
+
+def mark_conversation_breakpoints(turns: list[dict[str, Any]], volatile: set[Position], control: dict[str, Any]) -> None:
     """Cache breakpoints on the conversation (see the module docstring), at most three.
 
     - before the first volatile block (the reminders, which move between generations): the stable
       prefix the next generation reads even when a new user message moved the reminders;
     - the end of the user turn before the newest one (what the previous generation wrote);
     - the end of the conversation (what the next generation reads).
+
+    Each is found by a walk back from where it may be, which ends at the first block it can sit on: a
+    walk over every block was a fixed cost per message of every request (``tests/llm/test_long_requests.py``).
     """
-    blocks = [(t, b) for t, turn in enumerate(turns) for b in range(len(turn["content"]))]
-    first_volatile = next((i for i, (t, b) in enumerate(blocks) if turns[t]["content"][b].get(VOLATILE)), None)
-    chosen: list[tuple[int, int]] = []
-    if first_volatile is not None:
-        before = [pos for pos in blocks[:first_volatile] if _cacheable(turns, pos)]
-        chosen.extend(before[-1:])
-    users = [t for t, turn in enumerate(turns) if turn["role"] == "user"]
-    for t in users[-2:-1]:
-        chosen.extend([(t, b) for b in range(len(turns[t]["content"])) if _cacheable(turns, (t, b))][-1:])
-    ends = [pos for pos in blocks if _cacheable(turns, pos)]
-    chosen.extend(ends[-1:])
+    chosen: list[Position] = []
+    if volatile:
+        chosen.extend(_last_cacheable(turns, volatile, min(volatile)))
+    users = 0
+    for t in range(len(turns) - 1, -1, -1):
+        if turns[t]["role"] == "user":
+            users += 1
+            if users == 2:
+                chosen.extend(_last_cacheable(turns, volatile, (t, len(turns[t]["content"])), within_turn=True))
+                break
+    chosen.extend(_last_cacheable(turns, volatile, (len(turns), 0)))
     for t, b in dict.fromkeys(chosen):
         turns[t]["content"][b]["cache_control"] = dict(control)
-    for turn in turns:
-        for block in turn["content"]:
-            block.pop(VOLATILE, None)
 
 
-def _cacheable(turns: list[dict[str, Any]], pos: tuple[int, int]) -> bool:
-    block = turns[pos[0]]["content"][pos[1]]
-    return block.get("type") in CACHEABLE_BLOCKS and not block.get(VOLATILE)
+def _last_cacheable(
+    turns: list[dict[str, Any]], volatile: set[Position], before: Position, within_turn: bool = False
+) -> list[Position]:
+    """The last block before ``before`` a breakpoint may sit on (``[]`` if none), in ``before``'s turn
+    only when ``within_turn``."""
+    t, b = before
+    while t >= 0:
+        blocks = turns[t]["content"] if t < len(turns) else []
+        for index in range(min(b, len(blocks)) - 1, -1, -1):
+            if blocks[index].get("type") in CACHEABLE_BLOCKS and (t, index) not in volatile:
+                return [(t, index)]
+        if within_turn:
+            break
+        t -= 1
+        b = len(turns[t]["content"]) if t >= 0 else 0
+    return []
 
 
-def to_anthropic_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    """Neutral messages as alternating user/assistant turns of content blocks.
-
-    Blocks of volatile messages carry the ``VOLATILE`` marker until ``strip_markers`` (or
-    ``mark_conversation_breakpoints``) removes it.
-    """
+def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[list[dict[str, Any]], set[Position]]:
+    """Neutral messages as alternating user/assistant turns of content blocks, and where the blocks of
+    volatile messages are (never cached up to)."""
     turns: list[dict[str, Any]] = []
+    volatile: set[Position] = set()
     for message in group_tool_turns(messages):
         block = _content_block(message)
         if block is None:
             continue
-        if message.volatile:
-            block[VOLATILE] = True
         role = "assistant" if message.role == "assistant" else "user"
-        blocks = [block] if message.kind == "tool_result" else [block, *map(_image_block, message.images)]
+        blocks = [block] if message.kind == "tool_result" or not message.images else [block, *map(_image_block, message.images)]
         if turns and turns[-1]["role"] == role:
+            if message.volatile:
+                volatile.update((len(turns) - 1, len(turns[-1]["content"]) + i) for i in range(len(blocks)))
             turns[-1]["content"].extend(blocks)
         else:
+            if message.volatile:
+                volatile.update((len(turns), i) for i in range(len(blocks)))
             turns.append({"role": role, "content": blocks})
     if not turns or turns[0]["role"] != "user":
         turns.insert(0, {"role": "user", "content": [{"type": "text", "text": CONVERSATION_START}]})
+        volatile = {(t + 1, b) for t, b in volatile}
     if turns[-1]["role"] != "user":
         turns.append({"role": "user", "content": [{"type": "text", "text": CONTINUE_PROMPT}]})
-    return turns
-
-
-def strip_markers(turns: list[dict[str, Any]]) -> None:
-    for turn in turns:
-        for block in turn["content"]:
-            block.pop(VOLATILE, None)
+    return turns, volatile
 
 
 def _content_block(message: ChatMessage) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 
 import httpx2
 import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult, ImagePart
 from dominds.llm.params import merged_params
@@ -31,7 +32,7 @@ from dominds.llm.retry import (
     is_billing_error,
     retry_after_seconds,
 )
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, sdk_http_client
+from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, json_content, sdk_http_client
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -94,12 +95,13 @@ async def _stream_once(
     usage: Usage | None = None
     served_model: str | None = None
     finish_reason: str | None = None
-    stream = await client.chat.completions.create(
-        model=model,
-        messages=body["messages"],
+    sent = {"model": model, "messages": body["messages"], "stream": True, "stream_options": {"include_usage": True}}
+    stream = await client.post(
+        "/chat/completions",
+        cast_to=ChatCompletion,
+        content=json_content({**sent, "extra_body": body["extra"]}),
         stream=True,
-        stream_options={"include_usage": True},
-        extra_body=body["extra"],
+        stream_cls=openai.AsyncStream[ChatCompletionChunk],
     )
     chunks = 0
     async with stream:
@@ -129,7 +131,8 @@ async def _create_once(
     client: openai.AsyncOpenAI, model: str, body: dict[str, Any], receiver: GenerationReceiver
 ) -> GenerationResult:
     """``streaming: false``: one request; the finished message is replayed as if it had streamed."""
-    completion = await client.chat.completions.create(model=model, messages=body["messages"], extra_body=body["extra"])
+    sent = {"model": model, "messages": body["messages"], "extra_body": body["extra"]}
+    completion = await client.post("/chat/completions", cast_to=ChatCompletion, content=json_content(sent))
     relay = _DeltaRelay(receiver)
     choice = completion.choices[0] if completion.choices else None
     if choice is not None:

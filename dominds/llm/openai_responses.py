@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 import openai
+from openai.types.responses import Response, ResponseStreamEvent
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult, ImagePart
 from dominds.llm.openai_provider import OpenAiSdkGenerator, classify_error
@@ -27,6 +28,7 @@ from dominds.llm.retry import (
     is_billing_error,
     refuse_bad_params,
 )
+from dominds.llm.sdk_clients import json_content
 from dominds.store.course_records import FinishReason, Usage
 
 PROVIDER_DATA_KEY = "openai_reasoning"
@@ -80,7 +82,13 @@ class OpenAiResponsesGenerator(OpenAiSdkGenerator):
 
 async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
     relay = _ItemRelay(receiver)
-    stream = await client.responses.create(**body, stream=True)
+    stream = await client.post(
+        "/responses",
+        cast_to=Response,
+        content=json_content({**body, "stream": True}),
+        stream=True,
+        stream_cls=openai.AsyncStream[ResponseStreamEvent],
+    )
     events = 0
     async with stream:
         async for event in stream:
@@ -93,7 +101,7 @@ async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receive
 
 async def _create_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
     """``streaming: false``: one request, then the finished items are replayed to the receiver."""
-    response = await client.responses.create(**body)
+    response = await client.post("/responses", cast_to=Response, content=json_content(body))
     relay = _ItemRelay(receiver)
     for item in response.output or []:
         await relay.whole_item(item)
@@ -239,7 +247,7 @@ def usage_of(usage: Any, *, partial: bool = False) -> Usage:
 
 
 def request_body(request: GenerationRequest) -> dict[str, Any]:
-    """Keyword arguments of ``responses.create`` for one generation."""
+    """The body of one generation's ``POST /responses`` (posted as built: ``sdk_clients.json_content``)."""
     refuse_bad_params(request, "openai-responses")
     params = merged_params(request.model_params, "openai-responses")
     body: dict[str, Any] = {
