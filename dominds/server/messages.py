@@ -36,6 +36,9 @@ class _Message(BaseModel):
 class DialogRef(BaseModel):
     """``{selfId, rootId?}``: ``rootId`` makes the lookup cheap; without it the daemon searches."""
 
+    # ``defer_build`` (as in ``_Message``) says when the validator is built, not what it accepts: made
+    # ``False`` it is an equivalent mutant (bin/mutate). ``strict`` matters for ``Since`` only: pydantic's lax
+    # mode coerces no JSON value into a ``str``, so here it guards a future non-string field.
     model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
 
     selfId: Annotated[str, Field(min_length=1, max_length=100)]
@@ -45,6 +48,8 @@ class DialogRef(BaseModel):
 class Since(BaseModel):
     """The last event a client saw of a dialog: the daemon run (``epoch``) and the event's ``seq``."""
 
+    # A nested model is not strict because its parent is: without ``strict`` here ``seq: "5"`` was accepted.
+    # ``defer_build=False`` is an equivalent mutant (when the validator is built, not what it accepts).
     model_config = ConfigDict(strict=True, extra="ignore", defer_build=True)
 
     epoch: Annotated[str, Field(max_length=64)]

@@ -120,14 +120,20 @@ async def test_answering_an_answered_question_is_an_error(serve: ServeFactory) -
     await _still_alive(sock)
 
 
+ONE_MIB = 1_048_576
+"""The frame limit docs/protocol.md promises, written out: the test measured against the module's own
+constant, so ``MAX_FRAME_BYTES = 1025 * 1024`` survived (a mutation sample)."""
+
+
 async def test_the_limits_are_exact(serve: ServeFactory) -> None:
-    """A frame of exactly ``MAX_FRAME_BYTES`` and a ``requestId`` of exactly 200 characters are accepted; one
-    byte or character more is refused (tested only far past the limit before, so an off-by-one survived)."""
+    """A frame of exactly 1 MiB and a ``requestId`` of exactly 200 characters are accepted; one byte or
+    character more is refused (tested only far past the limit before, so an off-by-one survived)."""
+    assert MAX_FRAME_BYTES == ONE_MIB
     served = await serve()
     sock = await served.ws()
     head = '{"type": "get_q4h_state", "requestId": "' + "r" * 200 + '", "pad": "'
-    frame = head + "x" * (MAX_FRAME_BYTES - len(head) - 2) + '"}'
-    assert len(frame.encode()) == MAX_FRAME_BYTES
+    frame = head + "x" * (ONE_MIB - len(head) - 2) + '"}'
+    assert len(frame.encode()) == ONE_MIB
     await sock.ws.send_str(frame)
     reply = await sock.wait_type("q4h_state_response")
     assert reply.get("requestId") == "r" * 200
@@ -148,6 +154,9 @@ _FIELD_LIMITS = [
     ({"type": "create_dialog", "taskDocPath": "t.tsk"}, ("agentId",), "str", 1, 100),
     ({"type": "create_dialog"}, ("taskDocPath",), "str", 1, 1000),
     ({"type": "display_course", "dialog": _REF}, ("course",), "int", 1, None),
+    ({"type": "display_course", "dialog": _REF, "course": 1}, ("before",), "int", 0, None),
+    ({"type": "display_course", "dialog": _REF, "course": 1}, ("after",), "int", 0, None),
+    ({"type": "display_course", "dialog": _REF, "course": 1}, ("aroundCall",), "str", 1, 300),
     ({"type": "drive_dlg_by_user_msg", "dialog": _REF, "content": "hi"}, ("msgId",), "str", 1, 200),
     ({"type": "drive_dialog_by_user_answer", "dialog": _REF, "content": "hi"}, ("questionId",), "str", 1, 300),
     ({"type": "drive_dialog_by_user_answer", "dialog": _REF, "content": "hi", "questionId": "q"}, ("msgId",), "str", 1, 200),
@@ -185,3 +194,15 @@ def test_every_field_limit_is_exact(base: dict, path: tuple[str, ...], kind: str
         parse_client_message(frame(make(high)))
         with pytest.raises(BadMessage, match=f"`{'.'.join(path)}`"):
             parse_client_message(frame(make(high + 1)))
+
+
+def test_a_reply_names_at_most_three_problems() -> None:
+    """A frame with four bad fields is described by its first three, one each (a mutation sample: the cut
+    at three could become four with every test green)."""
+    from dominds.server.messages import BadMessage, parse_client_message
+
+    frame = {"type": "display_course", "dialog": {"selfId": 1}, "course": 0, "before": -1, "after": -1}
+    with pytest.raises(BadMessage) as caught:
+        parse_client_message(json.dumps(frame))
+    problems = str(caught.value).removeprefix("bad display_course message: ").split("; ")
+    assert [p.split("`")[1] for p in problems] == ["dialog.selfId", "course", "before"]
