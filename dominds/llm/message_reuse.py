@@ -111,7 +111,7 @@ class MessageReuse:
         given to the conversion)."""
         found = self._reusable(messages, key)
         if found is not None:
-            self._kept.remove(found)
+            self._kept.remove(found)  # superseded: only a request with its messages up to the cut finds it
         outputs: list[dict[str, Any]] = []
         parts: list[bytes] = []
         volatile: set[Position] = set()

@@ -173,3 +173,25 @@ def test_only_an_assistant_text_before_a_user_text_is_a_cut() -> None:
     converted_alike(first, [*first, said("fine", 2), user("d", 3)])
     thought = [user("a", 1), ChatMessage(role="assistant", kind="thinking", content="t", genseq=1), user("b", 2), said("k", 2), user("c", 3)]
     converted_alike(thought, [*thought, said("fine", 3), user("d", 4)])
+
+
+def test_dialogs_sharing_their_memory_message_each_convert_only_their_newest_messages() -> None:
+    """A memory message (an assistant text) followed by a user text is a cut in every dialog that shares
+    it: new dialogs starting meanwhile must not take the long dialog's kept conversion (which is found
+    only by a request holding its messages up to its last cut), or it converts its whole history again."""
+    converted: list[int] = []
+
+    def counting(messages: list[ChatMessage], calls: Any, key: Any) -> Any:
+        converted.append(len(messages))
+        return chat_piece(messages, calls, key)
+
+    reuse = MessageReuse(counting)
+    memory = said("[team shared memory: a.md]\nwe ship on Fridays")
+    long_dialog = [memory, *(m for n in range(1, 200) for m in (user(f"q{n}", n), said(f"a{n}", n)))]
+    reuse.convert([*long_dialog, user("q200", 200)])
+    for n in range(3):
+        reuse.convert([memory, user(f"another dialog's question {n}", 1)])  # a new dialog each time
+        long_dialog += [user(f"q{200 + n}", 200 + n), said(f"a{200 + n}", 200 + n)]
+        converted.clear()
+        reuse.convert([*long_dialog, user("next", 300 + n)])
+        assert sum(converted) < 10, converted
