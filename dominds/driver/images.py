@@ -48,7 +48,9 @@ def attach_images(messages: list[ChatMessage], dialog_dir: Path, *, budget: int 
         if message.role == "assistant":
             continue
         images: list[ImagePart] = []
-        for found in IMAGE_ARTIFACT_LINE.finditer(message.content):
+        # Newest first within a message too (its last lines), so that an older message cut by the budget
+        # keeps its newer pictures; they are sent in the order the message names them.
+        for found in reversed(list(IMAGE_ARTIFACT_LINE.finditer(message.content))):
             if left <= 0:
                 break
             try:
@@ -60,5 +62,5 @@ def attach_images(messages: list[ChatMessage], dialog_dir: Path, *, budget: int 
             images.append(ImagePart(found["mime"], base64.b64encode(raw).decode("ascii"), found["name"]))
             left -= 1
         if images:
-            out[index] = replace(message, images=tuple(images))
+            out[index] = replace(message, images=tuple(reversed(images)))
     return out

@@ -19,7 +19,12 @@ import logging
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
-from dominds.driver.recovery_calls import complete_dispatches, complete_reassignment
+from dominds.driver.recovery_calls import (
+    complete_dispatches,
+    complete_reassignment,
+    restore_pending_entries,
+    unanswered_calls,
+)
 from dominds.driver.services import EngineServices
 from dominds.driver.start_progress import StartProgress
 from dominds.driver.subdialogs import (
@@ -171,6 +176,9 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             close_interrupted_generation(dialog)
         if dialog.pending_new_course:  # clear_mind ran, its new course did not start before the crash
             start_new_course(engine, dialog, reason="clear_mind")  # queues its prompt: the dialog is driven
+    for dialog in list(root.local.values()):
+        if not dialog.load_error:
+            restore_pending_entries(root, dialog)
     for sub in list(root.local.values()):
         if not sub.is_root and sub.meta.tellask_session and not sub.load_error and not sub.is_dead:
             complete_reassignment(root, sub)
@@ -300,22 +308,20 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
 
 
 def _note_dispatches_lost_by_a_power_cut(engine: EngineServices, root: RootDialog, dialog: Dialog) -> None:
-    """A dispatch recorded in the caller's course with neither its pending entry nor its subdialog: a power
-    cut during a group commit can leave that (docs/reliability.md, "Limit"), and nothing would ever answer
-    the call. It is reported to the model as not delivered, like a tellask cut before its dispatch."""
-    records = dialog.records
-    answered = {(r.callee_dialog_id, r.call_id) for r in records if isinstance(r, TeammateResponseRecord)}
-    noted = {r.call_id for r in records if isinstance(r, TeammateCallResultRecord)}
-    waiting = {(p.subdialog_id, p.call_id) for p in dialog.pending}
-    lost = [
-        r
-        for r in records
-        if isinstance(r, SubdialogCreatedRecord)
-        and (r.subdialog_id, r.call_id) not in answered | waiting
-        and r.call_id not in noted
-        and r.subdialog_id not in root.local
-        and not engine.store.files("run", root.root_id, r.subdialog_id).dir.exists()
-    ]
+    """A dispatch recorded in the caller's course without its pending entry, and without its subdialog or
+    with a subdialog (a TYPE B session) assigned to another call: a power cut during a group commit can
+    leave that (docs/reliability.md, "Limit"), and nothing would ever answer the call. It is reported to the
+    model as not delivered, like a tellask cut before its dispatch. (A subdialog assigned to this call got
+    its pending entry back: ``recovery_calls.restore_pending_entries``.)"""
+    noted = {r.call_id for r in dialog.records if isinstance(r, TeammateCallResultRecord)}
+
+    def never_reached(record: SubdialogCreatedRecord) -> bool:
+        sub = root.local.get(record.subdialog_id)
+        if sub is not None:
+            return not sub.load_error  # loaded, and not waited for after the restore: assigned to another call
+        return not engine.store.files("run", root.root_id, record.subdialog_id).dir.exists()
+
+    lost = [r for r in unanswered_calls(dialog) if never_reached(r)]
     for record in lost:
         if record.call_id in noted:
             continue  # a collective call: one note answers its call site

@@ -23,11 +23,75 @@ from dominds.driver.subdialogs import (
 from dominds.driver.supply import record_response
 from dominds.driver.tellask_exec import queue_tellask_back
 from dominds.ids import now_iso
-from dominds.store.course_records import GenFinishRecord, HumanTextRecord
+from dominds.store.course_records import (
+    GenFinishRecord,
+    HumanTextRecord,
+    SubdialogCreatedRecord,
+    TeammateCallResultRecord,
+)
 from dominds.store.errors import StoreError
 from dominds.store.records import PendingSubdialog, RegistryEntry
 
 log = logging.getLogger("dominds.recovery")
+
+
+def unanswered_calls(caller: Dialog) -> list[SubdialogCreatedRecord]:
+    """Calls in the caller's current course with no reply, no note and no pending entry: only a power cut
+    during a group commit leaves that (the pending entry is the commit point; docs/reliability.md, "Limit")."""
+    answered = caller.supplied_response_keys()
+    noted = {r.call_id for r in caller.records if isinstance(r, TeammateCallResultRecord)}
+    waiting = {(p.subdialog_id, p.call_id) for p in caller.pending}
+    return [
+        r
+        for r in caller.records
+        if isinstance(r, SubdialogCreatedRecord)
+        and (r.subdialog_id, r.call_id) not in answered
+        and (r.subdialog_id, r.call_id) not in waiting
+        and r.call_id not in noted
+    ]
+
+
+def restore_pending_entries(root: RootDialog, caller: Dialog) -> None:
+    """A power cut kept a dispatch's subdialog, assigned to this very call, but lost the caller's pending
+    entry: the call reached its subdialog, so the caller waits for it again (its answer was dropped as
+    "late", and the caller, no longer blocked, was driven with its call unanswered). The same caller's
+    other unanswered calls to that subdialog are folded into the assigned one, as ``supply_response`` does.
+    A subdialog assigned to another call did not get this one: ``recovery`` notes it as not delivered."""
+    lost = unanswered_calls(caller)
+    waiting = {(p.subdialog_id, p.call_id) for p in caller.pending}
+    restored = False
+    for record in lost:
+        sub = root.local.get(record.subdialog_id)
+        assignment = sub.meta.assignment_from_sup if sub is not None and not sub.load_error and not sub.is_dead else None
+        if sub is None or assignment is None or assignment.caller_dialog_id != caller.self_id:
+            continue
+        assigned = (sub.self_id, assignment.call_id)
+        if assignment.call_id != record.call_id and assigned not in waiting and not any(
+            (r.subdialog_id, r.call_id) == assigned for r in lost
+        ):
+            continue
+        log.warning("dialog %s: call %s reached subdialog %s, its pending entry was lost; restored", caller.self_id, record.call_id, sub.self_id)
+        entry = PendingSubdialog(
+            subdialog_id=sub.self_id,
+            agent_id=record.target_agent_id,
+            call_type=record.call_type,
+            tellask_session=sub.meta.tellask_session if record.call_type == "B" else None,
+            tellask_head=record.tellask_head,
+            tellask_body=record.tellask_body,
+            call_id=record.call_id,
+            created_at=record.ts,
+            fbr=sub.meta.fbr,
+            collective_targets=assignment.collective_targets if assignment.call_id == record.call_id else None,
+        )
+        caller.pending.append(entry)
+        restored = True
+        prompt = assignment_prompt(caller, entry)
+        if assignment.call_id == record.call_id and prompt.msg_id not in sub.queue and not ever_recorded(sub, prompt.msg_id):
+            sub.queue.put(prompt, with_latest=True)  # the subdialog's queued request did not reach the disk either
+            sub.latest.needs_drive = True
+            sub.save_latest()
+    if restored:
+        caller.save_pending()
 
 
 def complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog) -> None:

@@ -114,8 +114,8 @@ async def dispatch(
         async with root.registry_lock:  # one lookup-or-create at a time: identical calls share one subdialog
             entry = root.type_b.get(key)
             existing = engine.try_load_sub(root, entry.subdialog_id) if entry else None
-            if entry is not None and existing is None:
-                existing = _session_from_its_files(engine, root, key, entry.subdialog_id)
+            if entry is not None and (existing is None or f"{existing.agent_id}!{existing.meta.tellask_session}" != key):
+                existing = _session_from_its_files(engine, root, key, entry.subdialog_id, existing)
             if existing is not None and not existing.is_dead and waits_on(engine, existing, caller):
                 record_note(
                     caller,
@@ -140,12 +140,16 @@ async def dispatch(
     await _create(engine, caller, item, target, "C", None, genseq, fbr, collective)
 
 
-def _session_from_its_files(engine: EngineServices, root: RootDialog, key: str, stale_id: str) -> SubDialog | None:
-    """The registry names a subdialog that is not there (a hand edit, a restored backup): the session's
-    own files say which subdialog it is. Creating a new one instead forked the session and orphaned its
-    history; the registry was rebuilt only when missing or unreadable, never when stale."""
+def _session_from_its_files(
+    engine: EngineServices, root: RootDialog, key: str, stale_id: str, named: SubDialog | None
+) -> SubDialog | None:
+    """The registry names a subdialog that is not there, or (``named``) one that holds another session (a
+    hand edit, a restored backup): the session's own files say which subdialog it is. Creating a new one
+    instead forked the session and orphaned its history (the registry was rebuilt only when missing or
+    unreadable, never when stale); taking the named one sent the call to another member's session."""
     found = rebuild_registry(root.files).get(key)
-    notice = f"registry.yaml named subdialog {stale_id} for `{key}`, which does not exist; "
+    held = f"which holds `{named.agent_id}!{named.meta.tellask_session or ''}`" if named else "which does not exist"
+    notice = f"registry.yaml named subdialog {stale_id} for `{key}`, {held}; "
     if found is None:
         root.notices.append(notice + "no other subdialog holds that session, so a new one starts it")
         return None

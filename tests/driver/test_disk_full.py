@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from workspace_kit import set_responses
 
 from dominds.driver import storage_watch
 from dominds.store import atomic, space
-from dominds.store.course_records import HumanTextRecord
+from dominds.store.course_records import HumanTextRecord, TeammateResponseRecord
 from dominds.store.errors import WriteFailedError
 
 
@@ -24,12 +25,14 @@ class DiskFull:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.armed = False
+        self.refuses: Callable[[bytes], bool] = lambda data: True
+        """Which writes the full disk refuses while armed (all by default; the probe always)."""
         self.probes_refused = 0
         """The storage watcher's free-space probes refused so far (a signal the test can wait on)."""
         real_write = os.write
 
         def write(fd: int, data: bytes) -> int:  # type: ignore[override]
-            if self.armed:
+            if self.armed and self.refuses(bytes(data)):
                 raise OSError(errno.ENOSPC, "No space left on device")
             return real_write(fd, data)
 
@@ -251,3 +254,42 @@ async def test_a_session_left_paused_by_a_full_disk_is_resumed_by_recovery_once_
         assert sayings(restored)[-1] == "Done."
         assert all(d.latest.run_state.kind == "idle" for d in restored.local.values())
         await engine2.close()
+
+
+async def test_an_answer_the_full_disk_keeps_out_of_the_callers_course_is_delivered_once_space_returns(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34's siblings ("every writer a watcher retries"): the write a subdialog's drive makes into *another*
+    dialog, its answer into the caller's course, refused by a full disk. The caller must not stay blocked: the
+    subdialog is paused with the reason and, once writes succeed, the answer is delivered exactly once."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "go", "response": "!?@coder !tellaskSession job build it\n"},
+            {"agent": "coder", "contains": "build it", "response": "Built."},
+            {"agent": "lead", "contains": "Built.", "response": "Done."},
+        ]
+    )
+    engine.storage_retry_interval = 0.05
+    disk = DiskFull(monkeypatch)
+    disk.refuses = lambda data: b"teammate_response_record" in data
+    disk.armed = True
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go", msg_id="m1")
+    await engine.wait_idle()
+    coder = next(d for d in root.local.values() if not d.is_root)
+    assert coder.load_error is not None and "no space left" in coder.load_error and "course-001.jsonl" in coder.load_error
+    assert root.latest.run_state.kind == "blocked" and len(root.pending) == 1, "the answer did not reach the caller"
+    probes = disk.probes_refused
+    for _ in range(3000):  # the watcher keeps probing while the disk is full
+        if disk.probes_refused >= probes + 2:
+            break
+        await asyncio.sleep(0.01)
+    assert disk.probes_refused >= probes + 2 and coder.load_error is not None
+    disk.armed = False
+    for _ in range(3000):
+        if not coder.load_error and sayings(root)[-1:] == ["Done."]:
+            break
+        await asyncio.sleep(0.01)
+    await engine.wait_idle()
+    assert coder.load_error is None and sayings(root)[-1] == "Done." and not root.pending
+    answers = [r for r in records(root) if isinstance(r, TeammateResponseRecord)]
+    assert [a.response for a in answers] == ["Built."], "delivered exactly once"
+    assert root.latest.run_state.kind == "idle" and coder.latest.run_state.kind == "idle"

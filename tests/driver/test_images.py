@@ -142,3 +142,40 @@ def test_a_request_carries_only_the_newest_images(tmp_path: Path) -> None:
     with_images = [m.images[0].name for m in attached if m.images]
     assert with_images == [f"shot-{i}.png" for i in range(3, IMAGE_BUDGET + 3)], "older images stay placeholders"
     assert all(m.content == line for m, line in zip(attached, lines, strict=True))
+
+
+async def test_a_provider_request_carries_only_the_newest_images_as_image_blocks(tmp_path: Path, fake: FakeLlmServer) -> None:
+    """The image budget through a real request (the unit test above checks one image per message): two
+    messages naming ``IMAGE_BUDGET + 3`` attached images in all reach the fake Anthropic server with the
+    newest ``IMAGE_BUDGET`` as image blocks and every placeholder line kept.
+
+    Bug (found verifying issue 33): within a message the images were taken first to last, so when the budget
+    ran out inside an older message its *older* pictures were sent and its newer ones left as placeholders."""
+    rtws = Rtws(tmp_path / "ws")
+    rtws.minds_dir.mkdir(parents=True)
+    rtws.team_yaml.write_text(
+        "member_defaults: {provider: fake-anthropic, model: fake-model, diligence_push_max: 0}\n"
+        "default_responder: lead\nmembers:\n  lead: {name: Lead}\n"
+    )
+    rtws.llm_yaml.write_text(LLM_YAML.format(url=fake.url, vision="", anthropic_vision=""))
+    (rtws.root / "tasks" / "t.tsk").mkdir(parents=True)
+    (rtws.root / "tasks" / "t.tsk" / "goals.md").write_text("Look.\n")
+    rtws.ensure_layout()
+    fake.queue(*(AnthropicDialect().reply(Script((Text("Seen them."),))) for _ in range(2)))
+    pictures = [b"\x89PNG-shot-%d" % i for i in range(IMAGE_BUDGET + 3)]
+    engine = Engine(rtws)
+    await engine.start()
+    try:
+        root = engine.create_dialog("lead", "tasks/t.tsk")
+        lines = [save_artifact(root.files.dir, root.self_id, f"shot-{i}", raw, "image/png") for i, raw in enumerate(pictures)]
+        for part in (lines[:5], lines[5:]):
+            engine.submit_user_message(root, "Compare these:\n" + "\n".join(part))
+            await engine.wait_idle(timeout=20)
+    finally:
+        await engine.close()
+    request = fake.requests[-1]
+    blocks = [b for m in request.body["messages"] for b in (m["content"] if isinstance(m["content"], list) else [])]
+    images = [base64.b64decode(b["source"]["data"]) for b in blocks if b.get("type") == "image"]
+    assert images == pictures[3:], "the newest IMAGE_BUDGET images, in order"
+    text = json.dumps(request.body)
+    assert all(f"shot-{i}.png" in text for i in range(IMAGE_BUDGET + 3)), "every placeholder line stays"

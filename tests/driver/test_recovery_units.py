@@ -413,3 +413,77 @@ async def test_a_dispatch_a_power_cut_left_without_its_pending_entry_and_subdial
     assert len(notes) == 1 and "NOT delivered" in notes[0].result and notes[0].status == "failed"
     assert sayings(restored)[-1] == "I will ask again later."
     assert restored.latest.run_state.kind == "idle"
+
+
+async def test_a_dispatch_a_power_cut_left_with_its_subdialog_but_without_its_pending_entry_is_answered(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug (a sibling of issue 34, item 7): the same group-commit "Limit", with the subdialog's new files on disk
+    and the caller's pending entry (`subdlg.yaml`) not. Recovery noted nothing (the subdialog exists) and
+    restored nothing: the subdialog's answer was dropped as "late", the call site never got a reply, and the
+    caller, no longer waiting, was driven again with its call unanswered (here it delegated a second time)."""
+    responses = [
+        {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "Built.", "delay_ms": 50, "chunk_chars": 1},
+        {"agent": "lead", "contains": "Built.", "response": "Thanks."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    created = asyncio.Event()
+    engine.pubchan.subscribe(lambda e: created.set() if e["type"] == "subdialog_created_evt" else None, wants_all=True)
+    engine.submit_user_message(root, "delegate", msg_id="m1")
+    await created.wait()
+    await engine.close()
+    # What the power cut left: the call in the caller's course and the subdialog, but no pending entry.
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+    root.files.subdlg_yaml.unlink()
+
+    engine2 = await make_engine([], root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    course = records(restored)
+    calls = [r for r in course if isinstance(r, SubdialogCreatedRecord)]
+    assert [c.subdialog_id for c in calls] == [sub_id], "no second delegation"
+    replies = [r for r in course if isinstance(r, TeammateResponseRecord)]
+    assert [(r.callee_dialog_id, r.call_id, r.response) for r in replies] == [(sub_id, calls[0].call_id, "Built.")]
+    assert not [r for r in course if isinstance(r, TeammateCallResultRecord)]
+    assert sayings(restored)[-1] == "Thanks."
+    assert all(d.latest.run_state.kind == "idle" and not d.pending for d in restored.local.values())
+
+
+async def test_a_session_call_a_power_cut_left_without_its_pending_entry_or_the_sessions_assignment_is_reported_not_delivered(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug (a sibling of issue 34, item 7): a TYPE B re-tellask of an existing session, recorded in the caller's
+    course, with neither its pending entry nor the session's new assignment on disk. The session exists, so
+    nothing noted the call: it never got a reply and the model was never told it was not delivered."""
+    responses = [
+        {"agent": "lead", "message": "first", "response": "!?@coder !tellaskSession job step one\n"},
+        {"agent": "coder", "contains": "step one", "response": "One done."},
+        {"agent": "lead", "contains": "One done.", "response": "First done."},
+        {"agent": "lead", "message": "again", "response": "!?@coder !tellaskSession job step two\n"},
+        {"agent": "coder", "contains": "step two", "response": "Two done.", "delay_ms": 50, "chunk_chars": 1},
+        {"agent": "lead", "contains": "NOT delivered", "response": "I will ask again later."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "first", msg_id="m1")
+    await engine.wait_idle()
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+    session_dir = engine.store.files("run", root.root_id, sub_id).dir
+    shutil.copytree(session_dir, tmp_path / "session-before")
+    created = asyncio.Event()
+    engine.pubchan.subscribe(lambda e: created.set() if e["type"] == "subdialog_created_evt" else None, wants_all=True)
+    engine.submit_user_message(root, "again", msg_id="m2")
+    await created.wait()
+    await engine.close()
+    # What the power cut left: the second call in the caller's course; the session as it was before it.
+    root.files.subdlg_yaml.unlink()
+    shutil.rmtree(session_dir)
+    shutil.copytree(tmp_path / "session-before", session_dir)
+
+    engine2 = await make_engine([], root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    course = records(restored)
+    second = [r for r in course if isinstance(r, SubdialogCreatedRecord)][-1]
+    notes = [r for r in course if isinstance(r, TeammateCallResultRecord) and r.call_id == second.call_id]
+    assert len(notes) == 1 and "NOT delivered" in notes[0].result
+    assert sayings(restored)[-1] == "I will ask again later."
+    assert all(d.latest.run_state.kind == "idle" and not d.pending for d in restored.local.values())

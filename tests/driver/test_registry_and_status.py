@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 from helpers import records, sayings
 
-from dominds.store.course_records import SubdialogCreatedRecord, TeammateResponseRecord
+from dominds.store.course_records import HumanTextRecord, SubdialogCreatedRecord, TeammateResponseRecord
 
 SESSION = [
     {"agent": "lead", "message": "books", "response": "!?@coder !tellaskSession fin do the books\n"},
@@ -156,4 +156,42 @@ async def test_a_registry_naming_a_missing_subdialog_does_not_fork_the_session(m
     assert any("does not exist" in n for n in root.notices)
     session = engine.get_dialog(root_id, sub_id)
     assert sayings(session) == ["Books done.", "Books done."], "the second call went to the same session"
+    assert sayings(root)[-1] == "Noted."
+
+
+async def test_a_registry_naming_another_sessions_subdialog_does_not_send_the_call_there(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug (a sibling of issue 34, item 4): a stale registry entry that names a subdialog which exists but holds
+    another session (another member's, after a hand edit or a restored backup) was used as it stood: the call
+    for `coder!fin` went to the researcher's session, which answered it as the coder. The registry entry is
+    taken only for the member and session it is keyed by; otherwise the session's own files say which it is."""
+    responses = [
+        *SESSION,
+        {"agent": "lead", "message": "notes", "response": "!?@researcher !tellaskSession notes take notes\n"},
+        {"agent": "researcher", "contains": "take notes", "response": "Notes taken."},
+    ]
+    engine = await make_engine(responses, root=tmp_path / "ws")
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "books")
+    await engine.wait_idle()
+    engine.submit_user_message(root, "notes")
+    await engine.wait_idle()
+    registry_file = root.files.dir / "registry.yaml"
+    registry = yaml.safe_load(registry_file.read_text())
+    coder_id, researcher_id = registry["coder!fin"]["subdialogId"], registry["researcher!notes"]["subdialogId"]
+    await engine.close()
+    registry["coder!fin"]["subdialogId"] = researcher_id
+    registry_file.write_text(yaml.safe_dump(registry, sort_keys=False))
+
+    engine = await make_engine(responses, root=tmp_path / "ws")
+    root = engine.get_dialog(root.root_id)
+    engine.submit_user_message(root, "books")
+    await engine.wait_idle()
+    assert sorted(engine.store.subdialog_ids("run", root.root_id)) == sorted([coder_id, researcher_id]), "no fork"
+    researcher = engine.get_dialog(root.root_id, researcher_id)
+    asked = [r.content for r in researcher.files.read_course(1) if isinstance(r, HumanTextRecord)]
+    assert not [a for a in asked if "do the books" in a], f"the researcher was asked: {asked}"
+    assert sayings(researcher) == ["Notes taken."]
+    assert sayings(engine.get_dialog(root.root_id, coder_id)) == ["Books done.", "Books done."]
+    assert yaml.safe_load(registry_file.read_text())["coder!fin"]["subdialogId"] == coder_id
+    assert any("which holds `researcher!notes`" in n for n in root.notices), root.notices
     assert sayings(root)[-1] == "Noted."
