@@ -12,10 +12,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from dominds.driver.extensions import Extensions, with_builtins
 from dominds.driver.last_good import LastGood, has_errors
+from dominds.llm.base import ChatMessage
 from dominds.llm.catalog import Catalog
 from dominds.llm.catalog_yaml import load_catalog
 from dominds.mcp.config import McpConfig, load_mcp_config
@@ -55,6 +56,8 @@ T = TypeVar("T")
 
 MAX_CACHED_TASKDOCS = 128
 """Rendered Taskdocs kept per engine (LRU); each is re-rendered when its package changes on disk."""
+MAX_KEPT_MESSAGES = 1024
+"""Memory and Taskdoc message objects kept per engine (all dropped when full: they are made again)."""
 
 
 @dataclass
@@ -71,6 +74,7 @@ class ConfigCache:
     """Rendered Taskdocs by path (fingerprint, text); per engine and bounded, never process-wide."""
     last_good: LastGood = field(init=False)
     _mcp_problems: list[Problem] = field(default_factory=list)
+    _messages: dict[tuple[str, str], ChatMessage] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.mcp = McpManager(self.rtws, self.extensions.toolsets)
@@ -110,6 +114,18 @@ class ConfigCache:
         self._taskdocs.move_to_end(path)
         while len(self._taskdocs) > MAX_CACHED_TASKDOCS:
             self._taskdocs.popitem(last=False)
+
+    def message(self, role: Literal["user", "assistant"], content: str) -> ChatMessage:
+        """One message object per text of a memory or Taskdoc: a dialog's requests then start with the
+        same objects from one generation to the next, so the conversion of its earlier messages is reused
+        (``llm/message_reuse.py``: it was converted whole at every generation)."""
+        key = (role, content)
+        found = self._messages.get(key)
+        if found is None:
+            if len(self._messages) >= MAX_KEPT_MESSAGES:
+                self._messages.clear()
+            found = self._messages[key] = ChatMessage(role=role, content=content)
+        return found
 
     def get(self) -> Config:
         mcp_signature = _signature(self.rtws.mcp_yaml)

@@ -97,7 +97,7 @@ def memory_messages(cache: ConfigCache, member_id: str) -> list[ChatMessage]:
             text = cache.text(path)
             if text and text.strip():
                 rel = path.relative_to(memory_root).as_posix()
-                out.append(ChatMessage(role="assistant", content=f"[{label} memory: {rel}]\n{text.strip()}"))
+                out.append(cache.message("assistant", f"[{label} memory: {rel}]\n{text.strip()}"))
     return out
 
 
@@ -115,14 +115,14 @@ def taskdoc_message(cache: ConfigCache, dialog: Dialog) -> ChatMessage | None:
     fingerprint = taskdoc_fingerprint(cache.rtws.root, path)
     cached = cache.rendered_taskdoc(path, fingerprint)
     if cached is not None:
-        return ChatMessage(role="user", content=cached)
+        return cache.message("user", cached)
     try:
         taskdoc = load_taskdoc(cache.rtws.root, path)
     except TaskdocError as exc:
-        return ChatMessage(role="user", content=f"[Taskdoc unavailable: {exc}]")
+        return cache.message("user", f"[Taskdoc unavailable: {exc}]")
     text = render_effective_taskdoc(taskdoc)
     cache.keep_rendered_taskdoc(path, fingerprint, text)
-    return ChatMessage(role="user", content=text)
+    return cache.message("user", text)
 
 
 def reminders_text(dialog: Dialog) -> str | None:

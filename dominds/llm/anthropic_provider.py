@@ -20,16 +20,24 @@ import httpx2
 from anthropic.lib.streaming import AsyncMessageStreamManager
 from anthropic.types import Message, RawMessageStreamEvent
 
-from dominds.llm.anthropic_request import request_params
+from dominds.llm.anthropic_request import anthropic_piece, request_params
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.message_reuse import MessageReuse
 from dominds.llm.retry import (
     AttemptFailure,
     EmptyReply,
+    RetryPolicy,
     connection_failure,
     is_billing_error,
     retry_after_seconds,
 )
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, json_content, sdk_http_client
+from dominds.llm.sdk_clients import (
+    REQUEST_TIMEOUT,
+    HttpClientFactory,
+    SdkGenerator,
+    json_content,
+    sdk_http_client,
+)
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -62,7 +70,11 @@ IN_STREAM_ERROR_STATUS = {
 """An ``event: error`` arrives inside a 200 stream; its ``error.type`` says which status it stands for."""
 
 
-class AnthropicGenerator(SdkGenerator[anthropic.AsyncAnthropic, dict[str, Any]]):
+Prepared = tuple[dict[str, Any], list[bytes]]
+"""The body but its messages, and each message's JSON (``anthropic_request.request_params``)."""
+
+
+class AnthropicGenerator(SdkGenerator[anthropic.AsyncAnthropic, Prepared]):
     """Generator for ``apiType: anthropic`` providers."""
 
     default_base_url = DEFAULT_BASE_URL
@@ -77,16 +89,20 @@ class AnthropicGenerator(SdkGenerator[anthropic.AsyncAnthropic, dict[str, Any]])
             http_client=http_client or sdk_http_client(anthropic, timeout=REQUEST_TIMEOUT),
         )
 
-    def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:
-        return request_params(request)
+    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
+        super().__init__(retry_policy, http_client)
+        self.messages = MessageReuse(anthropic_piece)
+
+    def prepare(self, request: GenerationRequest, base_url: str) -> Prepared:
+        return request_params(request, self.messages)
 
     async def stream_once(
-        self, client: anthropic.AsyncAnthropic, prepared: dict[str, Any], receiver: GenerationReceiver
+        self, client: anthropic.AsyncAnthropic, prepared: Prepared, receiver: GenerationReceiver
     ) -> GenerationResult:
         return await _stream_once(client, prepared, receiver)
 
     async def create_once(
-        self, client: anthropic.AsyncAnthropic, prepared: dict[str, Any], receiver: GenerationReceiver
+        self, client: anthropic.AsyncAnthropic, prepared: Prepared, receiver: GenerationReceiver
     ) -> GenerationResult:
         return await _create_once(client, prepared, receiver)
 
@@ -95,14 +111,14 @@ class AnthropicGenerator(SdkGenerator[anthropic.AsyncAnthropic, dict[str, Any]])
 
 
 async def _stream_once(
-    client: anthropic.AsyncAnthropic, params: dict[str, Any], receiver: GenerationReceiver
+    client: anthropic.AsyncAnthropic, prepared: Prepared, receiver: GenerationReceiver
 ) -> GenerationResult:
     relay = _BlockRelay(receiver)
     events = 0
     raw = client.post(
         "/v1/messages",
         cast_to=Message,
-        content=json_content({**params, "stream": True}),
+        content=json_content({**prepared[0], "stream": True}, ("messages", prepared[1])),
         stream=True,
         stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
     )
@@ -124,10 +140,11 @@ async def _stream_once(
 
 
 async def _create_once(
-    client: anthropic.AsyncAnthropic, params: dict[str, Any], receiver: GenerationReceiver
+    client: anthropic.AsyncAnthropic, prepared: Prepared, receiver: GenerationReceiver
 ) -> GenerationResult:
     """``streaming: false``: one request; the finished blocks are then replayed to the receiver."""
-    message = await client.post("/v1/messages", cast_to=Message, content=json_content(params))
+    content = json_content(prepared[0], ("messages", prepared[1]))
+    message = await client.post("/v1/messages", cast_to=Message, content=content)
     blocks: list[Any] = list(message.content or [])  # told apart by ``type``, as they stream
     for block in blocks:
         kind = getattr(block, "type", None)

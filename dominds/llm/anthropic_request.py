@@ -17,12 +17,15 @@ any request, with a message that says what to change.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from dominds.llm.base import ChatMessage, GenerationRequest, ImagePart
+from dominds.llm.message_reuse import Converted, MessageReuse, Piece, Position, converted_whole, encoded
 from dominds.llm.params import merged_params
-from dominds.llm.retry import arguments_object, group_tool_turns, refuse_bad_params
+from dominds.llm.retry import refuse_bad_params
+from dominds.llm.tool_history import CallIds, arguments_object, group_tool_turns
 
 DEFAULT_MAX_TOKENS = 8192
 """When neither the member nor the catalog says the model's output limit."""
@@ -38,8 +41,9 @@ CACHEABLE_BLOCKS = frozenset({"text", "tool_result", "tool_use", "image", "docum
 """Blocks a ``cache_control`` may sit on (not thinking blocks)."""
 
 
-def request_params(request: GenerationRequest) -> dict[str, Any]:
-    """The body of one generation's ``POST /v1/messages`` (posted as built: ``sdk_clients.json_content``)."""
+def request_params(request: GenerationRequest, reuse: MessageReuse | None = None) -> tuple[dict[str, Any], list[bytes]]:
+    """The body of one generation's ``POST /v1/messages`` but its messages, and the JSON of each message
+    (posted as built: ``sdk_clients.json_content``); ``reuse``: the generator's kept conversions."""
     refuse_bad_params(request, "anthropic")
     params = merged_params(request.model_params, "anthropic")
     thinking = thinking_config(params)
@@ -56,9 +60,8 @@ def request_params(request: GenerationRequest) -> dict[str, Any]:
         "model": request.model_name,
         "max_tokens": max_tokens,
     }
-    kwargs["messages"], volatile = to_anthropic_messages(request.messages)
-    if caching == "conversation":
-        mark_conversation_breakpoints(kwargs["messages"], volatile, control)
+    converted = (reuse or MessageReuse(anthropic_piece)).convert(request.messages)
+    messages = conversation_parts(converted, control if caching == "conversation" else None)
     if request.system_prompt.strip():
         system: dict[str, Any] = {"type": "text", "text": request.system_prompt}
         if caching != "off":
@@ -80,7 +83,7 @@ def request_params(request: GenerationRequest) -> dict[str, Any]:
     effort = params.get("effort") or (params.get("output_config") or {}).get("effort")
     if effort:
         kwargs["output_config"] = {**(params.get("output_config") or {}), "effort": effort}
-    return kwargs
+    return kwargs, messages
 
 
 def default_max_tokens(request: GenerationRequest) -> int:
@@ -104,12 +107,38 @@ def thinking_config(params: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-Position = tuple[int, int]
-"""A block of the conversation: (turn, block)."""
+def conversation_parts(converted: Converted, control: dict[str, Any] | None) -> list[bytes]:
+    """The JSON of each message of the conversation: the converted turns, opened by a user turn and
+    closed by one as the API wants, with cache breakpoints (``control``; none when ``None``).
+
+    The converted turns are shared with later requests: a turn that gets a breakpoint is copied."""
+    turns, parts, volatile = converted.outputs, converted.parts, converted.volatile
+    front = [] if turns and turns[0]["role"] == "user" else [_text_turn(CONVERSATION_START)]
+    if front:
+        volatile = {(t + 1, b) for t, b in volatile}
+    whole = front + turns
+    back = [] if whole[-1]["role"] == "user" else [_text_turn(CONTINUE_PROMPT)]
+    whole += back
+    parts = [*map(encoded, front), *parts, *map(encoded, back)]
+    if control is None:
+        return parts
+    marked: dict[int, list[int]] = {}
+    for t, b in conversation_breakpoints(whole, volatile):
+        marked.setdefault(t, []).append(b)
+    for t, blocks in marked.items():
+        content = list(whole[t]["content"])
+        for b in blocks:
+            content[b] = {**content[b], "cache_control": dict(control)}
+        parts[t] = encoded({**whole[t], "content": content})
+    return parts
 
 
-def mark_conversation_breakpoints(turns: list[dict[str, Any]], volatile: set[Position], control: dict[str, Any]) -> None:
-    """Cache breakpoints on the conversation (see the module docstring), at most three.
+def _text_turn(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def conversation_breakpoints(turns: list[dict[str, Any]], volatile: set[Position]) -> list[Position]:
+    """Where the conversation's cache breakpoints go (see the module docstring), at most three.
 
     - before the first volatile block (the reminders, which move between generations): the stable
       prefix the next generation reads even when a new user message moved the reminders;
@@ -130,8 +159,7 @@ def mark_conversation_breakpoints(turns: list[dict[str, Any]], volatile: set[Pos
                 chosen.extend(_last_cacheable(turns, volatile, (t, len(turns[t]["content"])), within_turn=True))
                 break
     chosen.extend(_last_cacheable(turns, volatile, (len(turns), 0)))
-    for t, b in dict.fromkeys(chosen):
-        turns[t]["content"][b]["cache_control"] = dict(control)
+    return list(dict.fromkeys(chosen))
 
 
 def _last_cacheable(
@@ -152,12 +180,19 @@ def _last_cacheable(
     return []
 
 
-def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[list[dict[str, Any]], set[Position]]:
-    """Neutral messages as alternating user/assistant turns of content blocks, and where the blocks of
-    volatile messages are (never cached up to)."""
+def to_anthropic_messages(messages: list[ChatMessage], control: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Neutral messages as the API's conversation, with cache breakpoints (``control``), converted whole
+    (generators convert per new message, ``message_reuse.py``, to the same JSON)."""
+    parts = conversation_parts(converted_whole(anthropic_piece, messages), control)
+    return [json.loads(part) for part in parts]
+
+
+def anthropic_piece(messages: list[ChatMessage], calls: CallIds, key: object = None) -> Piece:
+    """A run of neutral messages as alternating user/assistant turns of content blocks, and where the
+    blocks of volatile messages are (never cached up to)."""
     turns: list[dict[str, Any]] = []
-    volatile: set[Position] = set()
-    for message in group_tool_turns(messages):
+    volatile: list[Position] = []
+    for message in group_tool_turns(messages, calls):
         block = _content_block(message)
         if block is None:
             continue
@@ -165,18 +200,13 @@ def to_anthropic_messages(messages: list[ChatMessage]) -> tuple[list[dict[str, A
         blocks = [block] if message.kind == "tool_result" or not message.images else [block, *map(_image_block, message.images)]
         if turns and turns[-1]["role"] == role:
             if message.volatile:
-                volatile.update((len(turns) - 1, len(turns[-1]["content"]) + i) for i in range(len(blocks)))
+                volatile.extend((len(turns) - 1, len(turns[-1]["content"]) + i) for i in range(len(blocks)))
             turns[-1]["content"].extend(blocks)
         else:
             if message.volatile:
-                volatile.update((len(turns), i) for i in range(len(blocks)))
+                volatile.extend((len(turns), i) for i in range(len(blocks)))
             turns.append({"role": role, "content": blocks})
-    if not turns or turns[0]["role"] != "user":
-        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": CONVERSATION_START}]})
-        volatile = {(t + 1, b) for t, b in volatile}
-    if turns[-1]["role"] != "user":
-        turns.append({"role": "user", "content": [{"type": "text", "text": CONTINUE_PROMPT}]})
-    return turns, volatile
+    return Piece(turns, volatile)
 
 
 def _content_block(message: ChatMessage) -> dict[str, Any] | None:

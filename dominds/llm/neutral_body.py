@@ -107,7 +107,9 @@ class NeutralBodies:
         else:
             for index in likely or range(len(kept)):
                 same = sum(map(operator.is_, kept[index].messages, messages))
-                if same > shared:
+                # Most messages in place, not just the memory and Taskdoc messages dialogs share: taking
+                # another dialog's kept request for those made both dialogs encode everything each turn.
+                if same > shared and same * 2 > len(messages):
                     best, shared = index, same
         if best < 0:
             parts = [_encoded(message) for message in messages]

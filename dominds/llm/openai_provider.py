@@ -23,16 +23,24 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult, ImagePart
+from dominds.llm.message_reuse import MessageReuse, Piece, encoded
 from dominds.llm.params import merged_params
 from dominds.llm.retry import (
     AttemptFailure,
     EmptyReply,
+    RetryPolicy,
     connection_failure,
-    group_tool_turns,
     is_billing_error,
     retry_after_seconds,
 )
-from dominds.llm.sdk_clients import REQUEST_TIMEOUT, SdkGenerator, json_content, sdk_http_client
+from dominds.llm.sdk_clients import (
+    REQUEST_TIMEOUT,
+    HttpClientFactory,
+    SdkGenerator,
+    json_content,
+    sdk_http_client,
+)
+from dominds.llm.tool_history import CallIds, group_tool_turns
 from dominds.store.course_records import FinishReason, Usage
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -68,8 +76,16 @@ class OpenAiSdkGenerator(SdkGenerator[openai.AsyncOpenAI, dict[str, Any]]):
 class OpenAiCompatibleGenerator(OpenAiSdkGenerator):
     """Generator for ``apiType: openai-compatible`` (alias ``openai``) providers: Chat Completions."""
 
+    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
+        super().__init__(retry_policy, http_client)
+        self.messages = MessageReuse(chat_piece)
+
     def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:
-        return {**request_body(request, base_url), "model": request.model_name}
+        field = reasoning_field(request.provider_config.get("reasoningPassBack"))
+        parts = self.messages.convert(request.messages, field).parts
+        if request.system_prompt:
+            parts = [encoded({"role": "system", "content": request.system_prompt}), *parts]
+        return {"model": request.model_name, "messages": parts, "extra": request_extra(request, base_url)}
 
     async def stream_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
         return await _stream_once(client, prepared["model"], prepared, receiver)
@@ -95,11 +111,11 @@ async def _stream_once(
     usage: Usage | None = None
     served_model: str | None = None
     finish_reason: str | None = None
-    sent = {"model": model, "messages": body["messages"], "stream": True, "stream_options": {"include_usage": True}}
+    sent = {"model": model, "stream": True, "stream_options": {"include_usage": True}, "extra_body": body["extra"]}
     stream = await client.post(
         "/chat/completions",
         cast_to=ChatCompletion,
-        content=json_content({**sent, "extra_body": body["extra"]}),
+        content=json_content(sent, ("messages", body["messages"])),
         stream=True,
         stream_cls=openai.AsyncStream[ChatCompletionChunk],
     )
@@ -131,8 +147,9 @@ async def _create_once(
     client: openai.AsyncOpenAI, model: str, body: dict[str, Any], receiver: GenerationReceiver
 ) -> GenerationResult:
     """``streaming: false``: one request; the finished message is replayed as if it had streamed."""
-    sent = {"model": model, "messages": body["messages"], "extra_body": body["extra"]}
-    completion = await client.post("/chat/completions", cast_to=ChatCompletion, content=json_content(sent))
+    sent = {"model": model, "extra_body": body["extra"]}
+    content = json_content(sent, ("messages", body["messages"]))
+    completion = await client.post("/chat/completions", cast_to=ChatCompletion, content=content)
     relay = _DeltaRelay(receiver)
     choice = completion.choices[0] if completion.choices else None
     if choice is not None:
@@ -272,8 +289,8 @@ def _error_message(body: object) -> str | None:
 # ---------------------------------------------------------------- request
 
 
-def request_body(request: GenerationRequest, base_url: str) -> dict[str, Any]:
-    """The messages, tools and member parameters of one generation.
+def request_extra(request: GenerationRequest, base_url: str) -> dict[str, Any]:
+    """The tools and member parameters of one generation.
 
     Parameters go in ``extra_body`` unchanged, so a server-specific knob (vLLM's ``top_k``) works too.
     """
@@ -292,8 +309,7 @@ def request_body(request: GenerationRequest, base_url: str) -> dict[str, Any]:
             }
             for t in request.tools
         ]
-    field = reasoning_field(request.provider_config.get("reasoningPassBack"))
-    return {"messages": to_openai_messages(request.system_prompt, request.messages, field), "extra": extra}
+    return extra
 
 
 def reasoning_field(pass_back: object) -> str | None:
@@ -307,7 +323,14 @@ def reasoning_field(pass_back: object) -> str | None:
 def to_openai_messages(
     system_prompt: str, messages: list[ChatMessage], reasoning_field: str | None = None
 ) -> list[dict[str, Any]]:
-    """Neutral messages as chat-completions messages.
+    """Neutral messages as chat-completions messages, the system prompt first (the whole request at once;
+    generators convert per new message, ``message_reuse.py``, to the same messages)."""
+    system = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    return system + chat_piece(messages, CallIds(), reasoning_field).outputs
+
+
+def chat_piece(messages: list[ChatMessage], calls: CallIds, reasoning_field: str | None) -> Piece:
+    """A run of neutral messages as chat-completions messages.
 
     Consecutive user texts and consecutive assistant texts are merged: several chat templates (vLLM,
     llama.cpp) refuse two turns of the same role in a row. Thinking is not sent back, except (opt-in per
@@ -315,7 +338,7 @@ def to_openai_messages(
     over Chat Completions (DeepSeek, Kimi, MiniMax, …) expect their reasoning back there, while other
     servers reject the field.
     """
-    out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    out: list[dict[str, Any]] = []
     reasoning: dict[int, list[str]] = {}
     if reasoning_field is not None:
         for message in messages:
@@ -323,7 +346,7 @@ def to_openai_messages(
                 reasoning.setdefault(message.genseq, []).append(message.content)
     tool_images: list[ImagePart] = []
     """Images of the tool results just sent: a tool message holds text only, so they follow as a user message."""
-    for message in group_tool_turns(messages):
+    for message in group_tool_turns(messages, calls):
         if tool_images and message.kind != "tool_result":
             out.append(_images_message(tool_images))
             tool_images = []
@@ -368,7 +391,7 @@ def to_openai_messages(
             out.append({"role": message.role, "content": message.content})
     if tool_images:
         out.append(_images_message(tool_images))
-    return out
+    return Piece(out)
 
 
 def _image_parts(images: tuple[ImagePart, ...] | list[ImagePart]) -> list[dict[str, Any]]:

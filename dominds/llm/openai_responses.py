@@ -19,16 +19,18 @@ import openai
 from openai.types.responses import Response, ResponseStreamEvent
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult, ImagePart
+from dominds.llm.message_reuse import MessageReuse, Piece
 from dominds.llm.openai_provider import OpenAiSdkGenerator, classify_error
 from dominds.llm.params import merged_params
 from dominds.llm.retry import (
     AttemptFailure,
     EmptyReply,
-    group_tool_turns,
+    RetryPolicy,
     is_billing_error,
     refuse_bad_params,
 )
-from dominds.llm.sdk_clients import json_content
+from dominds.llm.sdk_clients import HttpClientFactory, json_content
+from dominds.llm.tool_history import CallIds, group_tool_turns
 from dominds.store.course_records import FinishReason, Usage
 
 PROVIDER_DATA_KEY = "openai_reasoning"
@@ -67,8 +69,12 @@ def _classify(exc: Exception) -> AttemptFailure | None:
 class OpenAiResponsesGenerator(OpenAiSdkGenerator):
     """Generator for ``apiType: openai-responses`` providers (OpenAI's own API)."""
 
+    def __init__(self, retry_policy: RetryPolicy | None = None, http_client: HttpClientFactory | None = None) -> None:
+        super().__init__(retry_policy, http_client)
+        self.items = MessageReuse(responses_piece)
+
     def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:
-        return request_body(request)
+        return {"head": request_head(request), "input": self.items.convert(request.messages).parts}
 
     async def stream_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
         return await _stream_once(client, prepared, receiver)
@@ -85,7 +91,7 @@ async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receive
     stream = await client.post(
         "/responses",
         cast_to=Response,
-        content=json_content({**body, "stream": True}),
+        content=json_content({**body["head"], "stream": True}, ("input", body["input"])),
         stream=True,
         stream_cls=openai.AsyncStream[ResponseStreamEvent],
     )
@@ -101,7 +107,8 @@ async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receive
 
 async def _create_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
     """``streaming: false``: one request, then the finished items are replayed to the receiver."""
-    response = await client.post("/responses", cast_to=Response, content=json_content(body))
+    content = json_content(body["head"], ("input", body["input"]))
+    response = await client.post("/responses", cast_to=Response, content=content)
     relay = _ItemRelay(receiver)
     for item in response.output or []:
         await relay.whole_item(item)
@@ -246,13 +253,13 @@ def usage_of(usage: Any, *, partial: bool = False) -> Usage:
 # ---------------------------------------------------------------- request
 
 
-def request_body(request: GenerationRequest) -> dict[str, Any]:
-    """The body of one generation's ``POST /responses`` (posted as built: ``sdk_clients.json_content``)."""
+def request_head(request: GenerationRequest) -> dict[str, Any]:
+    """The body of one generation's ``POST /responses`` but its input (posted as built:
+    ``sdk_clients.json_content``)."""
     refuse_bad_params(request, "openai-responses")
     params = merged_params(request.model_params, "openai-responses")
     body: dict[str, Any] = {
         "model": request.model_name,
-        "input": to_responses_input(request.messages),
         "store": False,  # the course files are the memory; reasoning travels encrypted instead
     }
     if request.system_prompt.strip():
@@ -289,14 +296,20 @@ def request_body(request: GenerationRequest) -> dict[str, Any]:
 
 
 def to_responses_input(messages: list[ChatMessage]) -> list[dict[str, Any]]:
-    """Neutral messages as Responses input items.
+    """Neutral messages as Responses input items (the whole request at once; generators convert per new
+    message, ``message_reuse.py``, to the same items)."""
+    return responses_piece(messages, CallIds(), None).outputs
+
+
+def responses_piece(messages: list[ChatMessage], calls: CallIds, key: object) -> Piece:
+    """A run of neutral messages as Responses input items.
 
     Reasoning items are sent back only when they came from this API (another provider's thinking has no
     encrypted content to resume from, and the API would refuse it).
     """
     items: list[dict[str, Any]] = []
     tool_images: list[ImagePart] = []
-    for message in group_tool_turns(messages):
+    for message in group_tool_turns(messages, calls):
         if tool_images and message.kind != "tool_result":
             items.append(_images_item(tool_images))
             tool_images = []
@@ -332,7 +345,7 @@ def to_responses_input(messages: list[ChatMessage]) -> list[dict[str, Any]]:
             items.append({"role": message.role if message.role in ("user", "assistant") else "user", "content": message.content})
     if tool_images:
         items.append(_images_item(tool_images))
-    return items
+    return Piece(items)
 
 
 def _image_inputs(images: tuple[ImagePart, ...] | list[ImagePart]) -> list[dict[str, Any]]:

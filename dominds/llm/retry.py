@@ -23,7 +23,6 @@ import asyncio
 import dataclasses
 import datetime
 import email.utils
-import json
 import logging
 import math
 import os
@@ -35,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from dominds.llm.base import (  # RetryNotice lives beside the request that carries its hook
-    ChatMessage,
     ContextOverflow,
     ForwardingReceiver,
     GenerationReceiver,
@@ -437,102 +435,6 @@ def retry_after_seconds(headers: Any) -> float | None:
         log.warning("ignoring a retry-after header that is not a usable number of seconds: %r", value)
         return None
     return seconds
-
-
-# ---------------------------------------------------------------- wire helpers every provider uses
-
-
-NAMELESS_CALL_NOTE = (
-    "(runtime note: a tool call of yours named no function, so it was removed from this conversation and "
-    "never ran; its arguments were: {arguments}. Call a tool by its exact name.)"
-)
-
-
-def sanitize_tool_calls(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """The history as every API accepts it back, whatever a server streamed earlier.
-
-    Real servers stream calls with no function name and repeat call ids (llama.cpp numbers the calls of
-    each reply from ``call_0``), and a model writes arguments that are not a JSON object; replayed as
-    given, the server refuses every later request of the dialog. So: a nameless call is dropped with its
-    result, and a note tells the model; a repeated (or missing) id is re-keyed, its result with it;
-    arguments that are not a JSON object are sent as ``{"raw_arguments": text}`` for the model to see.
-    """
-    seen: set[str] = set()
-    renamed: dict[tuple[int | None, str | None], list[str | None]] = {}
-    """(genseq, id as recorded) → the ids its calls got, in order; results take them in the same order."""
-    out: list[ChatMessage] = []
-    for message in messages:
-        if message.kind == "tool_call":
-            key = (message.genseq, message.tool_call_id)
-            if not (message.tool_name or "").strip():
-                renamed.setdefault(key, []).append(None)
-                raw = message.arguments if isinstance(message.arguments, str) else json.dumps(message.arguments or {})
-                note = NAMELESS_CALL_NOTE.format(arguments=raw[:200] or "(none)")
-                out.append(ChatMessage(role="user", content=note, genseq=message.genseq, runtime_note=True))
-                continue
-            call_id = message.tool_call_id or "call"
-            if call_id in seen:
-                call_id = _fresh_id(call_id, message.genseq, seen)
-            seen.add(call_id)
-            renamed.setdefault(key, []).append(call_id)
-            out.append(dataclasses.replace(message, tool_call_id=call_id, arguments=arguments_object(message.arguments)))
-        elif message.kind == "tool_result":
-            ids = renamed.get((message.genseq, message.tool_call_id))
-            if not ids:
-                out.append(message)  # its call is not in this history: left as it is
-                continue
-            new_id = ids.pop(0)
-            if new_id is not None:
-                out.append(dataclasses.replace(message, tool_call_id=new_id))
-        else:
-            out.append(message)
-    return out
-
-
-def _fresh_id(call_id: str, genseq: int | None, seen: set[str]) -> str:
-    n = 1
-    while f"{call_id}_g{genseq}_{n}" in seen:
-        n += 1
-    return f"{call_id}_g{genseq}_{n}"
-
-
-def arguments_object(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
-    if isinstance(arguments, dict):
-        return arguments
-    if not arguments:
-        return {}
-    try:
-        parsed = json.loads(arguments)
-    except ValueError:
-        parsed = None
-    return parsed if isinstance(parsed, dict) else {"raw_arguments": arguments}
-
-
-def group_tool_turns(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """Messages with every generation's tool calls together, directly followed by their results.
-
-    Both APIs require each tool call to be answered right after the assistant turn that made it,
-    while the course may interleave calls, results and teammate notes of one generation. The calls are
-    sanitized first (``sanitize_tool_calls``): every provider builds its request through here.
-    """
-    messages = sanitize_tool_calls(messages)
-    calls: dict[int, list[ChatMessage]] = {}
-    results: dict[int, list[ChatMessage]] = {}
-    for message in messages:
-        if message.genseq is not None and message.kind == "tool_call":
-            calls.setdefault(message.genseq, []).append(message)
-        elif message.genseq is not None and message.kind == "tool_result":
-            results.setdefault(message.genseq, []).append(message)
-    out: list[ChatMessage] = []
-    placed: set[int] = set()
-    for message in messages:
-        if message.kind not in ("tool_call", "tool_result") or message.genseq is None:
-            out.append(message)
-        elif message.genseq not in placed:
-            placed.add(message.genseq)
-            out.extend(calls.get(message.genseq, []))
-            out.extend(results.get(message.genseq, []))
-    return out
 
 
 def refuse_bad_params(request: GenerationRequest, api_type: str) -> None:

@@ -48,8 +48,10 @@ REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 HttpClientFactory = Callable[[], httpx2.AsyncClient]
 
 
-def json_content(kwargs: dict[str, Any]) -> bytes:
-    """The request body of an SDK call's keyword arguments (``extra_body`` merged in), as the JSON we post.
+def json_content(kwargs: dict[str, Any], array: tuple[str, list[bytes]] | None = None) -> bytes:
+    """The request body of an SDK call's keyword arguments (``extra_body`` merged in), as the JSON we post;
+    ``array``: a key whose value is the array of these elements' JSON, written last (the conversation,
+    encoded per message and kept: ``message_reuse.py``).
 
     Each generator posts its body through the client's ``post`` as content, not through the typed
     method: both SDKs walk every value of a typed request before sending it (the ``openai`` SDK matches
@@ -63,7 +65,14 @@ def json_content(kwargs: dict[str, Any]) -> bytes:
     extra = kwargs.get("extra_body")
     if isinstance(extra, dict):
         body.update(extra)
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    if array is not None:
+        body.pop(array[0], None)
+    head = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    if array is None:
+        return head
+    name, parts = array
+    joined = b"[" + b",".join(parts) + b"]"
+    return head[:-1] + (b"," if body else b"") + json.dumps(name).encode() + b":" + joined + b"}"
 
 
 def sdk_http_client(sdk: Any, **options: Any) -> Any:

@@ -102,3 +102,25 @@ def test_forty_conversations_in_turn_serialise_only_their_new_messages_and_each_
             assert bodies.body(request) == _whole(request)
             assert len(serialised) == (2 if turn == 0 else 1), f"turn {turn} of conversation {c}"
     assert len([o for o in tool_dicts if isinstance(o, ToolSpec)]) == len(tools)
+
+
+def test_dialogs_sharing_their_memory_message_each_serialise_only_their_new_messages(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Bug: once a memory or Taskdoc message was one object for every dialog (so that a provider's
+    conversion can be reused), a dialog's request took the kept request of another dialog that shared
+    only that message, and two dialogs taking turns each serialised their whole history at every turn
+    (565 ms a scripted turn at 5,000 turns)."""
+    from dominds.llm import neutral_body
+
+    serialised: list[ChatMessage] = []
+    real = neutral_body.message_json
+    monkeypatch.setattr(neutral_body, "message_json", lambda m: serialised.append(m) or real(m))
+    bodies = NeutralBodies()
+    memory = ChatMessage(role="assistant", content="[team shared memory: a.md]\nwe ship on Fridays")
+    conversations = [[memory, ChatMessage(role="user", content=f"c{c}")] for c in range(2)]
+    for turn in range(5):
+        for c in range(2):
+            conversations[c] = conversations[c] + [ChatMessage(role="assistant", content=f"c{c} t{turn}")]
+            request = _request(conversations[c])
+            serialised.clear()
+            assert bodies.body(request) == _whole(request)
+            assert len(serialised) == (3 if turn == 0 else 1), f"turn {turn} of conversation {c}"

@@ -25,7 +25,7 @@ from fake_servers import (
 from dominds.llm.anthropic_provider import AnthropicGenerator
 from dominds.llm.base import ChatMessage, GenerationRequest, ProviderRejected, ToolSpec
 from dominds.llm.catalog_yaml import builtin_catalog
-from dominds.llm.openai_provider import KEYLESS_API_KEY, OpenAiCompatibleGenerator, request_body
+from dominds.llm.openai_provider import KEYLESS_API_KEY, OpenAiCompatibleGenerator, request_extra
 from dominds.llm.openai_responses import OpenAiResponsesGenerator
 from dominds.llm.retry import RetryPolicy
 
@@ -255,7 +255,7 @@ async def test_chat_member_params_reach_the_body(fake: FakeLlmServer) -> None:
     await chat_run(fake, request(chat_config(fake), model_params=params))
     body = fake.requests[0].body
     assert (body["max_tokens"], body["temperature"], body["top_k"], body["min_tokens"]) == (300, 0.2, 20, 3)
-    official = request_body(request(chat_config(fake), model_params=params), "https://api.openai.com/v1")["extra"]
+    official = request_extra(request(chat_config(fake), model_params=params), "https://api.openai.com/v1")
     assert official["max_completion_tokens"] == 300 and "max_tokens" not in official
 
 

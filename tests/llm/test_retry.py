@@ -23,10 +23,10 @@ from dominds.llm.retry import (
     ProviderTarget,
     RetryPolicy,
     generate_with_retries,
-    group_tool_turns,
     redact,
     retry_after_seconds,
 )
+from dominds.llm.tool_history import group_tool_turns
 
 TARGET = ProviderTarget("prov", "m1", "http://127.0.0.1:1", "PROV_KEY", secret="sk-secret-value-123")
 
