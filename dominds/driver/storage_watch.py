@@ -7,7 +7,8 @@ rewrites blocks it already has and succeeds on a full disk); when the probe succ
 closed exactly as crash recovery would close it, and the dialog is resumed. A write that still fails
 after the probe (the space went again) is one more round: the watcher lives until the dialog resumes or
 the engine closes, whatever a round raises. Nothing acknowledged was lost: it was on disk before it was
-acknowledged. After a restart, recovery resumes a dialog left ``interrupted{storage_error}``.
+acknowledged. After a restart, recovery resumes a dialog left ``interrupted{storage_error}``; a tree
+whose recovery the still-full disk refused is recovered again, from its files, once a probe succeeds.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ log = logging.getLogger("dominds.storage")
 
 STORAGE_ERROR = "storage_error"
 """Reason of ``interrupted`` for a dialog paused by a refused write (resumed by the watcher or recovery)."""
+STORAGE_PAUSE = "storage failure (paused until the disk takes writes again)"
+"""How a dialog paused by a refused write is shown (its ``load_error``, with the write's problem after it)."""
 
 
 async def resume_when_writable(engine: EngineServices, dialog: Dialog, problem: str) -> None:
@@ -58,3 +61,24 @@ def _try_resume(engine: EngineServices, dialog: Dialog, problem: str) -> bool:
             raise
     log.warning("dialog %s: the disk takes writes again; resuming", dialog.self_id)
     return True
+
+
+async def recover_when_writable(engine: EngineServices, root_id: str, problem: str) -> None:
+    """A tree whose recovery at the daemon's start the disk refused (still full): recovered again, from its
+    files, once a probe allocates real blocks in it; the watcher lives until then or the engine closes.
+    Before, the tree stayed marked broken and stuck (a session shown proceeding, its caller blocked) until
+    the next restart."""
+    from dominds.driver.recovery import recover_root
+
+    while not engine.closed:
+        await asyncio.sleep(engine.storage_retry_interval)
+        try:
+            probe_free_space(engine.store.root_dir("run", root_id))
+            recover_root(engine, root_id)
+        except StoreError:
+            continue  # still full (or full again): try again later
+        except Exception:  # never die silently: a dead watcher left the tree stuck for good
+            log.exception("tree %s: recovering after a storage failure failed; retrying", root_id)
+            continue
+        log.warning("tree %s: the disk takes writes again; recovered (it had failed with: %s)", root_id, problem)
+        return

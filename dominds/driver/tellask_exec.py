@@ -215,7 +215,10 @@ def queue_tellask_back(engine: EngineServices, sup: Dialog, asker: Dialog, headl
             ask_back=AskedBack(from_agent_id=asker.agent_id, tellask_head=headline, tellask_body=body),
             queued_at=now_iso(),
         ),
-        with_latest=True,  # one write with the obligation it opens
+        # One write with the obligation it opens: a prompt logged alone, and a crash before latest.yaml's
+        # write, leaves the asked dialog a question with no obligation to answer it, and the asker never
+        # hears back (tests/driver/test_crashpoints.py, scenario ask_back, kills ``False`` here).
+        with_latest=True,
     )
     engine.request_drive(sup)
 

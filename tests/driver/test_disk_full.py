@@ -293,3 +293,51 @@ async def test_an_answer_the_full_disk_keeps_out_of_the_callers_course_is_delive
     answers = [r for r in records(root) if isinstance(r, TeammateResponseRecord)]
     assert [a.response for a in answers] == ["Built."], "delivered exactly once"
     assert root.latest.run_state.kind == "idle" and coder.latest.run_state.kind == "idle"
+
+
+async def test_a_daemon_started_on_a_still_full_disk_recovers_the_tree_once_space_returns(make_engine, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug (found verifying issue 34, item 2): a daemon started while the disk was still full failed the
+    recovery of a tree ("recovery of … failed: cannot write …: no space left on device"), left it marked
+    broken with its session shown as proceeding, and nothing tried again: once space returned, the caller
+    and its session stayed stuck until the next restart. Recovery's writes are retried like a drive's."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "go", "response": "!?@coder !tellaskSession job build it\n"},
+            {"agent": "coder", "contains": "build it", "response": "Built " + "x" * 200, "chunk_chars": 10, "delay_ms": 5},
+            {"agent": "lead", "contains": "Built", "response": "Done."},
+        ]
+    )
+    disk = DiskFull(monkeypatch)
+
+    def fill_when_the_coder_speaks(event: dict[str, Any]) -> None:
+        if event["type"] == "saying_start_evt" and event["dialog"]["selfId"] != event["dialog"]["rootId"]:
+            disk.armed = True
+
+    engine.pubchan.subscribe(fill_when_the_coder_speaks, wants_all=True)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go", msg_id="m1")
+    await engine.wait_idle()
+    assert any(d.load_error and "no space left" in d.load_error for d in root.local.values())
+    await engine.close()
+
+    restarted = await make_engine([], root=tmp_path / "ws")  # the disk is still full
+    restarted.storage_retry_interval = 0.05
+    probes = disk.probes_refused
+    for _ in range(3000):  # the tree's recovery waits for space, probing
+        if disk.probes_refused >= probes + 2:
+            break
+        await asyncio.sleep(0.01)
+    assert disk.probes_refused >= probes + 2, "recovery waits for the disk, probing"
+    disk.armed = False
+    tree = restarted.get_dialog(root.root_id)
+    for _ in range(3000):
+        tree = restarted.get_dialog(root.root_id)
+        if sayings(tree)[-1:] == ["Done."]:
+            break
+        await asyncio.sleep(0.01)
+    await restarted.wait_idle()
+    tree = restarted.get_dialog(root.root_id)
+    assert sayings(tree)[-1] == "Done."
+    assert all(d.latest.run_state.kind == "idle" and not d.load_error for d in tree.local.values())
+    coder = next(d for d in tree.local.values() if not d.is_root)
+    assert sayings(coder)[-1].startswith("Built "), "the session finished its answer"
