@@ -17,6 +17,7 @@ import asyncio
 import logging
 
 from dominds.dialog.model import Dialog
+from dominds.driver import questions
 from dominds.driver.services import EngineServices
 from dominds.store.errors import StoreError
 from dominds.store.records import RunState
@@ -54,6 +55,7 @@ def _try_resume(engine: EngineServices, dialog: Dialog, problem: str) -> bool:
     dialog.save_latest()
     paused_with, dialog.load_error = dialog.load_error, None
     try:
+        questions.save_unsaved(engine, dialog)
         _finish_cut_dispatches(engine, dialog)
         if dialog.can_drive():
             engine.request_drive(dialog)  # persists needsDrive: may be refused too
