@@ -36,6 +36,7 @@ from dominds.driver.providers import Providers
 from dominds.driver.scheduler import Scheduler
 from dominds.driver.secrets import SecretRedactor
 from dominds.driver.start_progress import StartProgress, StartReport
+from dominds.driver.storage_watch import recover_when_writable
 from dominds.driver.waiters import ConductorWaiters
 from dominds.ids import new_dialog_id, now_iso
 from dominds.llm.base import Generator
@@ -125,8 +126,12 @@ class Engine(LoadedTrees):
                 ) from exc
         self._group_commit = group_commit.enable()  # fsyncs shared by the writes of a group (store/commit.py)
         self.tracing = tracing.install(self)  # OpenTelemetry spans, when the environment asks (tracing.py)
-        self.trees_at_start = recovery.recover(self, StartProgress(self.rtws.run_dir, self._on_start_progress))
+        refused: list[tuple[str, str]] = []  # trees whose recovery a full disk refused
+        progress = StartProgress(self.rtws.run_dir, self._on_start_progress)
+        self.trees_at_start = recovery.recover(self, progress, lambda root_id, problem: refused.append((root_id, problem)))
         self.scheduler.start()
+        for root_id, problem in refused:
+            self.scheduler.background.spawn(recover_when_writable(self, root_id, problem), name=f"storage-recovery-{root_id}")
 
     async def close(self, timeout: float = 5.0) -> None:
         """Stop driving: streams are cancelled, each dialog is left interrupted and can be resumed."""

@@ -226,7 +226,9 @@ async def run_generation(
 
 def _with_images(messages: list[ChatMessage], dialog: Dialog, api_type: str, model_info: dict[str, Any]) -> list[ChatMessage]:
     """The messages with the images a vision-capable model sees (``images.py``); a text-only one reads the placeholders."""
-    return attach_images(messages, dialog.files.dir) if sees_images(api_type, model_info) else messages
+    if not sees_images(api_type, model_info):
+        return messages
+    return attach_images(messages, dialog.files.dir, kept=dialog.course_cache)
 
 
 def _keep_partial(receiver: DialogReceiver | None, finish: GenFinishRecord, why: IncompleteReason | None) -> None:

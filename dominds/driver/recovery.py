@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
@@ -22,11 +23,12 @@ from dominds.driver.drive import answer_of, settled_obligation, start_new_course
 from dominds.driver.recovery_calls import (
     complete_dispatches,
     complete_reassignment,
+    note_dispatches_lost_by_a_power_cut,
     restore_pending_entries,
-    unanswered_calls,
 )
 from dominds.driver.services import EngineServices
 from dominds.driver.start_progress import StartProgress
+from dominds.driver.storage_watch import STORAGE_PAUSE
 from dominds.driver.subdialogs import (
     runtime_call_id,
 )
@@ -47,7 +49,7 @@ from dominds.store.course_records import (
 )
 from dominds.store.dialog_facts import Facts
 from dominds.store.dialog_store import remove_creation_leftovers
-from dominds.store.errors import StoreError
+from dominds.store.errors import StoreError, WriteFailedError
 from dominds.store.index_entries import Entry
 from dominds.store.records import RunState
 from dominds.tellask import parse_segments
@@ -62,7 +64,9 @@ the disk is still full, the drive pauses it again and a new watcher waits for sp
 stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
-def recover(engine: EngineServices, progress: StartProgress | None = None) -> int:
+def recover(
+    engine: EngineServices, progress: StartProgress | None = None, on_write_refused: Callable[[str, str], None] | None = None
+) -> int:
     """Reconcile every tree of ``run/`` that may have been mid-flight; the others are not even loaded.
 
     Which trees need a look comes from the dialog index (``store/index.py``: facts checked against the
@@ -71,7 +75,8 @@ def recover(engine: EngineServices, progress: StartProgress | None = None) -> in
     noted as settled, as are the trees found at rest without loading them: while their files hold the
     same bytes, the next start neither loads them nor reads their facts (a tree waiting for a person or
     a teammate is such a tree). The log says how many trees were loaded; returns how many trees of
-    ``run/`` it went through."""
+    ``run/`` it went through. A tree whose reconciliation the disk refused (full) is handed to
+    ``on_write_refused(rootId, problem)``: the engine recovers it again once writes succeed."""
     remove_creation_leftovers(engine.rtws.run_dir)
     stale = looked_at = loaded = 0
     at_rest: list[tuple[str, str, str]] = []
@@ -94,25 +99,16 @@ def recover(engine: EngineServices, progress: StartProgress | None = None) -> in
                 at_rest.append(("run", tree.root.root_id, tree.sig))
             continue
         root_id = tree.root.root_id
-        # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
-        remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
         try:
-            root = engine.load_root(root_id)
-        except StoreError as exc:  # its dialog.yaml is gone: the listing flags it, the daemon starts
-            log.error("dialog %s cannot be loaded: %s", root_id, exc)
-            continue
-        loaded += 1
-        if root.load_error:
-            log.error("dialog %s: %s", root_id, root.load_error)
-            continue
-        for sub_id in engine.store.subdialog_ids("run", root_id):
-            engine.try_load_sub(root, sub_id)
-        try:
-            _recover_tree(engine, root)
+            loaded += recover_root(engine, root_id)
+        except WriteFailedError as exc:  # a full disk: recovered again once it takes writes (storage_watch.py)
+            loaded += 1
+            log.error("recovery of %s waits for the disk to take writes: %s", root_id, exc)
+            if on_write_refused is not None:
+                on_write_refused(root_id, str(exc))
         except StoreError as exc:  # one broken tree must not stop the daemon
+            loaded += 1
             log.error("recovery of %s failed: %s", root_id, exc)
-            root.load_error = str(exc)
-        engine.unload_if_at_rest(root_id)  # at once: thousands of waiting trees never sit in memory together
     engine.index.note_settled(at_rest)
     if progress is not None:
         progress.finish(looked_at)
@@ -120,6 +116,38 @@ def recover(engine: EngineServices, progress: StartProgress | None = None) -> in
         log.info("removed %d temp files left by interrupted writes", stale)
     log.info("recovery: %d of %d trees in run/ loaded (the others were settled or had nothing to reconcile)", loaded, looked_at)
     return looked_at
+
+
+def recover_root(engine: EngineServices, root_id: str) -> int:
+    """Load one tree of ``run/`` from its files and reconcile it; 1 if it was loaded. A copy already in memory
+    is forgotten first: it is half reconciled when a refused write cut its recovery (``recover_again``).
+    A ``StoreError`` of the reconciliation leaves the tree marked with it and is raised."""
+    stale = engine.roots.pop(root_id, None)
+    if stale is not None:
+        engine.fetched_at.pop(root_id, None)
+    # A subdialog creation cut short has a pending entry in its caller, so its tree is here.
+    remove_creation_leftovers(engine.store.root_dir("run", root_id) / "subdialogs")
+    try:
+        root = engine.load_root(root_id)
+    except StoreError as exc:  # its dialog.yaml is gone: the listing flags it, the daemon starts
+        log.error("dialog %s cannot be loaded: %s", root_id, exc)
+        return 0
+    if root.load_error:
+        log.error("dialog %s: %s", root_id, root.load_error)
+        return 1
+    for sub_id in engine.store.subdialog_ids("run", root_id):
+        engine.try_load_sub(root, sub_id)
+    try:
+        _recover_tree(engine, root)
+    except WriteFailedError as exc:
+        for dialog in root.local.values():  # none is driven from this half-reconciled copy
+            dialog.load_error = dialog.load_error or f"{STORAGE_PAUSE}: {exc}"
+        raise
+    except StoreError as exc:
+        root.load_error = str(exc)
+        raise
+    engine.unload_if_at_rest(root_id)  # at once: thousands of waiting trees never sit in memory together
+    return 1
 
 
 def _remove_stray_temps(engine: EngineServices, entry: Entry) -> int:
@@ -185,7 +213,7 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
     for dialog in list(root.local.values()):
         if not dialog.load_error:
             complete_dispatches(engine, root, dialog)
-            _note_dispatches_lost_by_a_power_cut(engine, root, dialog)
+            note_dispatches_lost_by_a_power_cut(engine, root, dialog)
     for dialog in list(root.local.values()):
         if not dialog.load_error:
             _answer_finished_ask_back(engine, dialog)
@@ -305,41 +333,6 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
                     result=texts.dominds_note(texts.INTERRUPTED_TELLASK),
                 )
             )
-
-
-def _note_dispatches_lost_by_a_power_cut(engine: EngineServices, root: RootDialog, dialog: Dialog) -> None:
-    """A dispatch recorded in the caller's course without its pending entry, and without its subdialog or
-    with a subdialog (a TYPE B session) assigned to another call: a power cut during a group commit can
-    leave that (docs/reliability.md, "Limit"), and nothing would ever answer the call. It is reported to the
-    model as not delivered, like a tellask cut before its dispatch. (A subdialog assigned to this call got
-    its pending entry back: ``recovery_calls.restore_pending_entries``.)"""
-    noted = {r.call_id for r in dialog.records if isinstance(r, TeammateCallResultRecord)}
-
-    def never_reached(record: SubdialogCreatedRecord) -> bool:
-        sub = root.local.get(record.subdialog_id)
-        if sub is not None:
-            return not sub.load_error  # loaded, and not waited for after the restore: assigned to another call
-        return not engine.store.files("run", root.root_id, record.subdialog_id).dir.exists()
-
-    lost = [r for r in unanswered_calls(dialog) if never_reached(r)]
-    for record in lost:
-        if record.call_id in noted:
-            continue  # a collective call: one note answers its call site
-        log.warning("dialog %s: call %s was recorded, its dispatch lost; noted as not delivered", dialog.self_id, record.call_id)
-        noted.add(record.call_id)
-        dialog.append(
-            TeammateCallResultRecord(
-                ts=now_iso(),
-                genseq=record.genseq,
-                call_id=record.call_id,
-                responder_id="dominds",
-                tellask_head=record.tellask_head,
-                status="failed",
-                result=texts.dominds_note(texts.INTERRUPTED_TELLASK),
-            )
-        )
-    if lost and dialog.can_drive() and not dialog.is_driving:
-        dialog.latest.needs_drive = True  # the model reads the note
 
 
 def _answer_finished_ask_back(engine: EngineServices, dialog: Dialog) -> None:

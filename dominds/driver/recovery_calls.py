@@ -3,7 +3,9 @@
 Half-finished dispatches are completed from the caller's pending index (the commit point): a missing
 subdialog is created (or its lost ``dialog.yaml`` rebuilt), a missing registry key is added, an ask-back
 never queued is queued, an answer already persisted but not supplied is supplied, and a supplied one is
-not supplied again; a TYPE B re-tellask cut short between its files is finished from its intent.
+not supplied again; a TYPE B re-tellask cut short between its files is finished from its intent. What a
+power cut inside a group commit can leave (a call recorded without its pending entry) gets its entry back
+when its subdialog is assigned to it, and is otherwise noted to the model as not delivered.
 """
 
 from __future__ import annotations
@@ -92,6 +94,41 @@ def restore_pending_entries(root: RootDialog, caller: Dialog) -> None:
             sub.save_latest()
     if restored:
         caller.save_pending()
+
+
+def note_dispatches_lost_by_a_power_cut(engine: EngineServices, root: RootDialog, dialog: Dialog) -> None:
+    """A dispatch recorded in the caller's course without its pending entry, and without its subdialog or
+    with a subdialog (a TYPE B session) assigned to another call: a power cut during a group commit can
+    leave that (docs/reliability.md, "Limit"), and nothing would ever answer the call. It is reported to the
+    model as not delivered, like a tellask cut before its dispatch. (A subdialog assigned to this call got
+    its pending entry back: ``restore_pending_entries``.)"""
+    noted = {r.call_id for r in dialog.records if isinstance(r, TeammateCallResultRecord)}
+
+    def never_reached(record: SubdialogCreatedRecord) -> bool:
+        sub = root.local.get(record.subdialog_id)
+        if sub is not None:
+            return not sub.load_error  # loaded, and not waited for after the restore: assigned to another call
+        return not engine.store.files("run", root.root_id, record.subdialog_id).dir.exists()
+
+    lost = [r for r in unanswered_calls(dialog) if never_reached(r)]
+    for record in lost:
+        if record.call_id in noted:
+            continue  # a collective call: one note answers its call site
+        log.warning("dialog %s: call %s was recorded, its dispatch lost; noted as not delivered", dialog.self_id, record.call_id)
+        noted.add(record.call_id)
+        dialog.append(
+            TeammateCallResultRecord(
+                ts=now_iso(),
+                genseq=record.genseq,
+                call_id=record.call_id,
+                responder_id="dominds",
+                tellask_head=record.tellask_head,
+                status="failed",
+                result=texts.dominds_note(texts.INTERRUPTED_TELLASK),
+            )
+        )
+    if lost and dialog.can_drive() and not dialog.is_driving:
+        dialog.latest.needs_drive = True  # the model reads the note
 
 
 def complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog) -> None:

@@ -7,7 +7,8 @@ rewrites blocks it already has and succeeds on a full disk); when the probe succ
 closed exactly as crash recovery would close it, and the dialog is resumed. A write that still fails
 after the probe (the space went again) is one more round: the watcher lives until the dialog resumes or
 the engine closes, whatever a round raises. Nothing acknowledged was lost: it was on disk before it was
-acknowledged. After a restart, recovery resumes a dialog left ``interrupted{storage_error}``.
+acknowledged. After a restart, recovery resumes a dialog left ``interrupted{storage_error}``; a tree
+whose recovery the still-full disk refused is recovered again, from its files, once a probe succeeds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import asyncio
 import logging
 
 from dominds.dialog.model import Dialog
+from dominds.driver import questions
 from dominds.driver.services import EngineServices
 from dominds.store.errors import StoreError
 from dominds.store.records import RunState
@@ -25,6 +27,8 @@ log = logging.getLogger("dominds.storage")
 
 STORAGE_ERROR = "storage_error"
 """Reason of ``interrupted`` for a dialog paused by a refused write (resumed by the watcher or recovery)."""
+STORAGE_PAUSE = "storage failure (paused until the disk takes writes again)"
+"""How a dialog paused by a refused write is shown (its ``load_error``, with the write's problem after it)."""
 
 
 async def resume_when_writable(engine: EngineServices, dialog: Dialog, problem: str) -> None:
@@ -50,11 +54,47 @@ def _try_resume(engine: EngineServices, dialog: Dialog, problem: str) -> bool:
         dialog.set_run_state(RunState(kind="interrupted", reason=STORAGE_ERROR, detail=problem), save=False)
     dialog.save_latest()
     paused_with, dialog.load_error = dialog.load_error, None
-    if dialog.can_drive():
-        try:
+    try:
+        questions.save_unsaved(engine, dialog)
+        _finish_cut_dispatches(engine, dialog)
+        if dialog.can_drive():
             engine.request_drive(dialog)  # persists needsDrive: may be refused too
-        except BaseException:
-            dialog.load_error = paused_with  # still paused: the next round tries again
-            raise
+    except BaseException:
+        dialog.load_error = paused_with  # still paused: the next round tries again
+        raise
     log.warning("dialog %s: the disk takes writes again; resuming", dialog.self_id)
     return True
+
+
+def _finish_cut_dispatches(engine: EngineServices, dialog: Dialog) -> None:
+    """Dispatches the refused write cut after their commit point (the pending entry): the subdialog not
+    created, the registry key not added. Finished as recovery finishes them after a crash; before, the caller
+    resumed blocked on a subdialog that did not exist, until the next restart."""
+    from dominds.driver.recovery_calls import complete_dispatches
+
+    root = dialog.root
+    registry_before = dict(root.type_b)
+    complete_dispatches(engine, root, dialog)
+    if root.type_b != registry_before:
+        root.save_registry()
+
+
+async def recover_when_writable(engine: EngineServices, root_id: str, problem: str) -> None:
+    """A tree whose recovery at the daemon's start the disk refused (still full): recovered again, from its
+    files, once a probe allocates real blocks in it; the watcher lives until then or the engine closes.
+    Before, the tree stayed marked broken and stuck (a session shown proceeding, its caller blocked) until
+    the next restart."""
+    from dominds.driver.recovery import recover_root
+
+    while not engine.closed:
+        await asyncio.sleep(engine.storage_retry_interval)
+        try:
+            probe_free_space(engine.store.root_dir("run", root_id))
+            recover_root(engine, root_id)
+        except StoreError:
+            continue  # still full (or full again): try again later
+        except Exception:  # never die silently: a dead watcher left the tree stuck for good
+            log.exception("tree %s: recovering after a storage failure failed; retrying", root_id)
+            continue
+        log.warning("tree %s: the disk takes writes again; recovered (it had failed with: %s)", root_id, problem)
+        return

@@ -114,3 +114,38 @@ async def test_files_the_daemon_refuses_are_flagged_in_the_listing(serve: ServeF
     assert "dialog.yaml is missing" in nodes[no_meta.self_id]["error"]
     assert "error" not in nodes[rolled_back.self_id]
     assert "previous version" in " ".join(nodes[rolled_back.self_id]["notices"])
+
+
+async def test_a_linked_subdialog_directory_is_never_followed(serve: ServeFactory, tmp_path: Path) -> None:
+    """Issue 34, item 6, for one subdialog's own directory (the test above links the `subdialogs/` directory
+    that holds them): a TYPE B session whose directory is a symlink to somewhere outside is neither read nor
+    written through; the tree goes on and nothing outside the workspace changes."""
+    responses = [
+        {"agent": "lead", "message": "go", "response": "!?@coder !tellaskSession job build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "Built."},
+        {"agent": "lead", "contains": "Built.", "response": "Done."},
+        {"agent": "lead", "message": "again", "response": "!?@coder !tellaskSession job build it\n"},
+    ]
+    served = await serve(responses)
+    engine = served.engine
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go")
+    await engine.wait_idle()
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+    session_dir = engine.store.files("run", root.root_id, sub_id).dir
+    await engine.close()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.move(str(session_dir), str(outside / "session"))
+    session_dir.symlink_to(outside / "session", target_is_directory=True)
+    before = fingerprint(outside)
+
+    served = await serve(responses)
+    status, body = await served.get("/api/dialogs")
+    assert status == 200 and sub_id not in listed(body), "a linked subdialog directory is not a dialog"
+    status, _ = await served.post(f"/api/dialogs/{root.root_id}/messages", {"content": "again"})
+    assert status == 202
+    await served.engine.wait_idle()
+    assert fingerprint(outside) == before, "nothing was written outside the workspace"
+    restored = served.engine.get_dialog(root.root_id)
+    assert all(d.latest.run_state.kind == "idle" for d in restored.local.values())
