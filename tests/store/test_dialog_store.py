@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from dominds.ids import new_dialog_id, now_iso
 from dominds.rtws import Rtws
+from dominds.store import atomic, dialog_store
+from dominds.store.course_records import CourseStartRecord
 from dominds.store.dialog_store import DialogStore
 from dominds.store.errors import DialogNotFoundError
+from dominds.store.queue_log import QueuedLine
 from dominds.store.records import (
     DialogMeta,
     LatestState,
     PendingSubdialog,
     Q4hFile,
+    QueuedPrompt,
     RegistryEntry,
     SubdlgFile,
 )
@@ -103,3 +110,97 @@ def test_registry_is_a_plain_map_with_version_header(tmp_rtws: Rtws) -> None:
     text = files.registry_yaml.read_text()
     assert text.startswith("# dominds registry.yaml format v1")
     assert "coder!review:" in text and "subdialogId:" in text and "lastAccessed" not in text
+
+
+
+def test_a_subdialog_is_located_by_its_id_alone(tmp_rtws: Rtws) -> None:
+    store = DialogStore(tmp_rtws)
+    root_id, sub_id, nested_id = _make_tree(store)
+    store.move_root(root_id, "run", "done")
+    assert store.locate_dialog(nested_id) == ("done", root_id)
+    assert store.locate_dialog(root_id) == ("done", root_id)
+
+
+
+def test_moving_a_tree_is_a_crash_point_and_durable_when_it_returns(tmp_rtws: Rtws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rename is a crash point (the crash sweeps kill right before it, the tree still where it was), and
+    both status directories are fsynced before ``move_root`` returns: after a power cut the tree is in the
+    one it was moved to. (A mutation sample removed either with every test green.)"""
+    store = DialogStore(tmp_rtws)
+    root_id, _, _ = _make_tree(store)
+    src, dst = tmp_rtws.status_dir("run") / root_id, tmp_rtws.status_dir("done") / root_id
+    steps: list[tuple[str, Path, bool]] = []
+    monkeypatch.setattr(dialog_store, "durable_step", lambda what, path: steps.append((what, path, src.exists())))
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(atomic, "_FSYNC", True)
+    store.move_root(root_id, "run", "done")
+    assert steps == [("rename", dst, True)]
+    assert str(src.parent) in synced and str(dst.parent) in synced
+
+
+def test_the_queue_on_disk_is_latests_prompts_then_the_logs(tmp_rtws: Rtws) -> None:
+    """``read_queue`` (what ``dominds status`` and the tests read): the prompts ``latest.yaml`` lists (queued
+    with the state that goes with them) come first, then the log's; with no ``latest.yaml``, the log's."""
+    store = DialogStore(tmp_rtws)
+    root_id, sub_id, _ = _make_tree(store)
+
+    def prompt(msg_id: str) -> QueuedPrompt:
+        return QueuedPrompt(msg_id=msg_id, content=msg_id, queued_at=now_iso())
+
+    files = store.files("run", root_id)
+    files.write_latest(LatestState(last_modified=now_iso(), queued_prompts=[prompt("listed")]))
+    files.queue_log.append([QueuedLine(prompt=prompt("logged"))])
+    assert [p.msg_id for p in files.read_queue()] == ["listed", "logged"]
+    sub = store.files("run", root_id, sub_id)
+    sub.latest_yaml.unlink()
+    sub.queue_log.append([QueuedLine(prompt=prompt("logged"))])
+    assert [p.msg_id for p in sub.read_queue()] == ["logged"]
+
+
+def test_a_new_dialog_is_written_as_new_files_and_one_rename(tmp_rtws: Rtws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file of a new dialog is written once, as a new file in the staging directory, and the directory's
+    rename is the one atomic step (no temp file and rename per file): a mutation sample wrote ``latest.yaml``
+    through its spare there, one more rename and directory fsync per new dialog, with every test green."""
+    steps: list[tuple[str, str]] = []
+    real_step = atomic.durable_step
+
+    def step(what: str, path: Path | None) -> None:
+        steps.append((what, path.name if path else ""))
+        real_step(what, path)
+
+    monkeypatch.setattr(atomic, "durable_step", step)
+    monkeypatch.setattr(dialog_store, "durable_step", step)
+    store = DialogStore(tmp_rtws)
+    root_id = new_dialog_id()
+    files = store.files("run", root_id)
+    meta = DialogMeta(id=root_id, root_id=root_id, agent_id="a", task_doc_path="t.tsk", created_at=now_iso())
+    dialog_store.create_dialog_dir(files, meta, LatestState(last_modified=now_iso()), CourseStartRecord(ts=now_iso(), course=1))
+    assert steps == [("create", "dialog.yaml"), ("create", "latest.yaml"), ("create", "course-001.jsonl"), ("rename", root_id)]
+    assert sorted(os.listdir(files.dir)) == ["course-001.jsonl", "dialog.yaml", "latest.yaml"]
+
+
+def test_a_creation_leftover_that_cannot_be_removed_never_stops_a_start(tmp_rtws: Rtws, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Recovery removes the staging directories of creations a crash interrupted; one it may not remove (a
+    file owned by another user: the suite runs as root, so its removal is refused here by a stub) is left,
+    the others go, and the start goes on (a mutation sample made the removal strict, every test green)."""
+    run = tmp_rtws.status_dir("run")
+    for name in ("a", "b"):
+        (run / f"{dialog_store.CREATING_PREFIX}{name}-1").mkdir()
+        (run / f"{dialog_store.CREATING_PREFIX}{name}-1" / "dialog.yaml").write_text("id: x\n")
+    real_unlink = os.unlink
+
+    def unlink(path: str | Path, *, dir_fd: int | None = None) -> None:
+        if dir_fd is not None and "-a-1" in os.readlink(f"/proc/self/fd/{dir_fd}"):
+            raise PermissionError(1, "Operation not permitted")
+        real_unlink(path, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    assert dialog_store.remove_creation_leftovers(run) == 2
+    assert sorted(os.listdir(run)) == [f"{dialog_store.CREATING_PREFIX}a-1"]
