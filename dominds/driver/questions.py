@@ -137,6 +137,19 @@ def index_all(engine: EngineServices, dialog: Dialog) -> None:
         engine.q4h_index[question.id] = (dialog.root_id, dialog.self_id)
 
 
+def save_unsaved(engine: EngineServices, dialog: Dialog) -> None:
+    """Questions a refused write left in memory only (``ask`` appends, then saves): saved, indexed and
+    announced once the disk takes writes again (``storage_watch.py``). Nobody could answer them before."""
+    unsaved = [q for q in dialog.q4h if q.id not in engine.q4h_index]
+    if not unsaved:
+        return
+    dialog.save_q4h()
+    for question in unsaved:
+        engine.q4h_index[question.id] = (dialog.root_id, dialog.self_id)
+        dialog.publish({"type": "new_q4h_asked", "question": payload(dialog, question)})
+    _publish_count(dialog, len(dialog.q4h) - len(unsaved))
+
+
 def unindex_all(engine: EngineServices, dialog: Dialog) -> None:
     for question in dialog.q4h:
         engine.q4h_index.pop(question.id, None)

@@ -17,6 +17,7 @@ import asyncio
 import logging
 
 from dominds.dialog.model import Dialog
+from dominds.driver import questions
 from dominds.driver.services import EngineServices
 from dominds.store.errors import StoreError
 from dominds.store.records import RunState
@@ -53,14 +54,29 @@ def _try_resume(engine: EngineServices, dialog: Dialog, problem: str) -> bool:
         dialog.set_run_state(RunState(kind="interrupted", reason=STORAGE_ERROR, detail=problem), save=False)
     dialog.save_latest()
     paused_with, dialog.load_error = dialog.load_error, None
-    if dialog.can_drive():
-        try:
+    try:
+        questions.save_unsaved(engine, dialog)
+        _finish_cut_dispatches(engine, dialog)
+        if dialog.can_drive():
             engine.request_drive(dialog)  # persists needsDrive: may be refused too
-        except BaseException:
-            dialog.load_error = paused_with  # still paused: the next round tries again
-            raise
+    except BaseException:
+        dialog.load_error = paused_with  # still paused: the next round tries again
+        raise
     log.warning("dialog %s: the disk takes writes again; resuming", dialog.self_id)
     return True
+
+
+def _finish_cut_dispatches(engine: EngineServices, dialog: Dialog) -> None:
+    """Dispatches the refused write cut after their commit point (the pending entry): the subdialog not
+    created, the registry key not added. Finished as recovery finishes them after a crash; before, the caller
+    resumed blocked on a subdialog that did not exist, until the next restart."""
+    from dominds.driver.recovery_calls import complete_dispatches
+
+    root = dialog.root
+    registry_before = dict(root.type_b)
+    complete_dispatches(engine, root, dialog)
+    if root.type_b != registry_before:
+        root.save_registry()
 
 
 async def recover_when_writable(engine: EngineServices, root_id: str, problem: str) -> None:

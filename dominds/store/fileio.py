@@ -101,6 +101,7 @@ def save_model(path: Path, record: BaseModel, header: str = "", *, fresh: bool =
 
 def save_raw(path: Path, data: Any, header: str = "", *, fresh: bool = False, spare: bool = False) -> None:
     if path.suffix == ".json":
+        # ``indent`` is layout only (any indent reads back the same): ``indent=2`` is an equivalent mutant.
         text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
     else:
         text = yaml_dump(data, header)
@@ -140,7 +141,8 @@ def read_course(path: Path) -> list[CourseRecord]:
     if text is None:
         return []
     lines = text.split("\n")
-    # Index of the last non-blank line: only that one may be torn.
+    # Index of the last non-blank line: only that one may be torn. The default is taken only when no line is
+    # non-blank, and then no line is compared with it (``default=0`` is an equivalent mutant).
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     records: list[CourseRecord] = []
     for index, line in enumerate(lines):
@@ -181,4 +183,6 @@ def repair_tail(path: Path) -> bool:
 
 
 def _first_line(message: str) -> str:
+    # The cap guards the error text against a long message; the C YAML loader's and ``json``'s are fixed
+    # templates with a position, well under 300 characters, so ``[:301]`` is an equivalent mutant.
     return " ".join(message.split())[:300]

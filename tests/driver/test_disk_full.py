@@ -341,3 +341,82 @@ async def test_a_daemon_started_on_a_still_full_disk_recovers_the_tree_once_spac
     assert all(d.latest.run_state.kind == "idle" and not d.load_error for d in tree.local.values())
     coder = next(d for d in tree.local.values() if not d.is_root)
     assert sayings(coder)[-1].startswith("Built "), "the session finished its answer"
+
+
+async def test_a_session_the_full_disk_kept_from_being_created_is_created_once_space_returns(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Bug (found verifying issue 34, item 2: "TYPE B subdialogs created during the full disk"): the disk refused
+    the new session's files after the caller's pending entry (the dispatch's commit point) was written. The
+    watcher resumed the caller once space returned, but nothing created the session: the caller waited, blocked
+    on a subdialog that did not exist, until the next restart's recovery. The watcher now finishes such a
+    dispatch as recovery does."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "go", "response": "!?@coder !tellaskSession job build it\n"},
+            {"agent": "coder", "contains": "build it", "response": "Built."},
+            {"agent": "lead", "contains": "Built.", "response": "Done."},
+        ]
+    )
+    engine.storage_retry_interval = 0.05
+    disk = DiskFull(monkeypatch)
+    disk.refuses = lambda data: b"assignmentFromSup" in data  # the new session's dialog.yaml
+    disk.armed = True
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go", msg_id="m1")
+    await engine.wait_idle()
+    assert root.load_error is not None and "no space left" in root.load_error
+    assert len(root.pending) == 1 and engine.store.subdialog_ids("run", root.root_id) == []
+    probes = disk.probes_refused
+    for _ in range(3000):
+        if disk.probes_refused >= probes + 2:
+            break
+        await asyncio.sleep(0.01)
+    disk.armed = False
+    for _ in range(3000):
+        if sayings(root)[-1:] == ["Done."]:
+            break
+        await asyncio.sleep(0.01)
+    await engine.wait_idle()
+    assert sayings(root)[-1] == "Done." and not root.pending and root.load_error is None
+    [sub_id] = engine.store.subdialog_ids("run", root.root_id)
+    assert root.root.type_b["coder!job"].subdialog_id == sub_id
+    answers = [r for r in records(root) if isinstance(r, TeammateResponseRecord)]
+    assert [(a.callee_dialog_id, a.response) for a in answers] == [(sub_id, "Built.")]
+    assert all(d.latest.run_state.kind == "idle" for d in root.local.values())
+
+
+async def test_a_question_the_full_disk_kept_from_being_saved_is_asked_once_space_returns(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Bug (found verifying issue 34, item 2: every writer a watcher retries): a subdialog's question to the
+    human whose `q4h.yaml` the full disk refused stayed in memory only, never indexed: once space returned the
+    subdialog resumed blocked on it, `/api/q4h` listed nothing and answering it was refused ("not pending"), so
+    the subdialog and its caller waited forever. The watcher now saves, indexes and announces it."""
+    engine = await make_engine(
+        [
+            {"agent": "lead", "message": "go", "response": "!?@coder build it\n"},
+            {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
+            {"agent": "coder", "contains": "postgres", "response": "Built on postgres."},
+            {"agent": "lead", "contains": "Built on postgres.", "response": "Done."},
+        ]
+    )
+    engine.storage_retry_interval = 0.05
+    asked: list[dict[str, Any]] = []
+    engine.pubchan.subscribe(lambda e: asked.append(e) if e["type"] == "new_q4h_asked" else None, wants_all=True)
+    disk = DiskFull(monkeypatch)
+    disk.refuses = lambda data: b"Which database?" in data and b"questions" in data  # the subdialog's q4h.yaml
+    disk.armed = True
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go", msg_id="m1")
+    await engine.wait_idle()
+    coder = next(d for d in root.local.values() if not d.is_root)
+    assert coder.load_error is not None and "no space left" in coder.load_error
+    assert engine.q4h_state() == [] and not asked
+    disk.armed = False
+    for _ in range(3000):
+        if engine.q4h_state():
+            break
+        await asyncio.sleep(0.01)
+    [question] = engine.q4h_state()
+    assert question["tellaskHead"].startswith("@human") and len(asked) == 1, "shown once, when it was saved"
+    engine.answer_question(question["id"], "postgres")
+    await engine.wait_idle()
+    assert sayings(root)[-1] == "Done." and sayings(coder)[-1] == "Built on postgres."
+    assert all(d.latest.run_state.kind == "idle" and not d.q4h for d in root.local.values())
