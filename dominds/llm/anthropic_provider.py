@@ -44,6 +44,23 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 KEYLESS_API_KEY = "dominds-keyless"
 """Sent when ``apiKeyEnvVar`` is null (an Anthropic-compatible local server): the SDK wants some key."""
 
+
+def _keep_parsed_message_class() -> object:
+    """The SDK's stream accumulator subscripts ``ParsedMessage[ResponseFormatT]`` at every stream; pydantic
+    keeps such a class only while something refers to it, so a turn that allocated enough for a full
+    collection built the class again (~3,600 Python calls, every turn of a long dialog:
+    ``tests/llm/test_long_requests.py``). Kept here for the process's life; a later SDK that moved the
+    names only loses the saving."""
+    try:
+        from anthropic.lib._parse._response import ResponseFormatT
+        from anthropic.types.parsed_message import ParsedMessage
+    except ImportError:  # pragma: no cover - another SDK layout
+        return None
+    return ParsedMessage[ResponseFormatT]  # type: ignore[valid-type]
+
+
+_PARSED_MESSAGE_CLASS = _keep_parsed_message_class()
+
 FINISH_REASONS: dict[str, FinishReason] = {
     "end_turn": "end_turn",
     "tool_use": "tool_use",
