@@ -256,10 +256,8 @@ async def test_a_session_left_paused_by_a_full_disk_is_resumed_by_recovery_once_
         await engine2.close()
 
 
-async def test_an_answer_the_full_disk_keeps_out_of_the_callers_course_is_delivered_once_space_returns(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Issue 34's siblings ("every writer a watcher retries"): the write a subdialog's drive makes into *another*
-    dialog, its answer into the caller's course, refused by a full disk. The caller must not stay blocked: the
-    subdialog is paused with the reason and, once writes succeed, the answer is delivered exactly once."""
+async def _session_call_on_a_full_disk(make_engine, monkeypatch, refused: bytes):  # type: ignore[no-untyped-def]
+    """The lead's call to a coder session, sent while the disk refuses every write holding ``refused``."""
     engine = await make_engine(
         [
             {"agent": "lead", "message": "go", "response": "!?@coder !tellaskSession job build it\n"},
@@ -269,10 +267,18 @@ async def test_an_answer_the_full_disk_keeps_out_of_the_callers_course_is_delive
     )
     engine.storage_retry_interval = 0.05
     disk = DiskFull(monkeypatch)
-    disk.refuses = lambda data: b"teammate_response_record" in data
+    disk.refuses = lambda data: refused in data
     disk.armed = True
     root = engine.create_dialog("lead", "tasks/t.tsk")
     engine.submit_user_message(root, "go", msg_id="m1")
+    return engine, disk, root
+
+
+async def test_an_answer_the_full_disk_keeps_out_of_the_callers_course_is_delivered_once_space_returns(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 34's siblings ("every writer a watcher retries"): the write a subdialog's drive makes into *another*
+    dialog, its answer into the caller's course, refused by a full disk. The caller must not stay blocked: the
+    subdialog is paused with the reason and, once writes succeed, the answer is delivered exactly once."""
+    engine, disk, root = await _session_call_on_a_full_disk(make_engine, monkeypatch, b"teammate_response_record")
     await engine.wait_idle()
     coder = next(d for d in root.local.values() if not d.is_root)
     assert coder.load_error is not None and "no space left" in coder.load_error and "course-001.jsonl" in coder.load_error
@@ -349,19 +355,7 @@ async def test_a_session_the_full_disk_kept_from_being_created_is_created_once_s
     watcher resumed the caller once space returned, but nothing created the session: the caller waited, blocked
     on a subdialog that did not exist, until the next restart's recovery. The watcher now finishes such a
     dispatch as recovery does."""
-    engine = await make_engine(
-        [
-            {"agent": "lead", "message": "go", "response": "!?@coder !tellaskSession job build it\n"},
-            {"agent": "coder", "contains": "build it", "response": "Built."},
-            {"agent": "lead", "contains": "Built.", "response": "Done."},
-        ]
-    )
-    engine.storage_retry_interval = 0.05
-    disk = DiskFull(monkeypatch)
-    disk.refuses = lambda data: b"assignmentFromSup" in data  # the new session's dialog.yaml
-    disk.armed = True
-    root = engine.create_dialog("lead", "tasks/t.tsk")
-    engine.submit_user_message(root, "go", msg_id="m1")
+    engine, disk, root = await _session_call_on_a_full_disk(make_engine, monkeypatch, b"assignmentFromSup")  # the new session's dialog.yaml
     await engine.wait_idle()
     assert root.load_error is not None and "no space left" in root.load_error
     assert len(root.pending) == 1 and engine.store.subdialog_ids("run", root.root_id) == []

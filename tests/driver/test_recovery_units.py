@@ -382,6 +382,18 @@ async def test_a_dialog_the_user_stopped_stays_stopped_across_a_restart(make_eng
     assert sum(isinstance(r, GenStartRecord) for r in records(restored)) == generations_before, "not driven again"
 
 
+async def _closed_once_the_subdialog_is_created(make_engine, responses: list[dict[str, object]]):  # type: ignore[no-untyped-def]
+    """The engine, closed as soon as the root's "delegate" created its subdialog (still answering), and the root."""
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    created = asyncio.Event()
+    engine.pubchan.subscribe(lambda e: created.set() if e["type"] == "subdialog_created_evt" else None, wants_all=True)
+    engine.submit_user_message(root, "delegate", msg_id="m1")
+    await created.wait()
+    await engine.close()
+    return engine, root
+
+
 async def test_a_dispatch_a_power_cut_left_without_its_pending_entry_and_subdialog_is_reported_not_delivered(make_engine, tmp_path: Path, caplog) -> None:  # type: ignore[no-untyped-def]
     """Bug (issue 34): the documented "Limit" of group commit: a power cut mid-commit can leave a dispatch
     recorded in the caller's course without its pending entry (and without its subdialog). Nothing ever
@@ -392,13 +404,7 @@ async def test_a_dispatch_a_power_cut_left_without_its_pending_entry_and_subdial
         {"agent": "coder", "contains": "build it", "response": "Built.", "delay_ms": 50, "chunk_chars": 1},
         {"agent": "lead", "contains": "NOT delivered", "response": "I will ask again later."},
     ]
-    engine = await make_engine(responses)
-    root = engine.create_dialog("lead", "tasks/t.tsk")
-    created = asyncio.Event()
-    engine.pubchan.subscribe(lambda e: created.set() if e["type"] == "subdialog_created_evt" else None, wants_all=True)
-    engine.submit_user_message(root, "delegate", msg_id="m1")
-    await created.wait()
-    await engine.close()
+    engine, root = await _closed_once_the_subdialog_is_created(make_engine, responses)
     # What the power cut left: the caller's course says the call was dispatched; the rest never reached the disk.
     [sub_id] = engine.store.subdialog_ids("run", root.root_id)
     shutil.rmtree(engine.store.files("run", root.root_id, sub_id).dir)
@@ -425,13 +431,7 @@ async def test_a_dispatch_a_power_cut_left_with_its_subdialog_but_without_its_pe
         {"agent": "coder", "contains": "build it", "response": "Built.", "delay_ms": 50, "chunk_chars": 1},
         {"agent": "lead", "contains": "Built.", "response": "Thanks."},
     ]
-    engine = await make_engine(responses)
-    root = engine.create_dialog("lead", "tasks/t.tsk")
-    created = asyncio.Event()
-    engine.pubchan.subscribe(lambda e: created.set() if e["type"] == "subdialog_created_evt" else None, wants_all=True)
-    engine.submit_user_message(root, "delegate", msg_id="m1")
-    await created.wait()
-    await engine.close()
+    engine, root = await _closed_once_the_subdialog_is_created(make_engine, responses)
     # What the power cut left: the call in the caller's course and the subdialog, but no pending entry.
     [sub_id] = engine.store.subdialog_ids("run", root.root_id)
     root.files.subdlg_yaml.unlink()
