@@ -48,12 +48,17 @@ async def open_with_a_new_dialog(browser: Any, url: str, *, width: int = 1280) -
     """A new browser context on ``url`` (a daemon's panel link), connected, with a new @lead dialog open."""
     context = await browser.new_context(viewport={"width": width, "height": 800})
     page = await context.new_page()
+    await new_lead_dialog(page, url)
+    return context, page
+
+
+async def new_lead_dialog(page: Any, url: str) -> None:
+    """``page`` on the panel at ``url``, connected, with a new @lead dialog open."""
     await page.goto(url)
     await expect(page.locator("#conn-status")).to_have_attribute("data-state", "connected")
     await page.click("#new-dialog-btn")
     await page.click("#new-dialog-form button[type=submit]")
     await expect(page.locator("#dh-agent")).to_have_text("@lead")
-    return context, page
 
 
 async def open_the_subdialog_of_a_suggestion(panel: Panel, suggestion: str, caller_reply: str, agent: str) -> None:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from browser_kit import Panel
+from browser_kit import Panel, new_lead_dialog
 from playwright.async_api import expect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))  # tests/llm is not a package
@@ -39,11 +39,7 @@ async def test_reasoning_tokens_are_shown_with_the_generations_usage(panel: Pane
             "default_responder: lead\nmembers:\n  lead: {name: Lead}\n"
         )
         page = panel.page
-        await page.goto(panel.url)
-        await expect(page.locator("#conn-status")).to_have_attribute("data-state", "connected")
-        await page.click("#new-dialog-btn")
-        await page.click("#new-dialog-form button[type=submit]")
-        await expect(page.locator("#dh-agent")).to_have_text("@lead")
+        await new_lead_dialog(page, panel.url)
         await page.fill("#input", "think")
         await page.click("#send")
         await expect(page.locator(".bubble.gen .md").last).to_have_text("Thought it through.")
