@@ -28,7 +28,6 @@ from dominds.driver.recovery_calls import (
 )
 from dominds.driver.services import EngineServices
 from dominds.driver.start_progress import StartProgress
-from dominds.driver.storage_watch import STORAGE_PAUSE
 from dominds.driver.subdialogs import (
     runtime_call_id,
 )
@@ -49,7 +48,7 @@ from dominds.store.course_records import (
 )
 from dominds.store.dialog_facts import Facts
 from dominds.store.dialog_store import remove_creation_leftovers
-from dominds.store.errors import StoreError, WriteFailedError
+from dominds.store.errors import StoreError, WriteFailedError, storage_pause
 from dominds.store.index_entries import Entry
 from dominds.store.records import RunState
 from dominds.tellask import parse_segments
@@ -141,7 +140,7 @@ def recover_root(engine: EngineServices, root_id: str) -> int:
         _recover_tree(engine, root)
     except WriteFailedError as exc:
         for dialog in root.local.values():  # none is driven from this half-reconciled copy
-            dialog.load_error = dialog.load_error or f"{STORAGE_PAUSE}: {exc}"
+            dialog.load_error = dialog.load_error or storage_pause(exc)
         raise
     except StoreError as exc:
         root.load_error = str(exc)

@@ -18,8 +18,8 @@ from dominds.dialog.model import Dialog
 from dominds.driver.drive import drive_dialog
 from dominds.driver.drive_scope import DriveScopes
 from dominds.driver.services import EngineServices
-from dominds.driver.storage_watch import STORAGE_PAUSE, resume_when_writable
-from dominds.store.errors import StoreError
+from dominds.driver.storage_watch import resume_when_writable
+from dominds.store.errors import StoreError, storage_pause
 from dominds.store.records import RunState
 
 log = logging.getLogger("dominds.engine")
@@ -125,7 +125,7 @@ class Scheduler:
                         _mark_registry_locked(dialog, False)
         except StoreError as exc:  # the disk refused: the dialog pauses with the reason, nothing else is lost
             log.error("dialog %s paused: %s", dialog.self_id, exc)
-            dialog.load_error = f"{STORAGE_PAUSE}: {exc}"
+            dialog.load_error = storage_pause(exc)
             self.background.spawn(resume_when_writable(engine, dialog, str(exc)), name=f"storage-{dialog.self_id}")
             engine.pubchan.publish(
                 dialog.key,

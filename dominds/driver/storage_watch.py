@@ -27,8 +27,6 @@ log = logging.getLogger("dominds.storage")
 
 STORAGE_ERROR = "storage_error"
 """Reason of ``interrupted`` for a dialog paused by a refused write (resumed by the watcher or recovery)."""
-STORAGE_PAUSE = "storage failure (paused until the disk takes writes again)"
-"""How a dialog paused by a refused write is shown (its ``load_error``, with the write's problem after it)."""
 
 
 async def resume_when_writable(engine: EngineServices, dialog: Dialog, problem: str) -> None:

@@ -38,5 +38,11 @@ class WriteFailedError(StoreError):
         super().__init__(f"cannot write {path}: {problem}")
 
 
+def storage_pause(exc: StoreError) -> str:
+    """What a dialog paused by a refused write shows until the disk takes writes again (its ``load_error``);
+    the scheduler and recovery pause dialogs, ``driver/storage_watch.py`` resumes them."""
+    return f"storage failure (paused until the disk takes writes again): {exc}"
+
+
 class DialogNotFoundError(StoreError):
     """No dialog with that id exists in the workspace."""
