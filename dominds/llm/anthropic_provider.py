@@ -135,7 +135,7 @@ async def _stream_once(
     raw = client.post(
         "/v1/messages",
         cast_to=Message,
-        content=json_content({**prepared[0], "stream": True}, ("messages", prepared[1])),
+        content=json_content({**prepared[0], "stream": True}, "messages", prepared[1]),
         stream=True,
         stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
     )
@@ -160,7 +160,7 @@ async def _create_once(
     client: anthropic.AsyncAnthropic, prepared: Prepared, receiver: GenerationReceiver
 ) -> GenerationResult:
     """``streaming: false``: one request; the finished blocks are then replayed to the receiver."""
-    content = json_content(prepared[0], ("messages", prepared[1]))
+    content = json_content(prepared[0], "messages", prepared[1])
     message = await client.post("/v1/messages", cast_to=Message, content=content)
     blocks: list[Any] = list(message.content or [])  # told apart by ``type``, as they stream
     for block in blocks:

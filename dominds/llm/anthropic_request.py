@@ -41,7 +41,7 @@ CACHEABLE_BLOCKS = frozenset({"text", "tool_result", "tool_use", "image", "docum
 """Blocks a ``cache_control`` may sit on (not thinking blocks)."""
 
 
-def request_params(request: GenerationRequest, reuse: MessageReuse | None = None) -> tuple[dict[str, Any], list[bytes]]:
+def request_params(request: GenerationRequest, reuse: MessageReuse) -> tuple[dict[str, Any], list[bytes]]:
     """The body of one generation's ``POST /v1/messages`` but its messages, and the JSON of each message
     (posted as built: ``sdk_clients.json_content``); ``reuse``: the generator's kept conversions."""
     refuse_bad_params(request, "anthropic")
@@ -60,7 +60,7 @@ def request_params(request: GenerationRequest, reuse: MessageReuse | None = None
         "model": request.model_name,
         "max_tokens": max_tokens,
     }
-    converted = (reuse or MessageReuse(anthropic_piece)).convert(request.messages)
+    converted = reuse.convert(request.messages)
     messages = conversation_parts(converted, control if caching == "conversation" else None)
     if request.system_prompt.strip():
         system: dict[str, Any] = {"type": "text", "text": request.system_prompt}

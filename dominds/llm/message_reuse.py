@@ -88,8 +88,9 @@ _BOUND = frozenset({"tool_call", "tool_result", "thinking"})
 """Kinds a conversion groups by generation."""
 
 
-def encoded(output: dict[str, Any]) -> bytes:
-    return json.dumps(output, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+def encoded(value: Any) -> bytes:
+    """JSON as the SDKs encode a body: UTF-8, compact, no NaN."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 def converted_whole(convert: Convert, messages: list[ChatMessage], key: Hashable = ()) -> Converted:

@@ -115,7 +115,7 @@ async def _stream_once(
     stream = await client.post(
         "/chat/completions",
         cast_to=ChatCompletion,
-        content=json_content(sent, ("messages", body["messages"])),
+        content=json_content(sent, "messages", body["messages"]),
         stream=True,
         stream_cls=openai.AsyncStream[ChatCompletionChunk],
     )
@@ -148,7 +148,7 @@ async def _create_once(
 ) -> GenerationResult:
     """``streaming: false``: one request; the finished message is replayed as if it had streamed."""
     sent = {"model": model, "extra_body": body["extra"]}
-    content = json_content(sent, ("messages", body["messages"]))
+    content = json_content(sent, "messages", body["messages"])
     completion = await client.post("/chat/completions", cast_to=ChatCompletion, content=content)
     relay = _DeltaRelay(receiver)
     choice = completion.choices[0] if completion.choices else None

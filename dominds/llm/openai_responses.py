@@ -91,7 +91,7 @@ async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receive
     stream = await client.post(
         "/responses",
         cast_to=Response,
-        content=json_content({**body["head"], "stream": True}, ("input", body["input"])),
+        content=json_content({**body["head"], "stream": True}, "input", body["input"]),
         stream=True,
         stream_cls=openai.AsyncStream[ResponseStreamEvent],
     )
@@ -107,7 +107,7 @@ async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receive
 
 async def _create_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
     """``streaming: false``: one request, then the finished items are replayed to the receiver."""
-    content = json_content(body["head"], ("input", body["input"]))
+    content = json_content(body["head"], "input", body["input"])
     response = await client.post("/responses", cast_to=Response, content=content)
     relay = _ItemRelay(receiver)
     for item in response.output or []:

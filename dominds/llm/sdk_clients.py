@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
@@ -31,6 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import httpx2
 
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
+from dominds.llm.message_reuse import encoded
 from dominds.llm.retry import (
     AttemptFailure,
     EmptyReply,
@@ -48,31 +48,25 @@ REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 HttpClientFactory = Callable[[], httpx2.AsyncClient]
 
 
-def json_content(kwargs: dict[str, Any], array: tuple[str, list[bytes]] | None = None) -> bytes:
-    """The request body of an SDK call's keyword arguments (``extra_body`` merged in), as the JSON we post;
-    ``array``: a key whose value is the array of these elements' JSON, written last (the conversation,
-    encoded per message and kept: ``message_reuse.py``).
+def json_content(kwargs: dict[str, Any], name: str, parts: list[bytes]) -> bytes:
+    """The request body of an SDK call's keyword arguments (``extra_body`` merged in), as the JSON we post,
+    with ``name`` last: the array of ``parts``, its elements' JSON (the conversation, encoded per message
+    and kept: ``message_reuse.py``).
 
     Each generator posts its body through the client's ``post`` as content, not through the typed
     method: both SDKs walk every value of a typed request before sending it (the ``openai`` SDK matches
     each message against its TypedDicts, ~1,400 Python calls a message; the ``anthropic`` SDK copies the
     whole tree, ``extra_body`` included), so a turn of a dialog at 5,000 turns spent 5.5 s on the event
     loop before its request left (``tests/llm/test_long_requests.py``). Our bodies are plain JSON
-    already, what the walk gives back: none of these types renames a key or formats a value. Encoded as
-    the SDKs encode (``ensure_ascii=False``, compact, no NaN).
+    already, what the walk gives back: none of these types renames a key or formats a value.
     """
     body = {key: value for key, value in kwargs.items() if key != "extra_body"}
     extra = kwargs.get("extra_body")
     if isinstance(extra, dict):
         body.update(extra)
-    if array is not None:
-        body.pop(array[0], None)
-    head = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    if array is None:
-        return head
-    name, parts = array
-    joined = b"[" + b",".join(parts) + b"]"
-    return head[:-1] + (b"," if body else b"") + json.dumps(name).encode() + b":" + joined + b"}"
+    body.pop(name, None)
+    head = encoded(body)
+    return head[:-1] + (b"," if body else b"") + encoded(name) + b":[" + b",".join(parts) + b"]}"
 
 
 def sdk_http_client(sdk: Any, **options: Any) -> Any:
