@@ -126,7 +126,8 @@ class MessageReuse:
             calls = CallIds.first(found.call_ids, cut.call_ids)
             begin, bound = cut.at, cut.bound
         next_cut = _last_cut(messages, begin, bound)
-        for start, end in _pieces(begin, next_cut, len(messages)):
+        ends = [begin, *([next_cut[0]] if next_cut else []), len(messages)]
+        for start, end in itertools.pairwise(ends):
             if next_cut is not None and start == next_cut[0]:
                 new_cut = _Cut(start, len(outputs), len(calls.order), next_cut[1])
             piece = self._convert(messages[start:end], calls, key)
@@ -151,12 +152,6 @@ class MessageReuse:
                 if _bound_after(messages, cut.at) > cut.bound:
                     best = kept
         return best
-
-
-def _pieces(begin: int, cut: tuple[int, int] | None, end: int) -> list[tuple[int, int]]:
-    if cut is None:
-        return [(begin, end)]
-    return [(begin, cut[0]), (cut[0], end)] if cut[0] > begin else [(cut[0], end)]
 
 
 def _starts_turn(before: ChatMessage, message: ChatMessage) -> bool:
