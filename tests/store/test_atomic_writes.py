@@ -32,21 +32,6 @@ def _open_descriptors() -> set[str]:
 
 
 @pytest.fixture
-def synced(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paths fsynced from now on, in order (every fsync on, whatever the suite set)."""
-    paths: list[str] = []
-    real = os.fsync
-
-    def fsync(fd: int) -> None:
-        paths.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(atomic, "_FSYNC", True)
-    return paths
-
-
-@pytest.fixture
 def strict_umask() -> Iterator[None]:
     old = os.umask(0o077)
     try:

@@ -122,7 +122,9 @@ def test_a_subdialog_is_located_by_its_id_alone(tmp_rtws: Rtws) -> None:
 
 
 
-def test_moving_a_tree_is_a_crash_point_and_durable_when_it_returns(tmp_rtws: Rtws, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_moving_a_tree_is_a_crash_point_and_durable_when_it_returns(
+    tmp_rtws: Rtws, monkeypatch: pytest.MonkeyPatch, synced: list[str]
+) -> None:
     """The rename is a crash point (the crash sweeps kill right before it, the tree still where it was), and
     both status directories are fsynced before ``move_root`` returns: after a power cut the tree is in the
     one it was moved to. (A mutation sample removed either with every test green.)"""
@@ -131,15 +133,7 @@ def test_moving_a_tree_is_a_crash_point_and_durable_when_it_returns(tmp_rtws: Rt
     src, dst = tmp_rtws.status_dir("run") / root_id, tmp_rtws.status_dir("done") / root_id
     steps: list[tuple[str, Path, bool]] = []
     monkeypatch.setattr(dialog_store, "durable_step", lambda what, path: steps.append((what, path, src.exists())))
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(atomic, "_FSYNC", True)
+    synced.clear()  # only move_root's own fsyncs count
     store.move_root(root_id, "run", "done")
     assert steps == [("rename", dst, True)]
     assert str(src.parent) in synced and str(dst.parent) in synced
