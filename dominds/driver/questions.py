@@ -119,7 +119,8 @@ def withdraw(engine: EngineServices, dialog: Dialog, question_id: str) -> None:
 
 
 def clear_all(engine: EngineServices, dialog: Dialog) -> None:
-    """A new course drops the dialog's open questions (seed: clear_mind clears Q4H)."""
+    """Drop every open question of the dialog: a new course (seed: clear_mind clears Q4H), or a dialog
+    declared dead (recovery finishing ``run_control.declare_dead``)."""
     for question in list(dialog.q4h):
         engine.q4h_index.pop(question.id, None)
         dialog.publish({"type": "q4h_answered", "questionId": question.id, "selfId": dialog.self_id})

@@ -195,6 +195,8 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             continue
         questions.index_all(engine, dialog)
         _drop_answered_questions(engine, dialog)
+        if dialog.is_dead and dialog.q4h:  # declared dead just before the crash: its questions go too
+            questions.clear_all(engine, dialog)
         if (
             dialog.latest.generating
             or dialog.latest.run_state.kind in ("proceeding", "stop_requested")
@@ -216,6 +218,8 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
     for dialog in list(root.local.values()):
         if not dialog.load_error:
             _answer_finished_ask_back(engine, dialog)
+            if dialog.is_dead:
+                _withdraw_ask_backs_of_the_dead(root, dialog)
     if root.type_b != registry_before:
         root.save_registry()
     # A workflow run's steps are driven for the workflow code that awaits their answers, and that code
@@ -236,6 +240,18 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             dialog.save_latest()
         if dialog.latest.needs_drive and not workflow_run:
             engine.want(dialog)
+
+
+def _withdraw_ask_backs_of_the_dead(root: RootDialog, dead: Dialog) -> None:
+    """An ask-back a dead subdialog waited for will never be read: withdrawn from the asked dialog, as
+    ``run_control.declare_dead`` does after writing the dialog's state (the daemon may die in between)."""
+    for entry in [p for p in dead.pending if p.call_type == "A"]:
+        asked = root.local.get(entry.subdialog_id)
+        if asked is None or asked.load_error:
+            continue
+        kept = [i for i in asked.latest.inbound_tellask_backs if i.from_dialog_id != dead.self_id]
+        if kept != asked.latest.inbound_tellask_backs:
+            asked.latest.inbound_tellask_backs = kept  # saved with the other reconciled latest.yaml files below
 
 
 def _drop_answered_questions(engine: EngineServices, dialog: Dialog) -> None:

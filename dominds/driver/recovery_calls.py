@@ -11,6 +11,7 @@ when its subdialog is assigned to it, and is otherwise noted to the model as not
 from __future__ import annotations
 
 import logging
+from collections.abc import Set as AbstractSet
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
@@ -168,6 +169,9 @@ def complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog
             continue
         response = _persisted_answer_for(sub, caller, entry)
         if response is None:
+            failure = persisted_failure(sub, entry.call_id)
+            if failure is not None:
+                _supply_failure(caller, sub, entry, failure, supplied)
             continue
         # As ``supply_response`` does: this caller's earlier calls to the same session (two TYPE B calls to
         # it in one message) were folded into the one answered and get the same answer. Recovery used to
@@ -268,6 +272,38 @@ def _persisted_answer_for(sub: Dialog, caller: Dialog, entry: PendingSubdialog) 
         return response
     later = [p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry]
     return next((r for p in later if (r := persisted_answer(sub, p.call_id)) is not None), None)
+
+
+def persisted_failure(sub: Dialog, call_id: str) -> str | None:
+    """Why ``sub`` failed the call ``call_id`` for good, when the daemon died before its caller got the failed
+    reply: the user declared it dead, or its drive ended interrupted by an error (a provider's refusal) and
+    nothing will drive it again unless a person does. Its caller gets the failed reply it would have got
+    (``drive._after_drive``, ``run_control.declare_dead``). Recovery used to supply only completed answers,
+    and such a caller waited forever."""
+    assignment = sub.meta.assignment_from_sup
+    if assignment is None or assignment.call_id != call_id:
+        return None
+    state = sub.latest.run_state
+    if state.kind == "dead":
+        return texts.declared_dead_reason(state.detail or "")
+    if state.kind != "interrupted" or state.reason != "system_stop":
+        return None
+    if sub.latest.needs_drive or sub.latest.generating or sub.queue or sub.pending or sub.q4h:
+        return None  # it goes on (or waits for its own calls or a person): its answer comes from that drive
+    return state.detail or "the teammate stopped with an error"
+
+
+def _supply_failure(caller: Dialog, sub: Dialog, entry: PendingSubdialog, reason: str, supplied: AbstractSet[tuple[str, str]]) -> None:
+    # As supply_response does for a failure: each of this caller's calls folded into this one gets it.
+    answered = [entry, *(p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry)]
+    for call in answered:
+        if (call.subdialog_id, call.call_id) in supplied:
+            caller.pending.remove(call)
+            continue
+        result = texts.failed_response_text(caller.agent_id, sub.agent_id, reason, call.tellask_head)
+        record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, "failed", "", result)
+        caller.pending.remove(call)
+    log.warning("dialog %s: call %s failed (%s) before the daemon died; its failed reply is delivered now", caller.self_id, entry.call_id, reason)
 
 
 def persisted_answer(sub: Dialog, call_id: str) -> str | None:

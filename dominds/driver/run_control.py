@@ -6,7 +6,7 @@ Every run-state change is persisted and then published (``Dialog.set_run_state``
 from __future__ import annotations
 
 from dominds.dialog.model import Dialog, RootDialog
-from dominds.driver import questions
+from dominds.driver import questions, texts
 from dominds.driver.errors import EngineError
 from dominds.driver.services import EngineServices
 from dominds.driver.supply import supply_response
@@ -151,8 +151,7 @@ async def declare_dead(engine: EngineServices, dialog: Dialog, note: str = "") -
             sup.save_latest()
     assignment = dialog.meta.assignment_from_sup
     if assignment is not None:
-        reason = "the subdialog was declared dead by the user" + (f" (note: {note})" if note else "")
-        await supply_response(engine, dialog, assignment, note, "failed", failure_reason=reason)
+        await supply_response(engine, dialog, assignment, note, "failed", failure_reason=texts.declared_dead_reason(note))
 
 
 async def supersede(engine: EngineServices, sub: Dialog, previous: Assignment) -> None:

@@ -48,6 +48,11 @@ def failed_response_text(requester: str, responder: str, reason: str, headline: 
     )
 
 
+def declared_dead_reason(note: str) -> str:
+    """Why a call to a subdialog the user declared dead failed (its caller's failed reply says it)."""
+    return "the subdialog was declared dead by the user" + (f" (note: {note})" if note else "")
+
+
 def tellask_back_text(sup: str, sub: str, assignment_head: str, headline: str, body: str) -> str:
     quoted_body = f"{quote(body)}\n" if body else ""
     return (
