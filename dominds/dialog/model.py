@@ -372,10 +372,10 @@ class Dialog:
         """The course file was created with the dialog's directory (``create_dialog_dir``)."""
         self.records = [record]
 
-    def start_course(self, number: int, reason: str | None) -> None:
+    def start_course(self, number: int, reason: str | None, idle_clears: int = 0) -> None:
         self.latest.current_course = number
         self.records = []
-        self.append(CourseStartRecord(ts=now_iso(), course=number, reason=reason))
+        self.append(CourseStartRecord(ts=now_iso(), course=number, reason=reason, idle_clears=idle_clears))
 
 
 class SubDialog(Dialog):

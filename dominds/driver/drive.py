@@ -10,7 +10,7 @@ from dominds.dialog.model import Dialog
 from dominds.driver import questions, run_control, texts
 from dominds.driver.drive_scope import DriveScope
 from dominds.driver.generation import GenOutcome, run_generation
-from dominds.driver.loop_guard import check_loops
+from dominds.driver.loop_guard import OUTSIDE_ORIGINS, check_loops, idle_clears, idle_clears_notice
 from dominds.driver.services import EngineServices
 from dominds.driver.supply import answer_tellask_back, supply_response
 from dominds.ids import now_iso, short_token
@@ -19,8 +19,6 @@ from dominds.store.records import InboundTellaskBack, QueuedPrompt, RunState
 
 MAX_GENERATIONS_PER_DRIVE = 200
 """A runaway guard: a model that calls tools forever is interrupted with a clear reason."""
-OUTSIDE_ORIGINS = frozenset({"user", "q4h_answer", "assignment", "tellask_back"})
-"""Prompts from someone else than the runtime (a person, a caller, an asker)."""
 
 
 async def drive_dialog(engine: EngineServices, dialog: Dialog, scope: DriveScope | None = None) -> None:
@@ -226,18 +224,19 @@ def start_new_course(engine: EngineServices, dialog: Dialog, *, reason: str, car
 
     ``reason`` ``context_overflow``: the runtime's own new course after the provider refused the course as
     too long; its prompt says so and carries ``carried`` (the prompt the failed generation answered)."""
+    clears = idle_clears(dialog.records) if reason == "clear_mind" else 0  # read before the course ends
     dialog.pending_new_course = False
     dialog.new_course_reason = "clear_mind"
     questions.clear_all(engine, dialog)
     number = dialog.latest.current_course + 1
-    dialog.start_course(number, reason)
+    dialog.start_course(number, reason, idle_clears=clears)
     assignment = None
     if dialog.meta.assignment_from_sup is not None:
         a = dialog.meta.assignment_from_sup
         assignment = texts.assignment_text(dialog.agent_id, a.origin_member_id, a.tellask_head, a.tellask_body)
     prompt = QueuedPrompt(
         msg_id=f"course-{number}-{short_token(3)}",
-        content=texts.new_course_prompt(number, assignment, reason=reason, carried=carried),
+        content=texts.new_course_prompt(number, assignment, reason=reason, carried=carried, loop_note=idle_clears_notice(clears)),
         grammar="markdown",
         origin="new_course",
         queued_at=now_iso(),

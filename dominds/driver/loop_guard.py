@@ -9,7 +9,12 @@ generations (each a full-context request), and one addressing a teammate that do
   records a notice telling the model to change course; ``TOOL_LOOP_STOP_AT`` in a row stops the dialog
   with the reason;
 * **refused tellasks**: ``MAX_REFUSED_TELLASK_ROUNDS`` generations in a row whose tellasks the runtime
-  refused (unknown teammate, malformed headline: each answered by a ``[Dominds note]``) stop the dialog.
+  refused (unknown teammate, malformed headline: each answered by a ``[Dominds note]``) stop the dialog;
+* **clearing the mind in a loop**: courses in which the agent did nothing but call ``clear_mind`` (each
+  call's result names a new course number, so the rounds above never repeat, and each course starts the
+  count afresh). Their number is carried in each course's first record (``idle_clears``): at
+  ``TOOL_LOOP_NOTICE_AT`` the new course's prompt says so, at ``TOOL_LOOP_STOP_AT`` the dialog stops.
+  Seen in a crash-point scenario whose model cleared its mind 200 times, until the runaway guard.
 
 A prompt from someone (a user, an answer, a caller; not the runtime's own notices) ends a streak.
 """
@@ -22,14 +27,21 @@ from collections.abc import Iterator
 from dominds.dialog.model import Dialog
 from dominds.ids import now_iso, short_token
 from dominds.store.course_records import (
+    AgentWordsRecord,
     CourseRecord,
+    CourseStartRecord,
     FuncCallRecord,
     FuncResultRecord,
     GenFinishRecord,
     HumanTextRecord,
+    SubdialogCreatedRecord,
     TeammateCallResultRecord,
+    TellaskCallRecord,
 )
 
+OUTSIDE_ORIGINS = frozenset({"user", "q4h_answer", "assignment", "tellask_back"})
+"""Prompts from someone else than the runtime (a person, a caller, an asker): new input, which ends every
+loop count here and the drive's runaway count."""
 TOOL_LOOP_NOTICE_AT = 3
 TOOL_LOOP_STOP_AT = 6
 MAX_REFUSED_TELLASK_ROUNDS = 5
@@ -43,6 +55,15 @@ TOOL_LOOP_NOTICE = (
 TOOL_LOOP_STOP = (
     "stopped: the same tool call ({calls}) with the same arguments returned the same result {n} times in a row; "
     "the model was told after {notice} and did not change course"
+)
+IDLE_CLEARS_NOTICE = (
+    "[Loop] You cleared your mind {n} times in a row without doing anything in between. Clearing again will "
+    "not change anything: work on the task with what this prompt, your reminders and the Taskdoc give you. "
+    "If it repeats {left} more times the runtime stops this dialog."
+)
+IDLE_CLEARS_STOP = (
+    "stopped: the agent cleared its mind {n} times in a row without doing anything in between; the model was "
+    "told after {notice} and did not change course"
 )
 TELLASK_STOP = (
     "stopped: {n} generations in a row addressed tellasks the runtime refused; the last refusal: {note}"
@@ -59,6 +80,10 @@ def check_loops(dialog: Dialog) -> str | None:
         _record_notice(dialog, TOOL_LOOP_NOTICE.format(
             calls=_describe(rounds[0]), n=tool_streak, left=TOOL_LOOP_STOP_AT - TOOL_LOOP_NOTICE_AT,
         ))  # fmt: skip
+    if dialog.pending_new_course and dialog.new_course_reason == "clear_mind":
+        clears = idle_clears(dialog.records)
+        if clears >= TOOL_LOOP_STOP_AT:
+            return IDLE_CLEARS_STOP.format(n=clears, notice=TOOL_LOOP_NOTICE_AT)
     refused = _refused_tellask_streak(dialog.records)
     if refused[0] >= MAX_REFUSED_TELLASK_ROUNDS:
         return TELLASK_STOP.format(n=refused[0], note=refused[1])
@@ -139,3 +164,26 @@ def _record_notice(dialog: Dialog, text: str) -> None:
         "type": "end_of_user_saying_evt", "course": dialog.latest.current_course, "genseq": genseq,
         "msgId": msg_id, "content": text, "grammar": "markdown", "origin": "system",
     })  # fmt: skip
+
+
+def idle_clears(records: list[CourseRecord]) -> int:
+    """The courses in a row, this one (about to end by ``clear_mind``) included, in which the agent only
+    cleared its mind; 0 when this one had anything else."""
+    start = records[0] if records and isinstance(records[0], CourseStartRecord) else None
+    for record in records:
+        if isinstance(record, AgentWordsRecord) and record.content.strip():
+            return 0
+        if isinstance(record, FuncCallRecord) and record.name != "clear_mind":
+            return 0
+        if isinstance(record, TellaskCallRecord | SubdialogCreatedRecord):
+            return 0
+        if isinstance(record, HumanTextRecord) and record.origin in OUTSIDE_ORIGINS:
+            return 0
+    return (start.idle_clears if start is not None else 0) + 1
+
+
+def idle_clears_notice(count: int) -> str | None:
+    """The loop notice a new course's prompt carries after ``count`` idle clears, if one is due."""
+    if count != TOOL_LOOP_NOTICE_AT:
+        return None
+    return IDLE_CLEARS_NOTICE.format(n=count, left=TOOL_LOOP_STOP_AT - TOOL_LOOP_NOTICE_AT)

@@ -95,11 +95,14 @@ def dominds_note(message: str) -> str:
     return f"[Dominds note] {message}"
 
 
-def new_course_prompt(course: int, assignment: str | None, *, reason: str = "clear_mind", carried: str | None = None) -> str:
+def new_course_prompt(
+    course: int, assignment: str | None, *, reason: str = "clear_mind", carried: str | None = None, loop_note: str | None = None
+) -> str:
     """The first prompt of a new course, saying why it began (``reason``): the agent's ``clear_mind``; the
     runtime's own after context health stayed critical (``context_health``); or the runtime's own because
     the previous course no longer fit the model's context window (``context_overflow``: ``carried`` is
-    then the message the failed generation was answering)."""
+    then the message the failed generation was answering). ``loop_note``: the loop guard's notice to an agent
+    clearing its mind in a loop (``loop_guard.idle_clears_notice``)."""
     if reason == "context_overflow":
         text = (
             f"This is course #{course} of this dialog. The previous course grew longer than the model's context "
@@ -115,6 +118,8 @@ def new_course_prompt(course: int, assignment: str | None, *, reason: str = "cle
     else:
         text = f"This is course #{course} of this dialog: you called clear_mind, so your previous messages were cleared."
     text += " Your reminders and the Taskdoc are still with you; re-read them and continue the work."
+    if loop_note:
+        text += f"\n\n{loop_note}"
     if carried:
         text += f"\n\nThe message you were answering when the context overflowed:\n\n{carried}"
     if assignment:

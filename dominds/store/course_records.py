@@ -73,6 +73,10 @@ class CourseStartRecord(Record):
     """The course number."""
     reason: str | None = None
     """Why a new course began (``clear_mind``, ``context_health``)."""
+    idle_clears: int = 0
+    """How many courses in a row, ending with the one before this, the agent only cleared its mind in (no
+    saying, no other tool call, no tellask, no prompt from someone): the loop guard's count
+    (``driver/loop_guard.py``). 0 when absent (older files)."""
 
 
 class HumanTextRecord(Record):

@@ -76,3 +76,45 @@ async def test_a_malformed_headline_is_re_prompted_a_capped_number_of_times(make
     assert generations(root) == MAX_REFUSED_TELLASK_ROUNDS
     detail = root.latest.run_state.detail or ""
     assert root.latest.run_state.kind == "interrupted" and "malformed tellask" in detail, detail
+
+
+CLEAR = [{"func_call": {"name": "clear_mind", "arguments": {}}}]
+
+
+async def test_an_agent_clearing_its_mind_in_a_loop_is_told_then_stopped(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a model that called clear_mind at the start of every course ran 200 courses (to the runaway
+    guard), each a request: every call's result names another course, and each course began the count anew."""
+    engine = await make_engine([
+        {"agent": "lead", "message": "go", "stream": CLEAR},
+        {"agent": "lead", "contains": "course #", "stream": CLEAR},
+    ])  # fmt: skip
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go")
+    await engine.wait_idle()
+    # the course of the person's message, six in which the agent did nothing but clear its mind, and the
+    # course the sixth clear began (the call took effect, as its result said; Continue works from there)
+    assert root.latest.current_course == 2 + TOOL_LOOP_STOP_AT
+    state = root.latest.run_state
+    assert state.kind == "interrupted" and state.detail is not None
+    assert state.detail.startswith(f"stopped: the agent cleared its mind {TOOL_LOOP_STOP_AT} times in a row")
+    prompts = {n: next(r.content for r in root.files.read_course(n) if isinstance(r, HumanTextRecord)) for n in range(2, 2 + TOOL_LOOP_STOP_AT)}
+    told = [n for n, prompt in prompts.items() if "[Loop] You cleared your mind" in prompt]
+    assert told == [2 + TOOL_LOOP_NOTICE_AT], "told once, in the prompt of the course after the third idle clear"
+
+
+async def test_a_course_with_work_in_it_starts_the_clear_count_again(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine([
+        {"agent": "lead", "message": "go", "stream": CLEAR},
+        {"agent": "lead", "contains": "course #5 ", "stream": [{"saying": "Some work first."}, *CLEAR]},
+        {"agent": "lead", "contains": "course #", "stream": CLEAR},
+    ])  # fmt: skip
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go")
+    await engine.wait_idle()
+    # three idle courses (2-4), one with a saying (5), then six idle ones (6-11), and the one the last began
+    assert root.latest.current_course == 6 + TOOL_LOOP_STOP_AT
+    assert root.latest.run_state.kind == "interrupted"
+    told = [n for n in range(2, root.latest.current_course + 1) if any(
+        isinstance(r, HumanTextRecord) and "[Loop] You cleared your mind" in r.content for r in root.files.read_course(n)
+    )]  # fmt: skip
+    assert told == [5, 9]
