@@ -10,12 +10,12 @@ by a fresh engine and driven to rest, then audited:
 - nothing is stuck: every dialog is idle, nothing pending, nothing queued;
 - the root ends with the scenario's final answer, and an asker got the answer meant for it.
 
-CI (``bin/test``) kills at every third crash point of the other ten scenarios, each starting at a different
+CI (``bin/test``) kills at every third crash point of the other eleven scenarios, each starting at a different
 residue (scenario 1 from point 1, scenario 2 from point 2, …), and at every point of the three that issue 34
 asked for (``every_point``: two calls to one session, a session call plus ``clear_mind``, a tool-form call);
 ``bin/soak --crashpoints`` kills at every point of every scenario (``DOMINDS_CRASHPOINT_STRIDE=1``). Every
 third point keeps CI under its time budget: each point is one daemon process and one recovery (~0.5-1 s),
-and the thirteen scenarios have ~960 points in all (~480 of them killed in CI).
+and the fourteen scenarios have ~1,030 points in all (~500 of them killed in CI).
 """
 
 from __future__ import annotations
@@ -238,6 +238,24 @@ SCENARIOS.append(
         ["go"],
         "Reviewed, one failed.",
         failing=frozenset({"coder"}),
+    )
+)
+
+
+SCENARIOS.append(
+    # A person's message to the root while it waits on its subdialog (answered while the teammate works, or
+    # after its answer: either way the root's last word is the same).
+    Scenario(
+        "user_message_while_waiting",
+        [
+            {"agent": "lead", "contains": "NOT delivered", "response": "!?@coder build it\n"},
+            {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+            {"agent": "coder", "contains": "build it", "response": "Built.", "delay_ms": 50},
+            {"agent": "lead", "message": "status?", "response": "All done."},
+            {"agent": "lead", "contains": "Built.", "response": "All done."},
+        ],
+        ["delegate", "status?"],
+        "All done.",
     )
 )
 
