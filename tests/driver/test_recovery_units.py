@@ -226,6 +226,23 @@ async def test_declaring_a_subdialog_dead_withdraws_its_questions(make_engine) -
     assert engine.q4h_state() == [] and not sub.files.q4h_yaml.exists()
 
 
+async def _restarted_after_declaring_coder_dead(make_engine, tmp_path: Path, responses: list[dict[str, str]], note: str | None = None):  # type: ignore[no-untyped-def]
+    """Drive "delegate" to rest, write the coder's dead state (``declare_dead``'s first write), close as a
+    crash would leave it, restart: (the new engine, the restored root, the questions and the root's
+    ask-backs before the restart)."""
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    before = (engine.q4h_state(), list(root.latest.inbound_tellask_backs))
+    [coder] = [d for d in engine.load_root(root.root_id).local.values() if d.meta.agent_id == "coder"]
+    coder.set_run_state(RunState(kind="dead", reason="declared_by_user", detail=note))
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    return engine2, engine2.get_dialog(root.root_id), before
+
+
 async def test_a_subdialog_declared_dead_just_before_a_crash_fails_its_callers_call_at_restart(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Bug: the daemon died after a subdialog was declared dead (its state written) but before its caller
     got the failed reply; recovery delivered only completed answers, so the caller waited forever."""
@@ -234,21 +251,12 @@ async def test_a_subdialog_declared_dead_just_before_a_crash_fails_its_callers_c
         {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
         {"agent": "lead", "contains": "declared dead", "response": "Understood."},
     ]
-    engine = await make_engine(responses)
-    root = engine.create_dialog("lead", "tasks/t.tsk")
-    engine.submit_user_message(root, "delegate")
-    await engine.wait_idle()
-    [question] = engine.q4h_state()
-    sub = engine.get_dialog(question["rootId"], question["selfId"])
-    sub.set_run_state(RunState(kind="dead", reason="declared_by_user", detail="not needed"))  # declare_dead's first write
-    await engine.close()
-    engine2 = await make_engine(responses, root=tmp_path / "ws")
-    await engine2.wait_idle()
-    restored = engine2.get_dialog(root.root_id)
+    engine, restored, (asked, _) = await _restarted_after_declaring_coder_dead(make_engine, tmp_path, responses, "not needed")
+    assert [q["agentId"] for q in asked] == ["coder"]
     [reply] = [r for r in records(restored) if isinstance(r, TeammateResponseRecord)]
     assert reply.status == "failed" and "declared dead by the user (note: not needed)" in reply.result
     assert sayings(restored)[-1] == "Understood." and not restored.pending
-    assert engine2.q4h_state() == [], "a dead subdialog's question is still asked"
+    assert engine.q4h_state() == [], "a dead subdialog's question is still asked"
 
 
 async def test_an_ask_back_of_a_subdialog_declared_dead_just_before_a_crash_is_withdrawn_at_restart(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -260,18 +268,8 @@ async def test_an_ask_back_of_a_subdialog_declared_dead_just_before_a_crash_is_w
         {"agent": "lead", "contains": "Which language?", "response": "!?@human Which language shall the coder use?\n"},
         {"agent": "lead", "contains": "declared dead", "response": "Understood."},
     ]
-    engine = await make_engine(responses)
-    root = engine.create_dialog("lead", "tasks/t.tsk")
-    engine.submit_user_message(root, "delegate")
-    await engine.wait_idle()
-    [question] = engine.q4h_state()
-    assert question["selfId"] == root.self_id and len(root.latest.inbound_tellask_backs) == 1
-    [coder] = [d for d in engine.load_root(root.root_id).local.values() if d.meta.agent_id == "coder"]
-    coder.set_run_state(RunState(kind="dead", reason="declared_by_user"))  # declare_dead's first write
-    await engine.close()
-    engine2 = await make_engine(responses, root=tmp_path / "ws")
-    await engine2.wait_idle()
-    restored = engine2.get_dialog(root.root_id)
+    _, restored, (asked, ask_backs) = await _restarted_after_declaring_coder_dead(make_engine, tmp_path, responses)
+    assert [q["agentId"] for q in asked] == ["lead"] and len(ask_backs) == 1, "the root answers the ask-back by asking the person"
     assert restored.latest.inbound_tellask_backs == [] and restored.files.read_latest().inbound_tellask_backs == []
     [reply] = [r for r in records(restored) if isinstance(r, TeammateResponseRecord)]
     assert reply.status == "failed" and "declared dead" in reply.result
