@@ -300,8 +300,16 @@ def close_interrupted_generation(dialog: Dialog) -> None:
         _note_undelivered_tellasks(dialog, genseq)
         dialog.append(GenFinishRecord(ts=now_iso(), genseq=genseq, status="interrupted", error="server_restart"))
     dialog.latest.generating = False
+    state = dialog.latest.run_state
+    if state.kind == "dead":
+        return  # declared dead while it generated (run_control.declare_dead): it stays dead, never resumed
     reason = dialog.blocked_reason()
-    if reason:
+    if state.kind == "stop_requested" and state.reason:
+        # A Stop answered before its drive recorded the end: the dialog stays stopped as the person asked,
+        # as ``drive._settle`` would have left it (it used to be resumed as interrupted by the restart).
+        dialog.latest.run_state = RunState(kind="interrupted", reason=state.reason)
+        dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason=state.reason))
+    elif reason:
         dialog.latest.run_state = RunState(kind="blocked", reason=reason)
     else:
         dialog.latest.run_state = RunState(kind="interrupted", reason="server_restart")
