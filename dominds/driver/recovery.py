@@ -195,8 +195,10 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             continue
         questions.index_all(engine, dialog)
         _drop_answered_questions(engine, dialog)
-        if dialog.is_dead and dialog.q4h:  # declared dead just before the crash: its questions go too
-            questions.clear_all(engine, dialog)
+        if dialog.is_dead:  # declared dead just before the crash: its questions and queued prompts go too
+            if dialog.q4h:
+                questions.clear_all(engine, dialog)
+            dialog.queue.clear()
         if (
             dialog.latest.generating
             or dialog.latest.run_state.kind in ("proceeding", "stop_requested")

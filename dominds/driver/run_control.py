@@ -136,8 +136,10 @@ async def declare_dead(engine: EngineServices, dialog: Dialog, note: str = "") -
     if dialog.is_driving:
         engine.request_stop(dialog, "declared_dead")
     dialog.latest.needs_drive = False
-    dialog.queue.clear()
     dialog.set_run_state(RunState(kind="dead", reason="declared_by_user", detail=note or None))
+    # Dropped after the dead state is written: a crash between the two dropped acknowledged messages (and an
+    # ask-back's prompt, its obligation left open) of a dialog that came back alive. Recovery drops them now.
+    dialog.queue.clear()
     # Its questions can never be answered into a dead dialog: withdraw them from every list.
     for question in list(dialog.q4h):
         questions.withdraw(engine, dialog, question.id)

@@ -70,3 +70,64 @@ async def test_a_subdialog_declared_dead_while_driving_just_before_a_crash_stays
     assert reply.status == "failed" and "declared dead by the user (note: not needed)" in reply.result
     assert sayings(restored)[-1] == "Understood." and not restored.pending
     assert engine2.q4h_state() == []
+
+
+class _Killed(Exception):
+    """The daemon's death at a chosen write, in process: the operation stops there, nothing after it runs."""
+
+
+async def test_a_declaration_of_death_cut_after_its_first_write_loses_no_acknowledged_message(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: ``declare_dead`` dropped the subdialog's queue (its first write) before writing its dead state. The
+    daemon died in between: the subdialog came back alive with a person's acknowledged message dropped (an
+    ask-back's prompt dropped the same way left its obligation open with nothing to answer it)."""
+    responses = [
+        {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    [coder] = [d for d in engine.load_root(root.root_id).local.values() if d.meta.agent_id == "coder"]
+    engine.submit_user_message(coder, "also add tests", msg_id="m2")  # waits behind the open question
+    await engine.wait_idle()
+    assert "m2" in coder.queue
+
+    def killed(*_args: object, **_kwargs: object) -> None:
+        raise _Killed
+
+    coder.set_run_state = killed  # type: ignore[method-assign]
+    try:
+        await engine.declare_dead(coder, "not needed")
+    except _Killed:
+        pass
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id, coder.self_id)
+    assert not restored.is_dead, "killed before its dead state was written"
+    assert "m2" in restored.queue or "m2" in restored.recorded_msg_ids(), "an acknowledged message was dropped"
+
+
+async def test_the_queue_of_a_subdialog_declared_dead_just_before_a_crash_is_dropped_at_restart(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The other side of the order above: the daemon died after the dead state was written, before the queue
+    was dropped. Recovery finishes the declaration: nothing stays queued in a dialog that is never driven."""
+    responses = [
+        {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
+        {"agent": "lead", "contains": "declared dead", "response": "Understood."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    [coder] = [d for d in engine.load_root(root.root_id).local.values() if d.meta.agent_id == "coder"]
+    engine.submit_user_message(coder, "also add tests", msg_id="m2")
+    await engine.wait_idle()
+    coder.set_run_state(RunState(kind="dead", reason="declared_by_user"))  # declare_dead's first write
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    dead = engine2.get_dialog(root.root_id, coder.self_id)
+    assert dead.is_dead and list(dead.queue) == [] and dead.files.read_latest().queued_prompts == []
+    assert sayings(engine2.get_dialog(root.root_id))[-1] == "Understood."
