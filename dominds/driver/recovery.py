@@ -50,7 +50,7 @@ from dominds.store.dialog_facts import Facts
 from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError, WriteFailedError, storage_pause
 from dominds.store.index_entries import Entry
-from dominds.store.records import RunState
+from dominds.store.records import InboundTellaskBack, RunState
 from dominds.tellask import parse_segments
 from dominds.tellask_events import TellaskCall
 
@@ -218,10 +218,13 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             complete_dispatches(engine, root, dialog)
             note_dispatches_lost_by_a_power_cut(engine, root, dialog)
     for dialog in list(root.local.values()):
-        if not dialog.load_error:
+        if dialog.load_error:
+            continue
+        if dialog.is_dead:
+            _withdraw_ask_backs_of_the_dead(root, dialog)
+            _fail_ask_backs_to_the_dead(root, dialog)
+        else:  # a dead dialog's last saying answers nothing (it used to be delivered as the answer)
             _answer_finished_ask_back(engine, dialog)
-            if dialog.is_dead:
-                _withdraw_ask_backs_of_the_dead(root, dialog)
     if root.type_b != registry_before:
         root.save_registry()
     # A workflow run's steps are driven for the workflow code that awaits their answers, and that code
@@ -254,6 +257,21 @@ def _withdraw_ask_backs_of_the_dead(root: RootDialog, dead: Dialog) -> None:
         kept = [i for i in asked.latest.inbound_tellask_backs if i.from_dialog_id != dead.self_id]
         if kept != asked.latest.inbound_tellask_backs:
             asked.latest.inbound_tellask_backs = kept  # saved with the other reconciled latest.yaml files below
+
+
+def _fail_ask_backs_to_the_dead(root: RootDialog, dead: Dialog) -> None:
+    """An ask-back made to a dead dialog is never answered: its asker gets the failed reply that
+    ``run_control.declare_dead`` gives (the daemon may die before), and the dead dialog's obligations go."""
+    reason = texts.declared_dead_reason(dead.latest.run_state.detail or "")
+    for asker in list(root.local.values()):
+        if asker.load_error or asker is dead:
+            continue
+        for entry in [p for p in asker.pending if p.call_type == "A" and p.subdialog_id == dead.self_id]:
+            inbound = InboundTellaskBack(from_dialog_id=asker.self_id, call_id=entry.call_id, tellask_head=entry.tellask_head)
+            record_ask_back_answer(asker, dead, inbound, "", failure_reason=reason)
+            if asker.can_drive():
+                asker.latest.needs_drive = True  # saved with the other reconciled latest.yaml files below
+    dead.latest.inbound_tellask_backs = []
 
 
 def _drop_answered_questions(engine: EngineServices, dialog: Dialog) -> None:

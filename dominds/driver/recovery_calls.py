@@ -143,11 +143,11 @@ def complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog
             continue
         if entry.call_type == "A":
             sup = engine.try_get_dialog(root.root_id, entry.subdialog_id)
-            if sup is not None and not any(
+            if sup is not None and not sup.is_dead and not any(
                 i.from_dialog_id == caller.self_id and i.call_id == entry.call_id for i in sup.latest.inbound_tellask_backs
             ) and f"tb-{caller.self_id}-{entry.call_id}" not in sup.recorded_msg_ids():
                 queue_tellask_back(engine, sup, caller, entry.tellask_head, entry.tellask_body, entry.call_id)
-            continue
+            continue  # (one to a dead dialog is failed by recovery.py, never queued in a dialog not driven again)
         sub = root.local.get(entry.subdialog_id)
         sub_files = engine.store.files("run", root.root_id, entry.subdialog_id)
         if sub is None and not sub_files.dialog_yaml.exists():

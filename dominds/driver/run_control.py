@@ -9,7 +9,7 @@ from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
 from dominds.driver.errors import EngineError
 from dominds.driver.services import EngineServices
-from dominds.driver.supply import supply_response
+from dominds.driver.supply import answer_tellask_back, supply_response
 from dominds.rtws import DIALOG_STATUSES
 from dominds.store.records import Assignment, RunState
 
@@ -151,6 +151,9 @@ async def declare_dead(engine: EngineServices, dialog: Dialog, note: str = "") -
                 i for i in sup.latest.inbound_tellask_backs if i.from_dialog_id != dialog.self_id
             ]
             sup.save_latest()
+    # An ask-back made to it (by a subdialog working for it) will never be answered: its asker is told so.
+    for inbound in list(dialog.latest.inbound_tellask_backs):
+        await answer_tellask_back(engine, dialog, inbound, "", failure_reason=texts.declared_dead_reason(note))
     assignment = dialog.meta.assignment_from_sup
     if assignment is not None:
         await supply_response(engine, dialog, assignment, note, "failed", failure_reason=texts.declared_dead_reason(note))

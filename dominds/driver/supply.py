@@ -109,23 +109,32 @@ def record_response(
     )
 
 
-async def answer_tellask_back(engine: EngineServices, sup: Dialog, inbound: InboundTellaskBack, answer: str) -> None:
-    """Give the asking subdialog ``sup``'s answer to its TYPE A question and unblock it."""
+async def answer_tellask_back(
+    engine: EngineServices, sup: Dialog, inbound: InboundTellaskBack, answer: str, *, failure_reason: str | None = None
+) -> None:
+    """Give the asking subdialog ``sup``'s answer to its TYPE A question (or, with ``failure_reason``, a failed
+    reply: ``sup`` will never answer) and unblock it."""
     asker = engine.try_get_dialog(sup.root_id, inbound.from_dialog_id)
     if asker is not None:
         async with asker.suspension_lock:
-            record_ask_back_answer(asker, sup, inbound, answer)
+            record_ask_back_answer(asker, sup, inbound, answer, failure_reason=failure_reason)
     close_ask_back(sup, inbound)
     if asker is not None:
         engine.after_unblock(asker)
 
 
-def record_ask_back_answer(asker: Dialog, sup: Dialog, inbound: InboundTellaskBack, answer: str) -> None:
-    """Record the answer in the asker once (keyed by (sup, callId)) and drop its pending entry."""
+def record_ask_back_answer(
+    asker: Dialog, sup: Dialog, inbound: InboundTellaskBack, answer: str, *, failure_reason: str | None = None
+) -> None:
+    """Record the answer (or the failure) in the asker once (keyed by (sup, callId)) and drop its pending entry."""
     entry = next((p for p in asker.pending if p.call_type == "A" and p.call_id == inbound.call_id), None)
     if entry is not None and (sup.self_id, inbound.call_id) not in asker.supplied_response_keys():
-        result = texts.response_text(asker.agent_id, sup.agent_id, answer, entry.tellask_head)
-        record_response(asker, sup, entry.call_id, "A", entry.tellask_head, "completed", answer, result)
+        if failure_reason is None:
+            result = texts.response_text(asker.agent_id, sup.agent_id, answer, entry.tellask_head)
+            record_response(asker, sup, entry.call_id, "A", entry.tellask_head, "completed", answer, result)
+        else:
+            result = texts.failed_response_text(asker.agent_id, sup.agent_id, failure_reason, entry.tellask_head)
+            record_response(asker, sup, entry.call_id, "A", entry.tellask_head, "failed", "", result)
         asker.pending.remove(entry)
         asker.save_pending()
 

@@ -113,7 +113,7 @@ async def _run_call(engine: EngineServices, dialog: Dialog, item: CallToRun, gen
     if first == "tellasker" or (
         not dialog.is_root and len(call.mentions) == 1 and first == caller_agent and not call.tellask_session
     ):
-        await _tellask_back(engine, dialog, item)
+        await _tellask_back(engine, dialog, item, genseq)
         return
     if call.is_fbr:
         # Seed: `!?@self` is one fresh (TYPE C) or session (TYPE B, key `agent!session`) subdialog of the same
@@ -176,10 +176,13 @@ def _ask_human(engine: EngineServices, dialog: Dialog, item: CallToRun) -> None:
     questions.ask(engine, dialog, question)
 
 
-async def _tellask_back(engine: EngineServices, dialog: Dialog, item: CallToRun) -> None:
+async def _tellask_back(engine: EngineServices, dialog: Dialog, item: CallToRun, genseq: int) -> None:
     assert dialog.meta.assignment_from_sup is not None
     assignment = dialog.meta.assignment_from_sup
     sup = engine.get_dialog(dialog.root_id, assignment.caller_dialog_id)
+    if sup.is_dead:  # never driven again: the ask-back would wait forever
+        record_note(dialog, item, genseq, texts.ASK_BACK_TO_THE_DEAD)
+        return
     async with dialog.suspension_lock:
         dialog.pending.append(
             PendingSubdialog(

@@ -48,6 +48,12 @@ def failed_response_text(requester: str, responder: str, reason: str, headline: 
     )
 
 
+ASK_BACK_TO_THE_DEAD = (
+    "the dialog that gave you your task was declared dead by the user: nobody will answer an ask-back, and your "
+    "answer will not be read. Stop here."
+)
+
+
 def declared_dead_reason(note: str) -> str:
     """Why a call to a subdialog the user declared dead failed (its caller's failed reply says it)."""
     return "the subdialog was declared dead by the user" + (f" (note: {note})" if note else "")

@@ -131,3 +131,81 @@ async def test_the_queue_of_a_subdialog_declared_dead_just_before_a_crash_is_dro
     dead = engine2.get_dialog(root.root_id, coder.self_id)
     assert dead.is_dead and list(dead.queue) == [] and dead.files.read_latest().queued_prompts == []
     assert sayings(engine2.get_dialog(root.root_id))[-1] == "Understood."
+
+
+ASK_BACK_TO_CODER = [
+    {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+    {"agent": "coder", "contains": "build it", "response": "!?@researcher check it\n"},
+    {"agent": "researcher", "contains": "check it", "response": "!?@tellasker Which suite?\n"},
+    {"agent": "coder", "contains": "Which suite?", "response": "!?@human Which suite shall the researcher run?\n"},
+    {"agent": "researcher", "contains": "declared dead", "response": "Then I stop here."},
+    {"agent": "lead", "contains": "declared dead", "response": "Understood."},
+]
+"""The coder, serving its researcher's ask-back, asks the person and waits: the researcher waits for the coder."""
+
+
+async def _coder_serving_the_researchers_ask_back(make_engine):  # type: ignore[no-untyped-def]
+    engine = await make_engine(ASK_BACK_TO_CODER)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    tree = engine.load_root(root.root_id).local.values()
+    [coder] = [d for d in tree if d.meta.agent_id == "coder"]
+    [researcher] = [d for d in tree if d.meta.agent_id == "researcher"]
+    assert [i.from_dialog_id for i in coder.latest.inbound_tellask_backs] == [researcher.self_id]
+    return engine, root, coder, researcher
+
+
+def _the_researchers_ask_back_failed(researcher) -> None:  # type: ignore[no-untyped-def]
+    [reply] = [r for r in records(researcher) if isinstance(r, TeammateResponseRecord) and r.call_type == "A"]
+    assert reply.status == "failed" and "declared dead" in reply.result, reply.result
+    assert not [p for p in researcher.pending if p.call_type == "A"] and sayings(researcher)[-1] == "Then I stop here."
+
+
+async def test_declaring_dead_a_subdialog_asked_back_fails_the_ask_back(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a subdialog declared dead while its own subdialog's ask-back waited for its answer left that asker
+    waiting forever (the declaration withdrew the ask-backs the dead dialog made, not those made to it)."""
+    engine, root, coder, researcher = await _coder_serving_the_researchers_ask_back(make_engine)
+    await engine.declare_dead(coder, "not needed")
+    await engine.wait_idle()
+    _the_researchers_ask_back_failed(researcher)
+    assert coder.latest.inbound_tellask_backs == [] and coder.files.read_latest().inbound_tellask_backs == []
+
+
+async def test_an_ask_back_to_a_subdialog_declared_dead_just_before_a_crash_fails_at_restart(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: the daemon died after the coder's dead state was written, before the ask-back it was serving was
+    answered; recovery delivered the dead coder's last saying (its question to the person) as the answer."""
+    engine, root, coder, researcher = await _coder_serving_the_researchers_ask_back(make_engine)
+    coder.set_run_state(RunState(kind="dead", reason="declared_by_user"))  # declare_dead's first write
+    await engine.close()
+    engine2 = await make_engine(ASK_BACK_TO_CODER, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    _the_researchers_ask_back_failed(engine2.get_dialog(root.root_id, researcher.self_id))
+    assert engine2.get_dialog(root.root_id, coder.self_id).files.read_latest().inbound_tellask_backs == []
+
+
+async def test_an_ask_back_to_a_dialog_already_dead_is_answered_with_a_note(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a subdialog whose caller was declared dead asked it back and waited forever: the ask-back was
+    queued in a dialog that is never driven again."""
+    responses = [
+        {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "!?@researcher check it\n"},
+        {"agent": "researcher", "contains": "check it", "response": "!?@human Which suite?\n"},
+        {"agent": "researcher", "contains": "the fast one", "response": "!?@tellasker Which language?\n"},
+        {"agent": "researcher", "contains": "declared dead", "response": "Then I stop here."},
+        {"agent": "lead", "contains": "declared dead", "response": "Understood."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    tree = engine.load_root(root.root_id).local.values()
+    [coder] = [d for d in tree if d.meta.agent_id == "coder"]
+    [researcher] = [d for d in tree if d.meta.agent_id == "researcher"]
+    await engine.declare_dead(coder, "not needed")
+    await engine.wait_idle()
+    [question] = engine.q4h_state()
+    engine.answer_question(question["id"], "the fast one")
+    await engine.wait_idle()
+    assert not researcher.pending and sayings(researcher)[-1] == "Then I stop here."
+    assert coder.latest.inbound_tellask_backs == [] and list(coder.queue) == []
