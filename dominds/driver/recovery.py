@@ -21,8 +21,10 @@ from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
 from dominds.driver.recovery_calls import (
+    RESUMABLE_REASONS,
     complete_dispatches,
     complete_reassignment,
+    last_generation_finished_quietly,
     note_dispatches_lost_by_a_power_cut,
     restore_pending_entries,
 )
@@ -55,13 +57,6 @@ from dominds.tellask import parse_segments
 from dominds.tellask_events import TellaskCall
 
 log = logging.getLogger("dominds.recovery")
-
-RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown", "storage_error"})
-"""Interruptions no person asked for: a crash, a graceful daemon stop, an earlier ``--no-resume`` start, or
-a write the disk refused (``storage_error``: the daemon stopped before its watcher resumed the dialog; if
-the disk is still full, the drive pauses it again and a new watcher waits for space). Dialogs a user
-stopped (``user_stop``, ``emergency_stop``) stay stopped."""
-
 
 def recover(
     engine: EngineServices, progress: StartProgress | None = None, on_write_refused: Callable[[str, str], None] | None = None
@@ -384,7 +379,7 @@ def _answer_finished_ask_back(engine: EngineServices, dialog: Dialog) -> None:
     Deliver that answer now instead of generating a second one (which would also not be *the* answer).
     """
     serving = settled_obligation(dialog)
-    if serving is None or not _last_generation_finished_quietly(dialog):
+    if serving is None or not last_generation_finished_quietly(dialog):
         return
     asker = engine.try_get_dialog(dialog.root_id, serving.from_dialog_id)
     if asker is not None:
@@ -398,16 +393,3 @@ def _answer_finished_ask_back(engine: EngineServices, dialog: Dialog) -> None:
     close_ask_back(dialog, serving)
     if dialog.latest.run_state.kind == "interrupted" and dialog.latest.run_state.reason in RESUMABLE_REASONS:
         dialog.latest.run_state = dialog.idle_run_state()
-
-
-def _last_generation_finished_quietly(dialog: Dialog) -> bool:
-    """The last generation finished ``ok`` with nothing the model still has to read (tools, notes, answers)."""
-    records = dialog.records
-    start = next((i for i in range(len(records) - 1, -1, -1) if isinstance(records[i], GenStartRecord)), None)
-    if start is None:
-        return False
-    finishes = [r for r in records[start:] if isinstance(r, GenFinishRecord)]
-    if not finishes or finishes[0].status not in ("ok", "truncated"):  # truncated: the model ended its turn
-        return False  # (`return None` here is an equivalent mutant: the one caller tests truthiness)
-    unread = FuncResultRecord | TellaskCallRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
-    return not any(isinstance(r, unread) for r in records[start:])

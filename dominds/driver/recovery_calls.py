@@ -27,15 +27,25 @@ from dominds.driver.supply import record_response
 from dominds.driver.tellask_exec import queue_tellask_back
 from dominds.ids import now_iso
 from dominds.store.course_records import (
+    FuncResultRecord,
     GenFinishRecord,
+    GenStartRecord,
     HumanTextRecord,
     SubdialogCreatedRecord,
     TeammateCallResultRecord,
+    TeammateResponseRecord,
+    TellaskCallRecord,
 )
 from dominds.store.errors import StoreError
 from dominds.store.records import PendingSubdialog, RegistryEntry
 
 log = logging.getLogger("dominds.recovery")
+
+RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown", "storage_error"})
+"""Interruptions no person asked for: a crash, a graceful daemon stop, an earlier ``--no-resume`` start, or
+a write the disk refused (``storage_error``: the daemon stopped before its watcher resumed the dialog; if
+the disk is still full, the drive pauses it again and a new watcher waits for space). Dialogs a user
+stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
 def unanswered_calls(caller: Dialog) -> list[SubdialogCreatedRecord]:
@@ -182,6 +192,8 @@ def complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog
                 result = texts.response_text(caller.agent_id, sub.agent_id, response, call.tellask_head, fbr=sub.meta.fbr)
                 record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, "completed", response, result)
             caller.pending.remove(call)
+        if sub.latest.run_state.kind == "interrupted" and sub.latest.run_state.reason in RESUMABLE_REASONS:
+            sub.latest.run_state = sub.idle_run_state()  # its answer is delivered: nothing is left to resume
     if caller.pending != pending_before:  # an unchanged index is not rewritten
         caller.save_pending()
     if caller.latest.run_state.kind == "blocked" and caller.can_drive():
@@ -319,9 +331,29 @@ def persisted_answer(sub: Dialog, call_id: str) -> str | None:
         return None
     if sub.meta.tellask_session and not ever_recorded(sub, assignment_msg_id(call_id, sub.self_id)):
         return None  # the session never read this request: its last saying answers an older one
-    if sub.latest.generating or sub.pending or sub.q4h or sub.latest.run_state.kind != "idle":
+    if sub.latest.generating or sub.pending or sub.q4h or sub.latest.inbound_tellask_backs:
         return None
+    state = sub.latest.run_state
+    last_finish = next((r for r in reversed(sub.records) if isinstance(r, GenFinishRecord)), None)
+    ended = last_finish is not None and last_finish.status == "ok"  # a truncated reply may be continued
+    if state.kind == "interrupted" and state.reason in RESUMABLE_REASONS and ended and last_generation_finished_quietly(sub):
+        # Its answer's generation had finished when the daemon died, before the drive settled: recovery used
+        # to drive it again with no prompt, and that generation's words went to the caller as the answer.
+        return sub.last_saying()
     last = sub.records[-1] if sub.records else None
-    if isinstance(last, GenFinishRecord) and last.status in ("ok", "truncated"):
+    if state.kind == "idle" and isinstance(last, GenFinishRecord) and last.status in ("ok", "truncated"):
         return sub.last_saying()
     return None
+
+
+def last_generation_finished_quietly(dialog: Dialog) -> bool:
+    """The last generation finished ``ok`` with nothing the model still has to read (tools, notes, answers)."""
+    records = dialog.records
+    start = next((i for i in range(len(records) - 1, -1, -1) if isinstance(records[i], GenStartRecord)), None)
+    if start is None:
+        return False
+    finishes = [r for r in records[start:] if isinstance(r, GenFinishRecord)]
+    if not finishes or finishes[0].status not in ("ok", "truncated"):  # truncated: the model ended its turn
+        return False  # (`return None` here is an equivalent mutant: its callers test truthiness)
+    unread = FuncResultRecord | TellaskCallRecord | TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord
+    return not any(isinstance(r, unread) for r in records[start:])

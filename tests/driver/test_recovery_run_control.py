@@ -12,7 +12,13 @@ from pathlib import Path
 from helpers import generations, records, sayings
 
 from dominds.ids import now_iso
-from dominds.store.course_records import GenFinishRecord, GenStartRecord, TeammateResponseRecord
+from dominds.store.course_records import (
+    AgentWordsRecord,
+    GenFinishRecord,
+    GenStartRecord,
+    HumanTextRecord,
+    TeammateResponseRecord,
+)
 from dominds.store.records import RunState
 
 
@@ -209,3 +215,43 @@ async def test_an_ask_back_to_a_dialog_already_dead_is_answered_with_a_note(make
     await engine.wait_idle()
     assert not researcher.pending and sayings(researcher)[-1] == "Then I stop here."
     assert coder.latest.inbound_tellask_backs == [] and list(coder.queue) == []
+
+
+async def test_a_subdialogs_finished_answer_cut_from_its_settling_by_a_crash_is_delivered_not_generated_again(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a subdialog's last generation had finished (its answer recorded) and the daemon died before the
+    drive settled (``latest.yaml`` still ``proceeding``). Recovery made it ``interrupted{server_restart}`` and
+    drove it again with no prompt; that second generation's words, not the answer, went to the caller (as
+    ask-backs once did before ``_answer_finished_ask_back``)."""
+    responses = [
+        {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
+        {"agent": "coder", "contains": "", "response": "Anything else?"},
+        {"agent": "lead", "contains": "provided response", "response": "Thanks."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "delegate")
+    await engine.wait_idle()
+    [question] = engine.q4h_state()
+    coder = engine.get_dialog(question["rootId"], question["selfId"])
+    # What the coder's drive for the answer "sqlite" had written when the daemon died: the question dropped,
+    # the answer's generation recorded to its end, the state not yet settled.
+    coder.q4h = []
+    coder.save_q4h()
+    genseq = generations(coder) + 1
+    coder.append(GenStartRecord(ts=now_iso(), genseq=genseq))
+    coder.append(HumanTextRecord(ts=now_iso(), genseq=genseq, msg_id="ans-1", content="sqlite", origin="q4h_answer", question_id=question["id"]))
+    coder.append(AgentWordsRecord(ts=now_iso(), genseq=genseq, content="Built it on sqlite."))
+    coder.append(GenFinishRecord(ts=now_iso(), genseq=genseq, status="ok"))
+    coder.latest.generating = True  # saved at the generation's start; its finish is saved when the drive settles
+    coder.set_run_state(RunState(kind="proceeding"))
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    [reply] = [r for r in records(restored) if isinstance(r, TeammateResponseRecord)]
+    assert reply.status == "completed" and reply.response == "Built it on sqlite."
+    assert sayings(restored)[-1] == "Thanks." and not restored.pending
+    answered = engine2.get_dialog(root.root_id, coder.self_id)
+    assert generations(answered) == genseq, "the finished answer was generated again"
+    assert answered.files.read_latest().run_state.kind == "idle"
