@@ -24,6 +24,7 @@ from dominds.driver.recovery_calls import (
     RESUMABLE_REASONS,
     complete_dispatches,
     complete_reassignment,
+    drive_had_ended,
     last_generation_finished_quietly,
     note_dispatches_lost_by_a_power_cut,
     restore_pending_entries,
@@ -230,7 +231,9 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
         if dialog.load_error:
             continue
         if dialog.latest.run_state.kind == "interrupted" and dialog.latest.run_state.reason in RESUMABLE_REASONS:
-            if engine.resume_on_start and dialog.can_drive() and not workflow_run:
+            if drive_had_ended(dialog) and not workflow_run:
+                dialog.latest.run_state = dialog.idle_run_state()  # nothing to resume: it had answered
+            elif engine.resume_on_start and dialog.can_drive() and not workflow_run:
                 dialog.latest.needs_drive = True
         if dialog.latest.run_state.kind in ("idle", "blocked"):
             dialog.latest.run_state = dialog.idle_run_state()

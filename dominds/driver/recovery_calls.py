@@ -331,19 +331,32 @@ def persisted_answer(sub: Dialog, call_id: str) -> str | None:
         return None
     if sub.meta.tellask_session and not ever_recorded(sub, assignment_msg_id(call_id, sub.self_id)):
         return None  # the session never read this request: its last saying answers an older one
-    if sub.latest.generating or sub.pending or sub.q4h or sub.latest.inbound_tellask_backs:
-        return None
-    state = sub.latest.run_state
-    last_finish = next((r for r in reversed(sub.records) if isinstance(r, GenFinishRecord)), None)
-    ended = last_finish is not None and last_finish.status == "ok"  # a truncated reply may be continued
-    if state.kind == "interrupted" and state.reason in RESUMABLE_REASONS and ended and last_generation_finished_quietly(sub):
+    if drive_had_ended(sub):
         # Its answer's generation had finished when the daemon died, before the drive settled: recovery used
         # to drive it again with no prompt, and that generation's words went to the caller as the answer.
         return sub.last_saying()
+    if sub.latest.generating or sub.pending or sub.q4h or sub.latest.run_state.kind != "idle":
+        return None
     last = sub.records[-1] if sub.records else None
-    if state.kind == "idle" and isinstance(last, GenFinishRecord) and last.status in ("ok", "truncated"):
+    if isinstance(last, GenFinishRecord) and last.status in ("ok", "truncated"):
         return sub.last_saying()
     return None
+
+
+def drive_had_ended(dialog: Dialog) -> bool:
+    """Whether a dialog interrupted by the daemon (a crash, a shutdown, a full disk) had in fact ended its drive:
+    its last generation finished ``ok`` with nothing left to read, and nothing is queued, due, awaited or being
+    answered; the daemon died before the drive settled. Resumed, it was driven again with no prompt: a second,
+    unasked reply (a subdialog's went to its caller instead of its answer)."""
+    state = dialog.latest.run_state
+    if state.kind != "interrupted" or state.reason not in RESUMABLE_REASONS:
+        return False
+    latest = dialog.latest
+    if latest.needs_drive or latest.generating or latest.inbound_tellask_backs or dialog.queue or dialog.pending or dialog.q4h:
+        return False
+    last_finish = next((r for r in reversed(dialog.records) if isinstance(r, GenFinishRecord)), None)
+    # ``ok`` only: a truncated reply may be continued by the drive (``continue_on_max_tokens``)
+    return last_finish is not None and last_finish.status == "ok" and last_generation_finished_quietly(dialog)
 
 
 def last_generation_finished_quietly(dialog: Dialog) -> bool:

@@ -255,3 +255,26 @@ async def test_a_subdialogs_finished_answer_cut_from_its_settling_by_a_crash_is_
     answered = engine2.get_dialog(root.root_id, coder.self_id)
     assert generations(answered) == genseq, "the finished answer was generated again"
     assert answered.files.read_latest().run_state.kind == "idle"
+
+
+async def test_a_root_whose_reply_had_finished_when_the_daemon_died_is_not_driven_again(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: the root's reply to a message had finished (its generation recorded to its end) and the daemon died
+    before the drive settled; recovery resumed it, and the model was asked again with no prompt: a second,
+    unasked reply. Its drive had ended: it is left idle."""
+    responses = [{"message": "hi", "response": "hello"}, {"contains": "", "response": "driven again"}]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "hi")
+    await engine.wait_idle()
+    root.append(GenStartRecord(ts=now_iso(), genseq=2))
+    root.append(HumanTextRecord(ts=now_iso(), genseq=2, msg_id="m2", content="and again"))
+    root.append(AgentWordsRecord(ts=now_iso(), genseq=2, content="hello again"))
+    root.append(GenFinishRecord(ts=now_iso(), genseq=2, status="ok"))
+    root.latest.generating = True
+    root.set_run_state(RunState(kind="proceeding"))
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    assert sayings(restored) == ["hello", "hello again"] and generations(restored) == 2, "driven again"
+    assert restored.files.read_latest().run_state.kind == "idle"
