@@ -27,6 +27,7 @@ from dominds.driver.recovery_calls import (
     drive_had_ended,
     last_generation_finished_quietly,
     note_dispatches_lost_by_a_power_cut,
+    nothing_new,
     restore_pending_entries,
 )
 from dominds.driver.services import EngineServices
@@ -239,6 +240,10 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             dialog.latest.run_state = dialog.idle_run_state()
         if dialog.queue and not workflow_run:
             dialog.latest.needs_drive = True
+        elif dialog.latest.needs_drive and dialog.latest.run_state.kind == "idle" and nothing_new(dialog):
+            # A revival written just before the daemon died, for a message whose queue line it never wrote
+            # (``intake.queue_durably`` writes needsDrive first): a drive would ask the model with no prompt.
+            dialog.latest.needs_drive = False
         if dialog.latest != latest_before.get(dialog.self_id):  # unchanged files are not rewritten
             dialog.save_latest()
         if dialog.latest.needs_drive and not workflow_run:

@@ -349,10 +349,16 @@ def drive_had_ended(dialog: Dialog) -> bool:
     answered; the daemon died before the drive settled. Resumed, it was driven again with no prompt: a second,
     unasked reply (a subdialog's went to its caller instead of its answer)."""
     state = dialog.latest.run_state
-    if state.kind != "interrupted" or state.reason not in RESUMABLE_REASONS:
+    if state.kind != "interrupted" or state.reason not in RESUMABLE_REASONS or dialog.latest.needs_drive:
         return False
+    return nothing_new(dialog)
+
+
+def nothing_new(dialog: Dialog) -> bool:
+    """Nothing for a generation to answer: the last one finished ``ok`` with nothing left to read after it, and
+    nothing is queued, awaited, asked or being answered (a drive now would ask the model with no prompt)."""
     latest = dialog.latest
-    if latest.needs_drive or latest.generating or latest.inbound_tellask_backs or dialog.queue or dialog.pending or dialog.q4h:
+    if latest.generating or latest.inbound_tellask_backs or dialog.queue or dialog.pending or dialog.q4h:
         return False
     last_finish = next((r for r in reversed(dialog.records) if isinstance(r, GenFinishRecord)), None)
     # ``ok`` only: a truncated reply may be continued by the drive (``continue_on_max_tokens``)

@@ -278,3 +278,22 @@ async def test_a_root_whose_reply_had_finished_when_the_daemon_died_is_not_drive
     restored = engine2.get_dialog(root.root_id)
     assert sayings(restored) == ["hello", "hello again"] and generations(restored) == 2, "driven again"
     assert restored.files.read_latest().run_state.kind == "idle"
+
+
+async def test_a_message_cut_after_its_revival_was_written_does_not_drive_the_root_with_no_prompt(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: accepting a message writes ``needsDrive`` first, then the message's line in the queue log. The
+    daemon died in between (the message was never acknowledged): recovery drove the root with nothing new,
+    and the model was asked again with no prompt, an unasked second reply."""
+    responses = [{"message": "hi", "response": "hello"}, {"contains": "", "response": "driven again"}]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "hi")
+    await engine.wait_idle()
+    root.latest.needs_drive = True
+    root.save_latest()  # intake.queue_durably's first write
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    assert sayings(restored) == ["hello"] and generations(restored) == 1, "driven with no prompt"
+    assert not restored.files.read_latest().needs_drive
