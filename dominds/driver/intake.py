@@ -22,7 +22,8 @@ def queue_durably(engine: EngineServices, dialog: Dialog, prompt: QueuedPrompt, 
     only when ``needsDrive`` is not set yet or ``latest_changed`` (a first message's title). If the disk
     refuses, nothing is queued, in memory or on disk.
 
-    ``needsDrive`` goes first: a crash or a refused append after it leaves a drive that finds nothing new."""
+    ``needsDrive`` goes first: a crash or a refused append after it leaves a revival with nothing new, which
+    recovery clears (``recovery_calls.nothing_new``: a drive would ask the model with no prompt)."""
     if latest_changed or not dialog.latest.needs_drive:
         was_needed = dialog.latest.needs_drive
         try:

@@ -167,7 +167,10 @@ def complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog
                 sub = materialize_subdialog(engine, root, caller, entry)
         if entry.call_type == "B" and entry.tellask_session:
             key = f"{entry.agent_id}!{entry.tellask_session}"
-            if key not in root.type_b:
+            named = root.local.get(root.type_b[key].subdialog_id) if key in root.type_b else None
+            # A registry naming a dead subdialog: this call started the session anew (``dispatch``) and the
+            # daemon died before the registry named the new one (the next call started yet another).
+            if key not in root.type_b or (named is not None and named.is_dead and named.self_id != entry.subdialog_id):
                 root.type_b[key] = RegistryEntry(
                     subdialog_id=entry.subdialog_id,
                     agent_id=entry.agent_id,

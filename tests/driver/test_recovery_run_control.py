@@ -11,7 +11,7 @@ from pathlib import Path
 
 from helpers import generations, records, sayings
 
-from dominds.ids import now_iso
+from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import (
     AgentWordsRecord,
     GenFinishRecord,
@@ -19,7 +19,7 @@ from dominds.store.course_records import (
     HumanTextRecord,
     TeammateResponseRecord,
 )
-from dominds.store.records import RunState
+from dominds.store.records import PendingSubdialog, RunState
 
 
 async def test_a_stop_acknowledged_just_before_a_crash_keeps_the_dialog_stopped(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -297,3 +297,38 @@ async def test_a_message_cut_after_its_revival_was_written_does_not_drive_the_ro
     restored = engine2.get_dialog(root.root_id)
     assert sayings(restored) == ["hello"] and generations(restored) == 1, "driven with no prompt"
     assert not restored.files.read_latest().needs_drive
+
+
+async def test_a_session_call_cut_after_its_commit_point_replaces_the_dead_session_in_the_registry(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Bug: a session whose subdialog was declared dead is started anew by the next call to it (a new
+    subdialog, then the registry names it). The daemon died after the call's commit point: recovery created
+    the subdialog but kept the registry naming the dead one, so the session's next call started yet another
+    subdialog and the work of this one was cut off from its session."""
+    responses = [
+        {"agent": "lead", "message": "s1", "response": "!?@coder !tellaskSession job build it\n"},
+        {"agent": "coder", "contains": "build it", "response": "Built."},
+        {"agent": "coder", "contains": "again", "response": "Built again."},
+        {"agent": "lead", "contains": "provided response", "response": "Thanks."},
+    ]
+    engine = await make_engine(responses)
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "s1")
+    await engine.wait_idle()
+    dead_id = root.type_b["coder!job"].subdialog_id
+    await engine.declare_dead(engine.get_dialog(root.root_id, dead_id))
+    await engine.wait_idle()
+    sub_id = new_dialog_id()
+    root.pending.append(
+        PendingSubdialog(
+            subdialog_id=sub_id, agent_id="coder", call_type="B", tellask_session="job",
+            tellask_head="@coder !tellaskSession job again\n", tellask_body="", call_id="c2.1.3.1", created_at=now_iso(),
+        )
+    )
+    root.save_pending()  # the call's commit point; the daemon died before the subdialog and the registry
+    root.set_run_state(RunState(kind="blocked", reason="waiting_for_subdialogs"))
+    await engine.close()
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    assert [r.response for r in records(restored) if isinstance(r, TeammateResponseRecord)][-1] == "Built again."
+    assert restored.files.read_registry()["coder!job"].subdialog_id == sub_id, "the registry still names the dead session"
