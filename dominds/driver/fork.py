@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from dominds.dialog.model import RootDialog
 from dominds.driver.engine import Engine  # fork sits beside the engine, above the steps
 from dominds.driver.errors import EngineBadRequest, EngineError
+from dominds.driver.intake import announce_queued, require_storable
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import (
     CourseRecord,
@@ -32,7 +33,7 @@ from dominds.store.course_records import (
     TeammateResponseRecord,
 )
 from dominds.store.errors import StoreError
-from dominds.store.records import DialogMeta, ForkOrigin, LatestState
+from dominds.store.records import DialogMeta, ForkOrigin, LatestState, QueuedPrompt
 from dominds.store.request_log import copy_requests_before, request_log_name
 
 log = logging.getLogger("dominds.driver")
@@ -150,22 +151,28 @@ def fork_root(
         created_at=now_iso(),
         forked_from=ForkOrigin(root_id=root_id, course=at_course, genseq=genseq, edited=message is not None),
     )
+    prompt = None
+    if plan.prompt is not None:
+        require_storable({"content": plan.prompt, "msgId": plan.prompt_msg_id})
+        prompt = QueuedPrompt(msg_id=plan.prompt_msg_id or f"msg-{new_dialog_id()}", content=plan.prompt, queued_at=now_iso())
     latest = LatestState(
         current_course=at_course,
         last_modified=now_iso(),
         disable_diligence_push=push_max < 1,
         diligence_push_remaining_budget=max(push_max, 0),
         title=f"Fork of {title}" if title else None,
-        needs_drive=plan.prompt is None,
+        needs_drive=True,
+        # The first message is in the fork's files from the start (the directory's rename is the one step): queued
+        # after it, a crash in between left a fork that never ran the person's message.
+        queued_prompts=[prompt] if prompt is not None else [],
     )
     first, *rest = plan.courses[at_course]
     history = {**plan.courses, at_course: rest}
     fork = engine.add_root(meta, latest, first=first, history=history, reminders=source.files.read_reminders())
     _copy_requests(source, fork, plan.courses, at_course, genseq)
-    if plan.prompt is not None:
-        engine.submit_user_message(fork, plan.prompt, plan.prompt_msg_id)
-    else:
-        engine.want(fork)
+    if prompt is not None:
+        announce_queued(fork, prompt)
+    engine.want(fork)
     return fork
 
 
