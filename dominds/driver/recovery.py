@@ -240,14 +240,23 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             dialog.latest.run_state = dialog.idle_run_state()
         if dialog.queue and not workflow_run:
             dialog.latest.needs_drive = True
-        elif dialog.latest.needs_drive and dialog.latest.run_state.kind == "idle" and nothing_new(dialog):
+        elif dialog.latest.needs_drive and dialog.latest.run_state.kind == "idle" and nothing_new(dialog) and not _awaited(root, dialog):
             # A revival written just before the daemon died, for a message whose queue line it never wrote
             # (``intake.queue_durably`` writes needsDrive first): a drive would ask the model with no prompt.
+            # Not for a subdialog its caller still waits for: its drive is what answers (complete_dispatches
+            # delivers a finished answer before this; clearing the revival of one it missed stranded the caller).
             dialog.latest.needs_drive = False
         if dialog.latest != latest_before.get(dialog.self_id):  # unchanged files are not rewritten
             dialog.save_latest()
         if dialog.latest.needs_drive and not workflow_run:
             engine.want(dialog)
+
+
+def _awaited(root: RootDialog, dialog: Dialog) -> bool:
+    """Whether ``dialog``'s caller still waits for its answer (a pending entry for it)."""
+    assignment = dialog.meta.assignment_from_sup
+    caller = root.local.get(assignment.caller_dialog_id) if assignment is not None else None
+    return caller is not None and any(p.subdialog_id == dialog.self_id and p.call_type != "A" for p in caller.pending)
 
 
 def _withdraw_ask_backs_of_the_dead(root: RootDialog, dead: Dialog) -> None:

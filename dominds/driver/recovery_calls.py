@@ -330,7 +330,12 @@ def persisted_answer(sub: Dialog, call_id: str) -> str | None:
     if response is not None and response.call_id == call_id and response.status == "completed":
         return response.response
     assignment = sub.meta.assignment_from_sup
-    if assignment is None or assignment.call_id != call_id or sub.latest.needs_drive or sub.queue:
+    if assignment is None or assignment.call_id != call_id or sub.queue:
+        return None
+    if sub.latest.needs_drive and not nothing_new(sub):
+        # A revival with nothing new to read is one written before the answer's generation ran (the
+        # daemon died before the drive settled): that generation's words are the answer. Recovery clears
+        # such a revival (``recovery._recover_tree``), so waiting for a drive here stranded the caller.
         return None
     if sub.meta.tellask_session and not ever_recorded(sub, assignment_msg_id(call_id, sub.self_id)):
         return None  # the session never read this request: its last saying answers an older one
@@ -338,7 +343,8 @@ def persisted_answer(sub: Dialog, call_id: str) -> str | None:
         # Its answer's generation had finished when the daemon died, before the drive settled: recovery used
         # to drive it again with no prompt, and that generation's words went to the caller as the answer.
         return sub.last_saying()
-    if sub.latest.generating or sub.pending or sub.q4h or sub.latest.run_state.kind != "idle":
+    # ``blocked`` with nothing pending or asked is stale (the drive that answered did not settle): it is idle
+    if sub.latest.generating or sub.pending or sub.q4h or sub.latest.run_state.kind not in ("idle", "blocked"):
         return None
     last = sub.records[-1] if sub.records else None
     if isinstance(last, GenFinishRecord) and last.status in ("ok", "truncated"):
