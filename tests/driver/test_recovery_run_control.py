@@ -218,11 +218,17 @@ async def test_an_ask_back_to_a_dialog_already_dead_is_answered_with_a_note(make
     assert coder.latest.inbound_tellask_backs == [] and list(coder.queue) == []
 
 
-async def test_a_subdialogs_finished_answer_cut_from_its_settling_by_a_crash_is_delivered_not_generated_again(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """Bug: a subdialog's last generation had finished (its answer recorded) and the daemon died before the
-    drive settled (``latest.yaml`` still ``proceeding``). Recovery made it ``interrupted{server_restart}`` and
-    drove it again with no prompt; that second generation's words, not the answer, went to the caller (as
-    ask-backs once did before ``_answer_finished_ask_back``)."""
+@pytest.mark.parametrize("left", ["proceeding", "idle with its revival", "blocked with its revival"])
+async def test_a_subdialogs_finished_answer_cut_from_its_settling_by_a_crash_is_delivered_not_generated_again(make_engine, tmp_path: Path, left: str) -> None:  # type: ignore[no-untyped-def]
+    """Bugs: a subdialog's last generation had finished (its answer recorded) and the daemon died before the
+    drive settled.
+    - ``proceeding``: recovery made it ``interrupted{server_restart}`` and drove it again with no prompt; that
+      second generation's words, not the answer, went to the caller (as ask-backs once did before
+      ``_answer_finished_ask_back``).
+    - with ``needsDrive`` still set (written when its prompt was queued; the queue log says it was taken) and
+      its state what it was before (idle, or blocked on the question it had asked): recovery waited for that
+      drive to supply the answer, then cleared the revival as one with nothing new, and the caller waited
+      forever (seen in the crash-point sweep, in every scenario with a call)."""
     responses = [
         {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
         {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
@@ -244,8 +250,12 @@ async def test_a_subdialogs_finished_answer_cut_from_its_settling_by_a_crash_is_
     coder.append(HumanTextRecord(ts=now_iso(), genseq=genseq, msg_id="ans-1", content="sqlite", origin="q4h_answer", question_id=question["id"]))
     coder.append(AgentWordsRecord(ts=now_iso(), genseq=genseq, content="Built it on sqlite."))
     coder.append(GenFinishRecord(ts=now_iso(), genseq=genseq, status="ok"))
-    coder.latest.generating = True  # saved at the generation's start; its finish is saved when the drive settles
-    coder.set_run_state(RunState(kind="proceeding"))
+    if left == "proceeding":
+        coder.latest.generating = True  # saved at the generation's start; its finish is saved when the drive settles
+        coder.set_run_state(RunState(kind="proceeding"))
+    else:
+        coder.latest.needs_drive = True
+        coder.set_run_state(coder.idle_run_state() if left.startswith("idle") else RunState(kind="blocked", reason="needs_human_input"))
     await engine.close()
     engine2 = await make_engine(responses, root=tmp_path / "ws")
     await engine2.wait_idle()
@@ -256,45 +266,6 @@ async def test_a_subdialogs_finished_answer_cut_from_its_settling_by_a_crash_is_
     answered = engine2.get_dialog(root.root_id, coder.self_id)
     assert generations(answered) == genseq, "the finished answer was generated again"
     assert answered.files.read_latest().run_state.kind == "idle"
-
-
-@pytest.mark.parametrize("state", ["idle", "blocked"])
-async def test_a_subdialogs_finished_answer_with_its_revival_still_written_is_delivered_at_restart(make_engine, tmp_path: Path, state: str) -> None:  # type: ignore[no-untyped-def]
-    """Bug: the daemon died after a subdialog's answer was generated and before its drive settled, with
-    ``needsDrive`` set (written when its prompt was queued; the queue log says it was taken) and its state
-    still what it was before (idle, or blocked on the question it had asked). Recovery waited for that drive
-    to supply the answer, then cleared the revival as one with nothing new: the caller waited forever (seen
-    in the crash-point sweep, in every scenario with a call)."""
-    responses = [
-        {"agent": "lead", "message": "delegate", "response": "!?@coder build it\n"},
-        {"agent": "coder", "contains": "build it", "response": "!?@human Which database?\n"},
-        {"agent": "coder", "contains": "", "response": "Anything else?"},
-        {"agent": "lead", "contains": "provided response", "response": "Thanks."},
-    ]
-    engine = await make_engine(responses)
-    root = engine.create_dialog("lead", "tasks/t.tsk")
-    engine.submit_user_message(root, "delegate")
-    await engine.wait_idle()
-    [question] = engine.q4h_state()
-    coder = engine.get_dialog(question["rootId"], question["selfId"])
-    coder.q4h = []
-    coder.save_q4h()
-    genseq = generations(coder) + 1
-    coder.append(GenStartRecord(ts=now_iso(), genseq=genseq))
-    coder.append(HumanTextRecord(ts=now_iso(), genseq=genseq, msg_id="ans-1", content="sqlite", origin="q4h_answer", question_id=question["id"]))
-    coder.append(AgentWordsRecord(ts=now_iso(), genseq=genseq, content="Built it on sqlite."))
-    coder.append(GenFinishRecord(ts=now_iso(), genseq=genseq, status="ok"))
-    coder.latest.needs_drive = True  # the revival written with the answer's queue line, the drive not settled
-    coder.set_run_state(coder.idle_run_state() if state == "idle" else RunState(kind="blocked", reason="needs_human_input"))
-    await engine.close()
-    engine2 = await make_engine(responses, root=tmp_path / "ws")
-    await engine2.wait_idle()
-    restored = engine2.get_dialog(root.root_id)
-    [reply] = [r for r in records(restored) if isinstance(r, TeammateResponseRecord)]
-    assert reply.status == "completed" and reply.response == "Built it on sqlite."
-    assert sayings(restored)[-1] == "Thanks." and not restored.pending
-    answered = engine2.get_dialog(root.root_id, coder.self_id)
-    assert generations(answered) == genseq, "the finished answer was generated again"
 
 
 async def test_a_root_whose_reply_had_finished_when_the_daemon_died_is_not_driven_again(make_engine, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
