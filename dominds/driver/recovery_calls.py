@@ -11,7 +11,6 @@ when its subdialog is assigned to it, and is otherwise noted to the model as not
 from __future__ import annotations
 
 import logging
-from collections.abc import Set as AbstractSet
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
@@ -23,7 +22,7 @@ from dominds.driver.subdialogs import (
     materialize_subdialog,
     subdialog_meta,
 )
-from dominds.driver.supply import record_response
+from dominds.driver.supply import record_answers, record_response
 from dominds.driver.tellask_exec import queue_tellask_back
 from dominds.ids import now_iso
 from dominds.store.course_records import (
@@ -184,17 +183,13 @@ def complete_dispatches(engine: EngineServices, root: RootDialog, caller: Dialog
         if response is None:
             failure = persisted_failure(sub, entry.call_id)
             if failure is not None:
-                _supply_failure(caller, sub, entry, failure, supplied)
+                record_answers(caller, sub, entry, "failed", "", failure, supplied)
+                log.warning("dialog %s: call %s failed (%s) before the daemon died; its failed reply is delivered now", caller.self_id, entry.call_id, failure)
             continue
         # As ``supply_response`` does: this caller's earlier calls to the same session (two TYPE B calls to
         # it in one message) were folded into the one answered and get the same answer. Recovery used to
         # supply only the call ``response.yaml`` names, and the other waited forever.
-        answered = [entry, *(p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry)]
-        for call in answered:
-            if (call.subdialog_id, call.call_id) not in supplied:
-                result = texts.response_text(caller.agent_id, sub.agent_id, response, call.tellask_head, fbr=sub.meta.fbr)
-                record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, "completed", response, result)
-            caller.pending.remove(call)
+        record_answers(caller, sub, entry, "completed", response, supplied=supplied)
         if sub.latest.run_state.kind == "interrupted" and sub.latest.run_state.reason in RESUMABLE_REASONS:
             sub.latest.run_state = sub.idle_run_state()  # its answer is delivered: nothing is left to resume
     if caller.pending != pending_before:  # an unchanged index is not rewritten
@@ -306,19 +301,6 @@ def persisted_failure(sub: Dialog, call_id: str) -> str | None:
     if sub.latest.needs_drive or sub.latest.generating or sub.queue or sub.pending or sub.q4h:
         return None  # it goes on (or waits for its own calls or a person): its answer comes from that drive
     return state.detail or "the teammate stopped with an error"
-
-
-def _supply_failure(caller: Dialog, sub: Dialog, entry: PendingSubdialog, reason: str, supplied: AbstractSet[tuple[str, str]]) -> None:
-    # As supply_response does for a failure: each of this caller's calls folded into this one gets it.
-    answered = [entry, *(p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry)]
-    for call in answered:
-        if (call.subdialog_id, call.call_id) in supplied:
-            caller.pending.remove(call)
-            continue
-        result = texts.failed_response_text(caller.agent_id, sub.agent_id, reason, call.tellask_head)
-        record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, "failed", "", result)
-        caller.pending.remove(call)
-    log.warning("dialog %s: call %s failed (%s) before the daemon died; its failed reply is delivered now", caller.self_id, entry.call_id, reason)
 
 
 def persisted_answer(sub: Dialog, call_id: str) -> str | None:

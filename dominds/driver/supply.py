@@ -7,6 +7,7 @@ so it is revived once however many answers arrive.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Literal
 
 from dominds.dialog.model import Dialog
@@ -14,7 +15,7 @@ from dominds.driver import texts
 from dominds.driver.services import EngineServices
 from dominds.ids import now_iso
 from dominds.store.course_records import TeammateResponseRecord
-from dominds.store.records import Assignment, InboundTellaskBack, SubdialogResponse
+from dominds.store.records import Assignment, InboundTellaskBack, PendingSubdialog, SubdialogResponse
 
 
 async def supply_response(
@@ -48,16 +49,7 @@ async def supply_response(
                 completed_at=now_iso(),
             )
         )
-        # Earlier calls of this caller to the same session (say, the same TYPE B call twice in one message)
-        # were folded into this one: each call site gets the answer.
-        answered = [entry, *(p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry)]
-        for call in answered:
-            if status == "failed":
-                result = texts.failed_response_text(caller.agent_id, sub.agent_id, failure_reason, call.tellask_head)
-            else:
-                result = texts.response_text(caller.agent_id, sub.agent_id, response, call.tellask_head, fbr=sub.meta.fbr)
-            record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, status, response, result)
-            caller.pending.remove(call)
+        record_answers(caller, sub, entry, status, response, failure_reason)
     # Revived before the index is rewritten: the files never show the tree at rest while a drive is due.
     engine.after_unblock(caller)
     # One index write for every answer that arrives in the same loop turn (a fan-out's answers come
@@ -65,6 +57,30 @@ async def supply_response(
     # the truth; a crash before this write leaves answered entries that recovery drops.
     await caller.commit_pending()
     engine.conductors.resolve(sub, entry.call_id, response, status, failure_reason)
+
+
+def record_answers(
+    caller: Dialog,
+    sub: Dialog,
+    entry: PendingSubdialog,
+    status: Literal["completed", "failed"],
+    response: str,
+    failure_reason: str = "",
+    supplied: AbstractSet[tuple[str, str]] = frozenset(),
+) -> None:
+    """Record ``sub``'s answer (or, ``failed``, its failure) to ``entry`` in ``caller`` and drop the pending
+    entries it answers. Earlier calls of this caller to the same session (say, the same TYPE B call twice in
+    one message) were folded into this one: each call site gets the answer. A call in ``supplied`` (recovery:
+    recorded before the crash) is only dropped."""
+    answered = [entry, *(p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry)]
+    for call in answered:
+        if (call.subdialog_id, call.call_id) not in supplied:
+            if status == "failed":
+                result = texts.failed_response_text(caller.agent_id, sub.agent_id, failure_reason, call.tellask_head)
+            else:
+                result = texts.response_text(caller.agent_id, sub.agent_id, response, call.tellask_head, fbr=sub.meta.fbr)
+            record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, status, response, result)
+        caller.pending.remove(call)
 
 
 def record_response(
