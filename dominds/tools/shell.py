@@ -115,6 +115,15 @@ async def terminate_group(pgid: int, grace: float = TERMINATE_GRACE_SECONDS) -> 
             return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+    # SIGKILL is delivered asynchronously: a killed process closes its files (so the output pipe reports
+    # its end) before it becomes a zombie, and on a busy machine it can still be running when the call
+    # returns. The call promises that nothing it started is left, so it waits for that, bounded: a
+    # process stuck in the kernel (uninterruptible sleep) cannot be waited out.
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not process_group_alive(pgid):
+            return
+        await asyncio.sleep(0.01)
 
 
 def kill_group_now(pgid: int) -> None:

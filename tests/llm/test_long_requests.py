@@ -147,7 +147,7 @@ async def test_a_dialogs_next_request_at_4000_messages_does_the_work_of_one_at_2
     dialogs = {SHORT: context(SHORT), LONG: context(LONG)}
     counts: dict[int, list[int]] = {SHORT: [], LONG: []}
     try:
-        for _ in range(4):  # two dialogs in turn, as a daemon drives them
+        for _ in range(6):  # two dialogs in turn, as a daemon drives them
             for size, messages in dialogs.items():
                 messages = dialogs[size] = next_turn(messages)
                 fake.queue(dialect.reply(Script((Text("ok"),))))
@@ -157,5 +157,11 @@ async def test_a_dialogs_next_request_at_4000_messages_does_the_work_of_one_at_2
                 assert (sent.get("messages") or sent.get("input")) == expected, "the same as converted whole"
     finally:
         await generator.aclose()  # type: ignore[attr-defined]
-    short, long = min(counts[SHORT][1:]), min(counts[LONG][1:])  # the first turn of each converts it whole
-    assert long < short * 1.2, counts
+    # The first turn of each converts it whole. The count also holds the event loop's and the HTTP
+    # client's calls while the reply arrives, which vary with how the machine schedules the fake server's
+    # thread: up to ~1,300 calls between turns of the same dialog (CI at load ~10 failed a bound of 1.2x
+    # the short dialog's ~5,300). So the growth is held per message, to less than one call per message
+    # the long dialog has more (4,000 calls), with the least of five turns each: converting every message
+    # again made ~10 calls a message (40,000) and the SDKs' walks 47 to ~2,000.
+    short, long = min(counts[SHORT][1:]), min(counts[LONG][1:])
+    assert long - short < LONG - SHORT, counts

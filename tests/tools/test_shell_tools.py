@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -12,9 +14,10 @@ import pytest
 
 from dominds.driver.tool_exec import SHELL_TOOLS
 from dominds.rtws import Rtws
+from dominds.tools import shell
 from dominds.tools.base import ToolCallContext, ToolError
 from dominds.tools.builtin import builtin_toolsets
-from dominds.tools.shell import OS_TOOLS, OUTPUT_SIDE_BYTES, BoundedCapture
+from dominds.tools.shell import OS_TOOLS, OUTPUT_SIDE_BYTES, BoundedCapture, terminate_group
 from tests.processes import running
 
 SHELL = OS_TOOLS[0]
@@ -112,6 +115,28 @@ async def test_a_child_ignoring_sigterm_is_killed_after_the_grace_period(
     _, message, _ = await timed_out(ctx, f"trap '' TERM; sleep 60 & echo $! > {pid_file}; wait", pid_file)
     assert "timed out" in message
     assert not running(int(pid_file.read_text()))
+
+
+async def test_terminate_group_returns_only_once_the_killed_group_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bug: ``terminate_group`` returned right after its SIGKILL. A killed process closes its files
+    (the output pipe ends) before it exits, so on CI at load ~10 the shell tool returned while the `sleep`
+    that ignored SIGTERM was still running (``test_a_child_ignoring_sigterm_is_killed_after_the_grace_period``
+    failed). A group that takes two more looks to die is waited for."""
+    sent: list[int] = []
+    looks_after_kill = 0
+
+    def alive(pgid: int) -> bool:
+        nonlocal looks_after_kill
+        if signal.SIGKILL not in sent:
+            return True  # ignores SIGTERM
+        looks_after_kill += 1
+        return looks_after_kill < 3
+
+    monkeypatch.setattr(os, "killpg", lambda pgid, sig: sent.append(sig))
+    monkeypatch.setattr(shell, "process_group_alive", alive)
+    await terminate_group(4242, grace=0.05)
+    assert sent == [signal.SIGTERM, signal.SIGKILL]
+    assert looks_after_kill == 3, "returned before the group was seen gone"
 
 
 async def test_background_leftovers_are_terminated_when_the_command_returns(
