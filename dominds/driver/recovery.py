@@ -29,6 +29,7 @@ from dominds.driver.recovery_calls import (
     note_dispatches_lost_by_a_power_cut,
     nothing_new,
     restore_pending_entries,
+    stop_reason_to_keep,
 )
 from dominds.driver.services import EngineServices
 from dominds.driver.start_progress import StartProgress
@@ -336,11 +337,12 @@ def close_interrupted_generation(dialog: Dialog) -> None:
     if state.kind == "dead":
         return  # declared dead while it generated (run_control.declare_dead): it stays dead, never resumed
     reason = dialog.blocked_reason()
-    if state.kind == "stop_requested" and state.reason:
+    if kept := stop_reason_to_keep(state):
         # A Stop answered before its drive recorded the end: the dialog stays stopped as the person asked,
         # as ``drive._settle`` would have left it (it used to be resumed as interrupted by the restart).
-        dialog.latest.run_state = RunState(kind="interrupted", reason=state.reason)
-        dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason=state.reason))
+        dialog.latest.needs_drive = False
+        dialog.latest.run_state = RunState(kind="interrupted", reason=kept)
+        dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason=kept))
     elif reason:
         dialog.latest.run_state = RunState(kind="blocked", reason=reason)
     else:

@@ -36,7 +36,7 @@ from dominds.store.course_records import (
     TellaskCallRecord,
 )
 from dominds.store.errors import StoreError
-from dominds.store.records import PendingSubdialog, RegistryEntry
+from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
 
 log = logging.getLogger("dominds.recovery")
 
@@ -45,6 +45,18 @@ RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown", "storage_err
 a write the disk refused (``storage_error``: the daemon stopped before its watcher resumed the dialog; if
 the disk is still full, the drive pauses it again and a new watcher waits for space). Dialogs a user
 stopped (``user_stop``, ``emergency_stop``) stay stopped."""
+
+
+def stop_reason_to_keep(state: RunState) -> str | None:
+    """The reason of a stop that a restart or the disk's return must not undo: a person's (``user_stop``,
+    ``emergency_stop``) or a failure no retry would cure (``system_stop``). It is found as
+    ``stop_requested`` (a Stop answered before its drive recorded the end) or already ``interrupted`` with
+    the generation still open (a Stop the full disk kept the drive's end from recording, or one made while
+    the disk had the dialog paused). Before, both of the latter were resumed, as ``server_restart`` or
+    ``storage_error``."""
+    if state.kind in ("interrupted", "stop_requested") and state.reason and state.reason not in RESUMABLE_REASONS:
+        return state.reason
+    return None
 
 
 def unanswered_calls(caller: Dialog) -> list[SubdialogCreatedRecord]:

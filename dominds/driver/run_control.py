@@ -11,6 +11,7 @@ from dominds.driver.errors import EngineError
 from dominds.driver.services import EngineServices
 from dominds.driver.supply import answer_tellask_back, supply_response
 from dominds.rtws import DIALOG_STATUSES
+from dominds.store.errors import is_storage_pause
 from dominds.store.records import Assignment, RunState
 
 
@@ -33,12 +34,25 @@ def _stop_one(engine: EngineServices, dialog: Dialog, reason: str) -> bool:
             dialog.set_run_state(RunState(kind="stop_requested", reason=reason))
         engine.request_stop(dialog, reason)
         return True
-    if dialog.latest.needs_drive and not dialog.is_dead:
-        dialog.latest.needs_drive = False
-        dialog.set_run_state(RunState(kind="interrupted", reason=reason))
-        dialog.save_latest()
+    if (dialog.latest.needs_drive or is_storage_pause(dialog.load_error)) and not dialog.is_dead:
+        # queued for a drive, or paused by a full disk that the storage watcher would resume
+        _persist_stop(dialog, reason)
         return True
     return False
+
+
+def _persist_stop(dialog: Dialog, reason: str) -> None:
+    """The dialog stays stopped, on disk before the Stop is answered. A refused write (a full disk) leaves
+    it as it was, so a Stop answered with an error has no effect: the storage watcher would otherwise keep
+    a stop that exists only in memory, and a restart would forget it."""
+    needs_drive, state = dialog.latest.needs_drive, dialog.latest.run_state
+    dialog.latest.needs_drive = False
+    try:
+        dialog.set_run_state(RunState(kind="interrupted", reason=reason), save=False)
+        dialog.save_latest()
+    except BaseException:
+        dialog.latest.needs_drive, dialog.latest.run_state = needs_drive, state
+        raise
 
 
 def working_for(engine: EngineServices, dialog: Dialog) -> list[Dialog]:
@@ -67,7 +81,7 @@ def emergency_stop(engine: EngineServices) -> int:
     count = 0
     for root in list(engine.roots.values()):
         for dialog in list(root.local.values()):
-            if dialog.is_driving or dialog.latest.needs_drive:
+            if dialog.is_driving or dialog.latest.needs_drive or is_storage_pause(dialog.load_error):
                 count += stop(engine, dialog, "emergency_stop")
     return count
 

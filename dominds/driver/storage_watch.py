@@ -44,23 +44,34 @@ async def resume_when_writable(engine: EngineServices, dialog: Dialog, problem: 
 
 
 def _try_resume(engine: EngineServices, dialog: Dialog, problem: str) -> bool:
+    from dominds.driver import run_control
     from dominds.driver.recovery import close_interrupted_generation
+    from dominds.driver.recovery_calls import stop_reason_to_keep
 
     probe_free_space(dialog.files.dir)
+    # A Stop the full disk kept the drive's end from recording, or one made while the dialog was paused, is
+    # kept as recovery keeps it; before, the watcher turned it into ``storage_error`` and drove the dialog.
+    stopped_by = stop_reason_to_keep(dialog.latest.run_state)
     close_interrupted_generation(dialog)
-    if dialog.latest.run_state.kind == "interrupted":
+    if stopped_by is None and dialog.latest.run_state.kind == "interrupted":
         dialog.set_run_state(RunState(kind="interrupted", reason=STORAGE_ERROR, detail=problem), save=False)
     dialog.save_latest()
     paused_with, dialog.load_error = dialog.load_error, None
     try:
         questions.save_unsaved(engine, dialog)
         _finish_cut_dispatches(engine, dialog)
-        if dialog.can_drive():
+        if stopped_by is not None:
+            dialog.stop_reason = None
+            run_control.stop_under(engine, dialog, stopped_by)  # what the drive's end did not get to
+        elif dialog.can_drive():
             engine.request_drive(dialog)  # persists needsDrive: may be refused too
     except BaseException:
         dialog.load_error = paused_with  # still paused: the next round tries again
         raise
-    log.warning("dialog %s: the disk takes writes again; resuming", dialog.self_id)
+    if stopped_by is not None:
+        log.warning("dialog %s: the disk takes writes again; left stopped (%s)", dialog.self_id, stopped_by)
+    else:
+        log.warning("dialog %s: the disk takes writes again; resuming", dialog.self_id)
     return True
 
 

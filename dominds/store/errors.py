@@ -38,10 +38,18 @@ class WriteFailedError(StoreError):
         super().__init__(f"cannot write {path}: {problem}")
 
 
+STORAGE_PAUSE = "storage failure (paused until the disk takes writes again)"
+
+
 def storage_pause(exc: StoreError) -> str:
     """What a dialog paused by a refused write shows until the disk takes writes again (its ``load_error``);
     the scheduler and recovery pause dialogs, ``driver/storage_watch.py`` resumes them."""
-    return f"storage failure (paused until the disk takes writes again): {exc}"
+    return f"{STORAGE_PAUSE}: {exc}"
+
+
+def is_storage_pause(load_error: str | None) -> bool:
+    """Is this ``load_error`` a pause the storage watcher ends (not a dialog that failed to load)?"""
+    return load_error is not None and load_error.startswith(STORAGE_PAUSE)
 
 
 class DialogNotFoundError(StoreError):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from disk_full import DiskFull
 from helpers import records, sayings
 from tmpfs import Filler, tmpfs
 from workspace_kit import set_responses
@@ -18,39 +18,6 @@ from dominds.driver import storage_watch
 from dominds.store import atomic, space
 from dominds.store.course_records import HumanTextRecord, TeammateResponseRecord
 from dominds.store.errors import WriteFailedError
-
-
-class DiskFull:
-    """Make every write of the process fail with ENOSPC while armed."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.armed = False
-        self.refuses: Callable[[bytes], bool] = lambda data: True
-        """Which writes the full disk refuses while armed (all by default; the probe always)."""
-        self.probes_refused = 0
-        """The storage watcher's free-space probes refused so far (a signal the test can wait on)."""
-        real_write = os.write
-
-        def write(fd: int, data: bytes) -> int:  # type: ignore[override]
-            if self.armed and self.refuses(bytes(data)):
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return real_write(fd, data)
-
-        def pwrite(fd: int, data: bytes, offset: int) -> int:  # a state file written over its spare
-            if self.armed:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            return real_pwrite(fd, data, offset)
-
-        def posix_fallocate(fd: int, offset: int, length: int) -> None:  # the watcher's probe of free space
-            if self.armed:
-                self.probes_refused += 1
-                raise OSError(errno.ENOSPC, "No space left on device")
-            real_fallocate(fd, offset, length)
-
-        real_pwrite, real_fallocate = os.pwrite, os.posix_fallocate
-        monkeypatch.setattr(atomic.os, "write", write)
-        monkeypatch.setattr(atomic.os, "pwrite", pwrite)
-        monkeypatch.setattr(atomic.os, "posix_fallocate", posix_fallocate)
 
 
 async def test_refused_message_is_not_acknowledged_and_the_daemon_lives_on(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
