@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deadlines import until
 from disk_full import DiskFull
 from helpers import records, sayings
 from tmpfs import Filler, tmpfs
@@ -115,10 +116,7 @@ async def test_a_dialog_paused_by_a_full_disk_resumes_when_space_returns(make_en
     assert disk.probes_refused >= probes + 2, "the watcher probes again while the disk is full"
     assert root.load_error is not None, "still paused while the disk is full"
     disk.armed = False
-    for _ in range(200):
-        if not root.load_error and sayings(root) == ["done"]:
-            break
-        await asyncio.sleep(0.02)
+    await until(lambda: not root.load_error and sayings(root) == ["done"], "resumed and answered")
     await engine.wait_idle()
     assert root.load_error is None and sayings(root) == ["done"]
     assert [r.msg_id for r in records(root) if isinstance(r, HumanTextRecord)] == ["acked"]

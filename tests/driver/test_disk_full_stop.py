@@ -3,12 +3,11 @@ again; the storage watcher resumes only what the disk paused."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
-from deadlines import WAIT_SECONDS
+from deadlines import until
 from disk_full import DiskFull
 from helpers import sayings
 from workspace_kit import set_responses
@@ -16,14 +15,6 @@ from workspace_kit import set_responses
 from dominds.store.errors import WriteFailedError
 
 SLOW = [{"message": "slow", "response": "done " * 200, "chunk_chars": 2, "delay_ms": 2}]
-
-
-async def until(condition: Any, what: str) -> None:
-    for _ in range(int(WAIT_SECONDS / 0.01)):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"never: {what}")
 
 
 async def test_a_dialog_stopped_while_paused_by_a_full_disk_stays_stopped_when_space_returns(make_engine, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,6 @@ distinct usage for every request so the engine's per-tree totals can be checked 
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm is not a package
+from deadlines import until
 from dialects import (
     AnthropicDialect,
     OpenAiChatDialect,
@@ -297,11 +297,7 @@ async def test_stop_during_a_stream_closes_the_connection(
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
         engine.submit_user_message(root, "Talk for a long time.")
-        for _ in range(200):
-            if root.streaming_text.get("saying"):
-                break
-            await asyncio.sleep(0.01)
-        assert root.streaming_text.get("saying"), "the stream started"
+        await until(lambda: root.streaming_text.get("saying"), "the stream started")
         stopped_at = time.monotonic()
         assert engine.stop(root)
         await engine.wait_idle(timeout=5)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
+from deadlines import until
 from helpers import records, sayings
 
 from dominds.driver.engine import EngineError
@@ -86,10 +85,7 @@ async def test_stop_interrupts_a_streaming_generation_and_resume_continues(make_
     )
     root = engine.create_dialog("lead", "tasks/t.tsk")
     engine.submit_user_message(root, "slow")
-    for _ in range(200):
-        await asyncio.sleep(0.01)
-        if root.streaming_text.get("saying"):
-            break
+    await until(lambda: root.streaming_text.get("saying"), "the stream started")
     assert engine.stop(root)
     await engine.wait_idle()
     assert root.latest.run_state.kind == "interrupted" and root.latest.run_state.reason == "user_stop"

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from deadlines import until
 
 from dominds.store import atomic, commit
 from dominds.store.atomic import append_line, remove_file, write_atomic
@@ -97,10 +98,7 @@ async def test_a_failed_fsync_holds_replies_until_it_succeeds(tmp_path: Path, mo
         log.fail_with = errno.EIO
         write_atomic(tmp_path / "x.yaml", "a: 1\n")
         commit.after_durable(lambda: released.append("reply"))
-        for _ in range(50):
-            await asyncio.sleep(0.01)
-            if group.problem:
-                break
+        await until(lambda: group.problem, "the failed fsync is noticed")
         assert group.problem and "fsync failed" in group.problem
         assert released == [], "a reply whose write is not durable is not sent"
         log.fail_with = None

@@ -11,6 +11,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from deadlines import until
 
 from dominds.driver.tool_exec import SHELL_TOOLS
 from dominds.rtws import Rtws
@@ -156,11 +157,7 @@ async def test_cancelling_the_call_kills_the_process_group(ctx: ToolCallContext,
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(100):  # SIGKILL is delivered asynchronously
-        if not running(child):
-            break
-        await asyncio.sleep(0.01)
-    assert not running(child)
+    await until(lambda: not running(child), "the killed child is gone")  # SIGKILL is delivered asynchronously
 
 
 async def test_empty_command_is_refused(ctx: ToolCallContext) -> None:

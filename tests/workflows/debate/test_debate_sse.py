@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from deadlines import until
 from test_debate_kit import (
     AngleEmbedder,
     critic_answer,
@@ -160,11 +160,7 @@ async def test_a_client_that_disconnects_stops_the_run(serve: Serve) -> None:
     start = json.loads((await resp.content.readline()).decode()[len("data: ") :])
     assert start["type"] == "session_start"
     resp.close()
-    for _ in range(100):
-        if not ACTIVE_SESSIONS:
-            break
-        await asyncio.sleep(0.05)
-    assert not ACTIVE_SESSIONS, "the run stopped"
+    await until(lambda: not ACTIVE_SESSIONS, "the run stopped")
     saved = load_state(engine.load_root(start["sessionId"]).files.dir)
     assert (saved.status, saved.stop_reason, saved.current_round) == ("interrupted", "client_disconnected", 0)
     subs = [engine.get_dialog(start["sessionId"], s) for s in engine.store.subdialog_ids("run", start["sessionId"])]
