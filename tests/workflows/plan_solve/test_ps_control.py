@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from deadlines import WAIT_SECONDS
 from pptx import Presentation
 from ps_kit import deck_of, names, per_task, plan_json, planner, world
 
 from dominds.workflows.plan_solve.members import SOLVER_ID
 
-SLOW_PLAN = planner(plan_json([1]), contains="slow question", seconds=5.0)
+NEVER = 600.0
+"""A step slow enough never to end by itself within a wait: a run that ends was ended by the control
+sent to it. (5 s steps against 3 s waits proved the same on an idle machine and flaked on a loaded one.)"""
+SLOW_PLAN = planner(plan_json([1]), contains="slow question", seconds=NEVER)
 
 
 async def test_cancel_during_planning_interrupts_and_the_session_is_reusable(serve: Any) -> None:
@@ -18,7 +22,7 @@ async def test_cancel_during_planning_interrupts_and_the_session_is_reusable(ser
     await sock.ask("a slow question")
     started = await sock.until("plan.start")
     await sock.send_in_session("user.cancel")
-    events = await sock.finish(timeout=3)
+    events = await sock.finish(timeout=WAIT_SECONDS)
     assert names(events) == ["agent.interrupted"] and events[0]["content"] == "Execution cancelled"
     root_id = started["metadata"]["dialog_id"]
     [planner_step] = served.engine.store.subdialog_ids("run", root_id)
@@ -30,14 +34,14 @@ async def test_cancel_during_planning_interrupts_and_the_session_is_reusable(ser
 
 
 async def test_cancel_task_on_two_of_three_tasks_leaves_them_out_of_aggregation(serve: Any) -> None:
-    served = await serve(world([1, 2, 3], slow_tasks={2: 5.0, 3: 5.0}))
+    served = await serve(world([1, 2, 3], slow_tasks={2: NEVER, 3: NEVER}))
     sock = await served.session()
     await sock.ask()
     await sock.until("solver.start", task_id=2)
     await sock.until("solver.start", task_id=3)
     for task_id in (2, 3):
         await sock.send_in_session("user.cancel_task", content={"task_id": task_id})
-    events = await sock.finish(timeout=5)
+    events = await sock.finish(timeout=WAIT_SECONDS)
     notices = [e for e in events if e["event"] == "system.notice"]
     assert [n["content"] for n in notices] == [
         "Cancel task request for 2 accepted",
@@ -54,13 +58,13 @@ async def test_cancel_task_on_two_of_three_tasks_leaves_them_out_of_aggregation(
 
 
 async def test_cancel_while_solving_stops_every_solver_without_per_task_events(serve: Any) -> None:
-    served = await serve(world([1, 2], slow_tasks={1: 5.0, 2: 5.0}))
+    served = await serve(world([1, 2], slow_tasks={1: NEVER, 2: NEVER}))
     sock = await served.session()
     await sock.ask()
     started = await sock.until("plan.start")
     await sock.until("solver.start", task_id=2)
     await sock.send_in_session("user.cancel")
-    events = await sock.finish(timeout=3)
+    events = await sock.finish(timeout=WAIT_SECONDS)
     assert names(events)[-1] == "agent.interrupted" and "solver.cancelled" not in names(sock.events)
     root_id = started["metadata"]["dialog_id"]
     steps = [served.engine.get_dialog(root_id, s) for s in served.engine.store.subdialog_ids("run", root_id)]
@@ -163,7 +167,7 @@ async def test_cancel_plan_during_planning_and_requests_that_do_not_apply(serve:
         "content"
     ] == "Task 1 cannot be restarted: solving has not started"
     await sock.send_in_session("user.cancel_plan")
-    events = await sock.finish(timeout=3)
+    events = await sock.finish(timeout=WAIT_SECONDS)
     assert names(events) == ["system.notice", "plan.cancelled", "agent.final_answer"]
     assert (
         events[0]["content"] == "Cancel plan request accepted"

@@ -53,7 +53,7 @@ async def test_protocol_errors_are_system_errors(serve: Any) -> None:
 
 
 async def test_session_errors_are_agent_errors_with_exact_texts(serve: Any) -> None:
-    served = await serve(world([1], extra=[planner(plan_json([1]), contains="slow", seconds=5.0)]))
+    served = await serve(world([1], extra=[planner(plan_json([1]), contains="slow", seconds=600.0)]))  # still planning while the errors are asked
     sock = await served.session()
     other = await served.session()
 

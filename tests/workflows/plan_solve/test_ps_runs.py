@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
+from deadlines import until
 from pptx import Presentation
 from ps_kit import (
     PLAN_USAGE,
@@ -190,16 +190,13 @@ async def test_heartbeat_counts_active_sessions_and_closing_ends_the_session(ser
 
 
 async def test_a_disconnect_closes_the_sessions_and_stops_their_runs(serve: Any) -> None:
-    served = await serve([planner(plan_json([1]), seconds=5.0)])
+    served = await serve([planner(plan_json([1]), seconds=600.0)])  # ends only if the disconnect ends it
     sock = await served.session()
     await sock.ask()
     started = await sock.until("plan.start")
     await sock.ws.close()
     service = served.client.app[PLAN_SOLVE]
-    for _ in range(200):
-        if not service.sessions:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: not service.sessions, "the disconnect closed the session")
     assert not service.sessions and service.active_sessions() == 0
     root_id = started["metadata"]["dialog_id"]
     [planner_id] = served.engine.store.subdialog_ids("run", root_id)
