@@ -338,8 +338,9 @@ def close_interrupted_generation(dialog: Dialog) -> None:
         return  # declared dead while it generated (run_control.declare_dead): it stays dead, never resumed
     reason = dialog.blocked_reason()
     if kept := stop_reason_to_keep(state):
-        # A Stop answered before its drive recorded the end: the dialog stays stopped as the person asked,
-        # as ``drive._settle`` would have left it (it used to be resumed as interrupted by the restart).
+        # A Stop answered before its drive recorded the end (or recorded while a full disk had paused the
+        # drive): the dialog stays stopped as the person asked, as ``drive._settle`` would have left it (it
+        # used to be resumed as interrupted by the restart).
         dialog.latest.needs_drive = False
         dialog.latest.run_state = RunState(kind="interrupted", reason=kept)
         dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason=kept))
