@@ -135,11 +135,11 @@ def reminders_text(dialog: Dialog) -> str | None:
 
 
 def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[ChatMessage]:
-    messages = memory_messages(cache, member.id)
+    head = memory_messages(cache, member.id)
     taskdoc = taskdoc_message(cache, dialog)
     if taskdoc is not None:
-        messages.append(taskdoc)
-    course = dialog_context_messages(dialog)
+        head.append(taskdoc)
+    course = dialog_context_messages(dialog)  # a new list, ours to change
     reminder = reminders_text(dialog)
     if reminder:
         # Just before the last user message, so the model reads them right before its turn. They move
@@ -147,5 +147,7 @@ def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[C
         last_user = next((i for i in range(len(course) - 1, -1, -1) if course[i].role == "user"), None)
         insert_at = last_user if last_user is not None else len(course)
         course.insert(insert_at, ChatMessage(role="user", content=reminder, volatile=True))
-    messages.extend(course)
-    return messages
+    # The memory and Taskdoc messages go in front of the course's list: a move of its pointers, where
+    # extending a list with the course was one more pass over every message of a long dialog.
+    course[:0] = head
+    return course

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import operator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -46,20 +47,51 @@ class NeutralBody:
     the system prompt), kept per request like the JSON: summing 10,000 messages cost 4 ms of a turn."""
 
 
+TAIL = 32
+"""How many messages at the end of a kept request are compared one by one with a new request's (the
+reminders move near the end every turn); the ones before are compared as one list."""
+
+
 @dataclass
 class _Kept:
-    messages: list[ChatMessage]
+    head: list[ChatMessage]
+    """The request's messages but its last ``TAIL``: a new request that starts with them (the same objects,
+    or equal ones: equal messages have the same JSON) is recognised by one list comparison, in C with no
+    call for an identical item. Comparing every message by identity (``map(operator.is_not, …)``, a call
+    and a boolean per pair) cost 0.6-0.9 ms of a turn at 10,000 messages (``bench/bench_turn_parts.py``)."""
+    tail: list[ChatMessage]
     parts: list[bytes]
     """Each message's JSON, UTF-8 (encoded once: encoding the joined text cost 3 ms of a turn at 10,000
     messages)."""
     content_chars: int
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + len(self.tail)
+
+    def at(self, index: int) -> ChatMessage:
+        head = len(self.head)
+        return self.head[index] if index < head else self.tail[index - head]
+
+    def messages(self, start: int = 0) -> Iterator[ChatMessage]:
+        """The messages from ``start`` on."""
+        head = len(self.head)
+        if start >= head:
+            return iter(self.tail[start - head :])
+        return itertools.chain(itertools.islice(self.head, start, None), self.tail)
+
+    @classmethod
+    def of(cls, messages: list[ChatMessage], parts: list[bytes], content_chars: int, tail: int) -> _Kept:
+        cut = max(0, len(messages) - tail)
+        return cls(messages[:cut], messages[cut:], parts, content_chars)
 
 
 class NeutralBodies:
     """The message JSON of recent requests, reused where a new request has the same message object at
     the same place (the memory and Taskdoc messages are new objects each time, a course's are not)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tail: int = TAIL) -> None:
+        self._tail = tail
         self._kept: list[_Kept] = []
         self._tools: dict[tuple[str, str, int], tuple[dict[str, Any], str]] = {}
         """(name, description, id of the parameters) → the parameters and the tool's JSON (the parameters
@@ -98,7 +130,7 @@ class NeutralBodies:
         middle = len(messages) // 2
         if middle:
             probe = messages[middle]
-            likely = [i for i, k in enumerate(kept) if len(k.messages) > middle and k.messages[middle] is probe]
+            likely = [i for i, k in enumerate(kept) if k.size > middle and k.at(middle) is probe]
         else:
             likely = []
         best, shared = -1, 0
@@ -106,7 +138,7 @@ class NeutralBodies:
             best = likely[0]  # the dialog's previous request: no count needed to choose it (a pass in C per message)
         else:
             for index in likely or range(len(kept)):
-                same = sum(map(operator.is_, kept[index].messages, messages))
+                same = sum(map(operator.is_, kept[index].messages(), messages))
                 # Most messages in place, not just the memory and Taskdoc messages dialogs share: taking
                 # another dialog's kept request for those made both dialogs encode everything each turn.
                 if same > shared and same * 2 > len(messages):
@@ -116,15 +148,20 @@ class NeutralBodies:
             chars = sum(map(len, map(_CONTENT, messages)))
         else:
             before = self._kept.pop(best)
-            parts = before.parts[: len(messages)]
-            chars = before.content_chars - sum(map(len, map(_CONTENT, before.messages[len(messages) :])))
-            for place in itertools.compress(range(len(parts)), map(operator.is_not, before.messages, messages)):
+            parts = before.parts  # its own list: the kept request is replaced by this one
+            del parts[len(messages) :]
+            chars = before.content_chars - sum(map(len, map(_CONTENT, before.messages(len(messages)))))
+            same_head = len(before.head)
+            start = same_head if same_head <= len(messages) and before.head == messages[:same_head] else 0
+            changed = map(operator.is_not, before.messages(start), itertools.islice(messages, start, None))
+            for place in itertools.compress(range(start, len(parts)), changed):
+                old = before.at(place)
                 parts[place] = _encoded(messages[place])
-                chars += len(messages[place].content) - len(before.messages[place].content)
+                chars += len(messages[place].content) - len(old.content)
             added = messages[len(parts) :]
             parts.extend(_encoded(message) for message in added)
             chars += sum(map(len, map(_CONTENT, added)))
-        made = _Kept(list(messages), parts, chars)
+        made = _Kept.of(messages, parts, chars, self._tail)
         self._kept.append(made)
         del self._kept[:-KEPT_REQUESTS]
         return made

@@ -230,12 +230,15 @@ class RequestLog:
                 del self._where[cid]
         for index, cid in enumerate(tail, keep):
             self._where.setdefault(cid, index)
-        ends = self._previous_ends[:keep]
+        # In place: copying the kept part of both lists was two passes over every chunk of the body
+        # (~10,000 at 10,000 messages) at every request.
+        ends = self._previous_ends
+        del ends[keep:]
         for piece in pieces:
             start += len(piece)
             ends.append(start)
-        self._previous = self._previous[:keep] + tail
-        self._previous_ends = ends
+        del self._previous[keep:]
+        self._previous.extend(tail)
         self._previous_body = body
         return stored
 

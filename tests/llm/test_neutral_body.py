@@ -48,17 +48,25 @@ texts = st.text(max_size=30)
 
 
 @settings(max_examples=60, deadline=None)
-@given(steps=st.lists(st.tuples(st.integers(0, 3), st.lists(texts, max_size=4)), min_size=1, max_size=8))
-def test_each_body_equals_the_whole_requests_json(steps: list[tuple[int, list[str]]]) -> None:
-    """A conversation grows, sometimes drops its last messages or replaces one; every body is exact, and
-    so is the count of content characters kept beside it (the scripted provider's prompt tokens)."""
-    bodies = NeutralBodies()
+@given(
+    steps=st.lists(st.tuples(st.integers(0, 5), st.lists(texts, max_size=4), st.integers(0, 40)), min_size=1, max_size=8),
+    tail=st.sampled_from([0, 1, 2, 32]),
+)
+def test_each_body_equals_the_whole_requests_json(steps: list[tuple[int, list[str], int]], tail: int) -> None:
+    """A conversation grows, sometimes drops its last messages, replaces one with a new text, or gives one
+    as a new but equal object; every body is exact, and so is the count of content characters kept beside
+    it (the scripted provider's prompt tokens). ``tail``: how many of a kept request's last messages are
+    compared one by one (the ones before are compared as one list)."""
+    bodies = NeutralBodies(tail=tail)
     messages: list[ChatMessage] = [ChatMessage(role="user", content="first")]
-    for dropped, added in steps:
-        messages = messages[: max(1, len(messages) - dropped)]
+    for dropped, added, at in steps:
+        messages = messages[: max(1, len(messages) - min(dropped, 3))]
         messages = messages + [ChatMessage(role="assistant" if i % 2 else "user", content=t) for i, t in enumerate(added)]
-        if len(messages) > 2 and dropped == 3:
-            messages[1] = replace(messages[1], content=messages[1].content + "!")  # a new object in the middle
+        place = at % len(messages)
+        if dropped == 4:
+            messages[place] = replace(messages[place], content=messages[place].content + "!")  # a new text anywhere
+        elif dropped == 5:
+            messages[place] = replace(messages[place])  # a new object, equal to the one it replaces
         request = _request(list(messages))
         built = bodies.build(request)
         assert built.data == _whole(request)
