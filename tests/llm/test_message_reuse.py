@@ -195,3 +195,29 @@ def test_dialogs_sharing_their_memory_message_each_convert_only_their_newest_mes
         converted.clear()
         reuse.convert([*long_dialog, user("next", 300 + n)])
         assert sum(converted) < 10, converted
+
+
+def test_a_dialog_equal_at_its_start_to_another_does_not_walk_the_others_short_cut(monkeypatch: Any) -> None:
+    """The bug: once a kept start was matched by equality, a short dialog whose first turns equal a long
+    one's (two dialogs of the same team asked the same things) passed the cheap first test too, and the
+    long dialog's every request walked all its messages after the short one's cut (``_bound_after``:
+    1 ms a turn at 10,000 messages; the Anthropic bench went from 1.32x to 1.45x). Another dialog's kept
+    conversion is turned away by identity before any walk."""
+    from dominds.llm import message_reuse
+
+    walked_from: list[int] = []
+    real = message_reuse._bound_after
+    monkeypatch.setattr(message_reuse, "_bound_after", lambda messages, at: walked_from.append(at) or real(messages, at))
+    reuse = MessageReuse(chat_piece)
+
+    def turns(count: int) -> list[ChatMessage]:  # new objects, equal to the other dialog's
+        return [m for n in range(1, count) for m in (user(f"q{n}", n), said(f"a{n}", n))]
+
+    short, long = turns(5), turns(300)  # the short one's messages up to its cut equal the long one's start
+    for n in range(3):
+        reuse.convert([*short, user(f"short next {n}", 500 + n)])
+        long = [*long, user(f"l{n}", 600 + n), said(f"la{n}", 600 + n)]
+        walked_from.clear()
+        reuse.convert([*long, user("long next", 700 + n)])
+        if n:
+            assert walked_from and min(walked_from) > len(long) // 2, walked_from
