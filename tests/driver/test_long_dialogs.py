@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -141,26 +140,43 @@ def test_course_messages_fed_in_pieces_equal_the_whole_course_at_once() -> None:
         assert built.feed(records[cut:]).messages() == whole, cut
 
 
-@pytest.mark.slow
-async def test_a_streamed_reply_costs_time_linear_in_its_length(make_engine: Callable[..., Any]) -> None:
+async def test_a_streamed_reply_does_work_linear_in_its_length(make_engine: Callable[..., Any]) -> None:
     """The bug: the live-text buffer kept for late subscribers was re-joined on every chunk, so a reply
     streamed in 20-character chunks cost time quadratic in its length (200k characters: 2.5 s against
-    0.08 s for 100k). CPU time of the process, 1.6M characters against 400k: linear is 4x, held to 8x
-    (the re-joining is 16x and more). Each size is the least of its runs: a pause of the process (a
-    collection of the whole heap, a busy machine) only adds. Against 100k (0.08 s) the bound of twice
-    linear failed once beside two CPU burners at load 12 (32.8x for 16x): the shorter the baseline, the
-    more the machine's noise weighs in it."""
-    sizes = (1_000, 400_000, 1_600_000)
+    0.08 s for 100k). Work is counted, not timed: an earlier version compared CPU times (1.6M characters
+    against 400k, held to 8x) and failed beside two CPU burners at load 12 (9.5x): a bigger reply's
+    memory is slower to reach on a machine whose caches others share, so its CPU time grows faster than
+    its work. The time itself is a figure of ``bench/bench_long.py --only stream``.
+
+    Held here, for 2,000 and 8,000 chunks: the joins of text (``str.join``, which the re-joining called
+    at every chunk) do not grow with the chunks, and the Python calls the event loop's thread makes grow
+    in proportion to them (4x the chunks: 4x the calls; a walk of the chunks so far at every chunk would
+    be 16x)."""
+    sizes = (40_000, 160_000)
     text = "words and more words " * (max(sizes) // 20 + 1)
     engine: Engine = await make_engine(
-        [{"agent": "lead", "message": f"size {n}", "response": text[:n], "chunk_chars": 20} for n in sizes]
+        [{"agent": "lead", "message": f"size {n}", "response": text[:n], "chunk_chars": 20} for n in (1_000, *sizes)]
     )
-    cpu: dict[int, float] = {}
-    for size, runs in ((1_000, 1), (400_000, 3), (1_600_000, 2)):  # the first turn loads the script
-        for _ in range(runs):
-            dialog = engine.create_dialog("lead", "tasks/a.tsk")
-            started = time.process_time()
+    await drive_turn(engine, engine.create_dialog("lead", "tasks/a.tsk"), "size 1000")  # loads the script
+    calls: dict[int, int] = {}
+    joins: dict[int, int] = {}
+    for size in sizes:
+        dialog = engine.create_dialog("lead", "tasks/a.tsk")
+        count = 0
+        joined = 0
+
+        def counter(frame: FrameType, event: str, arg: object) -> None:
+            nonlocal count, joined
+            if event in ("call", "c_call"):
+                count += 1
+                joined += event == "c_call" and getattr(arg, "__qualname__", "") == "str.join"
+
+        sys.setprofile(counter)
+        try:
             await drive_turn(engine, dialog, f"size {size}")
-            cpu[size] = min(cpu.get(size, float("inf")), time.process_time() - started)
-            assert dialog.last_saying() == text[:size]
-    assert cpu[1_600_000] < 8 * cpu[400_000], cpu
+        finally:
+            sys.setprofile(None)
+        calls[size], joins[size] = count, joined
+        assert dialog.last_saying() == text[:size]
+    assert joins[160_000] < joins[40_000] + 100, joins  # 6,000 more chunks: no join per chunk
+    assert calls[160_000] < 5 * calls[40_000], calls  # 4x the chunks: linear is 4x
