@@ -36,7 +36,7 @@ from dominds.driver.start_progress import StartProgress
 from dominds.driver.subdialogs import (
     runtime_call_id,
 )
-from dominds.driver.supply import close_ask_back, record_ask_back_answer
+from dominds.driver.supply import calls_answered_by, close_ask_back, record_ask_back_answer
 from dominds.ids import now_iso
 from dominds.store.course_records import (
     AgentWordsRecord,
@@ -257,7 +257,7 @@ def _awaited(root: RootDialog, dialog: Dialog) -> bool:
     """Whether ``dialog``'s caller still waits for its answer (a pending entry for it)."""
     assignment = dialog.meta.assignment_from_sup
     caller = root.local.get(assignment.caller_dialog_id) if assignment is not None else None
-    return caller is not None and any(p.subdialog_id == dialog.self_id and p.call_type != "A" for p in caller.pending)
+    return caller is not None and bool(calls_answered_by(caller, dialog))
 
 
 def _withdraw_ask_backs_of_the_dead(root: RootDialog, dead: Dialog) -> None:

@@ -22,7 +22,7 @@ from dominds.driver.subdialogs import (
     materialize_subdialog,
     subdialog_meta,
 )
-from dominds.driver.supply import record_answers, record_response
+from dominds.driver.supply import calls_answered_by, record_answers, record_response
 from dominds.driver.tellask_exec import queue_tellask_back
 from dominds.ids import now_iso
 from dominds.store.course_records import (
@@ -292,7 +292,7 @@ def _persisted_answer_for(sub: Dialog, caller: Dialog, entry: PendingSubdialog) 
     response = persisted_answer(sub, entry.call_id)
     if response is not None or entry.call_type == "A":
         return response
-    later = [p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry]
+    later = [p for p in calls_answered_by(caller, sub) if p is not entry]
     return next((r for p in later if (r := persisted_answer(sub, p.call_id)) is not None), None)
 
 

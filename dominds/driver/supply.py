@@ -72,7 +72,7 @@ def record_answers(
     entries it answers. Earlier calls of this caller to the same session (say, the same TYPE B call twice in
     one message) were folded into this one: each call site gets the answer. A call in ``supplied`` (recovery:
     recorded before the crash) is only dropped."""
-    answered = [entry, *(p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A" and p is not entry)]
+    answered = [entry, *(p for p in calls_answered_by(caller, sub) if p is not entry)]
     for call in answered:
         if (call.subdialog_id, call.call_id) not in supplied:
             if status == "failed":
@@ -81,6 +81,12 @@ def record_answers(
                 result = texts.response_text(caller.agent_id, sub.agent_id, response, call.tellask_head, fbr=sub.meta.fbr)
             record_response(caller, sub, call.call_id, call.call_type, call.tellask_head, status, response, result)
         caller.pending.remove(call)
+
+
+def calls_answered_by(caller: Dialog, sub: Dialog) -> list[PendingSubdialog]:
+    """The caller's pending calls that ``sub``'s next answer answers: its TYPE B and C calls to it (an
+    ask-back, TYPE A, is answered the other way)."""
+    return [p for p in caller.pending if p.subdialog_id == sub.self_id and p.call_type != "A"]
 
 
 def record_response(

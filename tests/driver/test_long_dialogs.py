@@ -51,23 +51,34 @@ async def drive_turn(engine: Engine, dialog: Dialog, text: str = "ping") -> None
     await engine.wait_idle(timeout=60)
 
 
+class CountedCalls:
+    """The function calls (Python and built-in) the event loop's thread makes inside the ``with`` block,
+    and how many of them join text (``str.join``)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.joins = 0
+
+    def _count(self, frame: FrameType, event: str, arg: object) -> None:
+        if event in ("call", "c_call"):
+            self.calls += 1
+            self.joins += event == "c_call" and getattr(arg, "__qualname__", "") == "str.join"
+
+    def __enter__(self) -> CountedCalls:
+        sys.setprofile(self._count)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.setprofile(None)
+
+
 async def calls_per_turn(engine: Engine, dialog: Dialog, turns: int = 3) -> int:
     """Function calls (Python and built-in) the event loop's thread makes while ``turns`` turns run."""
-    count = 0
-
-    def counter(frame: FrameType, event: str, arg: object) -> None:
-        nonlocal count
-        if event in ("call", "c_call"):
-            count += 1
-
     await drive_turn(engine, dialog)  # warm: config, scripted database, caches of this course
-    sys.setprofile(counter)
-    try:
+    with CountedCalls() as counted:
         for _ in range(turns):
             await drive_turn(engine, dialog)
-    finally:
-        sys.setprofile(None)
-    return count // turns
+    return counted.calls // turns
 
 
 async def dialog_of(
@@ -162,21 +173,9 @@ async def test_a_streamed_reply_does_work_linear_in_its_length(make_engine: Call
     joins: dict[int, int] = {}
     for size in sizes:
         dialog = engine.create_dialog("lead", "tasks/a.tsk")
-        count = 0
-        joined = 0
-
-        def counter(frame: FrameType, event: str, arg: object) -> None:
-            nonlocal count, joined
-            if event in ("call", "c_call"):
-                count += 1
-                joined += event == "c_call" and getattr(arg, "__qualname__", "") == "str.join"
-
-        sys.setprofile(counter)
-        try:
+        with CountedCalls() as counted:
             await drive_turn(engine, dialog, f"size {size}")
-        finally:
-            sys.setprofile(None)
-        calls[size], joins[size] = count, joined
+        calls[size], joins[size] = counted.calls, counted.joins
         assert dialog.last_saying() == text[:size]
     assert joins[160_000] < joins[40_000] + 100, joins  # 6,000 more chunks: no join per chunk
     assert calls[160_000] < 5 * calls[40_000], calls  # 4x the chunks: linear is 4x
