@@ -20,7 +20,9 @@ PAGE_MS = 30_000
 """Playwright's `expect(...)` in real Chromium (its own default, 5 s, flaked under load)."""
 
 
-async def until(condition: Callable[[], object], what: str, seconds: float = WAIT_SECONDS, every: float = 0.01) -> None:
+async def until(
+    condition: Callable[[], object], what: str = "the condition", seconds: float = WAIT_SECONDS, every: float = 0.01
+) -> None:
     """Poll ``condition`` on the running event loop until it holds; fail naming ``what`` after ``seconds``.
 
     Returns the moment it holds. Loops of a fixed count (100 × 10 ms) bounded a failing run too tightly:

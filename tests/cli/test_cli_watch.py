@@ -12,6 +12,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from deadlines import until
 from test_cli_kit import TEAM_YAML, Daemon, dominds_json, write_workspace
 
 from dominds.watch import WorkspaceWatcher, classify, is_temp_name
@@ -144,26 +145,19 @@ async def test_the_watcher_debounces_bursts_and_picks_up_new_packages(tmp_path: 
             _editor_save(tmp_path / "a.tsk" / "goals.md", f"v{index}\n")
         (tmp_path / ".minds" / "memory").mkdir()
         (tmp_path / ".minds" / "memory" / "note.md").write_text("agents write here all the time\n")
-        await _until(lambda: ("taskdoc", "a.tsk") in calls)
+        await until(lambda: ("taskdoc", "a.tsk") in calls, seconds=5.0)
         _editor_save(tmp_path / "b.tsk" / "goals.md", "after the burst\n")  # its call comes after any of the burst's
-        await _until(lambda: ("taskdoc", "b.tsk") in calls)
+        await until(lambda: ("taskdoc", "b.tsk") in calls, seconds=5.0)
         assert calls == [("taskdoc", "a.tsk"), ("taskdoc", "b.tsk")], "one call for the burst; memory writes are not configuration"
         calls.clear()
 
         (tmp_path / "later.tsk").mkdir()
         watcher.rescan_soon()
-        await _until(lambda: tmp_path / "later.tsk" in watcher.in_place)  # the new watches answer
+        await until(lambda: tmp_path / "later.tsk" in watcher.in_place, seconds=5.0)  # the new watches answer
         (tmp_path / "later.tsk" / "goals.md").write_text("new\n")
         (tmp_path / ".minds" / "llm.yaml").write_text("providers: {}\n")
-        await _until(lambda: ("taskdoc", "later.tsk") in calls and ("minds", [".minds/llm.yaml"]) in calls)
+        await until(lambda: ("taskdoc", "later.tsk") in calls and ("minds", [".minds/llm.yaml"]) in calls, seconds=5.0)
     finally:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-
-
-async def _until(predicate: Any, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import filelock
+from deadlines import until
 from helpers import records
 from workspace_kit import write_workspace
 
@@ -47,13 +48,6 @@ def _shell_workspace(tmp_path: Path, responses: list[dict[str, Any]]) -> Engine:
 def _shell_call(message: str, command: str, agent: str = "lead") -> dict[str, Any]:
     return {"agent": agent, "message": message, "stream": [{"func_call": {"name": "shell_cmd", "arguments": {"command": command}}}]}
 
-
-async def wait_until(predicate: Any, timeout: float = 20.0) -> None:
-    """Poll a condition another process or task makes true (a file, a pid), up to ``timeout`` seconds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 async def drive_ends(dialog: Dialog, timeout: float) -> bool:
@@ -97,7 +91,7 @@ async def test_stop_kills_a_running_shell_cmd_within_a_second_and_resume_works(t
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
         engine.submit_user_message(root, "run it")
-        await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip())
+        await until(lambda: pidfile.exists() and pidfile.read_text().strip(), seconds=20.0)
         pid = int(pidfile.read_text())
         assert running(pid)
         assert engine.stop(root)
@@ -126,7 +120,7 @@ async def test_stop_while_a_drive_waits_for_its_dialog_is_not_lost(tmp_path: Pat
         root = engine.create_dialog("lead", "tasks/t.tsk")
         async with root.drive_mutex:  # the drive is started but waits here
             engine.submit_user_message(root, "hi")
-            await wait_until(lambda: root.is_driving)
+            await until(lambda: root.is_driving, seconds=20.0)
             assert engine.stop(root)
         assert await drive_ends(root, timeout=10)
         assert root.latest.run_state.kind == "interrupted"
@@ -144,7 +138,7 @@ async def test_stop_cancels_parallel_tool_calls_and_closes_each(tmp_path: Path) 
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
         engine.submit_user_message(root, "three")
-        await wait_until(lambda: all(p.exists() and p.read_text().strip() for p in pids))
+        await until(lambda: all(p.exists() and p.read_text().strip() for p in pids), seconds=20.0)
         children = [int(p.read_text()) for p in pids]
         engine.stop(root)
         assert await drive_ends(root, timeout=10)
@@ -175,7 +169,7 @@ async def test_stop_of_every_dialog_during_a_fan_out_of_five(tmp_path: Path) -> 
         root = engine.create_dialog("lead", "tasks/t.tsk")
         engine.submit_user_message(root, "fan out")
         pidfiles = [tmp_path / f"job{i}.pid" for i in range(5)]
-        await wait_until(lambda: all(p.exists() and p.read_text().strip() for p in pidfiles), timeout=60)
+        await until(lambda: all(p.exists() and p.read_text().strip() for p in pidfiles), seconds=60)
         children = [int(p.read_text()) for p in pidfiles]
         subs = [d for d in root.local.values() if not d.is_root]
         assert len(subs) == 5
@@ -202,7 +196,7 @@ async def test_close_cancels_running_drives_records_them_and_releases_the_lock_l
     await engine.start()
     root = engine.create_dialog("lead", "tasks/t.tsk")
     engine.submit_user_message(root, "run it")
-    await wait_until(lambda: pidfile.exists() and pidfile.read_text().strip())
+    await until(lambda: pidfile.exists() and pidfile.read_text().strip(), seconds=20.0)
     pid = int(pidfile.read_text())
     drive = root.drive_task
     assert drive is not None
@@ -294,7 +288,7 @@ async def test_a_message_queued_during_a_stopped_generation_stays_queued(tmp_pat
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
         engine.submit_user_message(root, "slow")
-        await wait_until(lambda: bool(root.streaming_text.get("saying")))
+        await until(lambda: bool(root.streaming_text.get("saying")), seconds=20.0)
         engine.submit_user_message(root, "later", msg_id="m-later")
         engine.stop(root)
         assert await drive_ends(root, timeout=10)

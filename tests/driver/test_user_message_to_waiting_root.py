@@ -8,9 +8,7 @@ messages got two generations, the first ignoring the second.
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
+from deadlines import until
 from helpers import records, sayings
 
 from dominds.dialog.model import Dialog
@@ -27,13 +25,6 @@ DELEGATION = [
 def _prompts(dialog: Dialog) -> list[HumanTextRecord]:
     return [r for r in records(dialog) if isinstance(r, HumanTextRecord)]
 
-
-async def _until(predicate: Any, timeout: float = 20.0) -> None:
-    """Poll a condition the engine's tasks make true, up to ``timeout`` seconds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 async def test_the_root_answers_a_user_while_its_subdialog_waits_on_a_question(make_engine) -> None:  # type: ignore[no-untyped-def]
@@ -117,10 +108,10 @@ async def test_ask_backs_and_a_user_message_are_served_in_arrival_order(make_eng
     asked = {("one" if "ask one" in q["tellaskHead"] else "two"): q["id"] for q in engine.q4h_state()}
     async with root.drive_mutex:  # the lead is busy elsewhere while these three arrive
         engine.answer_question(asked["one"], "yes")
-        await _until(lambda: len(root.latest.inbound_tellask_backs) == 1)
+        await until(lambda: len(root.latest.inbound_tellask_backs) == 1, seconds=20.0)
         engine.submit_user_message(root, "status?", msg_id="m-status")
         engine.answer_question(asked["two"], "yes")
-        await _until(lambda: len(root.latest.inbound_tellask_backs) == 2)
+        await until(lambda: len(root.latest.inbound_tellask_backs) == 2, seconds=20.0)
         assert [p.origin for p in list(root.queue)] == ["tellask_back", "user", "tellask_back"]
     await engine.wait_idle()
     served = [r.origin for r in _prompts(root)]
@@ -160,7 +151,7 @@ async def test_a_reply_and_a_user_message_arriving_together_are_answered_in_one_
     async with root.drive_mutex:
         [question] = engine.q4h_state()
         engine.answer_question(question["id"], "go ahead")
-        await _until(lambda: not root.pending)
+        await until(lambda: not root.pending, seconds=20.0)
         engine.submit_user_message(root, "and now?")
     await engine.wait_idle()
     recs = records(root)

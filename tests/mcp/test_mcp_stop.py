@@ -10,18 +10,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from deadlines import until
 from mcp_kit import after_tool, call, mcp_workspace, stdio_server_yaml
 
 from dominds.driver.engine import Engine
 from dominds.store.course_records import FuncResultRecord, GenFinishRecord
-
-
-async def _until(predicate, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    """Poll a condition another process or task makes true (a file, a pid), up to ``timeout`` seconds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 async def test_stop_cancels_a_slow_mcp_call_on_the_server_and_resume_works(
@@ -40,14 +33,14 @@ async def test_stop_cancels_a_slow_mcp_call_on_the_server_and_resume_works(
     try:
         root = engine.create_dialog("lead", "tasks/t.tsk")
         engine.submit_user_message(root, "nap")
-        await _until(lambda: "nap" in log.read_text().split("\n"))
+        await until(lambda: "nap" in log.read_text().split("\n"), seconds=30.0)
         assert engine.stop(root)
         task = root.drive_task
         assert task is not None
         done, _ = await asyncio.wait({task}, timeout=10)
         assert task in done, "the drive waited for the 60 s MCP call"
         # the server heard the cancellation (notifications/cancelled) and stopped the tool
-        await _until(lambda: "nap cancelled" in log.read_text())
+        await until(lambda: "nap cancelled" in log.read_text(), seconds=30.0)
         recs = root.files.read_course(root.latest.current_course)
         [result] = [r for r in recs if isinstance(r, FuncResultRecord)]
         assert result.interrupted and "may or may not have taken effect" in result.content

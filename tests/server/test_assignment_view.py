@@ -11,12 +11,12 @@ carries ``askBack``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
 from typing import Any
 
+from deadlines import until
 from server_kit import RESPONSES, ServeFactory
 
 from dominds.driver.texts import assignment_text
@@ -34,13 +34,6 @@ ASSIGNING = [
     *RESPONSES,
 ]
 
-
-async def _until(condition: Any) -> None:
-    for _ in range(1000):
-        if condition():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the condition did not hold in time")
 
 
 async def _delegate(served: Any) -> tuple[str, str]:
@@ -95,7 +88,7 @@ async def test_a_course_file_written_before_assignments_were_kept_still_shows_th
     subdialog's ``dialog.yaml`` still names its (current) assignment, so the panel shows it the same way."""
     served = await serve(ASSIGNING, rest_sweep_interval=0.05)
     root_id, sub_id = await _delegate(served)
-    await _until(lambda: root_id not in served.engine.roots)  # unloaded: the next display reads the files
+    await until(lambda: root_id not in served.engine.roots, seconds=20.0)  # unloaded: the next display reads the files
     [course] = (served.engine.rtws.dialogs_dir / "run" / root_id / "subdialogs" / sub_id).glob("course-*.jsonl")
     lines = [json.loads(line) for line in course.read_text(encoding="utf-8").splitlines()]
     for record in lines:

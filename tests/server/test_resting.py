@@ -6,25 +6,16 @@ recovery unloaded trees at rest), so a daemon's memory grew with every dialog it
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from deadlines import until
 from server_kit import ServeFactory
 
 from dominds.server.keys import HUB
 from dominds.server.resting import SWEEP_SECONDS, RestingTrees
-
-
-async def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if condition():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the condition did not hold in time")
 
 
 def _sayings(shown: dict[str, Any]) -> list[str]:
@@ -48,7 +39,7 @@ async def test_trees_at_rest_are_unloaded_unless_displayed_and_are_read_again_wh
     await sock.request({"type": "display_dialog", "dialog": sub, "follow": "add"}, "dialog_ready")
 
     # displayed: a root, and the tree of a displayed subdialog; every other tree at rest is unloaded
-    await _until(lambda: set(engine.roots) == {roots["shown"], roots["delegating"]})
+    await until(lambda: set(engine.roots) == {roots["shown"], roots["delegating"]}, seconds=10.0)
     _, listing = await served.get("/api/dialogs")
     states = {d["rootId"]: (d["runState"]["kind"], d["q4hCount"]) for d in listing["dialogs"] if d["selfId"] == d["rootId"]}
     assert states[roots["idle"]] == ("idle", 0) and states[roots["asking"]] == ("blocked", 1)
@@ -65,7 +56,7 @@ async def test_trees_at_rest_are_unloaded_unless_displayed_and_are_read_again_wh
     # the displayed dialog kept its followers: a new turn reaches the socket live
     await served.post(f"/api/dialogs/{roots['shown']}/messages", {"content": "hello"})
     await sock.wait_for(lambda m: m.get("type") == "saying_finish_evt" and m["dialog"]["selfId"] == roots["shown"], 10)
-    await _until(lambda: set(engine.roots) == {roots["shown"], roots["delegating"]})
+    await until(lambda: set(engine.roots) == {roots["shown"], roots["delegating"]}, seconds=10.0)
 
 
 async def test_a_tree_the_sweep_unloads_is_freed_at_once_not_left_to_the_cycle_collector(serve: ServeFactory) -> None:
@@ -89,8 +80,8 @@ async def test_a_tree_the_sweep_unloads_is_freed_at_once_not_left_to_the_cycle_c
             trees.append(weakref.ref(engine.roots[created["rootId"]]))
             await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": "hello"})
         await engine.wait_idle()
-        await _until(lambda: not engine.roots)
-        await _until(lambda: [tree() for tree in trees] == [None, None, None])  # by the sweep's collection
+        await until(lambda: not engine.roots, seconds=10.0)
+        await until(lambda: [tree() for tree in trees] == [None, None, None], seconds=10.0)  # by the sweep's collection
     finally:
         gc.enable()
         gc.unfreeze()
@@ -113,11 +104,11 @@ async def test_the_channels_of_unloaded_trees_are_dropped_and_a_tree_that_comes_
         roots.append(created["rootId"])
         await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": "hello"})
         await engine.wait_idle()
-    await _until(lambda: not engine.roots)
+    await until(lambda: not engine.roots, seconds=10.0)
     _, filler = await served.post("/api/dialogs", {"agentId": "lead", "taskDocPath": "tasks/t.tsk"})
     await served.post(f"/api/dialogs/{filler['rootId']}/messages", {"content": "hello"})  # fills the buffer
     await engine.wait_idle()
-    await _until(lambda: not engine.roots)
+    await until(lambda: not engine.roots, seconds=10.0)
     assert not engine.pubchan.channel_keys() & set(roots)
     assert not {key for conn in hub.connections for key in conn.trackers} & set(roots)
 
@@ -155,7 +146,7 @@ async def test_a_tree_is_unloaded_after_two_quiet_sweep_intervals_by_default(ser
     await served.post(f"/api/dialogs/{created['rootId']}/messages", {"content": "hello"})
     await engine.wait_idle()
     # a generous bound for a loaded machine; the sweep settings give 1–1.5 s
-    await _until(lambda: created["rootId"] not in engine.roots, timeout=8.0)
+    await until(lambda: created["rootId"] not in engine.roots, seconds=8.0)
     assert len(_sayings((await served.get(f"/api/dialogs/{created['rootId']}"))[1])) == 1
 
 

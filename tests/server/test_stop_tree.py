@@ -14,6 +14,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from deadlines import until
 from server_kit import ServeFactory
 
 from dominds.dialog.model import Dialog
@@ -23,12 +24,6 @@ from tests.processes import running
 SLEEPER = "sleep 30 & echo $! > {pidfile}; wait"
 """The tool's real work is a child process (its pid in ``pidfile``): killing bash alone would leave it."""
 
-
-async def _until(predicate: Any, timeout: float = 20.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 def _course(dialog: Dialog) -> list[Any]:
@@ -73,12 +68,12 @@ async def test_stop_of_a_main_dialog_stops_the_subdialog_it_waits_on_and_continu
     created = await sock.request({"type": "create_dialog", "agentId": "lead", "taskDocPath": "tasks/t.tsk"}, "dialog_ready")
     dialog = created["dialog"]
     await sock.request({"type": "drive_dlg_by_user_msg", "dialog": dialog, "content": "delegate the sleeper"}, "ack")
-    await _until(lambda: pidfile.exists() and pidfile.read_text().strip())
+    await until(lambda: pidfile.exists() and pidfile.read_text().strip(), seconds=20.0)
     pid = int(pidfile.read_text())
     engine = served.engine
     root = engine.get_dialog(dialog["rootId"], dialog["selfId"])
     [sub] = [d for d in root.root.local.values() if not d.is_root]
-    await _until(lambda: root.latest.run_state.kind == "blocked")  # the main dialog waits; only its subdialog runs
+    await until(lambda: root.latest.run_state.kind == "blocked", seconds=20.0)  # the main dialog waits; only its subdialog runs
     assert sub.is_driving
 
     stop = await sock.request({"type": "interrupt_dialog", "dialog": dialog}, "ack")
@@ -115,7 +110,7 @@ async def test_stop_reaches_a_subdialog_of_a_subdialog(
     assert status == 201, created
     root = engine.get_dialog(created["rootId"], created["selfId"])
     engine.submit_user_message(root, "delegate the sleeper")
-    await _until(lambda: pidfile.exists() and pidfile.read_text().strip())
+    await until(lambda: pidfile.exists() and pidfile.read_text().strip(), seconds=20.0)
     pid = int(pidfile.read_text())
     [tester] = [d for d in root.root.local.values() if d.agent_id == "tester"]
     status, stopped = await served.post(f"/api/dialogs/{root.self_id}/stop?rootId={root.root_id}")
