@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import itertools
 import operator
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -67,20 +68,36 @@ def attach_images(
 
 
 _KEPT_KEY = "image_naming"
+_TAIL = 32
+"""How many messages at the end of the previous request are compared one by one with the new one's (the
+reminders move near the end every turn); the ones before are compared as one list."""
 
 
 def _naming(messages: list[ChatMessage], kept: dict[str, Any]) -> list[int]:
     """Where the messages naming an artifact are. Found in C (a Python test of every message walked the
     whole course at each generation of a vision model), and only among the messages after those the
-    previous request had in place: searching every message's text cost 4 ms a turn at 10,000 messages."""
+    previous request had in place: searching every message's text cost 4 ms a turn at 10,000 messages.
+
+    The previous request's start is recognised by one list comparison (in C, no call for an identical
+    item; an equal message names the same artifacts): comparing every message by identity
+    (``map(operator.is_, …)``, a call and a boolean per pair) cost 0.9 ms of a turn at 10,000 messages."""
     found: list[int] = []
     start = 0
     before = kept.get(_KEPT_KEY)
     if before is not None:
-        previous, naming = before
-        start = len(list(itertools.takewhile(bool, map(operator.is_, previous, messages))))
+        head, tail, naming = before
+        if len(head) <= len(messages) and head == messages[: len(head)]:
+            start = len(head) + _same_count(tail, itertools.islice(messages, len(head), None))
+        else:
+            start = _same_count(itertools.chain(head, tail), messages)
         found = [index for index in naming if index < start]
     rest = map(operator.contains, map(_CONTENT, itertools.islice(messages, start, None)), itertools.repeat(_MARKER))
     found.extend(itertools.compress(itertools.count(start), rest))
-    kept[_KEPT_KEY] = (list(messages), found)
+    cut = max(0, len(messages) - _TAIL)
+    kept[_KEPT_KEY] = (messages[:cut], messages[cut:], found)
     return found
+
+
+def _same_count(before: Iterable[ChatMessage], messages: Iterable[ChatMessage]) -> int:
+    """How many messages at the start are the same objects in both."""
+    return sum(1 for _ in itertools.takewhile(bool, map(operator.is_, before, messages)))

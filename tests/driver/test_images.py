@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))  # tests/llm and tests/mcp are not packages
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
@@ -203,3 +205,52 @@ def test_images_found_from_a_dialogs_kept_scan_are_the_images_of_a_full_scan(tmp
         with_kept = attach_images(messages, tmp_path, kept=kept)
         assert with_kept == attach_images(messages, tmp_path), number
         assert any(m.images for m in with_kept) or number < 1, number
+
+
+_STEP = st.one_of(
+    st.tuples(st.just("append"), st.booleans(), st.integers(1, 40)),
+    st.tuples(st.just("replace"), st.booleans(), st.integers(0, 10_000)),
+    st.tuples(st.just("copy"), st.booleans(), st.integers(0, 10_000)),  # an equal message, another object
+    st.tuples(st.just("cut"), st.booleans(), st.integers(0, 10_000)),
+    st.tuples(st.just("same"), st.booleans(), st.integers(0, 0)),
+)
+
+
+@pytest.fixture(scope="module")
+def saved_pictures(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A dialog directory holding 20 image artifacts, and their placeholder lines."""
+    directory = tmp_path_factory.mktemp("images")
+    return directory, [save_artifact(directory, "d", f"shot-{i}", b"\x89PNG-%d" % i, "image/png") for i in range(20)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(_STEP, min_size=1, max_size=12), image_every=st.integers(2, 9))
+def test_images_found_from_a_kept_scan_of_long_requests_are_those_of_a_full_scan(
+    steps: list[tuple[str, bool, int]], image_every: int, saved_pictures: tuple[Path, list[str]]
+) -> None:
+    """Model test of the kept scan past its one-by-one tail (32 messages): the previous request's start is
+    recognised by one list comparison (equal messages name the same images), the rest one by one; requests
+    that grow, replace a message (in the compared start or the tail), hold an equal copy, or are cut get
+    the images of a search of every message after every step."""
+    directory, lines = saved_pictures
+    made = iter(range(10**6))
+
+    def message(names_image: bool) -> ChatMessage:
+        number = next(made)
+        text = lines[number % len(lines)] if names_image or number % image_every == 0 else f"plain {number}"
+        return ChatMessage(role="user", content=text)
+
+    kept: dict[str, object] = {}
+    messages = [message(False) for _ in range(40)]
+    for kind, names_image, number in steps:
+        messages = list(messages)
+        if kind == "append":
+            messages.extend(message(names_image) for _ in range(number))
+        elif kind == "replace" and messages:
+            messages[number % len(messages)] = message(names_image)
+        elif kind == "copy" and messages:
+            at = number % len(messages)
+            messages[at] = ChatMessage(role=messages[at].role, content=str(messages[at].content))
+        elif kind == "cut":
+            del messages[number % (len(messages) + 1) :]
+        assert attach_images(messages, directory, kept=kept) == attach_images(messages, directory), (kind, number)
