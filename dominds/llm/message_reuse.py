@@ -98,6 +98,22 @@ def encoded(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
+def joined(head: bytes, parts: list[bytes], tail: bytes, separator: bytes) -> bytes:
+    """``head + separator.join(parts) + tail`` in one join over ``parts`` itself, its ends joined to
+    ``head`` and ``tail`` for the call (and put back before it returns: nothing else runs meanwhile).
+    Joining the parts, then the three, copied a request's body twice, and a new list of the parts cost as
+    much again (1.2 ms of a turn at 10,000 messages)."""
+    if not parts:
+        return head + tail
+    first, last = parts[0], parts[-1]
+    parts[0] = head + first
+    parts[-1] = parts[-1] + tail
+    try:
+        return separator.join(parts)
+    finally:
+        parts[0], parts[-1] = first, last
+
+
 def converted_whole(convert: Convert, messages: list[ChatMessage], key: Hashable = ()) -> Converted:
     """``messages`` converted in one piece, nothing kept or reused (what ``MessageReuse`` must equal)."""
     piece = convert(messages, CallIds(), key)

@@ -30,7 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import httpx2
 
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
-from dominds.llm.message_reuse import encoded
+from dominds.llm.message_reuse import encoded, joined
 from dominds.llm.retry import (
     AttemptFailure,
     EmptyReply,
@@ -66,7 +66,7 @@ def json_content(kwargs: dict[str, Any], name: str, parts: list[bytes]) -> bytes
         body.update(extra)
     body.pop(name, None)
     head = encoded(body)
-    return head[:-1] + (b"," if body else b"") + encoded(name) + b":[" + b",".join(parts) + b"]}"
+    return joined(head[:-1] + (b"," if body else b"") + encoded(name) + b":[", parts, b"]}", b",")
 
 
 def sdk_http_client(sdk: Any, **options: Any) -> Any:

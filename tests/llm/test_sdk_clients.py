@@ -1,0 +1,42 @@
+"""The body a generator posts (``sdk_clients.json_content``): the SDK call's keyword arguments with
+``extra_body`` merged in and the conversation last, built from each message's kept JSON in one join."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dominds.llm.message_reuse import encoded
+from dominds.llm.sdk_clients import json_content
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+_KWARGS = st.dictionaries(st.sampled_from(["model", "max_tokens", "system", "tools", "messages"]), _JSON, max_size=4)
+
+
+@settings(max_examples=150, deadline=None)
+@given(kwargs=_KWARGS, extra=st.none() | st.dictionaries(st.sampled_from(["top_k", "model"]), _JSON, max_size=2), messages=st.lists(_JSON, max_size=6))
+def test_the_posted_body_is_the_arguments_with_the_conversation_last(
+    kwargs: dict[str, Any], extra: dict[str, Any] | None, messages: list[Any]
+) -> None:
+    """The body parses to the arguments (``extra_body`` merged in, a ``messages`` argument replaced by the
+    conversation), with the conversation the last key; the kept JSON of the messages (shared with later
+    requests) is the same after the call as before it, also when there is none or one."""
+    if extra is not None:
+        kwargs = {**kwargs, "extra_body": extra}
+    parts = [encoded(message) for message in messages]
+    before = list(parts)
+    body = json_content(kwargs, "messages", parts)
+    expected = {key: value for key, value in kwargs.items() if key not in ("extra_body", "messages")}
+    expected.update(extra or {})
+    expected.pop("messages", None)
+    expected["messages"] = messages
+    assert json.loads(body) == expected
+    assert list(json.loads(body)) == list(expected), "the conversation last"
+    assert parts == before and all(a is b for a, b in zip(parts, before, strict=True))
