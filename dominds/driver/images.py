@@ -87,11 +87,11 @@ def _naming(messages: list[ChatMessage], kept: dict[str, Any]) -> list[int]:
     if before is not None:
         head, tail, naming = before
         if len(head) <= len(messages) and head == messages[: len(head)]:
-            start = len(head) + _same_count(tail, itertools.islice(messages, len(head), None))
+            start = len(head) + _same_count(tail, messages[len(head) :])
         else:
             start = _same_count(itertools.chain(head, tail), messages)
         found = [index for index in naming if index < start]
-    rest = map(operator.contains, map(_CONTENT, itertools.islice(messages, start, None)), itertools.repeat(_MARKER))
+    rest = map(operator.contains, map(_CONTENT, messages[start:]), itertools.repeat(_MARKER))
     found.extend(itertools.compress(itertools.count(start), rest))
     cut = max(0, len(messages) - _TAIL)
     kept[_KEPT_KEY] = (messages[:cut], messages[cut:], found)

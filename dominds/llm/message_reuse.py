@@ -201,9 +201,10 @@ def _bound_genseqs(messages: list[ChatMessage], start: int) -> tuple[list[int], 
     """Where the tool calls, tool results and thinking from ``start`` on are (counted from ``start``), and
     their genseqs; found in C (no Python call per message: the first conversion of a long dialog walks
     all of it)."""
-    flags = list(map(_BOUND.__contains__, map(_KIND, itertools.islice(messages, start, None))))
+    after = messages[start:]  # a slice, not ``islice``: that steps over the first ``start`` one by one
+    flags = list(map(_BOUND.__contains__, map(_KIND, after)))
     positions = list(itertools.compress(itertools.count(), flags))
-    return positions, list(itertools.compress(map(_GENSEQ, itertools.islice(messages, start, None)), flags))
+    return positions, list(itertools.compress(map(_GENSEQ, after), flags))
 
 
 def _bound_after(messages: list[ChatMessage], at: int) -> float:
@@ -228,7 +229,7 @@ def _last_cut(messages: list[ChatMessage], begin: int, bound: int) -> tuple[int,
     """``highest[k]``: the highest before the k-th one."""
     lowest = list(itertools.accumulate(reversed(genseqs), min, initial=sys.maxsize))[::-1]
     """``lowest[k]``: the lowest from the k-th one on."""
-    volatile = next(itertools.compress(itertools.count(begin), map(_VOLATILE, itertools.islice(messages, begin, None))), len(messages))
+    volatile = next(itertools.compress(itertools.count(begin), map(_VOLATILE, messages[begin:])), len(messages))
     for index in range(volatile - 1, begin, -1):  # nothing at or after a volatile message is kept
         if _starts_turn(messages[index - 1], messages[index]):
             k = bisect.bisect_left(positions, index - begin)

@@ -79,7 +79,7 @@ class _Kept:
         head = len(self.head)
         if start >= head:
             return iter(self.tail[start - head :])
-        return itertools.chain(itertools.islice(self.head, start, None), self.tail)
+        return itertools.chain(self.head[start:], self.tail)
 
     @classmethod
     def of(cls, messages: list[ChatMessage], parts: list[bytes], content_chars: int, tail: int) -> _Kept:
@@ -154,7 +154,7 @@ class NeutralBodies:
             chars = before.content_chars - sum(map(len, map(_CONTENT, before.messages(len(messages)))))
             same_head = len(before.head)
             start = same_head if same_head <= len(messages) and before.head == messages[:same_head] else 0
-            changed = map(operator.is_not, before.messages(start), itertools.islice(messages, start, None))
+            changed = map(operator.is_not, before.messages(start), messages[start:])
             for place in itertools.compress(range(start, len(parts)), changed):
                 old = before.at(place)
                 parts[place] = _encoded(messages[place])
