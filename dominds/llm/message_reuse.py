@@ -106,12 +106,12 @@ def joined(head: bytes, parts: list[bytes], tail: bytes, separator: bytes) -> by
     if not parts:
         return head + tail
     first, last = parts[0], parts[-1]
-    parts[0] = head + first
-    parts[-1] = parts[-1] + tail
     try:
+        parts[0] = head + first
+        parts[-1] = parts[-1] + tail
         return separator.join(parts)
     finally:
-        parts[0], parts[-1] = first, last
+        parts[0], parts[-1] = first, last  # also when building a piece failed (no memory): the list is shared
 
 
 def converted_whole(convert: Convert, messages: list[ChatMessage], key: Hashable = ()) -> Converted:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,4 +40,22 @@ def test_the_posted_body_is_the_arguments_with_the_conversation_last(
     expected["messages"] = messages
     assert json.loads(body) == expected
     assert list(json.loads(body)) == list(expected), "the conversation last"
+    assert parts == before and all(a is b for a, b in zip(parts, before, strict=True))
+
+
+class _RefusedEnd(bytes):
+    """A message JSON that cannot be joined to the body's tail (as when there is no memory left)."""
+
+    def __add__(self, other: bytes) -> bytes:
+        raise MemoryError
+
+
+def test_a_body_that_cannot_be_built_leaves_the_kept_json_as_it_was() -> None:
+    """The join sets the first and last kept JSON to themselves with the body's head and tail for the call;
+    a failure while it builds them must not leave the first one changed in a list shared with later
+    requests (the first was set before the guard that puts them back)."""
+    parts = [b'{"a":1}', b'{"b":2}', _RefusedEnd(b'{"c":3}')]
+    before = list(parts)
+    with pytest.raises(MemoryError):
+        json_content({"model": "m"}, "messages", parts)
     assert parts == before and all(a is b for a, b in zip(parts, before, strict=True))
