@@ -210,7 +210,7 @@ def _check(rtws: Rtws, self_id: str, acked: list[str]) -> tuple[int, int, int]:
     return lost, twice, len(queued)
 
 
-STREAM_ROUNDS = 3
+STREAM_ROUNDS = 5
 
 
 async def streamed() -> list[Figure]:

@@ -60,7 +60,7 @@ STEPS = [
     (generation, "_with_images", "image placeholders"),
     (neutral_body.NeutralBodies, "build", "scripted request body (llm/neutral_body.py)"),
     (neutral_body.NeutralBodies, "_message_parts", "  … its messages' JSON reused by identity"),
-    (neutral_body, "_joined", "  … the body joined"),
+    (neutral_body, "joined", "  … the body joined (llm/message_reuse.py joined)"),
     (request_log.RequestLog, "append", "request log append (store/request_log.py)"),
     (request_log, "_common_prefix", "  … common prefix with the previous body"),
     (request_log, "split_body", "  … the new part cut into chunks"),

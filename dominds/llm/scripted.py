@@ -115,6 +115,11 @@ class ScriptedResponseMissing(LlmError):
 
 
 PACE_ENV = "DOMINDS_SCRIPTED_PACE"
+YIELD_EVERY_CHUNKS = 64
+"""With no delay, the event loop runs its other work after this many chunks, as it does between a real
+provider's network reads (each brings a few hundred small chunks). A reply streamed without ever yielding
+held the whole daemon until it ended: no request was answered, and no chunk reached the panel, since the
+group commit never ran to release their events (``tests/driver/test_long_dialogs.py``)."""
 """Set to ``0``, the database's ``pace`` streams without delay (tests); an entry's own ``delay_ms`` still holds."""
 
 
@@ -254,9 +259,11 @@ class ScriptedGenerator:
                 else (receiver.saying_start, receiver.saying_chunk, receiver.saying_finish)
             )
             await start()
-            for offset in range(0, len(text), chunk_chars):
+            for number, offset in enumerate(range(0, len(text), chunk_chars), 1):
                 if delay_ms:
                     await asyncio.sleep(delay_ms / 1000)
+                elif number % YIELD_EVERY_CHUNKS == 0:
+                    await asyncio.sleep(0)
                 await chunk(text[offset : offset + chunk_chars])
             await finish()
         if entry.error:  # kind: stream — fails after its segments were streamed

@@ -151,6 +151,32 @@ def test_course_messages_fed_in_pieces_equal_the_whole_course_at_once() -> None:
         assert built.feed(records[cut:]).messages() == whole, cut
 
 
+async def test_a_long_reply_reaches_followers_while_it_streams(make_engine: Callable[..., Any]) -> None:
+    """The bug: with no pace the scripted provider streamed a whole reply without ever yielding to the
+    event loop. Nothing else ran until it ended: not the group commit, so every chunk's event waited in
+    its queue (50,000 events for 1 MB, which each full collection walked again: the reply's cost grew
+    faster than its length, 2.35x for twice the length in ``bench/bench_long.py --only stream``), nor
+    any request, and a follower got the whole reply at once when it was over. Held: followers (the
+    panel's websocket subscribes this way) get chunks while the generation is still open, and every
+    chunk once, in order."""
+    text = "words and more words " * 20_000  # 420,000 characters: 21,000 chunks
+    engine: Engine = await make_engine([{"agent": "lead", "message": "long", "response": text, "chunk_chars": 20}])
+    dialog = engine.create_dialog("lead", "tasks/a.tsk")
+    chunks: list[str] = []
+    open_when_delivered: list[bool] = []
+
+    def follow(event: dict[str, Any]) -> None:
+        if event.get("type") == "markdown_chunk_evt" and event.get("dialog", {}).get("selfId") == dialog.self_id:
+            chunks.append(event["chunk"])
+            open_when_delivered.append(dialog.latest.generating)
+
+    engine.pubchan.subscribe(follow, wants_all=True)
+    await drive_turn(engine, dialog, "long")
+    assert "".join(chunks) == text
+    assert open_when_delivered[0], "the first chunk reached its follower only once the reply was over"
+    assert sum(open_when_delivered) > len(chunks) // 2, (sum(open_when_delivered), len(chunks))
+
+
 async def test_a_streamed_reply_does_work_linear_in_its_length(make_engine: Callable[..., Any]) -> None:
     """The bug: the live-text buffer kept for late subscribers was re-joined on every chunk, so a reply
     streamed in 20-character chunks cost time quadratic in its length (200k characters: 2.5 s against
