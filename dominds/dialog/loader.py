@@ -81,6 +81,14 @@ def rebuild_registry(files: DialogFiles) -> dict[str, RegistryEntry]:
 
 
 def load_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialog:
+    sub = read_sub(files, publish, root)
+    root.local[sub.self_id] = sub
+    return sub
+
+
+def read_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialog:
+    """A subdialog of ``root`` read from its files, not yet one of ``root.local`` (a worker thread reads
+    it, the event loop adds it: ``driver/loaded_trees.py``)."""
     files.check_real_directories()
     meta = files.read_meta()
     notes: list[str] = []
@@ -88,7 +96,6 @@ def load_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialo
     sub = SubDialog(files, meta, latest, publish, root)
     sub.notices.extend(notes)
     _load_state(sub)
-    root.local[sub.self_id] = sub
     return sub
 
 

@@ -83,6 +83,9 @@ class Engine(LoadedTrees):
         """selfId of a known subdialog → its rootId."""
         self.fetched_at: dict[str, float] = {}
         """rootId → when the loaded tree was last handed out (driver/loaded_trees.py)."""
+        self.reading: dict[str, asyncio.Future[RootDialog]] = {}
+        self.read_again: set[str] = set()
+        """Reads of trees under way in worker threads (driver/loaded_trees.py)."""
         self.q4h_index: dict[str, tuple[str, str]] = {}
         self.waiting_answers: dict[str, asyncio.Future[str | None]] = {}
         """questionId → (rootId, selfId) of every pending question in ``run/``."""

@@ -174,7 +174,7 @@ async def show_dialog(request: web.Request) -> web.Response:
     """A dialog's state and one page of one course (default: the current course's last page), as replay
     events; ``before``/``after`` (record indices) or ``aroundCall`` pick another page (paging)."""
     engine = _engine(request)
-    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    dialog = await resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
     course_text = request.query.get("course", str(dialog.latest.current_course))
     if not course_text.isdigit() or not 1 <= int(course_text) <= dialog.latest.current_course:
         raise ApiError(400, f"`course` must be between 1 and {dialog.latest.current_course}")
@@ -211,7 +211,7 @@ async def show_dialog(request: web.Request) -> web.Response:
 async def post_message(request: web.Request) -> web.Response:
     body = await _body(request, MessageBody)
     engine = _engine(request)
-    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    dialog = await resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
     prompt = engine.submit_user_message(dialog, body.content, body.msgId)
     return web.json_response(
         {"selfId": dialog.self_id, "rootId": dialog.root_id, "msgId": prompt.msg_id}, status=202
@@ -221,14 +221,14 @@ async def post_message(request: web.Request) -> web.Response:
 async def set_title(request: web.Request) -> web.Response:
     body = await _body(request, TitleBody)
     engine = _engine(request)
-    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    dialog = await resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
     title = engine.rename_dialog(dialog, body.title)
     return web.json_response({"selfId": dialog.self_id, "rootId": dialog.root_id, "title": title})
 
 
 async def cancel_queued(request: web.Request) -> web.Response:
     engine = _engine(request)
-    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    dialog = await resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
     prompt = engine.cancel_queued_message(dialog, request.match_info["msg_id"])
     return web.json_response({"selfId": dialog.self_id, "rootId": dialog.root_id, "msgId": prompt.msg_id, "cancelled": True})
 
@@ -251,7 +251,7 @@ async def list_questions(request: web.Request) -> web.Response:
 
 async def run_control(request: web.Request) -> web.Response:
     engine = _engine(request)
-    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    dialog = await resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
     action = request.match_info["action"]
     result: dict[str, Any] = {"selfId": dialog.self_id, "rootId": dialog.root_id}
     if action == "stop":
@@ -269,7 +269,7 @@ async def fork_dialog(request: web.Request) -> web.Response:
     """A new main dialog holding the original's history before a generation, which it runs anew (driver/fork.py)."""
     body = await _body(request, ForkBody)
     engine = _engine(request)
-    dialog = resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
+    dialog = await resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
     if not dialog.is_root:
         raise ApiError(400, f"dialog {dialog.self_id} is a subdialog; only a main dialog can be forked")
     fork = fork_root(engine, dialog.root_id, genseq=body.genseq, course=body.course, message=body.message)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,16 +18,21 @@ from dominds.taskdoc import load_taskdoc
 from dominds.taskdoc_discovery import taskdoc_fingerprint
 
 
-def resolve_dialog(engine: Engine, self_id: str, root_id: str | None = None) -> Dialog:
-    """A dialog by id (any status); ``DialogNotFoundError`` for an unknown or malformed id."""
+async def resolve_dialog(engine: Engine, self_id: str, root_id: str | None = None) -> Dialog:
+    """A dialog by id (any status); ``DialogNotFoundError`` for an unknown or malformed id. One that is
+    not in memory is read in a worker thread (``Engine.get_dialog_off_loop``): a long dialog's course
+    held the event loop for as long as it took to read."""
     for value in (self_id, root_id):
         if value is not None and not is_dialog_id(value):
             raise DialogNotFoundError(f"unknown dialog {value!r} (not a dialog id)")
     if root_id is not None:
-        dialog = engine.get_dialog(root_id, self_id)
-    else:
-        dialog = engine.find_dialog(self_id)
-    return dialog
+        return await engine.get_dialog_off_loop(root_id, self_id)
+    loaded = engine.find_loaded(self_id)
+    if loaded is not None:
+        return loaded
+    # a subdialog's id alone is found by a search of every tree's directory: off the loop as well
+    _, found_root = await asyncio.to_thread(engine.store.locate_dialog, self_id)
+    return await engine.get_dialog_off_loop(found_root, self_id)
 
 
 def dialog_summary(engine: Engine, dialog: Dialog) -> dict[str, Any]:

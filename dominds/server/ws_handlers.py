@@ -51,8 +51,8 @@ def problems_snapshot(engine: Engine) -> dict[str, Any]:
     return {"type": "problems_snapshot", "problems": engine.problems_payload()}
 
 
-def _dialog(conn: Connection, ref: m.DialogRef) -> Dialog:
-    return resolve_dialog(conn.hub.engine, ref.selfId, ref.rootId)
+async def _dialog(conn: Connection, ref: m.DialogRef) -> Dialog:
+    return await resolve_dialog(conn.hub.engine, ref.selfId, ref.rootId)
 
 
 def _with_request_id(reply: dict[str, Any], request_id: str | int | None) -> dict[str, Any]:
@@ -133,7 +133,7 @@ async def on_create_dialog(conn: Connection, msg: m.CreateDialog) -> None:
 
 
 async def on_display_dialog(conn: Connection, msg: m.DisplayDialog) -> None:
-    follow_dialog(conn, _dialog(conn, msg.dialog), since=msg.since, mode=msg.follow, request_id=msg.requestId)
+    follow_dialog(conn, await _dialog(conn, msg.dialog), since=msg.since, mode=msg.follow, request_id=msg.requestId)
 
 
 async def on_unfollow_dialog(conn: Connection, msg: m.UnfollowDialog) -> None:
@@ -146,7 +146,7 @@ async def on_display_course(conn: Connection, msg: m.DisplayCourse) -> None:
     if sum(x is not None for x in (msg.before, msg.after, msg.aroundCall)) > 1:
         raise EngineError("display_course takes at most one of `before`, `after` and `aroundCall`")
     await conn.wait_room()
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     if msg.course > dialog.latest.current_course or not dialog.files.course(msg.course).exists():
         raise EngineError(
             f"dialog {dialog.self_id} has no course {msg.course} (courses 1..{dialog.latest.current_course})"
@@ -166,13 +166,13 @@ async def on_display_course(conn: Connection, msg: m.DisplayCourse) -> None:
 
 
 async def on_display_reminders(conn: Connection, msg: m.DisplayReminders) -> None:
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     reply = {"type": "full_reminders_update", "dialog": dialog.ident, "reminders": reminders_payload(dialog)}
     conn.send(_with_request_id(reply, msg.requestId))
 
 
 async def on_get_taskdoc(conn: Connection, msg: m.GetTaskdoc) -> None:
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     payload = taskdoc_payload(conn.hub.engine, dialog.meta.task_doc_path, conn.ui_language)
     conn.hub.taskdoc_fingerprints.setdefault(payload["taskDocPath"], payload["fingerprint"])
     conn.send(_with_request_id({"type": "taskdoc_content", "dialog": dialog.ident, **payload}, msg.requestId))
@@ -186,7 +186,7 @@ _queued_by: weakref.WeakKeyDictionary[Connection, dict[str, Dialog]] = weakref.W
 
 
 async def on_drive_by_user_msg(conn: Connection, msg: m.DriveByUserMessage) -> None:
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     _refuse_when_connection_full(conn)
     prompt = conn.hub.engine.submit_user_message(dialog, msg.content, msg.msgId)
     _queued_by.setdefault(conn, {})[prompt.msg_id] = dialog
@@ -209,7 +209,7 @@ def _refuse_when_connection_full(conn: Connection) -> None:
 
 async def on_drive_by_user_answer(conn: Connection, msg: m.DriveByUserAnswer) -> None:
     engine = conn.hub.engine
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     where = engine.q4h_index.get(msg.questionId)
     if where is not None and where[1] != dialog.self_id:
         raise EngineError(f"question {msg.questionId!r} was asked in dialog {where[1]}, not {dialog.self_id}")
@@ -218,19 +218,19 @@ async def on_drive_by_user_answer(conn: Connection, msg: m.DriveByUserAnswer) ->
 
 
 async def on_cancel_queued_msg(conn: Connection, msg: m.CancelQueuedMessage) -> None:
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     conn.hub.engine.cancel_queued_message(dialog, msg.msgId)
     conn.send(_ack(msg, dialog=dialog.ident, msgId=msg.msgId))
 
 
 async def on_set_dialog_title(conn: Connection, msg: m.SetDialogTitle) -> None:
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     title = conn.hub.engine.rename_dialog(dialog, msg.title)
     conn.send(_ack(msg, dialog=dialog.ident, title=title))
 
 
 async def on_interrupt_dialog(conn: Connection, msg: m.InterruptDialog) -> None:
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     stopped = conn.hub.engine.stop(dialog)
     conn.send(_ack(msg, dialog=dialog.ident, stopped=stopped))
 
@@ -240,7 +240,7 @@ async def on_emergency_stop(conn: Connection, msg: m.EmergencyStop) -> None:
 
 
 async def on_resume_dialog(conn: Connection, msg: m.ResumeDialog) -> None:
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     resumed = conn.hub.engine.resume(dialog)
     conn.send(_ack(msg, dialog=dialog.ident, resumed=resumed))
 
@@ -250,7 +250,7 @@ async def on_resume_all(conn: Connection, msg: m.ResumeAll) -> None:
 
 
 async def on_declare_dead(conn: Connection, msg: m.DeclareSubdialogDead) -> None:
-    dialog = _dialog(conn, msg.dialog)
+    dialog = await _dialog(conn, msg.dialog)
     await conn.hub.engine.declare_dead(dialog, msg.note)
     conn.send(_ack(msg, dialog=dialog.ident))
 

@@ -1,0 +1,191 @@
+"""Reading a dialog that is not in memory never holds the event loop.
+
+Bug pinned here (issue 31): the first request for a dialog (``GET /api/dialogs/{id}``, the panel's
+``display_dialog``, a message to it) read its files on the event loop. A 10,000-turn dialog's course
+(11 MB) took 0.6 s, during which ``/api/health``, every websocket and every other dialog's stream
+waited (``/api/health`` answered after 593 ms); a dialog of ``done/`` or ``archive/``, never kept in
+memory, was read on the loop at every request. Its files are now read in a worker thread.
+
+Held with a gate in the one method that reads a course: while a read waits there, the daemon's other
+requests must be answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from server_kit import Served, ServeFactory
+
+from dominds.store.dialog_store import DialogFiles
+
+
+class Gate:
+    """Holds every read of a course (in any thread, the event loop's included) until released."""
+
+    def __init__(self, holds: Callable[[], bool] = lambda: True) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.reads = 0
+        self.threads: list[str] = []
+        self._holds = holds
+
+    @contextmanager
+    def installed(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[Gate]:
+        real = DialogFiles.read_course
+
+        def gated(files: DialogFiles, course: int) -> Any:
+            self.reads += 1
+            self.threads.append(threading.current_thread().name)
+            if self._holds():
+                self.entered.set()
+                # on the event loop itself (the bug) this holds the loop, and the test fails
+                self.release.wait(10)
+            return real(files, course)
+
+        monkeypatch.setattr(DialogFiles, "read_course", gated)
+        try:
+            yield self
+        finally:
+            self.release.set()
+            monkeypatch.setattr(DialogFiles, "read_course", real)
+
+
+async def _restarted(serve: ServeFactory, dialogs: int = 2) -> tuple[Served, list[str]]:
+    """A daemon started on a workspace whose dialogs are at rest, so none of them is in memory."""
+    first = await serve()
+    made = []
+    for _ in range(dialogs):
+        status, body = await first.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+        assert status == 201, body
+        made.append(body["rootId"])
+    await first.engine.close()
+    served = await serve()
+    assert not set(made) & set(served.engine.roots), "a dialog at rest is not read at start"
+    return served, made
+
+
+async def _answered_while_held(served: Served, gate: Gate, other: str) -> None:
+    """What must be answered while a read is held: a health check, a websocket, another dialog."""
+    assert await asyncio.to_thread(gate.entered.wait, 10), "the dialog's course is read"
+    health = await asyncio.wait_for(served.client.get("/api/health"), 5)
+    assert health.status == 200
+    sock = await asyncio.wait_for(served.ws(), 5)
+    await sock.close()
+    status, body = await asyncio.wait_for(served.get(f"/api/dialogs/{other}/hierarchy"), 5)
+    assert status == 200, body
+
+
+async def test_other_requests_are_answered_while_a_dialog_is_read(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    served, (shown, other) = await _restarted(serve)
+    with Gate().installed(monkeypatch) as gate:
+        reply = asyncio.ensure_future(served.get(f"/api/dialogs/{shown}"))
+        await _answered_while_held(served, gate, other)
+        assert not reply.done(), "all of that was answered while the dialog was still being read"
+        gate.release.set()
+        status, body = await reply
+    assert status == 200 and body["dialog"]["selfId"] == shown, body
+    assert gate.reads == 1 and gate.threads[0] != threading.main_thread().name, gate.threads
+    assert shown in served.engine.roots, "a tree of run/ is kept once read"
+    with Gate().installed(monkeypatch) as again:
+        assert (await served.get(f"/api/dialogs/{shown}"))[0] == 200
+    assert again.reads == 0, "the next request reads nothing"
+
+
+async def test_the_panel_opens_a_dialog_while_other_requests_are_answered(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    served, (shown, other) = await _restarted(serve)
+    sock = await served.ws()
+    with Gate().installed(monkeypatch) as gate:
+        opened = asyncio.ensure_future(
+            sock.request({"type": "display_dialog", "dialog": {"selfId": shown, "rootId": shown}}, "dialog_ready")
+        )
+        await _answered_while_held(served, gate, other)
+        assert not opened.done()
+        gate.release.set()
+        ready = await opened
+    assert ready["dialog"]["selfId"] == shown
+
+
+async def test_two_requests_for_one_dialog_share_one_read(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    served, (shown, _) = await _restarted(serve)
+    with Gate().installed(monkeypatch) as gate:
+        replies = [asyncio.ensure_future(served.get(f"/api/dialogs/{shown}")) for _ in range(3)]
+        assert await asyncio.to_thread(gate.entered.wait, 10)
+        gate.release.set()
+        answers = await asyncio.gather(*replies)
+    assert [status for status, _ in answers] == [200, 200, 200], answers
+    assert gate.reads == 1, "one read for all three"
+
+
+async def test_a_dialog_of_done_is_read_off_the_loop_at_every_request(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    served, (shown, other) = await _restarted(serve)
+    status, body = await served.post("/api/dialogs/move", {"rootId": shown, "toStatus": "done"})
+    assert status == 200, body
+    for _ in range(2):
+        with Gate().installed(monkeypatch) as gate:
+            reply = asyncio.ensure_future(served.get(f"/api/dialogs/{shown}"))
+            await _answered_while_held(served, gate, other)
+            assert not reply.done()
+            gate.release.set()
+            status, body = await reply
+        assert status == 200 and body["status"] == "done", body
+    assert shown not in served.engine.roots, "a tree of done/ is not kept"
+
+
+async def test_a_copy_the_loop_loaded_meanwhile_is_the_one_kept(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a worker thread reads a tree, the loop may need it at once (a drive, recovery) and load it
+    itself; that copy may be written to before the read ends, so the one read in the thread is dropped."""
+    served, (shown, _) = await _restarted(serve)
+    with Gate(holds=lambda: threading.current_thread() is not threading.main_thread()).installed(monkeypatch) as gate:
+        reply = asyncio.ensure_future(served.get(f"/api/dialogs/{shown}"))
+        assert await asyncio.to_thread(gate.entered.wait, 10)
+        loaded = served.engine.load_root(shown)  # on the loop, while the thread's read is held
+        gate.release.set()
+        status, body = await reply
+    assert status == 200, body
+    assert served.engine.roots[shown] is loaded
+
+
+async def test_a_tree_forgotten_during_the_read_is_read_again(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loaded on the loop, written, and unloaded at rest while the thread still read the older files: the
+    thread's copy would lack that write, so the tree is read again."""
+    served, (shown, _) = await _restarted(serve)
+    with Gate(holds=lambda: threading.current_thread() is not threading.main_thread()).installed(monkeypatch) as gate:
+        reply = asyncio.ensure_future(served.get(f"/api/dialogs/{shown}"))
+        assert await asyncio.to_thread(gate.entered.wait, 10)
+        engine = served.engine
+        engine.rename_dialog(engine.load_root(shown), "renamed meanwhile")
+        assert engine.unload_if_at_rest(shown)
+        gate.release.set()
+        status, body = await reply
+    assert status == 200 and body["title"] == "renamed meanwhile", body
+    assert served.engine.roots[shown].latest.title == "renamed meanwhile"
+
+
+async def test_a_subdialog_is_read_off_the_loop_too(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A teammate's subdialog runs as long as its caller: opening it by its id alone (a deep link) reads
+    it, and finds its tree by a search of every tree's directory, off the loop."""
+    first = await serve()
+    status, made = await first.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    root_id = made["rootId"]
+    assert (await first.post(f"/api/dialogs/{root_id}/messages", {"content": "delegate"}))[0] == 202
+    await first.engine.wait_idle()
+    [sub_id] = [d for d in first.engine.roots[root_id].local if d != root_id]
+    status, other = await first.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    await first.engine.close()
+    served = await serve()
+    assert (await served.get(f"/api/dialogs/{root_id}"))[0] == 200  # its tree's root is in memory
+    assert sub_id not in served.engine.roots[root_id].local
+    with Gate().installed(monkeypatch) as gate:
+        reply = asyncio.ensure_future(served.get(f"/api/dialogs/{sub_id}"))
+        await _answered_while_held(served, gate, other["rootId"])
+        assert not reply.done()
+        gate.release.set()
+        status, body = await reply
+    assert status == 200 and body["isRoot"] is False and body["dialog"]["rootId"] == root_id, body
+    assert served.engine.roots[root_id].local[sub_id].self_id == sub_id, "kept in its tree"
+    assert served.engine.find_loaded(sub_id) is served.engine.roots[root_id].local[sub_id]
