@@ -377,3 +377,9 @@ class Engine(LoadedTrees):
 
     def usage_totals(self, root_id: str) -> dict[str, Any]:
         return usage.usage_totals(self.store, self.config.get().catalog, self.usage_book, root_id)
+
+    async def usage_totals_off_loop(self, root_id: str) -> dict[str, Any]:
+        """``usage_totals`` with the course files read in a worker thread: the first count of a long tree
+        reads every course (100-280 ms of a 10,000-turn dialog's, which held the event loop)."""
+        catalog = self.config.get().catalog  # on the loop: the configuration is reloaded there
+        return await asyncio.to_thread(usage.usage_totals, self.store, catalog, self.usage_book, root_id)

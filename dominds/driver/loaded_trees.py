@@ -76,16 +76,34 @@ class LoadedTrees:
             root = await self._root_off_loop(root_id)
         else:
             self.fetched_at[root_id] = time.monotonic()
-        if self_id is None or self_id == root_id or self_id in root.local:
-            return self._dialog_in(root, self_id)
-        files = self.store.files(root.status, root_id, self_id)
-        sub = await asyncio.to_thread(_read_sub, files, self.pubchan.publish, root)
-        if root.status == "run" and self.roots.get(root_id) is not root:
+        if self_id is not None and self_id != root_id and not await self._sub_off_loop(root, self_id):
             return self.get_dialog(root_id, self_id)  # the tree was forgotten or replaced meanwhile
+        return self._dialog_in(root, self_id)
+
+    async def read_tree_off_loop(self, root_id: str) -> None:
+        """A tree with every subdialog of it in memory, each read in a worker thread (moving a tree to
+        ``done/`` settles all of its dialogs, which ``run_control.move_root`` reads first)."""
+        root = self.roots.get(root_id)
+        if root is None:
+            root = await self._root_off_loop(root_id)
+        for sub_id in await asyncio.to_thread(self.store.subdialog_ids, root.status, root_id):
+            if not await self._sub_off_loop(root, sub_id):
+                return  # the tree was forgotten or replaced meanwhile: the caller reads it on the loop
+
+    async def _sub_off_loop(self, root: RootDialog, self_id: str) -> bool:
+        """``self_id`` of ``root`` read in a worker thread unless it is in memory (a subdialog whose files
+        cannot be read is left out, for the synchronous lookup to report); False when a tree of ``run/``
+        is no longer the one in memory once it is read."""
+        if self_id in root.local:
+            return True
+        files = self.store.files(root.status, root.root_id, self_id)
+        sub = await asyncio.to_thread(_read_sub, files, self.pubchan.publish, root)
+        if root.status == "run" and self.roots.get(root.root_id) is not root:
+            return False
         if sub is not None and self_id not in root.local:
             root.local[self_id] = sub
-            self.sub_roots[self_id] = root_id
-        return self._dialog_in(root, self_id)
+            self.sub_roots[self_id] = root.root_id
+        return True
 
     async def _root_off_loop(self, root_id: str) -> RootDialog:
         reading = self.reading.get(root_id)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -146,6 +147,9 @@ class UsageBook:
     def __init__(self) -> None:
         self._files: OrderedDict[str, tuple[tuple[int, int, int, str], Usage]] = OrderedDict()
         self._prices: tuple[Catalog, str] | None = None
+        self._lock = threading.Lock()
+        """Figures are counted in worker threads (``Engine.usage_totals_off_loop``) as well as on the loop;
+        a file is read and counted outside it."""
 
     def __len__(self) -> int:
         """Course files whose figures are kept (at most ``BOOK_FILES``)."""
@@ -161,15 +165,17 @@ class UsageBook:
         try:
             info = os.stat(path)
         except FileNotFoundError:
-            self._files.pop(key, None)
+            with self._lock:
+                self._files.pop(key, None)
             return Usage()
         except OSError as exc:
             raise StoreError(f"{path}: {exc.strerror or exc}") from exc
-        signature = (info.st_ino, info.st_size, info.st_mtime_ns, self._fingerprint(catalog))
-        cached = self._files.get(key)
-        if cached is not None and cached[0] == signature:
-            self._files.move_to_end(key)
-            return cached[1]
+        with self._lock:
+            signature = (info.st_ino, info.st_size, info.st_mtime_ns, self._fingerprint(catalog))
+            cached = self._files.get(key)
+            if cached is not None and cached[0] == signature:
+                self._files.move_to_end(key)
+                return cached[1]
         try:
             data = path.read_bytes()
         except FileNotFoundError:
@@ -177,10 +183,11 @@ class UsageBook:
         except OSError as exc:
             raise StoreError(f"{path}: {exc.strerror or exc}") from exc
         usage = count_finishes(data, catalog)
-        self._files[key] = (signature, usage)
-        self._files.move_to_end(key)
-        while len(self._files) > BOOK_FILES:
-            self._files.popitem(last=False)
+        with self._lock:
+            self._files[key] = (signature, usage)
+            self._files.move_to_end(key)
+            while len(self._files) > BOOK_FILES:
+                self._files.popitem(last=False)
         return usage
 
     def usage(self, course_files: Iterable[Path], catalog: Catalog) -> Usage:

@@ -284,10 +284,12 @@ async def fork_dialog(request: web.Request) -> web.Response:
 async def move_dialog(request: web.Request) -> web.Response:
     body = await _body(request, MoveBody)
     engine = _engine(request)
-    if body.fromStatus is not None:
-        current = engine.store.locate_root(body.rootId)
-        if current != body.fromStatus:
-            raise ApiError(409, f"dialog {body.rootId} is in {current}/, not {body.fromStatus}/")
+    current = engine.store.locate_root(body.rootId)
+    if body.fromStatus is not None and current != body.fromStatus:
+        raise ApiError(409, f"dialog {body.rootId} is in {current}/, not {body.fromStatus}/")
+    if current == "run" and body.toStatus != "run":
+        # moving settles the whole tree, which it reads first: off the loop (read_tree_off_loop)
+        await engine.read_tree_off_loop(body.rootId)
     from_status = engine.move_root(body.rootId, body.toStatus)
     return web.json_response(
         {"movedRootIds": [body.rootId], "fromStatus": from_status, "toStatus": body.toStatus}
@@ -310,7 +312,8 @@ async def timeline(request: web.Request) -> web.Response:
 
 
 async def usage(request: web.Request) -> web.Response:
-    return web.json_response(_engine(request).usage_totals(request.match_info["root"]))
+    await durable()  # read from the files, as the timeline
+    return web.json_response(await _engine(request).usage_totals_off_loop(request.match_info["root"]))
 
 
 async def team(request: web.Request) -> web.Response:

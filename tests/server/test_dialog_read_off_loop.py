@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from server_kit import Served, ServeFactory
 
+from dominds.driver import usage
 from dominds.store.dialog_store import DialogFiles
 
 
@@ -189,3 +190,42 @@ async def test_a_subdialog_is_read_off_the_loop_too(serve: ServeFactory, monkeyp
     assert status == 200 and body["isRoot"] is False and body["dialog"]["rootId"] == root_id, body
     assert served.engine.roots[root_id].local[sub_id].self_id == sub_id, "kept in its tree"
     assert served.engine.find_loaded(sub_id) is served.engine.roots[root_id].local[sub_id]
+
+
+async def test_marking_a_tree_done_reads_it_off_the_loop(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Moving a tree out of ``run/`` settles each of its dialogs, so it reads them all first: 0.46 s
+    of a 10,000-turn dialog on the event loop."""
+    served, (moved, other) = await _restarted(serve)
+    with Gate().installed(monkeypatch) as gate:
+        reply = asyncio.ensure_future(served.post("/api/dialogs/move", {"rootId": moved, "toStatus": "done"}))
+        await _answered_while_held(served, gate, other)
+        assert not reply.done()
+        gate.release.set()
+        status, body = await reply
+    assert status == 200 and body["toStatus"] == "done", body
+    assert served.engine.store.locate_root(moved) == "done" and moved not in served.engine.roots
+
+
+async def test_a_trees_usage_is_counted_off_the_loop(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``GET /api/dialogs/{root}/usage`` counts the generations of every course of a tree it has not
+    counted before: 100-280 ms of a 10,000-turn dialog's, on the event loop."""
+    served, (counted, other) = await _restarted(serve)
+    entered, release = threading.Event(), threading.Event()
+    real = usage.count_finishes
+
+    def gated(data: bytes, catalog: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return real(data, catalog)
+
+    monkeypatch.setattr(usage, "count_finishes", gated)
+    try:
+        reply = asyncio.ensure_future(served.get(f"/api/dialogs/{counted}/usage"))
+        gate = Gate()
+        gate.entered = entered
+        await _answered_while_held(served, gate, other)
+        assert not reply.done()
+    finally:
+        release.set()
+    status, body = await reply
+    assert status == 200 and body["rootId"] == counted and body["total"]["generations"] == 0, body
