@@ -126,3 +126,42 @@ async def test_a_bad_pace_is_a_load_error(tmp_path: Path, pace: Any) -> None:
     _database(tmp_path, {"pace": pace, "responses": [{"message": "hello", "response": "Hi!"}]})
     with pytest.raises(ScriptedResponseMissing, match=r"`pace:`"):
         await ScriptedGenerator().generate(_request(tmp_path, ChatMessage("user", content="hello")), Collect())
+
+
+async def test_a_changed_database_is_parsed_off_the_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bug: a database was parsed on the event loop at the first generation after it changed. A big
+    one (a bench's 1.5 MB of replies) held the whole daemon for 1-3 s: no request, no other stream.
+    Held: while the parse is held in the middle, another task of the loop runs; once parsed, the next
+    generation parses nothing."""
+    import asyncio
+    import threading
+
+    from dominds.llm import scripted
+
+    _database(tmp_path, {"responses": [{"message": "hello", "response": "Hi!"}]})
+    entered, release = threading.Event(), threading.Event()
+    parses: list[str] = []
+    real = scripted.parse_entries
+
+    def gated(raw: Any, path: Path) -> Any:
+        parses.append(threading.current_thread().name)
+        entered.set()
+        release.wait(10)  # on the event loop itself (the bug) this holds the loop, and the test fails
+        return real(raw, path)
+
+    monkeypatch.setattr(scripted, "parse_entries", gated)
+    generator = ScriptedGenerator()
+    answer = Collect()
+    generating = asyncio.ensure_future(generator.generate(_request(tmp_path, ChatMessage("user", content="hello")), answer))
+    try:
+        assert await asyncio.to_thread(entered.wait, 10)
+        ran = asyncio.Event()
+        asyncio.get_running_loop().call_soon(ran.set)
+        await asyncio.wait_for(ran.wait(), 5)
+        assert not generating.done(), "the loop ran while the database was still being parsed"
+    finally:
+        release.set()
+    await generating
+    assert "".join(answer.chunks) == "Hi!"
+    await generator.generate(_request(tmp_path, ChatMessage("user", content="hello")), Collect())
+    assert len(parses) == 1 and parses[0] != threading.main_thread().name, parses
