@@ -166,7 +166,7 @@ async def create_dialog(request: web.Request) -> web.Response:
 
 
 async def hierarchy(request: web.Request) -> web.Response:
-    tree = dialog_tree(_engine(request), request.match_info["root"])
+    tree = await dialog_tree(_engine(request), request.match_info["root"])
     return web.json_response({"hierarchy": tree})
 
 

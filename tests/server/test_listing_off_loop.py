@@ -101,3 +101,44 @@ async def test_a_big_listing_gives_back_the_memory_it_freed_once_done_on_its_own
     monkeypatch.setattr(listing, "BIG_WORK_TREES", 2)
     assert len(await _rows(served)) == 3
     assert len(calls) == 1 and calls[0].startswith("dominds-listing")
+
+
+async def test_a_trees_hierarchy_is_checked_against_its_files_off_the_loop(
+    serve: ServeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug pinned here (issue 31): ``GET /api/dialogs/{root}/hierarchy`` checked its tree against the
+    files on the event loop, and read again a dialog that changed: 0.15-0.3 s of a 5,000-turn dialog's
+    course (its generations are counted for the cost), during which nothing else was served. It runs on
+    the listing thread now, on an index connection of its own."""
+    served = await serve(COST_RESPONSES)
+    roots = []
+    for _ in range(2):
+        response = await served.client.post("/api/dialogs", json={"taskDocPath": "tasks/t.tsk"}, headers=served.auth())
+        roots.append((await response.json())["rootId"])
+    assert set(await _rows(served)) == set(roots)
+    _edit_in_place(served.engine.rtws.run_dir / roots[0] / "latest.yaml")
+
+    entered, release = threading.Event(), threading.Event()
+    real = index_refresh.read_dialog
+
+    def gated(directory: str, *args: Any) -> Any:
+        entered.set()
+        release.wait(10)  # on the event loop itself (the bug) this holds the loop, and the test fails
+        return real(directory, *args)
+
+    monkeypatch.setattr(index_refresh, "read_dialog", gated)
+    tree = asyncio.ensure_future(served.get(f"/api/dialogs/{roots[0]}/hierarchy"))
+    try:
+        assert await asyncio.to_thread(entered.wait, 10), "the edited dialog is read again"
+        health = await asyncio.wait_for(served.client.get("/api/health"), 5)
+        assert health.status == 200
+        sock = await asyncio.wait_for(served.ws(), 5)
+        await sock.close()
+        assert not tree.done()
+    finally:
+        release.set()
+    status, body = await tree
+    assert status == 200 and body["hierarchy"]["runState"] == {"kind": "dead"}, body
+    monkeypatch.undo()
+    status, missing = await served.get("/api/dialogs/0mx00000000-zzzz/hierarchy")
+    assert status == 404, missing
