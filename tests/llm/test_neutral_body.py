@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 
+from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dominds.llm.base import ChatMessage, GenerationRequest, ToolSpec
-from dominds.llm.neutral_body import NeutralBodies
+from dominds.llm.base import ChatMessage, GenerationRequest, ImagePart, ToolSpec
+from dominds.llm.neutral_body import NeutralBodies, message_json
 
 
 def _whole(request: GenerationRequest) -> bytes:
@@ -132,3 +133,34 @@ def test_dialogs_sharing_their_memory_message_each_serialise_only_their_new_mess
             serialised.clear()
             assert bodies.body(request) == _whole(request)
             assert len(serialised) == (3 if turn == 0 else 1), f"turn {turn} of conversation {c}"
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+messages = st.builds(
+    ChatMessage,
+    role=st.sampled_from(["user", "assistant", "tool"]),
+    kind=st.sampled_from(["text", "thinking", "tool_call", "tool_result"]),
+    content=texts,
+    tool_call_id=st.none() | texts,
+    tool_name=st.none() | texts,
+    arguments=st.none() | texts | st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+    provider_data=st.none() | st.dictionaries(st.text(max_size=5), json_values, max_size=3),
+    is_error=st.booleans(),
+    genseq=st.none() | st.integers(-1, 3),
+    volatile=st.booleans(),
+    runtime_note=st.booleans(),
+    images=st.lists(st.builds(ImagePart, mime=texts, data=texts, name=texts), max_size=2).map(tuple),
+)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(message=messages)
+def test_a_messages_json_is_that_of_its_fields_but_the_empty_ones(message: ChatMessage) -> None:
+    """``message_json`` once used ``asdict``, which deep-copies every value (0.6 s of the first request of
+    a 10,000-message dialog); it must give the very same JSON, every field and nested image included."""
+    reference = {k: v for k, v in asdict(message).items() if v not in (None, False, (), "")}
+    assert message_json(message) == json.dumps(reference, ensure_ascii=False, default=str)
