@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 import filelock
@@ -277,16 +278,52 @@ class Engine(LoadedTrees):
     ) -> RootDialog:
         """Create a root's directory atomically, register it, and announce it. ``first``, ``history`` and
         ``reminders``: a root that starts with recorded courses (a fork, driver/fork.py), read back once made."""
+        return self._keep_new_root(self._made_root(meta, latest, first, history, reminders))
+
+    async def add_root_off_loop(
+        self,
+        meta: DialogMeta,
+        latest: LatestState,
+        *,
+        first: CourseRecord,
+        history: dict[int, list[CourseRecord]],
+        reminders: RemindersFile | None = None,
+        then: Callable[[RootDialog], None] | None = None,
+    ) -> RootDialog:
+        """``add_root`` of a root with history, its files written and read back in a worker thread (a fork
+        of a long dialog writes and reads its whole history); ``then(root)`` runs there too, once the
+        directory is made and before the root is registered."""
+
+        def made() -> RootDialog:
+            root = self._made_root(meta, latest, first, history, reminders)
+            if then is not None:
+                then(root)
+            return root
+
+        return self._keep_new_root(await asyncio.to_thread(made))
+
+    def _made_root(
+        self,
+        meta: DialogMeta,
+        latest: LatestState,
+        first: CourseRecord | None,
+        history: dict[int, list[CourseRecord]] | None,
+        reminders: RemindersFile | None,
+    ) -> RootDialog:
+        """A new root's directory made (in one rename) and its root object; touches nothing of the engine's."""
         files = self.store.files("run", meta.id)
         if history is None:
             first = CourseStartRecord(ts=now_iso(), course=1)
             create_dialog_dir(files, meta, latest, first)
             root = RootDialog(files, meta, latest, self.pubchan.publish)
             root.adopt_first_course(first)
-        else:
-            assert first is not None, "a root with history names its current course's first record"
-            create_dialog_dir(files, meta, latest, first, history=history, reminders=reminders)
-            root = load_root(files, self.pubchan.publish, "run")
+            return root
+        assert first is not None, "a root with history names its current course's first record"
+        create_dialog_dir(files, meta, latest, first, history=history, reminders=reminders)
+        return load_root(files, self.pubchan.publish, "run")
+
+    def _keep_new_root(self, root: RootDialog) -> RootDialog:
+        meta = root.meta
         self.roots[meta.id] = root
         self.fetched_at[meta.id] = time.monotonic()
         self.pubchan.publish(

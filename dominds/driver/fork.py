@@ -15,6 +15,7 @@ exactly one reply. Its registry starts empty: a TYPE B session tellasked again i
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -127,17 +128,62 @@ def _replies_for_unanswered_calls(records: list[CourseRecord], root: RootDialog,
     return replies
 
 
+@dataclass
+class _Fork:
+    """The new root as it will be made: its records, state and first message."""
+
+    meta: DialogMeta
+    latest: LatestState
+    first: CourseRecord
+    history: dict[int, list[CourseRecord]]
+    prompt: QueuedPrompt | None
+    at_course: int
+
+
 def fork_root(
     engine: Engine, root_id: str, *, genseq: int, course: int | None = None, message: str | None = None
 ) -> RootDialog:
     """Create the fork of main dialog ``root_id`` at ``genseq`` (of ``course``, default its current course),
     queue its first message or drive it, and return it. The original is not changed."""
-    source = engine.load_root(root_id)
-    if source.load_error:
-        raise EngineError(f"dialog {root_id} cannot be forked: {source.load_error}")
-    if source.meta.conductor:
-        raise EngineBadRequest(f"dialog {root_id} is a {source.meta.conductor} workflow run; its workflow drives it")
+    source = _forkable(engine.load_root(root_id))
     plan = plan_fork(source, course or source.latest.current_course, genseq, message)
+    made = _new_root(engine, source, plan, genseq, message)
+    fork = engine.add_root(made.meta, made.latest, first=made.first, history=made.history, reminders=source.files.read_reminders())
+    _copy_requests(source, fork, plan.courses, made.at_course, genseq)
+    return _started(engine, fork, made)
+
+
+async def fork_root_off_loop(
+    engine: Engine, root_id: str, *, genseq: int, course: int | None = None, message: str | None = None
+) -> RootDialog:
+    """``fork_root`` with the original read, and the fork written and read back, in worker threads: a fork
+    of a 10,000-turn dialog held the event loop for 1.3 s (the daemon's API forks this way)."""
+    source = _forkable(await engine.load_root_off_loop(root_id))
+    plan = await asyncio.to_thread(plan_fork, source, course or source.latest.current_course, genseq, message)
+    made = _new_root(engine, source, plan, genseq, message)
+    reminders = await asyncio.to_thread(source.files.read_reminders)
+    fork = await engine.add_root_off_loop(
+        made.meta,
+        made.latest,
+        first=made.first,
+        history=made.history,
+        reminders=reminders,
+        # before the fork is registered (so before anything can drive it): its first generation's request
+        # comes after these in its log
+        then=lambda fork: _copy_requests(source, fork, plan.courses, made.at_course, genseq),
+    )
+    return _started(engine, fork, made)
+
+
+def _forkable(source: RootDialog) -> RootDialog:
+    if source.load_error:
+        raise EngineError(f"dialog {source.root_id} cannot be forked: {source.load_error}")
+    if source.meta.conductor:
+        raise EngineBadRequest(f"dialog {source.root_id} is a {source.meta.conductor} workflow run; its workflow drives it")
+    return source
+
+
+def _new_root(engine: Engine, source: RootDialog, plan: ForkPlan, genseq: int, message: str | None) -> _Fork:
     at_course = max(plan.courses)
     member = engine.config.get().team.member(source.agent_id)
     push_max = member.diligence_push_max if member is not None else 0
@@ -149,7 +195,7 @@ def fork_root(
         agent_id=source.agent_id,
         task_doc_path=source.meta.task_doc_path,
         created_at=now_iso(),
-        forked_from=ForkOrigin(root_id=root_id, course=at_course, genseq=genseq, edited=message is not None),
+        forked_from=ForkOrigin(root_id=source.root_id, course=at_course, genseq=genseq, edited=message is not None),
     )
     prompt = None
     if plan.prompt is not None:
@@ -167,11 +213,12 @@ def fork_root(
         queued_prompts=[prompt] if prompt is not None else [],
     )
     first, *rest = plan.courses[at_course]
-    history = {**plan.courses, at_course: rest}
-    fork = engine.add_root(meta, latest, first=first, history=history, reminders=source.files.read_reminders())
-    _copy_requests(source, fork, plan.courses, at_course, genseq)
-    if prompt is not None:
-        announce_queued(fork, prompt)
+    return _Fork(meta, latest, first, {**plan.courses, at_course: rest}, prompt, at_course)
+
+
+def _started(engine: Engine, fork: RootDialog, made: _Fork) -> RootDialog:
+    if made.prompt is not None:
+        announce_queued(fork, made.prompt)
     engine.want(fork)
     return fork
 

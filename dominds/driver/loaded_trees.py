@@ -71,21 +71,23 @@ class LoadedTrees:
     async def get_dialog_off_loop(self, root_id: str, self_id: str | None = None) -> Dialog:
         """``get_dialog``, with a tree or subdialog that is not in memory read in a worker thread (see the
         module docstring). Requests for a tree being read share its read."""
-        root = self.roots.get(root_id)
-        if root is None:
-            root = await self._root_off_loop(root_id)
-        else:
-            self.fetched_at[root_id] = time.monotonic()
+        root = await self.load_root_off_loop(root_id)
         if self_id is not None and self_id != root_id and not await self._sub_off_loop(root, self_id):
             return self.get_dialog(root_id, self_id)  # the tree was forgotten or replaced meanwhile
         return self._dialog_in(root, self_id)
 
+    async def load_root_off_loop(self, root_id: str) -> RootDialog:
+        """``load_root``, reading a tree that is not in memory in a worker thread."""
+        root = self.roots.get(root_id)
+        if root is None:
+            return await self._root_off_loop(root_id)
+        self.fetched_at[root_id] = time.monotonic()
+        return root
+
     async def read_tree_off_loop(self, root_id: str) -> None:
         """A tree with every subdialog of it in memory, each read in a worker thread (moving a tree to
         ``done/`` settles all of its dialogs, which ``run_control.move_root`` reads first)."""
-        root = self.roots.get(root_id)
-        if root is None:
-            root = await self._root_off_loop(root_id)
+        root = await self.load_root_off_loop(root_id)
         for sub_id in await asyncio.to_thread(self.store.subdialog_ids, root.status, root_id):
             if not await self._sub_off_loop(root, sub_id):
                 return  # the tree was forgotten or replaced meanwhile: the caller reads it on the loop

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dominds import __version__
 from dominds.driver.engine import Engine
-from dominds.driver.fork import fork_root
+from dominds.driver.fork import fork_root_off_loop
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import demo_prompts, keys
 from dominds.server.listing import ListingInThread, dialog_tree
@@ -272,7 +272,7 @@ async def fork_dialog(request: web.Request) -> web.Response:
     dialog = await resolve_dialog(engine, request.match_info["self_id"], request.query.get("rootId"))
     if not dialog.is_root:
         raise ApiError(400, f"dialog {dialog.self_id} is a subdialog; only a main dialog can be forked")
-    fork = fork_root(engine, dialog.root_id, genseq=body.genseq, course=body.course, message=body.message)
+    fork = await fork_root_off_loop(engine, dialog.root_id, genseq=body.genseq, course=body.course, message=body.message)
     origin = fork.meta.forked_from
     assert origin is not None
     return web.json_response(
