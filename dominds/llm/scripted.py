@@ -116,6 +116,8 @@ class ScriptedResponseMissing(LlmError):
 
 
 PACE_ENV = "DOMINDS_SCRIPTED_PACE"
+PARSED_ON_THE_LOOP_BYTES = 64 * 1024
+"""A database smaller than this is parsed on the event loop (``ScriptedGenerator.current_database``)."""
 _FAST_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser where PyYAML has it: several times faster than the Python one. It refuses a few
 documents the Python one reads (a lone surrogate's escape, which tests of broken text use): those are
@@ -210,14 +212,19 @@ class ScriptedGenerator:
         """Databases are parsed in worker threads (``current_database``), one at a time."""
 
     async def current_database(self, path: Path) -> ScriptedDatabase:
-        """``database(path)``, parsed again in a worker thread when its file changed: parsing a big
-        database (a bench's 1.5 MB) on the event loop held the whole daemon for seconds."""
+        """``database(path)``, a big one parsed again in a worker thread when its file changed: parsing a
+        bench's 1.5 MB database on the event loop held the whole daemon for seconds. A small one (the
+        demo's, a test's) is parsed on the loop, in well under a millisecond: going to a thread would let
+        the group commit run meanwhile, a second round of fsyncs in that turn."""
         db = self._databases.get(path)
         try:
-            if db is not None and db.mtime_ns == os.stat(path).st_mtime_ns:  # one stat: cheap enough here
-                return db
+            info = os.stat(path)  # one stat: cheap enough here
         except OSError:
-            pass  # gone or unreadable: ``database`` says so
+            return self.database(path)  # gone or unreadable: ``database`` says so
+        if db is not None and db.mtime_ns == info.st_mtime_ns:
+            return db
+        if info.st_size < PARSED_ON_THE_LOOP_BYTES:
+            return self.database(path)
         return await asyncio.to_thread(self.database, path)
 
     def database(self, path: Path) -> ScriptedDatabase:
