@@ -192,7 +192,7 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             dialog.latest.run_state = RunState(kind="error", detail=dialog.load_error)
             continue
         questions.index_all(engine, dialog)
-        _drop_answered_questions(engine, dialog)
+        answered = _drop_answered_questions(engine, dialog)
         if dialog.is_dead:  # declared dead just before the crash: its questions and queued prompts go too
             if dialog.q4h:
                 questions.clear_all(engine, dialog)
@@ -202,7 +202,7 @@ def _recover_tree(engine: EngineServices, root: RootDialog) -> None:
             or dialog.latest.run_state.kind in ("proceeding", "stop_requested")
             or _has_open_generation(dialog)
         ):
-            close_interrupted_generation(dialog)
+            close_interrupted_generation(dialog, answered)
         if dialog.pending_new_course:  # clear_mind ran, its new course did not start before the crash
             start_new_course(engine, dialog, reason="clear_mind")  # queues its prompt: the dialog is driven
     for dialog in list(root.local.values()):
@@ -287,18 +287,18 @@ def _fail_ask_backs_to_the_dead(root: RootDialog, dead: Dialog) -> None:
     dead.latest.inbound_tellask_backs = []
 
 
-def _drop_answered_questions(engine: EngineServices, dialog: Dialog) -> None:
-    """A queued answer whose question is still indexed: the daemon died between the two writes."""
+def _drop_answered_questions(engine: EngineServices, dialog: Dialog) -> set[str]:
+    """A queued answer whose question is still indexed: the daemon died between the two writes. Returns
+    the call ids of the questions dropped: those calls were delivered (and are answered)."""
     answered = {p.question_id for p in dialog.queue if p.question_id}
     answered |= {r.question_id for r in dialog.records if isinstance(r, HumanTextRecord) and r.question_id}
-    dropped = False
-    for question in list(dialog.q4h):
-        if question.id in answered:
-            dialog.q4h.remove(question)
-            engine.q4h_index.pop(question.id, None)
-            dropped = True
+    dropped = [question for question in dialog.q4h if question.id in answered]
+    for question in dropped:
+        dialog.q4h.remove(question)
+        engine.q4h_index.pop(question.id, None)
     if dropped:  # an unchanged file is not rewritten (a rewrite would make the tree look touched)
         dialog.save_q4h()
+    return {question.call_id for question in dropped if question.call_id}
 
 
 def _has_open_generation(dialog: Dialog) -> bool:
@@ -311,7 +311,9 @@ def _has_open_generation(dialog: Dialog) -> bool:
     return False
 
 
-def close_interrupted_generation(dialog: Dialog) -> None:
+def close_interrupted_generation(dialog: Dialog, answered: set[str] | frozenset[str] = frozenset()) -> None:
+    """Close the dialog's open generations as interrupted; ``answered``: call ids of questions to the
+    person whose answers are in (their questions were dropped just before): delivered calls."""
     records = dialog.records
     results = {(r.genseq, r.id) for r in records if isinstance(r, FuncResultRecord)}  # ids repeat across replies
     finished = {r.genseq for r in records if isinstance(r, GenFinishRecord)}
@@ -330,7 +332,7 @@ def close_interrupted_generation(dialog: Dialog) -> None:
                 )
             )
     for genseq in open_gens:
-        _note_undelivered_tellasks(dialog, genseq)
+        _note_undelivered_tellasks(dialog, genseq, answered)
         dialog.append(GenFinishRecord(ts=now_iso(), genseq=genseq, status="interrupted", error="server_restart"))
     dialog.latest.generating = False
     state = dialog.latest.run_state
@@ -351,9 +353,10 @@ def close_interrupted_generation(dialog: Dialog) -> None:
         dialog.append(RunMarkerRecord(ts=now_iso(), kind="interrupted", reason="server_restart"))
 
 
-def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
+def _note_undelivered_tellasks(dialog: Dialog, genseq: int, answered: set[str] | frozenset[str]) -> None:
     handled = {r.call_id for r in dialog.records if isinstance(r, TeammateCallResultRecord | SubdialogCreatedRecord | TeammateResponseRecord)}
-    handled |= {p.call_id for p in dialog.pending} | {q.call_id for q in dialog.q4h}
+    # a question to the person whose answer is in was dropped from ``q4h`` just before: it was delivered
+    handled |= {p.call_id for p in dialog.pending} | {q.call_id for q in dialog.q4h} | answered
     course = dialog.latest.current_course
     segment = 0
     for record in list(dialog.records):
@@ -378,7 +381,7 @@ def _note_undelivered_tellasks(dialog: Dialog, genseq: int) -> None:
             if not isinstance(seg, TellaskCall):
                 continue
             call_id = runtime_call_id(seg.call_id, course, genseq, segment)
-            if call_id in handled or seg.first_mention == "human" and any(q.call_id == call_id for q in dialog.q4h):
+            if call_id in handled:
                 continue
             dialog.append(
                 TeammateCallResultRecord(

@@ -536,3 +536,64 @@ async def test_a_session_call_a_power_cut_left_without_its_pending_entry_or_the_
     assert len(notes) == 1 and "NOT delivered" in notes[0].result
     assert sayings(restored)[-1] == "I will ask again later."
     assert all(d.latest.run_state.kind == "idle" and not d.pending for d in restored.local.values())
+
+
+@pytest.mark.parametrize("tellask", ["tools", "text"])
+async def test_a_question_answered_while_its_generation_was_open_is_answered_once(  # type: ignore[no-untyped-def]
+    make_engine, tmp_path: Path, monkeypatch, tellask: str
+) -> None:
+    """The bug (found by the crash-point sweep once a turn's writes were grouped differently, as a busy
+    machine groups them): the model asked the person (``askHuman``, or ``!?@human`` in its text); the
+    person's answer was queued before the generation's finish was written, and the daemon died. At the
+    restart recovery dropped the answered question, then noted every call of the still-open generation
+    that had no question and no reply as NOT delivered, the question to the person among them: the call
+    was answered twice, by that note and by the queued answer."""
+    import json
+
+    from dominds.driver import questions
+    from dominds.store.course_records import GenFinishRecord, HumanTextRecord, TeammateCallResultRecord
+
+    ask = (
+        {"stream": [{"func_call": {"name": "askHuman", "arguments": {"tellaskContent": "Which database?"}}}]}
+        if tellask == "tools"
+        else {"response": "!?@human Which database?\n"}
+    )
+    responses = [
+        {"agent": "lead", "message": "go", **ask},
+        {"agent": "lead", "contains": "postgres", "response": "Postgres it is."},  # the answer as a message
+        {"agent": "lead", "role": "tool", "contains": "postgres", "response": "Postgres it is."},  # as askHuman's result
+    ]
+    engine = await make_engine(responses)
+    if tellask == "tools":
+        team = engine.rtws.team_yaml
+        team.write_text(team.read_text().replace("member_defaults:\n", "member_defaults:\n  tellask: tools\n"))
+        engine.config.invalidate()
+    root = engine.create_dialog("lead", "tasks/t.tsk")
+    engine.submit_user_message(root, "go")
+    await engine.wait_idle()
+    [question] = engine.q4h_state()
+    monkeypatch.setattr(questions, "withdraw", lambda *_args, **_kw: None)  # dies before the question goes
+    engine.answer_question(question["id"], "postgres")
+    await engine.wait_idle()
+    await engine.close()
+    monkeypatch.undo()
+    # ... and before the generation that asked was finished: its finish, and what follows, never written
+    course = root.files.course(1)
+    lines = course.read_text().splitlines()
+    finish = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "gen_finish_record")
+    course.write_text("".join(line + "\n" for line in lines[:finish]))
+    latest = root.files.read_latest()
+    assert latest is not None
+    root.files.write_latest(latest.model_copy(update={"generating": True, "run_state": RunState(kind="proceeding")}))
+
+    engine2 = await make_engine(responses, root=tmp_path / "ws")
+    await engine2.wait_idle()
+    restored = engine2.get_dialog(root.root_id)
+    course_records = records(restored)
+    notes = [r for r in course_records if isinstance(r, TeammateCallResultRecord)]
+    answers = [r for r in course_records if isinstance(r, HumanTextRecord) and r.origin == "q4h_answer"]
+    assert [n.call_id for n in notes] == [], f"the question to the person was noted as not delivered: {notes}"
+    assert [a.question_id for a in answers] == [question["id"]], answers
+    assert sayings(restored)[-1:] == ["Postgres it is."], "and the dialog went on with the answer"
+    assert any(isinstance(r, GenFinishRecord) and r.status == "interrupted" for r in course_records)
+    assert engine2.q4h_state() == []
