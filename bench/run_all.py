@@ -61,6 +61,7 @@ def main() -> int:
         ("bench_startup.py", "--runs", "3" if quick else "10"),
         ("bench_ws.py", "--rounds", "1" if quick else "5"),
         ("bench_long_display.py", "--turns", "2000" if quick else "10000", "--runs", "2" if quick else "5"),
+        ("bench_loop_stalls.py", "--turns", "2000" if quick else "10000"),
         ("bench_memory.py", "--dialogs", "100" if quick else "200,1000"),
         ("bench_coldstart.py", "--roots", "200" if quick else "2000", "--runs", "1" if quick else "3"),
         ("bench_recovery.py", "--roots", "200" if quick else "2000", "--runs", "2" if quick else "5"),
