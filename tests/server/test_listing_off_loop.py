@@ -40,16 +40,20 @@ def _edit_in_place(latest: Path) -> None:
     os.utime(latest, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
-async def test_other_requests_are_answered_while_a_listing_reads_files(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+async def _listed_then_edited(serve: ServeFactory, dialogs: int) -> tuple[Any, list[str]]:
+    """A daemon with ``dialogs`` roots, listed once (in the index), the first then edited by hand."""
     served = await serve(COST_RESPONSES)
     roots = []
-    for _ in range(3):
+    for _ in range(dialogs):
         response = await served.client.post("/api/dialogs", json={"taskDocPath": "tasks/t.tsk"}, headers=served.auth())
         roots.append((await response.json())["rootId"])
     assert set(await _rows(served)) == set(roots)
-
     _edit_in_place(served.engine.rtws.run_dir / roots[0] / "latest.yaml")
+    return served, roots
 
+
+def _gate_dialog_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """(entered, release): every read of a dialog's files by the index waits for ``release``."""
     entered, release = threading.Event(), threading.Event()
     real = index_refresh.read_dialog
 
@@ -59,6 +63,12 @@ async def test_other_requests_are_answered_while_a_listing_reads_files(serve: Se
         return real(directory, *args)
 
     monkeypatch.setattr(index_refresh, "read_dialog", gated)
+    return entered, release
+
+
+async def test_other_requests_are_answered_while_a_listing_reads_files(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    served, roots = await _listed_then_edited(serve, 3)
+    entered, release = _gate_dialog_reads(monkeypatch)
     listing = asyncio.ensure_future(_rows(served))
     try:
         assert await asyncio.to_thread(entered.wait, 10), "the listing reads the edited dialog again"
@@ -108,25 +118,11 @@ async def test_a_trees_hierarchy_is_checked_against_its_files_off_the_loop(
 ) -> None:
     """Bug pinned here (issue 31): ``GET /api/dialogs/{root}/hierarchy`` checked its tree against the
     files on the event loop, and read again a dialog that changed: 0.15-0.3 s of a 5,000-turn dialog's
-    course (its generations are counted for the cost), during which nothing else was served. It runs on
-    the listing thread now, on an index connection of its own."""
-    served = await serve(COST_RESPONSES)
-    roots = []
-    for _ in range(2):
-        response = await served.client.post("/api/dialogs", json={"taskDocPath": "tasks/t.tsk"}, headers=served.auth())
-        roots.append((await response.json())["rootId"])
-    assert set(await _rows(served)) == set(roots)
-    _edit_in_place(served.engine.rtws.run_dir / roots[0] / "latest.yaml")
-
-    entered, release = threading.Event(), threading.Event()
-    real = index_refresh.read_dialog
-
-    def gated(directory: str, *args: Any) -> Any:
-        entered.set()
-        release.wait(10)  # on the event loop itself (the bug) this holds the loop, and the test fails
-        return real(directory, *args)
-
-    monkeypatch.setattr(index_refresh, "read_dialog", gated)
+    course (its generations are counted for the cost), during which nothing else was served. It runs in
+    a worker thread now (not the listing thread, where it would wait behind a listing), on an index
+    connection of its own."""
+    served, roots = await _listed_then_edited(serve, 2)
+    entered, release = _gate_dialog_reads(monkeypatch)
     tree = asyncio.ensure_future(served.get(f"/api/dialogs/{roots[0]}/hierarchy"))
     try:
         assert await asyncio.to_thread(entered.wait, 10), "the edited dialog is read again"
