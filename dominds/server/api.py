@@ -19,7 +19,7 @@ from dominds.driver.fork import fork_root_off_loop
 from dominds.rtws import DIALOG_STATUSES
 from dominds.server import demo_prompts, keys
 from dominds.server.listing import ListingInThread, dialog_tree
-from dominds.server.replay import replay_page
+from dominds.server.replay import course_records_off_loop, replay_page
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
 from dominds.server.timeline import tree_timeline
 from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload, team_payload
@@ -184,6 +184,7 @@ async def show_dialog(request: web.Request) -> web.Response:
     for key in ("before", "after"):
         if key in where and not where[key].isdigit():
             raise ApiError(400, f"`{key}` must be a record index (0 or more)")
+    records = await course_records_off_loop(dialog, int(course_text))
     seq = engine.pubchan.last_seq(dialog.self_id)
     page = replay_page(
         dialog,
@@ -193,6 +194,7 @@ async def show_dialog(request: web.Request) -> web.Response:
         before=int(where["before"]) if "before" in where else None,
         after=int(where["after"]) if "after" in where else None,
         around=where.get("aroundCall"),
+        records=records,
     )
     return web.json_response(
         {

@@ -24,7 +24,7 @@ from dominds.driver.errors import QueueFull
 from dominds.pubchan import GLOBAL
 from dominds.server import messages as m
 from dominds.server.hub import Connection
-from dominds.server.replay import replay_page
+from dominds.server.replay import course_records_off_loop, replay_page
 from dominds.server.views import dialog_summary, reminders_payload, resolve_dialog, taskdoc_payload
 
 PROTOCOL_VERSION = 2
@@ -151,6 +151,7 @@ async def on_display_course(conn: Connection, msg: m.DisplayCourse) -> None:
         raise EngineError(
             f"dialog {dialog.self_id} has no course {msg.course} (courses 1..{dialog.latest.current_course})"
         )
+    records = await course_records_off_loop(dialog, msg.course)
     pubchan = conn.hub.engine.pubchan
     page = replay_page(
         dialog,
@@ -160,6 +161,7 @@ async def on_display_course(conn: Connection, msg: m.DisplayCourse) -> None:
         before=msg.before,
         after=msg.after,
         around=msg.aroundCall,
+        records=records,
     )
     for event in page.events:
         conn.send(_with_request_id(event, msg.requestId) if event["type"] == "course_update" else event)

@@ -257,3 +257,40 @@ async def test_a_fork_reads_and_writes_off_the_loop(serve: ServeFactory, monkeyp
     assert status == 200 and [e["content"] for e in shown["events"] if e["type"] == "saying_finish_evt"] == [
         "Hello **there**! <script>alert(1)</script>"
     ], shown
+
+
+CLEARING = [
+    {"agent": "lead", "message": "go", "stream": [{"func_call": {"name": "clear_mind", "arguments": {}}}]},
+    {"agent": "lead", "role": "tool", "contains": "new course", "response": "Clearing."},
+    {"agent": "lead", "contains": "This is course #2", "response": "Fresh."},
+]
+"""A reply that starts a new course (``clear_mind``): the dialog then has an older course, on disk only."""
+
+
+async def test_a_page_of_an_older_course_is_read_off_the_loop(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page of a course before the current one is cut from its file, read whole for each page (0.6 s
+    for a 10,000-turn course), on the event loop: paging back through it held the daemon at every page."""
+    served = await serve(CLEARING)
+    status, made = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    root_id = made["rootId"]
+    assert (await served.post(f"/api/dialogs/{root_id}/messages", {"content": "go"}))[0] == 202
+    await served.engine.wait_idle()
+    assert served.engine.roots[root_id].latest.current_course == 2
+    status, other = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    sock = await served.ws()
+    with Gate().installed(monkeypatch) as gate:
+        page = asyncio.ensure_future(
+            sock.request({"type": "display_course", "dialog": {"selfId": root_id, "rootId": root_id}, "course": 1}, "course_update")
+        )
+        await _answered_while_held(served, gate, other["rootId"])
+        assert not page.done()
+        gate.release.set()
+        update = await page
+    assert update["course"] == 1, update
+    with Gate().installed(monkeypatch) as gate:
+        shown = asyncio.ensure_future(served.get(f"/api/dialogs/{root_id}?course=1"))
+        await _answered_while_held(served, gate, other["rootId"])
+        assert not shown.done()
+        gate.release.set()
+        status, body = await shown
+    assert status == 200 and body["course"] == 1 and body["events"], body
