@@ -23,6 +23,7 @@ from dominds.dialog.model import RootDialog
 from dominds.driver.engine import Engine  # fork sits beside the engine, above the steps
 from dominds.driver.errors import EngineBadRequest, EngineError
 from dominds.driver.intake import announce_queued, require_storable
+from dominds.driver.messages import dialog_context_messages
 from dominds.ids import new_dialog_id, now_iso
 from dominds.store.course_records import (
     CourseRecord,
@@ -168,11 +169,18 @@ async def fork_root_off_loop(
         first=made.first,
         history=made.history,
         reminders=reminders,
-        # before the fork is registered (so before anything can drive it): its first generation's request
-        # comes after these in its log
-        then=lambda fork: _copy_requests(source, fork, plan.courses, made.at_course, genseq),
+        then=lambda fork: _prepared(source, fork, plan, made, genseq),
     )
     return _started(engine, fork, made)
+
+
+def _prepared(source: RootDialog, fork: RootDialog, plan: ForkPlan, made: _Fork, genseq: int) -> None:
+    """In the worker thread, before the fork is registered (so before anything can drive it): its request
+    logs (its first generation's request comes after them), and what its first generation derives from
+    its whole history, which would otherwise be built on the event loop (0.1-0.2 s at 10,000 records)."""
+    _copy_requests(source, fork, plan.courses, made.at_course, genseq)
+    fork.recorded_msg_ids()
+    dialog_context_messages(fork)
 
 
 def _forkable(source: RootDialog) -> RootDialog:
