@@ -200,14 +200,17 @@ class RequestLog:
     def append(self, record: RequestRecord, body: bytes) -> RequestRecord:
         """Store ``body`` as ``record``'s (its ``size``, ``sha256``, ``layout`` and ``chunks`` are set here)."""
         if not self._loaded:
+            texts: dict[str, str] = {}
             for line in _lines(self.path, _read_or_empty(self.path)):
                 if isinstance(line, RequestRecord):
                     self._known.update(line.chunks)
+                    texts.update(line.chunks)
                     self._previous = expand_layout(self._previous, line.layout)
             self._loaded = True
             self._where = {}
             for index, cid in enumerate(self._previous):
                 self._where.setdefault(cid, index)
+            self._resume(texts)
         keep = self._kept_chunks(body)
         start = self._previous_ends[keep - 1] if keep else 0
         pieces = split_body(body, start)
@@ -241,6 +244,21 @@ class RequestLog:
         self._previous.extend(tail)
         self._previous_body = body
         return stored
+
+    def _resume(self, texts: dict[str, str]) -> None:
+        """The previous body rebuilt from the file's chunks, as an append leaves it: the first request
+        after the log is opened again (a daemon's restart) is then cut and hashed only past what it
+        repeats, like the others (cut whole, it was 160 ms of a 10,000-message body, against 5 ms). A
+        chunk the file does not hold (a damaged line) leaves nothing to rebuild: that request is cut whole."""
+        try:
+            pieces = [texts[cid].encode("utf-8") for cid in self._previous]
+        except KeyError:
+            return
+        at = 0
+        for piece in pieces:
+            at += len(piece)
+            self._previous_ends.append(at)
+        self._previous_body = b"".join(pieces)
 
     def _sha256(self, body: bytes, start: int) -> str:
         """SHA-256 of ``body``, which repeats the previous body's first ``start`` bytes; keeps the state at
