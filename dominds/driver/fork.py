@@ -179,8 +179,11 @@ def _prepared(source: RootDialog, fork: RootDialog, plan: ForkPlan, made: _Fork,
     logs (its first generation's request comes after them), and what its first generation derives from
     its whole history, which would otherwise be built on the event loop (0.1-0.2 s at 10,000 records)."""
     _copy_requests(source, fork, plan.courses, made.at_course, genseq)
-    fork.recorded_msg_ids()
-    dialog_context_messages(fork)
+    try:  # only saves time: its failure must not leave a fork made on disk and refused to the person
+        fork.recorded_msg_ids()
+        dialog_context_messages(fork)
+    except Exception:
+        log.warning("fork %s: its history was not prepared ahead of its first generation", fork.self_id, exc_info=True)
 
 
 def _forkable(source: RootDialog) -> RootDialog:
