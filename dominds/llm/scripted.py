@@ -116,6 +116,7 @@ class ScriptedResponseMissing(LlmError):
 
 
 PACE_ENV = "DOMINDS_SCRIPTED_PACE"
+"""Set to ``0``, the database's ``pace`` streams without delay (tests); an entry's own ``delay_ms`` still holds."""
 PARSED_ON_THE_LOOP_BYTES = 64 * 1024
 """A database smaller than this is parsed on the event loop (``ScriptedGenerator.current_database``)."""
 _FAST_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -127,7 +128,6 @@ YIELD_EVERY_CHUNKS = 64
 provider's network reads (each brings a few hundred small chunks). A reply streamed without ever yielding
 held the whole daemon until it ended: no request was answered, and no chunk reached the panel, since the
 group commit never ran to release their events (``tests/driver/test_long_dialogs.py``)."""
-"""Set to ``0``, the database's ``pace`` streams without delay (tests); an entry's own ``delay_ms`` still holds."""
 
 
 class ScriptedDatabaseError(ValueError):
@@ -208,8 +208,9 @@ class ScriptedGenerator:
 
     def __init__(self) -> None:
         self._databases: dict[Path, ScriptedDatabase] = {}
-        self._lock = threading.Lock()
-        """Databases are parsed in worker threads (``current_database``), one at a time."""
+        self._locks: dict[Path, threading.Lock] = {}
+        """Databases are parsed in worker threads (``current_database``): each one once at a time, and a
+        big one being parsed never makes the loop wait to read a small one."""
 
     async def current_database(self, path: Path) -> ScriptedDatabase:
         """``database(path)``, a big one parsed again in a worker thread when its file changed: parsing a
@@ -228,7 +229,7 @@ class ScriptedGenerator:
         return await asyncio.to_thread(self.database, path)
 
     def database(self, path: Path) -> ScriptedDatabase:
-        with self._lock:
+        with self._locks.setdefault(path, threading.Lock()):
             return self._database(path)
 
     def _database(self, path: Path) -> ScriptedDatabase:
