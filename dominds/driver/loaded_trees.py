@@ -20,6 +20,7 @@ import time
 
 from dominds.dialog.loader import error_dialog, load_root, load_sub, read_sub
 from dominds.dialog.model import Dialog, Publish, RootDialog, SubDialog
+from dominds.driver.request_record import read_request_log_ahead
 from dominds.driver.scheduler import Scheduler
 from dominds.ids import now_iso
 from dominds.pubchan import PubChan
@@ -99,7 +100,7 @@ class LoadedTrees:
         if self_id in root.local:
             return True
         files = self.store.files(root.status, root.root_id, self_id)
-        sub = await asyncio.to_thread(_read_sub, files, self.pubchan.publish, root)
+        sub = await asyncio.to_thread(_read_sub, files, self.pubchan.publish, root, root.status == "run")
         if root.status == "run" and self.roots.get(root.root_id) is not root:
             return False
         if sub is not None and self_id not in root.local:
@@ -121,7 +122,7 @@ class LoadedTrees:
 
     async def _read_and_keep(self, root_id: str, files: DialogFiles) -> RootDialog:
         try:
-            root, readable = await asyncio.to_thread(_read_root, files, self.pubchan.publish, "run")
+            root, readable = await asyncio.to_thread(_read_root, files, self.pubchan.publish, "run", True)
             # back on the loop: nothing below awaits, so no lookup sees the tree half kept
             loaded = self.roots.get(root_id)
             if loaded is not None:  # the loop loaded it meanwhile, and may have written to it since
@@ -239,29 +240,34 @@ class LoadedTrees:
         return sub
 
 
-def _read_root(files: DialogFiles, publish: Publish, status: str) -> tuple[RootDialog, bool]:
+def _read_root(files: DialogFiles, publish: Publish, status: str, ahead: bool = False) -> tuple[RootDialog, bool]:
     """A tree's root read from its files (in any thread: it touches nothing of the engine's); False
-    with the placeholder of a tree whose files cannot be read."""
+    with the placeholder of a tree whose files cannot be read. ``ahead``: also what its first request
+    will read (``_derive``)."""
     try:
         root = load_root(files, publish, status)
     except StoreError as exc:
         return error_dialog(files, publish, str(exc), None), False  # type: ignore[return-value]
-    _derive(root)
+    _derive(root, ahead)
     return root, True
 
 
-def _read_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialog | None:
+def _read_sub(files: DialogFiles, publish: Publish, root: RootDialog, ahead: bool) -> SubDialog | None:
     try:
         sub = read_sub(files, publish, root)
     except StoreError:
         return None
-    _derive(sub)
+    _derive(sub, ahead)
     return sub
 
 
-def _derive(dialog: Dialog) -> None:
+def _derive(dialog: Dialog, ahead: bool) -> None:
     """What every message to a dialog looks up in its whole course (the message ids recorded, for
-    duplicates), derived while it is read in a worker thread rather than on the loop at its first
-    message (40 ms of a 10,000-record course)."""
-    if not dialog.load_error:
-        dialog.recorded_msg_ids()
+    duplicates), derived while it is read rather than on the loop at its first message (40 ms of a
+    10,000-record course); ``ahead`` (a tree of ``run/`` read in a worker thread): also its request
+    log, which its first request after a restart reads whole (every line laid out over the one before)."""
+    if dialog.load_error:
+        return
+    dialog.recorded_msg_ids()
+    if ahead:
+        read_request_log_ahead(dialog)

@@ -21,6 +21,7 @@ from dominds.dialog.model import Dialog
 from dominds.ids import now_iso
 from dominds.llm.base import ForwardingReceiver, GenerationReceiver
 from dominds.llm.wire_capture import SentRequest, WireCapture
+from dominds.store.errors import StoreError
 from dominds.store.request_log import RequestEndRecord, RequestLog, RequestRecord, request_log_name
 
 log = logging.getLogger("dominds.driver")
@@ -83,10 +84,7 @@ class RequestRecorder:
 
     def _write(self, write: Callable[[RequestLog], object]) -> bool:
         dialog = self.dialog
-        path = dialog.files.dir / request_log_name(dialog.latest.current_course)
-        writer = _LOGS.get(dialog)
-        if writer is None or writer.path != path:  # a new course (or the dialog's directory moved)
-            writer = _LOGS[dialog] = RequestLog(path)
+        writer = _request_log(dialog)
         try:
             write(writer)
             return True
@@ -94,3 +92,22 @@ class RequestRecorder:
             _LOGS.pop(dialog, None)  # read the file again next time
             log.warning("could not record the request of generation %s of %s: %s", self.genseq, dialog.self_id, exc)
             return False
+
+
+def _request_log(dialog: Dialog) -> RequestLog:
+    path = dialog.files.dir / request_log_name(dialog.latest.current_course)
+    writer = _LOGS.get(dialog)
+    if writer is None or writer.path != path:  # a new course (or the dialog's directory moved)
+        writer = _LOGS[dialog] = RequestLog(path)
+    return writer
+
+
+def read_request_log_ahead(dialog: Dialog) -> None:
+    """Read the dialog's request log now (in the worker thread that reads the dialog, before the event loop
+    sees it), not at its first request after a restart: the log of a long dialog is read whole (every line,
+    each laid out over the one before), which held the loop at that request. A log that cannot be read is
+    left for the request to report."""
+    try:
+        _request_log(dialog).load()
+    except (OSError, UnicodeDecodeError, ValueError, StoreError):
+        _LOGS.pop(dialog, None)

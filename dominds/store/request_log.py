@@ -199,18 +199,7 @@ class RequestLog:
 
     def append(self, record: RequestRecord, body: bytes) -> RequestRecord:
         """Store ``body`` as ``record``'s (its ``size``, ``sha256``, ``layout`` and ``chunks`` are set here)."""
-        if not self._loaded:
-            texts: dict[str, str] = {}
-            for line in _lines(self.path, _read_or_empty(self.path)):
-                if isinstance(line, RequestRecord):
-                    self._known.update(line.chunks)
-                    texts.update(line.chunks)
-                    self._previous = expand_layout(self._previous, line.layout)
-            self._loaded = True
-            self._where = {}
-            for index, cid in enumerate(self._previous):
-                self._where.setdefault(cid, index)
-            self._resume(texts)
+        self.load()
         keep = self._kept_chunks(body)
         start = self._previous_ends[keep - 1] if keep else 0
         pieces = split_body(body, start)
@@ -244,6 +233,24 @@ class RequestLog:
         self._previous.extend(tail)
         self._previous_body = body
         return stored
+
+    def load(self) -> None:
+        """Read what the file already holds (once): the chunks stored, the previous request's. A long
+        dialog's log is read whole (every line, each laid out over the one before), so a reader of the
+        dialog may do it ahead, off the event loop (``driver/loaded_trees.py``)."""
+        if self._loaded:
+            return
+        texts: dict[str, str] = {}
+        for line in _lines(self.path, _read_or_empty(self.path)):
+            if isinstance(line, RequestRecord):
+                self._known.update(line.chunks)
+                texts.update(line.chunks)
+                self._previous = expand_layout(self._previous, line.layout)
+        self._loaded = True
+        self._where = {}
+        for index, cid in enumerate(self._previous):
+            self._where.setdefault(cid, index)
+        self._resume(texts)
 
     def _resume(self, texts: dict[str, str]) -> None:
         """The previous body rebuilt from the file's chunks, as an append leaves it: the first request

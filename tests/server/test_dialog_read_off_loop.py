@@ -13,6 +13,7 @@ requests must be answered.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -294,3 +295,33 @@ async def test_a_page_of_an_older_course_is_read_off_the_loop(serve: ServeFactor
         gate.release.set()
         status, body = await shown
     assert status == 200 and body["course"] == 1 and body["events"], body
+
+
+async def test_the_first_request_after_a_restart_reads_the_request_log_ahead(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dialog's first request after a restart read its whole request log (every line, each laid out over
+    the one before: a long dialog's log is megabytes) on the event loop. A dialog read off the loop now
+    reads its log there too, and its first request finds it read."""
+    from dominds.store import request_log
+
+    first = await serve()
+    status, made = await first.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
+    root_id = made["rootId"]
+    assert (await first.post(f"/api/dialogs/{root_id}/messages", {"content": "hello"}))[0] == 202
+    await first.engine.wait_idle()
+    await first.engine.close()
+    served = await serve()
+    readers: list[str] = []
+    real = request_log._read_or_empty
+
+    def watched(path: Any) -> str:
+        readers.append(threading.current_thread().name)
+        return real(path)
+
+    monkeypatch.setattr(request_log, "_read_or_empty", watched)
+    assert (await served.get(f"/api/dialogs/{root_id}"))[0] == 200
+    assert (await served.post(f"/api/dialogs/{root_id}/messages", {"content": "hello"}))[0] == 202
+    await served.engine.wait_idle()
+    assert len(served.engine.roots[root_id].files.course_numbers()) == 1
+    assert readers and threading.main_thread().name not in readers, readers
+    records = [json.loads(line) for line in (served.engine.roots[root_id].files.dir / "requests-001.jsonl").read_text().splitlines()]
+    assert [r["genseq"] for r in records if r["type"] == "request"] == [1, 2]
