@@ -15,15 +15,17 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from server_kit import Served, ServeFactory
 
 from dominds.driver import usage
 from dominds.store.dialog_store import DialogFiles
+
+T = TypeVar("T")
 
 
 class Gate:
@@ -82,14 +84,20 @@ async def _answered_while_held(served: Served, gate: Gate, other: str) -> None:
     assert status == 200, body
 
 
+async def _held(served: Served, monkeypatch: pytest.MonkeyPatch, operation: Awaitable[T], other: str) -> tuple[T, Gate]:
+    """``operation`` started with every read of a course held: while it waits, the daemon's other requests
+    are answered (``_answered_while_held``); its result once the reads go on, and the gate."""
+    with Gate().installed(monkeypatch) as gate:
+        pending = asyncio.ensure_future(operation)
+        await _answered_while_held(served, gate, other)
+        assert not pending.done(), "all of that was answered while the read was still held"
+        gate.release.set()
+        return await pending, gate
+
+
 async def test_other_requests_are_answered_while_a_dialog_is_read(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     served, (shown, other) = await _restarted(serve)
-    with Gate().installed(monkeypatch) as gate:
-        reply = asyncio.ensure_future(served.get(f"/api/dialogs/{shown}"))
-        await _answered_while_held(served, gate, other)
-        assert not reply.done(), "all of that was answered while the dialog was still being read"
-        gate.release.set()
-        status, body = await reply
+    (status, body), gate = await _held(served, monkeypatch, served.get(f"/api/dialogs/{shown}"), other)
     assert status == 200 and body["dialog"]["selfId"] == shown, body
     assert gate.reads == 1 and gate.threads[0] != threading.main_thread().name, gate.threads
     assert shown in served.engine.roots, "a tree of run/ is kept once read"
@@ -101,14 +109,8 @@ async def test_other_requests_are_answered_while_a_dialog_is_read(serve: ServeFa
 async def test_the_panel_opens_a_dialog_while_other_requests_are_answered(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     served, (shown, other) = await _restarted(serve)
     sock = await served.ws()
-    with Gate().installed(monkeypatch) as gate:
-        opened = asyncio.ensure_future(
-            sock.request({"type": "display_dialog", "dialog": {"selfId": shown, "rootId": shown}}, "dialog_ready")
-        )
-        await _answered_while_held(served, gate, other)
-        assert not opened.done()
-        gate.release.set()
-        ready = await opened
+    display = {"type": "display_dialog", "dialog": {"selfId": shown, "rootId": shown}}
+    ready, _ = await _held(served, monkeypatch, sock.request(display, "dialog_ready"), other)
     assert ready["dialog"]["selfId"] == shown
 
 
@@ -128,12 +130,7 @@ async def test_a_dialog_of_done_is_read_off_the_loop_at_every_request(serve: Ser
     status, body = await served.post("/api/dialogs/move", {"rootId": shown, "toStatus": "done"})
     assert status == 200, body
     for _ in range(2):
-        with Gate().installed(monkeypatch) as gate:
-            reply = asyncio.ensure_future(served.get(f"/api/dialogs/{shown}"))
-            await _answered_while_held(served, gate, other)
-            assert not reply.done()
-            gate.release.set()
-            status, body = await reply
+        (status, body), _ = await _held(served, monkeypatch, served.get(f"/api/dialogs/{shown}"), other)
         assert status == 200 and body["status"] == "done", body
     assert shown not in served.engine.roots, "a tree of done/ is not kept"
 
@@ -182,12 +179,7 @@ async def test_a_subdialog_is_read_off_the_loop_too(serve: ServeFactory, monkeyp
     served = await serve()
     assert (await served.get(f"/api/dialogs/{root_id}"))[0] == 200  # its tree's root is in memory
     assert sub_id not in served.engine.roots[root_id].local
-    with Gate().installed(monkeypatch) as gate:
-        reply = asyncio.ensure_future(served.get(f"/api/dialogs/{sub_id}"))
-        await _answered_while_held(served, gate, other["rootId"])
-        assert not reply.done()
-        gate.release.set()
-        status, body = await reply
+    (status, body), _ = await _held(served, monkeypatch, served.get(f"/api/dialogs/{sub_id}"), other["rootId"])
     assert status == 200 and body["isRoot"] is False and body["dialog"]["rootId"] == root_id, body
     assert served.engine.roots[root_id].local[sub_id].self_id == sub_id, "kept in its tree"
     assert served.engine.find_loaded(sub_id) is served.engine.roots[root_id].local[sub_id]
@@ -197,12 +189,8 @@ async def test_marking_a_tree_done_reads_it_off_the_loop(serve: ServeFactory, mo
     """Moving a tree out of ``run/`` settles each of its dialogs, so it reads them all first: 0.46 s
     of a 10,000-turn dialog on the event loop."""
     served, (moved, other) = await _restarted(serve)
-    with Gate().installed(monkeypatch) as gate:
-        reply = asyncio.ensure_future(served.post("/api/dialogs/move", {"rootId": moved, "toStatus": "done"}))
-        await _answered_while_held(served, gate, other)
-        assert not reply.done()
-        gate.release.set()
-        status, body = await reply
+    move = served.post("/api/dialogs/move", {"rootId": moved, "toStatus": "done"})
+    (status, body), _ = await _held(served, monkeypatch, move, other)
     assert status == 200 and body["toStatus"] == "done", body
     assert served.engine.store.locate_root(moved) == "done" and moved not in served.engine.roots
 
@@ -245,12 +233,8 @@ async def test_a_fork_reads_and_writes_off_the_loop(serve: ServeFactory, monkeyp
     await first.engine.close()
     served = await serve()
     assert (await served.get(f"/api/dialogs/{root_id}"))[0] == 200  # in memory: only the fork's own reads are held
-    with Gate().installed(monkeypatch) as gate:
-        reply = asyncio.ensure_future(served.post(f"/api/dialogs/{root_id}/fork", {"genseq": 1}))
-        await _answered_while_held(served, gate, other["rootId"])
-        assert not reply.done()
-        gate.release.set()
-        status, fork = await reply
+    forking = served.post(f"/api/dialogs/{root_id}/fork", {"genseq": 1})
+    (status, fork), _ = await _held(served, monkeypatch, forking, other["rootId"])
     assert status == 201 and fork["forkedFrom"]["rootId"] == root_id, fork
     assert fork["rootId"] in served.engine.roots
     await served.engine.wait_idle()
@@ -279,21 +263,10 @@ async def test_a_page_of_an_older_course_is_read_off_the_loop(serve: ServeFactor
     assert served.engine.roots[root_id].latest.current_course == 2
     status, other = await served.post("/api/dialogs", {"taskDocPath": "tasks/t.tsk"})
     sock = await served.ws()
-    with Gate().installed(monkeypatch) as gate:
-        page = asyncio.ensure_future(
-            sock.request({"type": "display_course", "dialog": {"selfId": root_id, "rootId": root_id}, "course": 1}, "course_update")
-        )
-        await _answered_while_held(served, gate, other["rootId"])
-        assert not page.done()
-        gate.release.set()
-        update = await page
+    page = {"type": "display_course", "dialog": {"selfId": root_id, "rootId": root_id}, "course": 1}
+    update, _ = await _held(served, monkeypatch, sock.request(page, "course_update"), other["rootId"])
     assert update["course"] == 1, update
-    with Gate().installed(monkeypatch) as gate:
-        shown = asyncio.ensure_future(served.get(f"/api/dialogs/{root_id}?course=1"))
-        await _answered_while_held(served, gate, other["rootId"])
-        assert not shown.done()
-        gate.release.set()
-        status, body = await shown
+    (status, body), _ = await _held(served, monkeypatch, served.get(f"/api/dialogs/{root_id}?course=1"), other["rootId"])
     assert status == 200 and body["course"] == 1 and body["events"], body
 
 
