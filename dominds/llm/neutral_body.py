@@ -38,8 +38,8 @@ _MESSAGE_FIELDS = tuple(f.name for f in fields(ChatMessage))
 
 def message_json(message: ChatMessage) -> str:
     """A message's JSON: its fields but the empty ones, as ``asdict`` would give them. Not ``asdict``
-    itself: it deep-copies every value first, 0.6 s of the first request of a 10,000-message dialog (a
-    request after a restart encodes every message once), all of it on the event loop."""
+    itself: it deep-copies every value first (203 ms against 45 ms for 10,000 text messages, the first
+    request of a long dialog after a restart, which encodes every message once, on the event loop)."""
     out: dict[str, Any] = {}
     for key in _MESSAGE_FIELDS:
         value = getattr(message, key)
