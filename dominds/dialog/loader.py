@@ -80,15 +80,9 @@ def rebuild_registry(files: DialogFiles) -> dict[str, RegistryEntry]:
     return registry
 
 
-def load_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialog:
-    sub = read_sub(files, publish, root)
-    root.local[sub.self_id] = sub
-    return sub
-
-
 def read_sub(files: DialogFiles, publish: Publish, root: RootDialog) -> SubDialog:
-    """A subdialog of ``root`` read from its files, not yet one of ``root.local`` (a worker thread reads
-    it, the event loop adds it: ``driver/loaded_trees.py``)."""
+    """A subdialog of ``root`` read from its files, not yet one of ``root.local`` (the engine adds it, on
+    the event loop: a worker thread may read it, ``driver/loaded_trees.py``)."""
     files.check_real_directories()
     meta = files.read_meta()
     notes: list[str] = []

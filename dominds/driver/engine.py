@@ -10,7 +10,6 @@ drive, one drive per dialog at a time (per-dialog FIFO mutex). State changes rea
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -324,8 +323,7 @@ class Engine(LoadedTrees):
 
     def _keep_new_root(self, root: RootDialog) -> RootDialog:
         meta = root.meta
-        self.roots[meta.id] = root
-        self.fetched_at[meta.id] = time.monotonic()
+        self._keep_root(root)
         self.pubchan.publish(
             None,
             {"type": "dialogs_created", "scope": {"kind": "root", "rootId": meta.id}, "status": "run", "createdRootIds": [meta.id]},

@@ -18,7 +18,7 @@ import asyncio
 import logging
 import time
 
-from dominds.dialog.loader import error_dialog, load_root, load_sub, read_sub
+from dominds.dialog.loader import error_dialog, load_root, read_sub
 from dominds.dialog.model import Dialog, Publish, RootDialog, SubDialog
 from dominds.driver.request_record import read_request_log_ahead
 from dominds.driver.scheduler import Scheduler
@@ -65,9 +65,13 @@ class LoadedTrees:
         if status == "run" and readable:
             if root_id in self.reading:
                 self.read_again.add(root_id)
-            self.roots[root_id] = root
-            self.fetched_at[root_id] = time.monotonic()
+            self._keep_root(root)
         return root
+
+    def _keep_root(self, root: RootDialog) -> None:
+        """``root`` is the tree of its id in memory from now on (handed out now: see ``fetched_at``)."""
+        self.roots[root.root_id] = root
+        self.fetched_at[root.root_id] = time.monotonic()
 
     async def get_dialog_off_loop(self, root_id: str, self_id: str | None = None) -> Dialog:
         """``get_dialog``, with a tree or subdialog that is not in memory read in a worker thread (see the
@@ -104,8 +108,7 @@ class LoadedTrees:
         if root.status == "run" and self.roots.get(root.root_id) is not root:
             return False
         if sub is not None and self_id not in root.local:
-            root.local[self_id] = sub
-            self.sub_roots[self_id] = root.root_id
+            self._adopt(root, sub)
         return True
 
     async def _root_off_loop(self, root_id: str) -> RootDialog:
@@ -131,8 +134,7 @@ class LoadedTrees:
             if root_id in self.read_again:  # loaded, maybe written, and forgotten while this read ran
                 return self.load_root(root_id)
             if readable:
-                self.roots[root_id] = root
-                self.fetched_at[root_id] = time.monotonic()
+                self._keep_root(root)
             return root
         finally:
             del self.reading[root_id]
@@ -179,13 +181,15 @@ class LoadedTrees:
         loaded = root.local.get(self_id)
         if loaded is not None:
             return loaded  # type: ignore[return-value]
-        files = self.store.files(root.status, root.root_id, self_id)
-        try:
-            sub = load_sub(files, self.pubchan.publish, root)
-        except StoreError:
-            return None
-        self.sub_roots[self_id] = root.root_id
+        sub = _read_sub(self.store.files(root.status, root.root_id, self_id), self.pubchan.publish, root, False)
+        if sub is not None:
+            self._adopt(root, sub)
         return sub
+
+    def _adopt(self, root: RootDialog, sub: SubDialog) -> None:
+        """``sub`` is one of ``root``'s loaded dialogs from now on."""
+        root.local[sub.self_id] = sub
+        self.sub_roots[sub.self_id] = root.root_id
 
     def get_dialog(self, root_id: str, self_id: str | None = None) -> Dialog:
         return self._dialog_in(self.load_root(root_id), self_id)
@@ -229,14 +233,22 @@ class LoadedTrees:
         _, root_id = self.store.locate_dialog(self_id)
         return self.get_dialog(root_id, self_id)
 
+    async def find_dialog_off_loop(self, self_id: str) -> Dialog:
+        """``find_dialog``, reading what is not in memory in worker threads: a subdialog's id alone is found
+        by a search of every tree's directory, and its tree and itself may be long to read."""
+        loaded = self.find_loaded(self_id)
+        if loaded is not None:
+            return loaded
+        _, root_id = await asyncio.to_thread(self.store.locate_dialog, self_id)
+        return await self.get_dialog_off_loop(root_id, self_id)
+
     def create_subdialog(self, root: RootDialog, meta: DialogMeta, latest: LatestState) -> SubDialog:
         files = self.store.files(root.status, root.root_id, meta.id)
         first = CourseStartRecord(ts=now_iso(), course=1)
         create_dialog_dir(files, meta, latest, first)
         sub = SubDialog(files, meta, latest, self.pubchan.publish, root)
         sub.adopt_first_course(first)
-        root.local[meta.id] = sub
-        self.sub_roots[meta.id] = root.root_id
+        self._adopt(root, sub)
         return sub
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,12 +26,7 @@ async def resolve_dialog(engine: Engine, self_id: str, root_id: str | None = Non
             raise DialogNotFoundError(f"unknown dialog {value!r} (not a dialog id)")
     if root_id is not None:
         return await engine.get_dialog_off_loop(root_id, self_id)
-    loaded = engine.find_loaded(self_id)
-    if loaded is not None:
-        return loaded
-    # a subdialog's id alone is found by a search of every tree's directory: off the loop as well
-    _, found_root = await asyncio.to_thread(engine.store.locate_dialog, self_id)
-    return await engine.get_dialog_off_loop(found_root, self_id)
+    return await engine.find_dialog_off_loop(self_id)
 
 
 def dialog_summary(engine: Engine, dialog: Dialog) -> dict[str, Any]:
