@@ -243,9 +243,9 @@ class RequestLog:
         texts: dict[str, str] = {}
         for line in _lines(self.path, _read_or_empty(self.path)):
             if isinstance(line, RequestRecord):
-                self._known.update(line.chunks)
                 texts.update(line.chunks)
                 self._previous = expand_layout(self._previous, line.layout)
+        self._known.update(texts)
         self._loaded = True
         self._where = {}
         for index, cid in enumerate(self._previous):
