@@ -274,12 +274,12 @@ def _read_sub(files: DialogFiles, publish: Publish, root: RootDialog, ahead: boo
 
 
 def _derive(dialog: Dialog, ahead: bool) -> None:
-    """What every message to a dialog looks up in its whole course (the message ids recorded, for
-    duplicates), derived while it is read rather than on the loop at its first message (40 ms of a
-    10,000-record course); ``ahead`` (a tree of ``run/`` read in a worker thread): also its request
-    log, which its first request after a restart reads whole (every line laid out over the one before)."""
-    if dialog.load_error:
+    """``ahead`` (a tree of ``run/`` read in a worker thread): what the dialog's first message and first
+    request would otherwise derive from its whole history on the event loop, derived in that thread: the
+    message ids recorded (every message is checked for a duplicate: 40 ms of a 10,000-record course) and
+    its request log (read whole, every line laid out over the one before). Read on the loop (recovery, a
+    drive), nothing is derived ahead: a tree recovery reads and finds at rest never needs either."""
+    if not ahead or dialog.load_error:
         return
     dialog.recorded_msg_ids()
-    if ahead:
-        read_request_log_ahead(dialog)
+    read_request_log_ahead(dialog)
