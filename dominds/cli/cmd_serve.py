@@ -4,12 +4,14 @@ Start-up order matters: refuse a second daemon before touching anything; bind th
 standard library (server/listen.py), so a connection made from then on waits in the kernel's accept
 queue instead of being refused; aiohttp is imported while the process has one thread
 (server/aiohttp_import.py: without parsing the CA bundle for a client the daemon never uses), with the
-cycle collector off until every module is in; a worker thread imports the engine, the records and the
-panel's API while the event loop starts watching ``.minds/`` and the Taskdocs; ``run_server`` starts the engine
-(takes the rtws lock, recovers, schedules) and only then serves the sockets: one server, the full app,
-answers from the first byte (a waiting connection gets its data, never a "not ready yet"); only then is
+cycle collector off until every module is in. Then the front application serves the sockets at once
+(``serve_daemon``, server/front.py: the panel's files, health, and the dialog list when no tree needs
+recovery), while worker threads import the watcher, then the engine, the records and the API, and the
+event loop starts watching ``.minds/`` and the Taskdocs; the engine starts (takes the rtws lock,
+recovers, schedules) and the API goes behind the front. One server answers from the first byte: a
+request that needs the engine waits for it, never a "not ready yet". Only then is
 ``.dialogs/daemon.json`` written (mode 0600), so a file that exists names a listening, ready daemon.
-SIGINT/SIGTERM stop the server gracefully (``run_server``); the file is removed on every way out, and a
+SIGINT/SIGTERM stop the server gracefully (``serve_daemon``); the file is removed on every way out, and a
 file left by a SIGKILLed daemon is recognised as stale through the lock.
 """
 
@@ -19,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import importlib
 import json
 import logging
 import os
@@ -27,6 +30,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -37,7 +41,6 @@ from dominds.rtws import Rtws, RtwsNotFound, find_rtws
 
 if TYPE_CHECKING:
     from dominds.driver.engine import Engine
-    from dominds.watch import WorkspaceWatcher
 
 RESUMED_REASONS = frozenset({"server_shutdown", "server_restart", "storage_error"})
 """Interruptions a process made, not a person: ``serve`` resumes them unless ``--no-resume``."""
@@ -166,18 +169,22 @@ def _refuse_second_daemon(rtws: Rtws) -> None:
 
 
 def _import_daemon() -> None:
-    """The modules of the full daemon (most of the start-up's CPU time), loaded in a worker thread so the
-    event loop sets the workspace watcher up meanwhile."""
+    """The modules of the full daemon (most of the start-up's CPU time), loaded in a worker thread while
+    the front application already serves (server/front.py) and the event loop watches the workspace."""
     import dominds.driver.engine
-    import dominds.server.run
+    import dominds.server.app
     import dominds.workflows.mount  # noqa: F401
 
 
 async def _serve_engine(rtws: Rtws, args: argparse.Namespace, sockets: list[socket.socket]) -> None:
-    from dominds.watch import WorkspaceWatcher
+    from dominds import __version__
+    from dominds.ids import now_iso
+    from dominds.server.auth import AccessToken, load_or_create_token
+    from dominds.server.run import ServerError, serve_daemon
 
-    # watching starts first: its watches take a few hundred milliseconds to be in place, as long as the imports
+    token = None if args.no_auth else AccessToken(load_or_create_token(rtws.token_path), rtws.token_path)
     started: list[Engine] = []  # an edit before the engine exists needs no announcement: it reads the files
+    watching: list[asyncio.Task[None]] = []
 
     def minds_changed(paths: list[str]) -> None:
         for engine in started:
@@ -187,52 +194,46 @@ async def _serve_engine(rtws: Rtws, args: argparse.Namespace, sockets: list[sock
         for engine in started:
             announce_taskdoc_change(engine, path)
 
-    watcher = WorkspaceWatcher(rtws.root, on_minds_changed=minds_changed, on_taskdoc_changed=taskdoc_changed)
-    watch_task = asyncio.create_task(watcher.run(), name="dominds-watch")
-    try:
+    async def start() -> tuple[Engine, list[Callable[[Any], None]]]:
+        # watching starts first: its watches take a few hundred milliseconds to be in place, as long as the imports
+        await asyncio.to_thread(importlib.import_module, "dominds.watch")
+        from dominds.watch import WorkspaceWatcher
+
+        watcher = WorkspaceWatcher(rtws.root, on_minds_changed=minds_changed, on_taskdoc_changed=taskdoc_changed)
+        watching.append(asyncio.create_task(watcher.run(), name="dominds-watch"))
         await asyncio.to_thread(_import_daemon)
         # The imports' objects live as long as the daemon: out of the cycle collector's sight, so its
         # full collections (one after each sweep that unloads resting trees, server/resting.py) walk
         # only what was created since. Before the engine starts: no tree is loaded yet.
         gc.freeze()
         gc.enable()
-        await _run_daemon(rtws, args, sockets, watcher, started)
-    finally:
-        watch_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watch_task
+        from dominds.driver.engine import Engine, WorkspaceLocked
+        from dominds.workflows.mount import route_adders, workflow_extensions
 
+        # the workflows' members from the start: recovery may drive workflow steps
+        engine = Engine(
+            rtws, resume=not args.no_resume, extensions=workflow_extensions(), on_start_progress=_print_start_progress
+        )
+        started.append(engine)
+        # a new root may name a Taskdoc package created since the last scan: watch it from the start
+        engine.pubchan.subscribe(lambda event: watcher.rescan_soon() if event.get("type") == "dialogs_created" else None)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watcher.ready.wait(), 5.0)
+        try:
+            await engine.start()
+        except WorkspaceLocked:
+            daemon = find_daemon(rtws)
+            if daemon is not None:
+                raise CliError(f"already served by pid {daemon.pid} on port {daemon.port}") from None
+            raise CliError(locked_message(rtws)) from None
+        return engine, route_adders()
 
-async def _run_daemon(
-    rtws: Rtws,
-    args: argparse.Namespace,
-    sockets: list[socket.socket],
-    watcher: WorkspaceWatcher,
-    started: list[Engine],
-) -> None:
-    from dominds import __version__
-    from dominds.driver.engine import Engine, WorkspaceLocked
-    from dominds.ids import now_iso
-    from dominds.server.auth import AccessToken, load_or_create_token
-    from dominds.server.run import ServerError, run_server
-    from dominds.workflows.mount import route_adders, workflow_extensions
-
-    # the workflows' members from the start: recovery may drive workflow steps
-    engine = Engine(
-        rtws, resume=not args.no_resume, extensions=workflow_extensions(), on_start_progress=_print_start_progress
-    )
-    started.append(engine)
-    token = None if args.no_auth else AccessToken(load_or_create_token(rtws.token_path), rtws.token_path)
-    # a new root may name a Taskdoc package created since the last scan: watch it from the start
-    engine.pubchan.subscribe(lambda event: watcher.rescan_soon() if event.get("type") == "dialogs_created" else None)
-    with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(watcher.ready.wait(), 5.0)
     written: list[DaemonInfo] = []
 
     def on_ready(url: str) -> None:
         from dominds.server.memory import BIG_WORK_TREES, give_back_memory
 
-        if engine.trees_at_start > BIG_WORK_TREES:
+        if started[0].trees_at_start > BIG_WORK_TREES:
             give_back_memory()  # what recovery's scan of a big workspace freed (server/memory.py)
         port = urlparse(url).port or args.port
         info = DaemonInfo(pid=os.getpid(), host=args.host, port=port, token=token.current() if token else None, url=url)
@@ -244,23 +245,14 @@ async def _run_daemon(
         threading.Thread(target=_warm_up, name="dominds-warm-up", daemon=True).start()
 
     try:
-        await run_server(
-            engine,
-            args.host,
-            args.port,
-            token=token,
-            on_ready=on_ready,
-            extra_routes=route_adders(),
-            sockets=sockets,
-        )
-    except WorkspaceLocked:
-        daemon = find_daemon(rtws)
-        if daemon is not None:
-            raise CliError(f"already served by pid {daemon.pid} on port {daemon.port}") from None
-        raise CliError(locked_message(rtws)) from None
+        await serve_daemon(start, rtws, args.host, args.port, token=token, on_ready=on_ready, sockets=sockets)
     except ServerError as exc:
         raise CliError(str(exc)) from exc
     finally:
+        for task in watching:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if written:
             _remove_daemon_json(rtws, written[0].pid)
             again = f"{command_name()} serve" if args.demo is None else f"{program()} serve --demo" + (f" {shlex.quote(args.demo)}" if args.demo else "")

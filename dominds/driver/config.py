@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from dominds.driver import price_sheet
 from dominds.driver.extensions import Extensions, with_builtins
 from dominds.driver.last_good import LastGood, has_errors
 from dominds.llm.base import ChatMessage
@@ -134,7 +135,9 @@ class ConfigCache:
             if mcp_signature != self._mcp_signature or self._config is None:
                 self._reload_mcp()
                 self._mcp_signature = mcp_signature
+            loaded_from = price_sheet.sources(self.rtws)
             catalog, catalog_problems, _ = self._load(self.rtws.llm_yaml, load_catalog)
+            price_sheet.keep(self.rtws, catalog, loaded_from)  # for the next start's first listing
             team, team_problems, team_unusable = self._load(
                 self.rtws.team_yaml,
                 lambda rtws: load_team(

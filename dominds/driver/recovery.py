@@ -19,9 +19,9 @@ from collections.abc import Callable
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
+from dominds.driver.attention import RESUMABLE_REASONS, needs_attention
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
 from dominds.driver.recovery_calls import (
-    RESUMABLE_REASONS,
     complete_dispatches,
     complete_reassignment,
     drive_had_ended,
@@ -51,7 +51,6 @@ from dominds.store.course_records import (
     TeammateResponseRecord,
     TellaskCallRecord,
 )
-from dominds.store.dialog_facts import Facts
 from dominds.store.dialog_store import remove_creation_leftovers
 from dominds.store.errors import StoreError, WriteFailedError, storage_pause
 from dominds.store.index_entries import Entry
@@ -60,6 +59,7 @@ from dominds.tellask import parse_segments
 from dominds.tellask_events import TellaskCall
 
 log = logging.getLogger("dominds.recovery")
+
 
 def recover(
     engine: EngineServices, progress: StartProgress | None = None, on_write_refused: Callable[[str, str], None] | None = None
@@ -158,26 +158,6 @@ def _remove_stray_temps(engine: EngineServices, entry: Entry) -> int:
             (directory / name).unlink()
             removed += 1
     return removed
-
-
-def needs_attention(facts: Facts) -> bool:
-    """Whether a dialog may have been mid-flight (or is corrupt), from its index facts alone."""
-    files = facts.get("files") or ()
-    if "q4h.yaml" in files or "subdlg.yaml" in files or "latest.yaml" not in files or facts.get("error"):
-        return True
-    if facts.get("generating") or facts.get("needsDrive") or facts.get("queuedPrompts"):
-        return True
-    run_state = facts.get("runState") or {}
-    kind = run_state.get("kind")
-    if kind in ("proceeding", "stop_requested", "error"):
-        return True
-    if kind == "interrupted" and run_state.get("reason") in RESUMABLE_REASONS:
-        return True
-    if kind == "blocked":
-        # Blocked with no index file left: the answer that unblocked it arrived, but the daemon died
-        # before its revival (needsDrive) was saved. Without this it would wait forever.
-        return True
-    return bool(facts.get("inboundTellaskBacks"))
 
 
 def _recover_tree(engine: EngineServices, root: RootDialog) -> None:

@@ -14,6 +14,7 @@ import logging
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
+from dominds.driver.attention import RESUMABLE_REASONS
 from dominds.driver.services import EngineServices
 from dominds.driver.subdialogs import (
     assignment_msg_id,
@@ -39,12 +40,6 @@ from dominds.store.errors import StoreError
 from dominds.store.records import PendingSubdialog, RegistryEntry, RunState
 
 log = logging.getLogger("dominds.recovery")
-
-RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown", "storage_error"})
-"""Interruptions no person asked for: a crash, a graceful daemon stop, an earlier ``--no-resume`` start, or
-a write the disk refused (``storage_error``: the daemon stopped before its watcher resumed the dialog; if
-the disk is still full, the drive pauses it again and a new watcher waits for space). Dialogs a user
-stopped (``user_stop``, ``emergency_stop``) stay stopped."""
 
 
 def stop_reason_to_keep(state: RunState) -> str | None:

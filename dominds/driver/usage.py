@@ -24,9 +24,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from dominds.driver.last_good import LastGood, has_errors
+from dominds.llm.pricing import ModelPricing
 from dominds.rtws import Rtws
 from dominds.store.dialog_facts import finish_generations
 from dominds.store.errors import StoreError
@@ -64,12 +65,49 @@ class Usage:
         return cls({k: [int(x) for x in v] for k, v in (raw.get("byModel") or {}).items()}, float(raw.get("costUsd") or 0))
 
 
+class PricedModel(Protocol):
+    @property
+    def pricing(self) -> ModelPricing | None: ...
+
+
+class Prices(Protocol):
+    """What pricing needs of a catalog: a model's prices (a ``Catalog``, or a ``PriceSheet`` of one)."""
+
+    def model(self, provider_key: str, model_key: str) -> PricedModel | None: ...
+
+
+class SheetModel(NamedTuple):
+    pricing: ModelPricing | None
+
+
+class PriceSheet:
+    """Every model's prices of a catalog, by (provider, model), without the catalog: what a listing needs
+    before the configuration's modules are loaded (``driver/price_sheet.py`` keeps one on disk)."""
+
+    def __init__(self, models: dict[tuple[str, str], ModelPricing | None]) -> None:
+        self.models = {key: SheetModel(pricing) for key, pricing in models.items()}
+        self.fingerprint = _fingerprint(models.items())
+
+    @classmethod
+    def of(cls, catalog: Catalog) -> PriceSheet:
+        return cls(
+            {
+                (provider_key, model_key): info.pricing
+                for provider_key, provider in catalog.providers.items()
+                for model_key, info in provider.models.items()
+            }
+        )
+
+    def model(self, provider_key: str, model_key: str) -> SheetModel | None:
+        return self.models.get((provider_key, model_key))
+
+
 def count_finishes(data: bytes, catalog: Catalog) -> Usage:
     """The usage recorded in one course file's bytes, each generation priced on its own."""
     return price_generations(finish_generations(data), catalog)
 
 
-def price_generations(generations: Iterable[Sequence[Any]], catalog: Catalog) -> Usage:
+def price_generations(generations: Iterable[Sequence[Any]], catalog: Prices) -> Usage:
     """Usage of generations as ``store.dialog_facts.finish_generations`` lists them, each priced on its own
     (``per_request``: a long request pays the model's long-context rates)."""
     usage = Usage()
@@ -125,13 +163,13 @@ def catalog_in_use(rtws: Rtws) -> Catalog:
     return catalog
 
 
-def pricing_fingerprint(catalog: Catalog) -> str:
-    """Changes when any price changes (cached figures are then recomputed)."""
-    prices = sorted(
-        (provider_key, model_key, repr(info.pricing))
-        for provider_key, provider in catalog.providers.items()
-        for model_key, info in provider.models.items()
-    )
+def pricing_fingerprint(catalog: Catalog | PriceSheet) -> str:
+    """Changes when any price changes (cached figures are then recomputed); a catalog and its sheet agree."""
+    return catalog.fingerprint if isinstance(catalog, PriceSheet) else PriceSheet.of(catalog).fingerprint
+
+
+def _fingerprint(models: Iterable[tuple[tuple[str, str], ModelPricing | None]]) -> str:
+    prices = sorted((provider_key, model_key, repr(pricing)) for (provider_key, model_key), pricing in models)
     return hashlib.blake2b(repr(prices).encode(), digest_size=8).hexdigest()
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from pathlib import Path
 from typing import Any
 
+from dominds.llm import BUILTIN_CATALOG_PATH
 from dominds.llm.catalog import API_TYPES, BUILTIN_SOURCE, Catalog, ModelInfo, ProviderConfig
 from dominds.llm.context_thresholds import ROOT_KEY as CONTEXT_HEALTH_KEY
 from dominds.llm.context_thresholds import apply_threshold_overrides, threshold_mistake
@@ -38,7 +38,7 @@ from dominds.problems import (
 )
 from dominds.rtws import Rtws
 
-_DEFAULTS_PATH = Path(__file__).with_name("defaults.yaml")
+_DEFAULTS_PATH = BUILTIN_CATALOG_PATH
 
 
 def load_catalog(rtws: Rtws) -> tuple[Catalog, list[Problem]]:

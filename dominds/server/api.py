@@ -13,12 +13,11 @@ from typing import Annotated, Any, Literal, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dominds import __version__
 from dominds.driver.engine import Engine
 from dominds.driver.fork import fork_root_off_loop
-from dominds.rtws import DIALOG_STATUSES
 from dominds.server import demo_prompts, keys
-from dominds.server.listing import ListingInThread, dialog_tree
+from dominds.server.guard import ApiError
+from dominds.server.listing import dialog_tree
 from dominds.server.replay import course_records_off_loop, replay_page
 from dominds.server.taskdoc_view import SectionConflict, write_section_checked
 from dominds.server.timeline import tree_timeline
@@ -26,12 +25,6 @@ from dominds.server.views import dialog_summary, resolve_dialog, taskdoc_payload
 from dominds.store.commit import durable
 from dominds.taskdoc_discovery import discover_taskdocs
 from dominds.textcheck import lone_surrogate_at, lone_surrogate_problem
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class _Body(BaseModel):
@@ -107,48 +100,6 @@ async def _body(request: web.Request, model: type[BodyT]) -> BodyT:
 
 def _engine(request: web.Request) -> Engine:
     return request.app[keys.ENGINE]
-
-
-def health_payload() -> dict[str, object]:
-    """The body of ``GET /api/health`` (public). ``ready`` is always true: only the full app ever serves
-    the port (a connection made while the daemon starts waits for it); kept for clients that wait on it."""
-    return {"ok": True, "server": "dominds", "version": __version__, "ready": True}
-
-
-async def health(request: web.Request) -> web.Response:
-    return web.json_response(health_payload())
-
-
-async def list_dialogs(request: web.Request) -> web.StreamResponse:
-    """``{"dialogs": [...]}``, sent tree by tree: a listing of 100,000 dialogs never sits in memory whole;
-    ``?limit=N``: the first N trees only, and ``more`` (how many were left out)."""
-    wanted = tuple(s for s in request.query.get("status", ",".join(DIALOG_STATUSES)).split(",") if s)
-    unknown = [s for s in wanted if s not in DIALOG_STATUSES]
-    if unknown:
-        raise ApiError(400, f"unknown status {unknown[0]!r}; expected some of {', '.join(DIALOG_STATUSES)}")
-    limit = None
-    if "limit" in request.query:
-        text = request.query["limit"]
-        try:
-            limit = int(text)
-        except ValueError:
-            limit = 0
-        if limit < 1:
-            raise ApiError(400, f"limit must be a whole number of trees, 1 or more, not {text!r}")
-    engine = _engine(request)
-    await durable()  # what it lists is on disk
-    listing = ListingInThread(engine, wanted, limit)  # off the event loop: 100,000 dialogs take seconds
-    try:
-        chunk = await listing.next_chunk()  # a failure before the first piece is a plain error response
-        response = web.StreamResponse(headers={"Content-Type": "application/json; charset=utf-8"})
-        await response.prepare(request)
-        while chunk is not None:
-            await response.write(chunk)
-            chunk = await listing.next_chunk()
-    finally:
-        await listing.close()
-    await response.write_eof()
-    return response
 
 
 async def create_dialog(request: web.Request) -> web.Response:
@@ -346,8 +297,6 @@ async def problems(request: web.Request) -> web.Response:
 
 
 def add_api_routes(app: web.Application) -> None:
-    app.router.add_get("/api/health", health)
-    app.router.add_get("/api/dialogs", list_dialogs)
     app.router.add_post("/api/dialogs", create_dialog)
     app.router.add_post("/api/dialogs/move", move_dialog)
     app.router.add_get("/api/dialogs/{root}/hierarchy", hierarchy)

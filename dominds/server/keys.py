@@ -1,12 +1,20 @@
-"""Typed application state (``web.AppKey``), so handlers get checked types instead of string keys."""
+"""Typed application state (``web.AppKey``), so handlers get checked types instead of string keys.
+
+Light on purpose: the front application (server/front.py) holds ``SETTINGS`` before the engine's
+modules are imported, so the engine and the hub are named for the type checker only.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiohttp import web
 
-from dominds.driver.engine import Engine
 from dominds.server.auth import AccessToken
-from dominds.server.hub import Hub
+
+if TYPE_CHECKING:
+    from dominds.driver.engine import Engine
+    from dominds.server.hub import Hub
 
 
 class ServerSettings:
@@ -24,6 +32,6 @@ class ServerSettings:
         return self.access.current() if self.access is not None else None
 
 
-ENGINE: web.AppKey[Engine] = web.AppKey("engine", Engine)
+ENGINE: web.AppKey[Engine] = web.AppKey("engine")
 SETTINGS: web.AppKey[ServerSettings] = web.AppKey("settings", ServerSettings)
-HUB: web.AppKey[Hub] = web.AppKey("hub", Hub)
+HUB: web.AppKey[Hub] = web.AppKey("hub")

@@ -8,8 +8,15 @@ add new ones there (and bump ``INDEX_VERSION`` in ``store/index.py``). The cost 
 
 A whole listing (``listing_chunks``) runs in a worker thread on its own index connection: checking
 100,000 dialogs against their files takes seconds, and the event loop must answer every other request
-and websocket meanwhile. From that thread it only reads the engine (which trees are loaded, and a
-loaded dialog's load error); the prices are taken on the loop before it starts.
+and websocket meanwhile. What it reads besides the index is its ``ListingSource``: the trees the daemon
+holds (from that thread it only looks one up, and a loaded dialog's load error) and the prices, taken
+on the loop before it starts.
+
+Light on purpose (the engine is named for the type checker only): while ``dominds serve`` starts, the
+front application lists the dialogs before the engine's modules are even imported (``early_source``:
+no tree is loaded yet, the prices come from the sheet the last daemon kept, ``driver/price_sheet.py``),
+unless a tree of ``run/`` may need recovery, which could change what the listing says
+(``NotAtRest``: that listing waits for the engine).
 """
 
 from __future__ import annotations
@@ -17,26 +24,60 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from dominds.driver import usage
-from dominds.driver.engine import Engine
-from dominds.rtws import DIALOG_STATUSES
+from dominds.driver import price_sheet, usage
+from dominds.driver.attention import needs_attention
+from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.server.memory import BIG_WORK_TREES, give_back_memory
 from dominds.store.derived import Derived
 from dominds.store.errors import DialogNotFoundError
 from dominds.store.index import DialogIndex
 from dominds.store.index_entries import Entry, Tree
 
+if TYPE_CHECKING:
+    from dominds.dialog.model import RootDialog
+    from dominds.driver.engine import Engine
+    from dominds.llm.catalog import Catalog
+
 Node = dict[str, Any]
 
 
-def _node(engine: Engine, entry: Entry) -> Node:
+class NotAtRest(Exception):
+    """An early listing (``ListingSource.at_rest_only``) found a tree of ``run/`` recovery may change."""
+
+
+@dataclass(frozen=True)
+class ListingSource:
+    """What a listing reads besides the index: the workspace, the trees the daemon holds, the prices."""
+
+    rtws: Rtws
+    loaded: Mapping[str, RootDialog]
+    """The daemon's loaded trees by root id (a loaded tree is listed as the daemon knows it)."""
+    catalog: Catalog | usage.PriceSheet
+    at_rest_only: bool = False
+    """Raise ``NotAtRest`` instead of listing when a tree of ``run/`` may need recovery."""
+
+
+def engine_source(engine: Engine) -> ListingSource:
+    """A listing of a started engine's workspace (call on the loop: the configuration reloads there)."""
+    return ListingSource(engine.rtws, engine.roots, engine.config.get().catalog)
+
+
+def early_source(rtws: Rtws) -> ListingSource | None:
+    """A listing before the engine has started: nothing loaded, the prices the last daemon kept (``None``
+    when they may not be those in force now: the listing then waits for the engine)."""
+    sheet = price_sheet.read(rtws)
+    return None if sheet is None else ListingSource(rtws, {}, sheet, at_rest_only=True)
+
+
+def _node(loaded_trees: Mapping[str, RootDialog], entry: Entry) -> Node:
     facts = entry.facts
     error = facts.get("error")
-    root = engine.roots.get(entry.root_id)  # read from the listing's thread: one lookup, no iteration
+    root = loaded_trees.get(entry.root_id)  # read from the listing's thread: one lookup, no iteration
     loaded = root.local.get(entry.self_id) if root is not None else None
     if loaded is not None and loaded.load_error and not error:
         error = loaded.load_error  # found when the daemon read it (a corrupt course, a refused write)
@@ -70,11 +111,11 @@ def _node(engine: Engine, entry: Entry) -> Node:
     return node
 
 
-def _tree(engine: Engine, catalog: Any, root: Entry, subs: list[Entry]) -> Node:
-    top = _node(engine, root)
+def _tree(loaded_trees: Mapping[str, RootDialog], catalog: Catalog | usage.PriceSheet, root: Entry, subs: list[Entry]) -> Node:
+    top = _node(loaded_trees, root)
     nodes = {root.self_id: top}
     for sub in subs:
-        nodes[sub.self_id] = _node(engine, sub)
+        nodes[sub.self_id] = _node(loaded_trees, sub)
     for sub in subs:  # subdialogs are stored flat; the tree comes from supdialogId
         parent = nodes.get(sub.facts.get("supdialogId") or "", top)
         parent["subdialogs"].append(nodes[sub.self_id])
@@ -84,7 +125,7 @@ def _tree(engine: Engine, catalog: Any, root: Entry, subs: list[Entry]) -> Node:
     return top
 
 
-def tree_cost(catalog: Any, entries: tuple[Entry, ...]) -> dict[str, Any]:
+def tree_cost(catalog: Catalog | usage.PriceSheet, entries: tuple[Entry, ...]) -> dict[str, Any]:
     """Tokens and USD of a tree: its generations as the index keeps them, priced by ``driver/usage.py``."""
     total = usage.Usage()
     for entry in entries:
@@ -116,16 +157,18 @@ class Listing:
     know more than its files: a load error)."""
 
     def __init__(
-        self, engine: Engine, index: DialogIndex, catalog: Any, statuses: tuple[str, ...] = DIALOG_STATUSES, limit: int | None = None
+        self, source: ListingSource, index: DialogIndex, statuses: tuple[str, ...] = DIALOG_STATUSES, limit: int | None = None
     ) -> None:
         """``limit``: only the first ``limit`` trees, chosen without checking every dialog's files
         (``DialogIndex.recent_trees``); ``more`` says how many were left out."""
         from dominds import __version__
 
-        self.engine = engine
+        self.source = source
         self.index = index
-        self.catalog = catalog
-        salt = f"{LISTING_VERSION}:{__version__}:{usage.pricing_fingerprint(catalog)}"
+        self.catalog = source.catalog
+        if source.at_rest_only:
+            _refuse_unless_at_rest(index)
+        salt = f"{LISTING_VERSION}:{__version__}:{usage.pricing_fingerprint(source.catalog)}"
         self.kept = Derived(index, "listing", salt, preload=False)
         # One key per tree, sorted in reverse: its status's rank (inverted, so the first status sorts
         # last), its activity, its id (a tie in activity: the newer dialog first), its signature, apart
@@ -155,7 +198,7 @@ class Listing:
 
     def tree_json(self, status: str, root_id: str, sig: str) -> bytes | None:
         """One tree as JSON (None if it is gone since the order was taken)."""
-        loaded = root_id in self.engine.roots
+        loaded = root_id in self.source.loaded
         if not loaded:
             text = self.kept.lookup(status, root_id, sig)
             if text is not None:
@@ -163,7 +206,7 @@ class Listing:
         tree = self.index.stored_tree(status, root_id)
         if tree is None:
             return None
-        text = json.dumps(_tree(self.engine, self.catalog, tree.root, tree.subs), ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(_tree(self.source.loaded, self.catalog, tree.root, tree.subs), ensure_ascii=False, separators=(",", ":"))
         if not loaded:
             self.kept.put(tree, text)
         return text.encode()
@@ -173,27 +216,35 @@ class Listing:
         self.order.close()
 
 
+def _refuse_unless_at_rest(index: DialogIndex) -> None:
+    """``NotAtRest`` when recovery may change a tree of ``run/``: it reconciles exactly the trees that are
+    neither settled nor at rest by their facts (``driver/recovery.py``), and may change what they show."""
+    for tree in index.iter_trees(("run",)):
+        if not tree.settled and any(needs_attention(entry.facts) for entry in tree.entries):
+            raise NotAtRest(tree.root.root_id)
+
+
 CHUNK_BYTES = 65536
 
 
-def listing_chunks(engine: Engine, catalog: Any, statuses: tuple[str, ...], limit: int | None = None) -> Generator[bytes, None, None]:
+def listing_chunks(source: ListingSource, statuses: tuple[str, ...], limit: int | None = None) -> Generator[bytes, None, None]:
     """The body of ``GET /api/dialogs`` (``{"dialogs": [...]}``) in pieces of about ``CHUNK_BYTES``, on
     an index connection of its own: run it in a worker thread (a listing of 100,000 dialogs never sits
     in memory whole, and never holds the event loop)."""
     trees = [0]
     try:
-        yield from _listing_chunks(engine, catalog, statuses, trees, limit)
+        yield from _listing_chunks(source, statuses, trees, limit)
     finally:
         if trees[0] > BIG_WORK_TREES:  # its objects are all freed by now (the generator above is done)
             give_back_memory()
 
 
 def _listing_chunks(
-    engine: Engine, catalog: Any, statuses: tuple[str, ...], trees: list[int], limit: int | None
+    source: ListingSource, statuses: tuple[str, ...], trees: list[int], limit: int | None
 ) -> Generator[bytes, None, None]:
-    index = DialogIndex(engine.rtws)
+    index = DialogIndex(source.rtws)
     try:
-        listing = Listing(engine, index, catalog, statuses, limit)
+        listing = Listing(source, index, statuses, limit)
         trees[0] = listing.count
         try:
             chunk = bytearray(b'{"dialogs":[')
@@ -226,8 +277,8 @@ class ListingInThread:
     """``listing_chunks`` stepped on the listing thread, one piece per ``next_chunk``; ``close`` waits
     for a step still running (a client that went away mid-listing) before closing it on that thread."""
 
-    def __init__(self, engine: Engine, statuses: tuple[str, ...], limit: int | None = None) -> None:
-        self.chunks = listing_chunks(engine, engine.config.get().catalog, statuses, limit)
+    def __init__(self, source: ListingSource, statuses: tuple[str, ...], limit: int | None = None) -> None:
+        self.chunks = listing_chunks(source, statuses, limit)
         self.step: asyncio.Future[bytes | None] | None = None
 
     async def next_chunk(self) -> bytes | None:
@@ -249,17 +300,19 @@ async def dialog_tree(engine: Engine, root_id: str) -> Node:
     not wait behind a listing of 100,000."""
     status = engine.store.locate_root(root_id)
     catalog = engine.config.get().catalog  # on the loop: the configuration is reloaded there
-    node = await asyncio.to_thread(_one_tree, engine, catalog, status, root_id)
+    node = await asyncio.to_thread(_one_tree, engine.rtws, engine.roots, catalog, status, root_id)
     if node is None:
         raise DialogNotFoundError(f"no dialog {root_id!r} in {engine.rtws.dialogs_dir}")
     return node
 
 
-def _one_tree(engine: Engine, catalog: Any, status: str, root_id: str) -> Node | None:
-    index = DialogIndex(engine.rtws)  # a connection of its own, in its thread
+def _one_tree(
+    rtws: Rtws, loaded_trees: Mapping[str, RootDialog], catalog: Catalog | usage.PriceSheet, status: str, root_id: str
+) -> Node | None:
+    index = DialogIndex(rtws)  # a connection of its own, in its thread
     try:
         for tree in index.trees(root=(status, root_id)):
-            return _tree(engine, catalog, tree.root, tree.subs)
+            return _tree(loaded_trees, catalog, tree.root, tree.subs)
         return None
     finally:
         index.close()

@@ -14,7 +14,7 @@ from aiohttp import web
 from dominds.driver.engine import Engine
 from dominds.driver.request_view import RequestNotFound, RequestView, request_view
 from dominds.server import keys
-from dominds.server.api import ApiError
+from dominds.server.guard import ApiError
 from dominds.store.commit import durable
 
 

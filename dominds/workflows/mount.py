@@ -18,21 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
-from aiohttp.web_urldispatcher import AbstractResource, AbstractRoute, UrlMappingMatchInfo
-from yarl import URL
 
 from dominds.driver.extensions import Extensions
 from dominds.server import keys
+from dominds.server.deferred import DeferredResource
 from dominds.workflows.debate.members import debate_extensions
 from dominds.workflows.plan_solve.members import plan_solve_extensions
 from dominds.workflows.tot.roles import tot_extensions
-
-if TYPE_CHECKING:
-    from aiohttp.web_urldispatcher import _InfoDict
 
 WORKFLOW_ROUTES: Sequence[tuple[str, Sequence[str]]] = (
     ("dominds.workflows.tot.web", ("/api/tot", "/tot")),
@@ -64,7 +59,7 @@ class LazyWorkflow:
 
     def add_to(self, app: web.Application) -> None:
         for prefix in self.prefixes:
-            app.router.register_resource(_LazyPrefix(prefix, self, app))
+            app.router.register_resource(DeferredResource(prefix, lambda: self.load(app), lambda: self.inner))
 
         async def shutdown(app: web.Application) -> None:
             if self.inner is not None:
@@ -94,55 +89,3 @@ class LazyWorkflow:
                 self.inner = inner
         assert self.inner is not None
         return self.inner
-
-
-class _LazyPrefix(AbstractResource):
-    """Every path at or under ``prefix``: resolved by the workflow's application, loaded on first use."""
-
-    def __init__(self, prefix: str, workflow: LazyWorkflow, outer: web.Application) -> None:
-        super().__init__()
-        self._prefix = prefix.rstrip("/")
-        self._workflow = workflow
-        self._outer = outer
-
-    @property
-    def canonical(self) -> str:
-        return self._prefix
-
-    def url_for(self, **kwargs: str) -> URL:
-        raise RuntimeError(f"url_for() is not supported by the lazy routes under {self._prefix}")
-
-    def add_prefix(self, prefix: str) -> None:
-        raise RuntimeError("the workflows' routes are mounted on the daemon's application only")
-
-    def get_info(self) -> _InfoDict:
-        return {"prefix": self._prefix}
-
-    def raw_match(self, path: str) -> bool:
-        return path == self._prefix or path.startswith(self._prefix + "/")
-
-    async def resolve(self, request: web.Request) -> tuple[UrlMappingMatchInfo | None, set[str]]:
-        if not self.raw_match(request.rel_url.path):
-            return None, set()
-        inner = await self._workflow.load(self._outer)
-        match_info = await inner.router.resolve(request)
-        error = match_info.http_exception
-        if isinstance(error, web.HTTPMethodNotAllowed):
-            return None, set(error.allowed_methods)  # the daemon's router answers 405 with these
-        if error is not None:
-            return None, set()  # not a route of this workflow: the daemon's router answers
-        assert isinstance(match_info, UrlMappingMatchInfo)
-        match_info.add_app(inner)
-        return match_info, set()
-
-    def __len__(self) -> int:
-        return len(self._routes())
-
-    def __iter__(self) -> Iterator[AbstractRoute]:
-        return iter(self._routes())
-
-    def _routes(self) -> list[AbstractRoute]:
-        inner = self._workflow.inner
-        if inner is None:
-            return []
-        return [r for r in inner.router.routes() if r.resource is not None and self.raw_match(r.resource.canonical)]

@@ -16,7 +16,7 @@ from workspace_kit import write_idle_root
 
 from dominds.driver.engine import Engine
 from dominds.rtws import DIALOG_STATUSES, Rtws
-from dominds.server.listing import listing_chunks
+from dominds.server.listing import engine_source, listing_chunks
 from dominds.store.atomic import set_fsync
 from dominds.store.dialog_store import DialogStore
 
@@ -66,7 +66,7 @@ def test_trees_are_listed_by_status_then_most_recent_activity_then_newest_id(tmp
             trees.append((status, _as_listed(stamp), root_id))
         engine = Engine(tmp_rtws, resume=False, take_lock=False)
         try:
-            body = json.loads(b"".join(listing_chunks(engine, engine.config.get().catalog, DIALOG_STATUSES)))
+            body = json.loads(b"".join(listing_chunks(engine_source(engine), DIALOG_STATUSES)))
         finally:
             engine.index.close()
     finally:
