@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import contextlib
 import gc
-import importlib
 import json
 import logging
 import os
@@ -168,6 +167,10 @@ def _refuse_second_daemon(rtws: Rtws) -> None:
         time.sleep(0.05)
 
 
+def _import_watcher() -> None:
+    import dominds.watch  # noqa: F401
+
+
 def _import_daemon() -> None:
     """The modules of the full daemon (most of the start-up's CPU time), loaded in a worker thread while
     the front application already serves (server/front.py) and the event loop watches the workspace."""
@@ -180,7 +183,10 @@ async def _serve_engine(rtws: Rtws, args: argparse.Namespace, sockets: list[sock
     from dominds import __version__
     from dominds.ids import now_iso
     from dominds.server.auth import AccessToken, load_or_create_token
+    from dominds.server.import_gate import ImportGate
     from dominds.server.run import ServerError, serve_daemon
+
+    gate = ImportGate()
 
     token = None if args.no_auth else AccessToken(load_or_create_token(rtws.token_path), rtws.token_path)
     started: list[Engine] = []  # an edit before the engine exists needs no announcement: it reads the files
@@ -196,12 +202,12 @@ async def _serve_engine(rtws: Rtws, args: argparse.Namespace, sockets: list[sock
 
     async def start() -> tuple[Engine, list[Callable[[Any], None]]]:
         # watching starts first: its watches take a few hundred milliseconds to be in place, as long as the imports
-        await asyncio.to_thread(importlib.import_module, "dominds.watch")
+        await asyncio.to_thread(gate.importing(_import_watcher))
         from dominds.watch import WorkspaceWatcher
 
         watcher = WorkspaceWatcher(rtws.root, on_minds_changed=minds_changed, on_taskdoc_changed=taskdoc_changed)
         watching.append(asyncio.create_task(watcher.run(), name="dominds-watch"))
-        await asyncio.to_thread(_import_daemon)
+        await asyncio.to_thread(gate.importing(_import_daemon))
         # The imports' objects live as long as the daemon: out of the cycle collector's sight, so its
         # full collections (one after each sweep that unloads resting trees, server/resting.py) walk
         # only what was created since. Before the engine starts: no tree is loaded yet.
@@ -245,7 +251,7 @@ async def _serve_engine(rtws: Rtws, args: argparse.Namespace, sockets: list[sock
         threading.Thread(target=_warm_up, name="dominds-warm-up", daemon=True).start()
 
     try:
-        await serve_daemon(start, rtws, args.host, args.port, token=token, on_ready=on_ready, sockets=sockets)
+        await serve_daemon(start, rtws, args.host, args.port, token=token, on_ready=on_ready, sockets=sockets, gate=gate)
     except ServerError as exc:
         raise CliError(str(exc)) from exc
     finally:

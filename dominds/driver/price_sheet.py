@@ -71,14 +71,10 @@ def _stamp(rtws: Rtws, loaded_from: Sources) -> list[Any]:
 
 def keep(rtws: Rtws, catalog: Catalog, loaded_from: Sources) -> None:
     """Keep the prices of ``catalog``, loaded from ``loaded_from`` (``sources``); a failure is no harm."""
-    models = [
-        [provider_key, model_key, None if info.pricing is None else dataclasses.asdict(info.pricing)]
-        for provider_key, provider in catalog.providers.items()
-        for model_key, info in provider.models.items()
-    ]
-    text = json.dumps({"version": SHEET_VERSION, "stamp": _stamp(rtws, loaded_from), "models": models}, separators=(",", ":"))
+    record = sheet_record(PriceSheet.of(catalog), _stamp(rtws, loaded_from))
+    text = json.dumps(record, separators=(",", ":"))
     target = path(rtws)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, UnicodeDecodeError):
         if target.read_text(encoding="utf-8") == text:
             return
     temp = target.with_name(f".{SHEET_NAME}.{os.getpid()}.tmp")
@@ -97,16 +93,33 @@ def read(rtws: Rtws) -> PriceSheet | None:
     """The kept prices, if they are those a configuration loaded now would have; else ``None``."""
     try:
         record = json.loads(path(rtws).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # missing, unreadable, torn (UnicodeDecodeError is a ValueError)
         return None
-    if not isinstance(record, dict) or record.get("stamp") != _stamp(rtws, sources(rtws)):
+    return sheet_from_record(record, _stamp(rtws, sources(rtws)))
+
+
+def sheet_record(sheet: PriceSheet, stamp: list[Any]) -> dict[str, Any]:
+    """The record of ``sheet`` (see the module docstring)."""
+    models = [
+        [provider_key, model_key, None if model.pricing is None else dataclasses.asdict(model.pricing)]
+        for (provider_key, model_key), model in sheet.models.items()
+    ]
+    return {"version": SHEET_VERSION, "stamp": stamp, "models": models}
+
+
+def sheet_from_record(record: object, stamp: list[Any]) -> PriceSheet | None:
+    """The sheet of ``record`` if it is one of this version stamped ``stamp``; else ``None``."""
+    if not isinstance(record, dict) or record.get("version") != SHEET_VERSION or record.get("stamp") != stamp:
+        return None
+    rows = record.get("models")
+    if not isinstance(rows, list):
         return None
     models: dict[tuple[str, str], ModelPricing | None] = {}
-    for row in record.get("models") or ():
+    for row in rows:
         if not (isinstance(row, list) and len(row) == 3 and isinstance(row[0], str) and isinstance(row[1], str)):
             return None
         pricing = None if row[2] is None else parse_pricing(row[2])
-        if isinstance(pricing, str):
+        if isinstance(pricing, str):  # what is wrong with it
             return None
         models[(row[0], row[1])] = pricing
     return PriceSheet(models)

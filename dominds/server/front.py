@@ -32,6 +32,7 @@ from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.server import keys
 from dominds.server.deferred import DeferredResource
 from dominds.server.guard import MAX_BODY_BYTES, ApiError, guard, session
+from dominds.server.import_gate import ImportGate
 from dominds.server.listing import ListingInThread, ListingSource, NotAtRest, early_source, engine_source
 from dominds.store.commit import durable
 
@@ -99,9 +100,9 @@ class Back:
 BACK: web.AppKey[Back] = web.AppKey("back", Back)
 
 
-def make_front_app(settings: keys.ServerSettings, back: Back) -> web.Application:
+def make_front_app(settings: keys.ServerSettings, back: Back, gate: ImportGate | None = None) -> web.Application:
     """The application to serve: its own routes, then every route of ``back``'s application once open."""
-    app = web.Application(middlewares=[guard], client_max_size=MAX_BODY_BYTES)
+    app = web.Application(middlewares=[*([gate.middleware] if gate else []), guard], client_max_size=MAX_BODY_BYTES)
     app[keys.SETTINGS] = settings
     app[BACK] = back
     app.router.add_get("/api/health", health)

@@ -27,6 +27,7 @@ from aiohttp import web
 from dominds.rtws import Rtws
 from dominds.server.auth import AccessToken
 from dominds.server.front import Back, make_front_app
+from dominds.server.import_gate import ImportGate
 from dominds.server.keys import ServerSettings
 from dominds.server.listen import ServerError, bind_listeners, is_loopback_host, listening_port
 
@@ -95,12 +96,14 @@ async def serve_daemon(
     stop: asyncio.Event | None = None,
     handle_signals: bool = True,
     sockets: list[socket.socket] | None = None,
+    gate: ImportGate | None = None,
 ) -> None:
     """Serve ``rtws``'s daemon until stopped; see the module docstring.
 
     ``token=None`` turns auth off and is refused unless ``host`` is a loopback address. An
     ``AccessToken`` over the workspace's token file makes a rotation apply without a restart.
     ``sockets``: listening sockets to serve (bound by the caller; else ``host:port`` is bound here).
+    ``gate``: the gate ``start``'s importing threads pass (server/import_gate.py).
     """
     if token is None and not is_loopback_host(host):
         raise ServerError(f"--no-auth is only allowed on a loopback address (127.0.0.1, ::1), not {host!r}")
@@ -110,7 +113,7 @@ async def serve_daemon(
     installed: list[signal.Signals] = []
     settings = ServerSettings(token=token, allowed_origins=frozenset(allowed_origins))
     back = Back(rtws)
-    runner = web.AppRunner(make_front_app(settings, back), shutdown_timeout=5.0)
+    runner = web.AppRunner(make_front_app(settings, back, gate), shutdown_timeout=5.0)
     engine: Engine | None = None
     try:
         await runner.setup()
@@ -125,6 +128,8 @@ async def serve_daemon(
             await back.open(make_api_app(engine, settings, extra_routes=extra_routes), engine)
         finally:
             back.fail()  # no effect once open: requests still waiting are answered (503 if it never opened)
+            if gate is not None:
+                gate.started()
         installed = _install_signal_handlers(stop) if handle_signals else []
         on_ready(panel_url(host, listening_port(sockets), settings.token))
         await stop.wait()
