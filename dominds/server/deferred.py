@@ -58,10 +58,14 @@ class DeferredResource(AbstractResource):
         return {"prefix": self._prefix}
 
     def raw_match(self, path: str) -> bool:
+        return False  # the router must never add another route to this resource (``add_resource`` asks)
+
+    def covers(self, path: str) -> bool:
+        """Whether ``path`` is at or under the prefix."""
         return not self._prefix or path == self._prefix or path.startswith(self._prefix + "/")
 
     async def resolve(self, request: web.Request) -> tuple[UrlMappingMatchInfo | None, set[str]]:
-        if not self.raw_match(request.rel_url.path):
+        if not self.covers(request.rel_url.path):
             return None, set()
         inner = await self._load()
         match_info = await inner.router.resolve(request)
@@ -84,4 +88,4 @@ class DeferredResource(AbstractResource):
         inner = self._loaded()
         if inner is None:
             return []
-        return [r for r in inner.router.routes() if r.resource is not None and self.raw_match(r.resource.canonical)]
+        return [r for r in inner.router.routes() if r.resource is not None and self.covers(r.resource.canonical)]
