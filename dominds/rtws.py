@@ -76,6 +76,12 @@ class Rtws:
         return self.state_dir / "auth-token"
 
     @cached_property
+    def cache_dir(self) -> Path:
+        """What the daemon derives from other files to go faster (the dialog index, the kept prices):
+        nothing in it is the only copy of anything, and it may be deleted at any time."""
+        return self.state_dir / "cache"
+
+    @cached_property
     def state_dir(self) -> Path:
         """Runtime state that is not a dialog (workflow sessions, caches)."""
         return self.root / ".dominds"

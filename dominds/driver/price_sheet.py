@@ -1,4 +1,4 @@
-"""The prices in force, kept on disk for the next start: ``.dominds/prices.json``.
+"""The prices in force, kept on disk for the next start: ``.dominds/cache/prices.json``.
 
 Pricing a listing needs the catalog, and loading the catalog needs the configuration's modules (YAML
 and pydantic models: 0.1 s on the development machine). While ``dominds serve`` starts, the front
@@ -47,7 +47,7 @@ Sources = list[Any]
 
 
 def path(rtws: Rtws) -> Path:
-    return rtws.state_dir / SHEET_NAME
+    return rtws.cache_dir / SHEET_NAME
 
 
 def _signature(file: Path) -> list[int] | None:

@@ -67,7 +67,7 @@ class DialogIndex:
     def __init__(self, rtws: Rtws, *, persistent: bool = True) -> None:
         """``persistent=False``: an index in memory only (every dialog read; nothing written)."""
         self.rtws = rtws
-        self.path = rtws.state_dir / "cache" / "dialogs.sqlite"
+        self.path = rtws.cache_dir / "dialogs.sqlite"
         self.persistent = persistent
         self._db: sqlite3.Connection | None = None
         self._unwritten: list[Refresh] = []

@@ -115,11 +115,12 @@ def test_a_torn_foreign_or_unreadable_sheet_is_not_used(tmp_path: Path) -> None:
 
 def test_a_read_only_state_directory_costs_the_sheet_only(tmp_path: Path) -> None:
     rtws = _workspace(tmp_path / "ws")
-    os.chmod(rtws.state_dir, 0o500)
+    rtws.cache_dir.mkdir()
+    os.chmod(rtws.cache_dir, 0o500)
     try:
         _config_loaded(rtws)  # no error: the sheet is a cache
     finally:
-        os.chmod(rtws.state_dir, 0o700)
+        os.chmod(rtws.cache_dir, 0o700)
     if os.geteuid() != 0:  # root writes anyway
         assert price_sheet.read(rtws) is None
 

@@ -178,7 +178,7 @@ async def test_the_dialog_list_waits_for_recovery_when_a_tree_was_mid_flight(tmp
 @pytest.mark.parametrize("change", ["prices edited", "sheet torn", "sheet missing"])
 async def test_the_dialog_list_waits_for_the_configuration_unless_the_kept_prices_are_in_force(tmp_path: Path, change: str) -> None:
     rtws, ids = _workspace(tmp_path / "ws")
-    sheet = rtws.state_dir / "prices.json"
+    sheet = rtws.cache_dir / "prices.json"
     if change == "prices edited":
         rtws.llm_yaml.write_text(rtws.llm_yaml.read_text().replace("input: 1.0", "input: 3.0"))
     elif change == "sheet torn":
