@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
@@ -293,7 +292,7 @@ def _salt(pricing: _Pricing) -> str:
 
 
 class _Pricing:
-    """The catalog the daemon would use (loaded once per run, and only when a tree must be priced)."""
+    """The prices the daemon would use (read once per run, and only when a tree must be priced)."""
 
     def __init__(self, rtws: Rtws) -> None:
         self.rtws = rtws
@@ -301,26 +300,22 @@ class _Pricing:
 
     @property
     def sources(self) -> str:
-        """What the prices come from, cheaply: the (inode, size, mtime) of ``llm.yaml`` and of its last
-        good copy; the built-in catalog changes only with the version. Loading the catalog to
-        fingerprint it would cost more than all the rest of a run when nothing changed."""
-        from dominds.driver.last_good import LastGood
+        """What the prices come from, cheaply (``driver/price_sheet.py``'s stamp: the built-in catalog,
+        ``llm.yaml`` and its last good copy by inode, size and mtime, and the version). Loading the
+        catalog to fingerprint it would cost more than all the rest of a run when nothing changed."""
+        from dominds.driver import price_sheet
 
-        parts = []
-        for path in (self.rtws.llm_yaml, LastGood(self.rtws).copy_of(self.rtws.llm_yaml)):
-            try:
-                st = os.stat(path)
-                parts.append(f"{st.st_ino}.{st.st_size}.{st.st_mtime_ns}")
-            except OSError:
-                parts.append("-")
-        return "|".join(parts)
+        return json.dumps(price_sheet.current_stamp(self.rtws))
 
     @property
     def catalog(self) -> Any:
+        """The prices the last daemon kept when they are still in force (no configuration to load), else
+        the catalog in use (the LLM layer's modules: 0.1-0.4 s)."""
         if self._catalog is None:
+            from dominds.driver import price_sheet
             from dominds.driver.usage import catalog_in_use
 
-            self._catalog = catalog_in_use(self.rtws)
+            self._catalog = price_sheet.read(self.rtws) or catalog_in_use(self.rtws)
         return self._catalog
 
 

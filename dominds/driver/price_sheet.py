@@ -69,6 +69,11 @@ def _stamp(rtws: Rtws, loaded_from: Sources) -> list[Any]:
     return [SHEET_VERSION, __version__, *loaded_from, _signature(last_good.copy_of(rtws.llm_yaml))]
 
 
+def current_stamp(rtws: Rtws) -> list[Any]:
+    """The stamp a sheet kept now would have: equal stamps, equal prices."""
+    return _stamp(rtws, sources(rtws))
+
+
 def keep(rtws: Rtws, catalog: Catalog, loaded_from: Sources) -> None:
     """Keep the prices of ``catalog``, loaded from ``loaded_from`` (``sources``); a failure is no harm."""
     record = sheet_record(PriceSheet.of(catalog), _stamp(rtws, loaded_from))
@@ -95,7 +100,7 @@ def read(rtws: Rtws) -> PriceSheet | None:
         record = json.loads(path(rtws).read_text(encoding="utf-8"))
     except (OSError, ValueError):  # missing, unreadable, torn (UnicodeDecodeError is a ValueError)
         return None
-    return sheet_from_record(record, _stamp(rtws, sources(rtws)))
+    return sheet_from_record(record, current_stamp(rtws))
 
 
 def sheet_record(sheet: PriceSheet, stamp: list[Any]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cli_kit import Daemon, dominds, dominds_json, write_workspace
+from test_cli_kit import Daemon, cli_env, dominds, dominds_json, write_workspace
 from workspace_kit import write_idle_root
 
 from dominds.cli.cmd_status import DEFAULT_LIMIT
@@ -235,3 +237,32 @@ def test_hand_written_yaml_falls_back_to_pyyaml(tmp_path: Path) -> None:
     path.write_text("# edited by hand\ncurrentCourse: 2\nrunState: {kind: idle}\nnote: plain words here\n")
     assert load_state_yaml(path) == {"currentCourse": 2, "runState": {"kind": "idle"}, "note": "plain words here"}
     assert load_state_yaml(tmp_path / "missing.yaml") is None
+
+
+def test_status_prices_a_changed_tree_with_the_kept_prices_without_loading_the_configuration(tmp_path: Path) -> None:
+    """Bug: a tree changed since the last ``status`` was priced with the catalog, whose loading (YAML and
+    the LLM layer's models) cost 0.1-0.4 s, more than all the rest of a run. The prices the last daemon
+    or command kept (``driver/price_sheet.py``) are used while they are in force."""
+    ws, ids = _tree_workspace(tmp_path)
+    assert (ws / ".dominds" / "cache" / "prices.json").is_file(), "`dominds run` kept the prices it used"
+    latest = ws / ".dialogs" / "run" / ids["delegate"] / "latest.yaml"
+    latest.write_text(latest.read_text().replace('title: "delegate"', 'title: "Renamed"', 1))
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from dominds.cli.main import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    main(['status', '--json', '--no-cache'])\n"
+        "print(json.dumps({'loaded': 'dominds.llm.catalog_yaml' in sys.modules, 'report': json.loads(out.getvalue())}))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], cwd=ws, capture_output=True, text=True, timeout=60, env=cli_env())
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.splitlines()[-1])
+    assert result["loaded"] is False, "priced without the configuration's modules"
+    roots = _by_id(result["report"])
+    assert roots[ids["delegate"]]["title"] == "Renamed" and roots[ids["delegate"]]["usage"]["costUsd"] > 0
+
+    (ws / ".dominds" / "cache" / "prices.json").unlink()
+    assert _by_id(dominds_json(ws, "status", "--no-cache"))[ids["delegate"]]["usage"] == roots[ids["delegate"]]["usage"], (
+        "priced as the catalog prices it"
+    )
