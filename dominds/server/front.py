@@ -21,6 +21,7 @@ One ``guard`` (server/guard.py) wraps every request, including those the API app
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,8 +80,12 @@ class Back:
 
     async def ready(self) -> web.Application:
         await self._settled.wait()
-        if self.app is None:
-            raise web.HTTPServiceUnavailable(text="the daemon is stopping", headers={"Retry-After": "1"})
+        if self.app is None:  # raised while the request is routed: answered as the guard answers failures
+            raise web.HTTPServiceUnavailable(
+                text=json.dumps({"error": "the daemon is stopping: its engine did not start"}),
+                content_type="application/json",
+                headers={"Retry-After": "1"},
+            )
         return self.app
 
     async def started_engine(self) -> Engine:

@@ -200,7 +200,7 @@ async def test_a_start_that_fails_answers_the_requests_waiting_for_it(tmp_path: 
         daemon.release.set()
         response = await asyncio.wait_for(waiting, 10)
         assert response.status == 503, "a clear refusal, not a connection left hanging"
-        response.release()
+        assert "did not start" in (await response.json())["error"]
 
 
 def test_the_front_loads_no_engine_records_configuration_or_yaml() -> None:
