@@ -61,24 +61,30 @@ async def test_the_importer_waits_while_a_request_is_answered_and_others_never_d
     assert builtins.__import__ is original, "restored once the importer is done"
 
 
+async def _import_during_an_endless_request(gate: ImportGate, module: str) -> float:
+    """Seconds the importer took to import ``module`` while a request the front answers never ended."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await asyncio.Event().wait()
+        return web.Response()
+
+    request = asyncio.ensure_future(gate.middleware(make_mocked_request("GET", "/api/dialogs"), handler))
+    await asyncio.sleep(0)
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(asyncio.to_thread(gate.importing(lambda: __import__(module) and None)), 5)
+        return time.monotonic() - started
+    finally:
+        request.cancel()
+
+
 async def test_a_request_holds_the_importer_back_for_a_bounded_time(tmp_path: Path) -> None:
     """A request that needs a module the importer is in the middle of would wait for the importer,
     and the importer for the request: the hold ends on its own."""
     _modules(tmp_path, ["gate_bounded"])
     gate = ImportGate()
     gate.MAX_HOLD_SECONDS = 0.2
-    never = asyncio.Event()
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        await never.wait()
-        return web.Response()
-
-    request = asyncio.ensure_future(gate.middleware(make_mocked_request("GET", "/api/dialogs"), handler))
-    await asyncio.sleep(0)
-    started = time.monotonic()
-    await asyncio.wait_for(asyncio.to_thread(gate.importing(lambda: __import__("gate_bounded") and None)), 5)
-    assert 0.1 <= time.monotonic() - started < 2
-    request.cancel()
+    assert 0.1 <= await _import_during_an_endless_request(gate, "gate_bounded") < 2
 
 
 async def test_once_the_start_is_over_requests_hold_nothing_back(tmp_path: Path) -> None:
@@ -86,15 +92,4 @@ async def test_once_the_start_is_over_requests_hold_nothing_back(tmp_path: Path)
     gate = ImportGate()
     gate.MAX_HOLD_SECONDS = 5.0
     gate.started()
-    never = asyncio.Event()
-
-    async def handler(request: web.Request) -> web.StreamResponse:
-        await never.wait()
-        return web.Response()
-
-    request = asyncio.ensure_future(gate.middleware(make_mocked_request("GET", "/api/dialogs"), handler))
-    await asyncio.sleep(0)
-    started = time.monotonic()
-    await asyncio.wait_for(asyncio.to_thread(gate.importing(lambda: __import__("gate_after") and None)), 5)
-    assert time.monotonic() - started < 1
-    request.cancel()
+    assert await _import_during_an_endless_request(gate, "gate_after") < 1
