@@ -8,6 +8,7 @@ A *figure* is one row of the table: a workload, its unit, the samples measured, 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import re
@@ -182,6 +183,17 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU seconds a live process has used so far (from /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def threads_cpu_seconds(pid: int) -> float:
+    """CPU seconds the live threads of a process have used, to the nanosecond (``/proc/PID/task/*/schedstat``):
+    ``cpu_seconds`` counts 10 ms ticks, too coarse for a 4 ms turn. Threads that ended are not counted:
+    use it for the difference over a short span (the daemon's worker threads live on)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
 
 
 def user_cpu_seconds(pid: int) -> float:
