@@ -180,7 +180,19 @@ async def supersede(engine: EngineServices, sub: Dialog, previous: Assignment) -
 
 
 def move_root(engine: EngineServices, root_id: str, to_status: str) -> str:
-    """Mark done (``done``), archive (``archive``) or revive (``run``) a root tree; returns the old status."""
+    """Mark done (``done``), archive (``archive``) or revive (``run``) a root tree; returns the old status.
+    A revived tree is read on the spot (``Engine.move_root_off_loop`` reads it in worker threads)."""
+    from_status = move_root_files(engine, root_id, to_status)
+    if from_status != to_status:
+        if to_status == "run":
+            revive(engine, engine.load_root(root_id))
+        announce_move(engine, root_id, from_status, to_status)
+    return from_status
+
+
+def move_root_files(engine: EngineServices, root_id: str, to_status: str) -> str:
+    """A root tree's directory moved to ``to_status`` (the engine forgets its copy); returns the old status.
+    A revived tree must then be loaded and ``revive``d, and every move announced (``announce_move``)."""
     if to_status not in DIALOG_STATUSES:
         raise EngineError(f"unknown status {to_status!r}; expected one of {', '.join(DIALOG_STATUSES)}")
     from_status = engine.store.locate_root(root_id)
@@ -199,14 +211,21 @@ def move_root(engine: EngineServices, root_id: str, to_status: str) -> str:
         del engine.roots[root_id]
         engine.fetched_at.pop(root_id, None)
     engine.store.move_root(root_id, from_status, to_status)
-    if to_status == "run":
-        revived = engine.load_root(root_id)
-        for sub_id in engine.store.subdialog_ids("run", root_id):
-            engine.try_load_sub(revived, sub_id)
-        for dialog in revived.local.values():
-            questions.index_all(engine, dialog)
-            if dialog.latest.needs_drive:
-                engine.request_drive(dialog)
+    return from_status
+
+
+def revive(engine: EngineServices, revived: RootDialog) -> None:
+    """A tree just moved back to ``run/``, its root loaded: every subdialog loaded (those already in
+    memory are kept), its questions listed again, the drives it wanted requested."""
+    for sub_id in engine.store.subdialog_ids("run", revived.root_id):
+        engine.try_load_sub(revived, sub_id)
+    for dialog in revived.local.values():
+        questions.index_all(engine, dialog)
+        if dialog.latest.needs_drive:
+            engine.request_drive(dialog)
+
+
+def announce_move(engine: EngineServices, root_id: str, from_status: str, to_status: str) -> None:
     engine.pubchan.publish(
         None,
         {
@@ -217,4 +236,3 @@ def move_root(engine: EngineServices, root_id: str, to_status: str) -> str:
             "movedRootIds": [root_id],
         },
     )
-    return from_status

@@ -240,10 +240,8 @@ async def move_dialog(request: web.Request) -> web.Response:
     current = engine.store.locate_root(body.rootId)
     if body.fromStatus is not None and current != body.fromStatus:
         raise ApiError(409, f"dialog {body.rootId} is in {current}/, not {body.fromStatus}/")
-    if current == "run" and body.toStatus != "run":
-        # moving settles the whole tree, which it reads first: off the loop (read_tree_off_loop)
-        await engine.read_tree_off_loop(body.rootId)
-    from_status = engine.move_root(body.rootId, body.toStatus)
+    # the tree is read off the loop before it leaves run/ (moving settles it) and once it is back
+    from_status = await engine.move_root_off_loop(body.rootId, body.toStatus)
     return web.json_response(
         {"movedRootIds": [body.rootId], "fromStatus": from_status, "toStatus": body.toStatus}
     )

@@ -195,6 +195,34 @@ async def test_marking_a_tree_done_reads_it_off_the_loop(serve: ServeFactory, mo
     assert served.engine.store.locate_root(moved) == "done" and moved not in served.engine.roots
 
 
+async def test_reviving_a_tree_reads_it_off_the_loop_and_lists_its_question_again(
+    serve: ServeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Moving a tree back from ``done/`` to ``run/`` read it whole on the event loop (0.3 s of a
+    10,000-turn dialog). It is read in worker threads now, and the move is announced once the tree is
+    in memory with its question to the person listed again and ready to be answered."""
+    served, (revived, other) = await _restarted(serve)
+    await served.post(f"/api/dialogs/{revived}/messages", {"content": "paint"})
+    await served.engine.wait_idle()
+    [question] = (await served.get("/api/q4h"))[1]["questions"]
+    status, _ = await served.post("/api/dialogs/move", {"rootId": revived, "toStatus": "done"})
+    assert status == 200 and (await served.get("/api/q4h"))[1]["questions"] == []
+    moves = await served.ws()
+    move = served.post("/api/dialogs/move", {"rootId": revived, "fromStatus": "done", "toStatus": "run"})
+    (status, body), gate = await _held(served, monkeypatch, move, other)
+    assert status == 200 and body["fromStatus"] == "done", body
+    assert "MainThread" not in gate.threads, "no course read on the event loop"
+    assert revived in served.engine.roots and served.engine.store.locate_root(revived) == "run"
+    [again] = (await served.get("/api/q4h"))[1]["questions"]
+    assert again["id"] == question["id"]
+    announced = await moves.wait_for(lambda m: m.get("type") == "dialogs_moved" and m["toStatus"] == "run")
+    assert announced["movedRootIds"] == [revived]
+    await moves.close()
+    status, _ = await served.post(f"/api/q4h/{question['id']}/answer", {"content": "blue"})
+    assert status == 202
+    await served.engine.wait_idle()
+
+
 async def test_a_trees_usage_is_counted_off_the_loop(serve: ServeFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """``GET /api/dialogs/{root}/usage`` counts the generations of every course of a tree it has not
     counted before: 100-280 ms of a 10,000-turn dialog's, on the event loop."""
