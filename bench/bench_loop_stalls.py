@@ -4,8 +4,8 @@ Every request, websocket and drive of the daemon shares one event loop: whatever
 all. A dialog of ``--turns`` turns is built on disk (``bench_long.build_dialogs``: real records, an
 11 MB course at 10,000 turns) beside a short one; a fresh daemon then does, one after another, what a
 person does with it: open it (``GET /api/dialogs/{id}``, as the panel's first page), open it again,
-its timeline, its usage, its hierarchy, a fork at its middle, marking it done, and opening it in
-``done/``. During each, ``GET /api/health`` is asked every 5 ms; the figure is its longest wait (the
+its timeline, its usage, its hierarchy, a fork at its middle, marking it done, opening it in
+``done/``, and reviving it (back to ``run/``). During each, ``GET /api/health`` is asked every 5 ms; the figure is its longest wait (the
 goal: at most 100 ms, as under a flood of messages), beside the time the operation itself took.
 
     .venv/bin/python bench/bench_loop_stalls.py [--turns 10000] [--json out.json]
@@ -91,6 +91,7 @@ async def run(turns: int) -> list[Figure]:
                 (f"fork it at generation {turns // 2}", post(f"/api/dialogs/{self_id}/fork", {"genseq": turns // 2})),
                 ("mark it done", post("/api/dialogs/move", {"rootId": root_id, "toStatus": "done"})),
                 ("open it in done/", get(f"/api/dialogs/{self_id}?rootId={root_id}")),
+                ("revive it (back to run/)", post("/api/dialogs/move", {"rootId": root_id, "toStatus": "run"})),
             ]
             load = f"{turns:,}-turn dialog; load {os.getloadavg()[0]:.1f}"
             for label, operation in steps:
