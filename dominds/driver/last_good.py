@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dominds.rtws import Rtws
+from dominds.store.atomic import replace_unsynced
 
 if TYPE_CHECKING:  # `dominds status` prices with the path of a copy: it need not load problems and YAML
     from dominds.problems import Problem
@@ -52,14 +53,8 @@ class LastGood:
                 return
         except OSError:
             pass
-        temp = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
-        try:
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            temp.write_bytes(data)
-            os.replace(temp, copy)
-        except OSError:
-            with contextlib.suppress(OSError):
-                temp.unlink()
+        with contextlib.suppress(OSError):
+            replace_unsynced(copy, data)
 
     def saved_at(self, live: Path) -> str | None:
         """When the copy of ``live`` was taken (local time, to the minute), or None without a copy."""

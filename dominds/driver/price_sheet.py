@@ -35,6 +35,7 @@ from dominds.driver.usage import PriceSheet
 from dominds.llm import BUILTIN_CATALOG_PATH
 from dominds.llm.pricing import ModelPricing, parse_pricing
 from dominds.rtws import STATE_FILE_MODE, Rtws
+from dominds.store.atomic import replace_unsynced
 
 if TYPE_CHECKING:
     from dominds.llm.catalog import Catalog
@@ -77,21 +78,13 @@ def current_stamp(rtws: Rtws) -> list[Any]:
 def keep(rtws: Rtws, catalog: Catalog, loaded_from: Sources) -> None:
     """Keep the prices of ``catalog``, loaded from ``loaded_from`` (``sources``); a failure is no harm."""
     record = sheet_record(PriceSheet.of(catalog), _stamp(rtws, loaded_from))
-    text = json.dumps(record, separators=(",", ":"))
+    data = json.dumps(record, separators=(",", ":")).encode()
     target = path(rtws)
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        if target.read_text(encoding="utf-8") == text:
+    with contextlib.suppress(OSError):
+        if target.read_bytes() == data:
             return
-    temp = target.with_name(f".{SHEET_NAME}.{os.getpid()}.tmp")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, STATE_FILE_MODE)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(temp, target)
-    except OSError:  # a read-only workspace: the next start waits for the configuration, as without a sheet
-        with contextlib.suppress(OSError):
-            temp.unlink()
+    with contextlib.suppress(OSError):  # a read-only workspace: the next start waits for the configuration
+        replace_unsynced(target, data, STATE_FILE_MODE)
 
 
 def read(rtws: Rtws) -> PriceSheet | None:

@@ -288,6 +288,24 @@ def _write_all(fd: int, data: bytes, *, sync: bool, at: int | None = None) -> No
         os.fsync(fd)
 
 
+def replace_unsynced(path: Path, data: bytes, mode: int = 0o666) -> None:
+    """Replace ``path`` with ``data`` atomically but not durably (no fsync, no crash point): for what
+    another file can rebuild (a cache, a copy, a log a reader follows), where a reader must never see
+    half a file. Creates the parent directories; ``mode`` goes through the umask. Raises ``OSError``,
+    leaving no temp file behind."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
 def write_fresh(path: Path, data: bytes | str) -> None:
     """Write a new file in a directory no reader sees yet (a dialog's staging directory, renamed into
     place afterwards by ``renamed_into_place``): no temp file and no rename, the directory's rename is

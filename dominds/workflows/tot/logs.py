@@ -19,7 +19,6 @@ Agent logs are buffered and written once, when the run ends (the seed: "执行�
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import string
 from collections.abc import Callable
@@ -27,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+
+from dominds.store.atomic import replace_unsynced
 
 Level = Literal["info", "progress", "warning", "error"]
 Clock = Callable[[], datetime]
@@ -177,6 +178,4 @@ def format_duration(duration_ms: int) -> str:
 
 def _write_text(path: Path, text: str) -> None:
     # temp file + rename: a reader (the panel, `tail`) never sees half a file
-    temp = path.with_name(f".{path.name}.tmp")
-    temp.write_text(text, encoding="utf-8")
-    os.replace(temp, path)
+    replace_unsynced(path, text.encode("utf-8"))
