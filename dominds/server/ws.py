@@ -48,6 +48,15 @@ async def websocket_handler(request: web.Request) -> web.StreamResponse:
         raise web.HTTPForbidden(text='{"error": "forbidden origin"}', content_type="application/json")
     offered = offered_subprotocols(request)
     chosen = choose_subprotocol(offered)
+    # Before the handshake: between it and ``hub.add`` nothing may wait, or what is published meanwhile
+    # (a run the client starts as soon as it is connected) never reaches the connection. The first
+    # connection's import of the handlers waited there, and the first events of a ToT run were lost.
+    global _handlers_imported
+    if not _handlers_imported:
+        await asyncio.to_thread(importlib.import_module, HANDLERS_MODULE)
+        _handlers_imported = True
+    from dominds.server.ws_handlers import problems_snapshot, welcome
+
     ws = web.WebSocketResponse(
         protocols=(chosen,) if chosen else (), max_msg_size=TRANSPORT_MAX_FRAME, heartbeat=HEARTBEAT_SECONDS
     )
@@ -56,11 +65,6 @@ async def websocket_handler(request: web.Request) -> web.StreamResponse:
         # a browser cannot read an HTTP 401 on an upgrade, so the refusal is a close code
         await ws.close(code=CLOSE_UNAUTHORIZED, message=b"unauthorized")
         return ws
-    global _handlers_imported
-    if not _handlers_imported:
-        await asyncio.to_thread(importlib.import_module, HANDLERS_MODULE)
-        _handlers_imported = True
-    from dominds.server.ws_handlers import problems_snapshot, welcome
 
     conn = Connection(hub, ws)
     hub.add(conn)
