@@ -122,7 +122,9 @@ def _client_run_cut_by_a_stop(daemon: Daemon) -> tuple[str, int, str]:
     )  # fmt: skip
     try:
         assert client.stdout is not None
-        started = next(json.loads(line) for line in client.stdout if '"plan.start"' in line)
+        started = next((json.loads(line) for line in client.stdout if '"plan.start"' in line), None)
+        if started is None:  # ended before its run began: say why (a bare StopIteration said nothing)
+            raise AssertionError(f"the client ended before its run began: {client.communicate(timeout=30)[1]}")
         daemon.stop(signal.SIGTERM)
         _, err = client.communicate(timeout=30)
     finally:
