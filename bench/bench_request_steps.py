@@ -1,6 +1,6 @@
 """Steps of building a long dialog's request, each beside the simpler code it replaced (issue 31).
 
-At 10,000 messages (``--messages``): the body an SDK posts (``sdk_clients.json_content``, one join)
+At 10,000 messages (``--messages``): the body an SDK posts (``message_reuse.json_array`` between ``sdk_clients.body_around``, one join)
 beside the concatenation it replaced; which messages name an image (``images._naming`` on a request one
 message longer than the last) beside the identity walk of every message it replaced; and the messages
 after a kept start as a slice beside ``itertools.islice``, which steps over the first ones. Each figure
@@ -27,8 +27,8 @@ from _common import Figure, machine, print_figures
 
 from dominds.driver import images
 from dominds.llm.base import ChatMessage
-from dominds.llm.message_reuse import encoded
-from dominds.llm.sdk_clients import json_content
+from dominds.llm.message_reuse import encoded, json_array
+from dominds.llm.sdk_clients import body_around
 
 
 def _least_ms(step: Callable[[], Any], calls: int) -> float:
@@ -67,7 +67,7 @@ def figures(count: int, calls: int) -> list[Figure]:
     messages = [ChatMessage(role="user" if i % 2 else "assistant", content=f"message number {i} " * 12) for i in range(count)]
     parts = [encoded({"role": m.role, "content": [{"type": "text", "text": m.content}]}) for m in messages]
     kwargs = {"model": "m", "max_tokens": 100, "system": [{"type": "text", "text": "s" * 2000}]}
-    size = len(json_content(kwargs, "messages", parts)) / 1e6
+    size = len(json_array(parts, around=body_around(kwargs, "messages"))) / 1e6
     longer = [*messages, ChatMessage(role="user", content="one more")]
     kept_now: dict[str, Any] = {}
     kept_before: dict[str, Any] = {}
@@ -77,7 +77,7 @@ def figures(count: int, calls: int) -> list[Figure]:
     before: dict[str, list[float]] = {"body": [], "naming": [], "after": []}
     start = count - 2
     for _ in range(3):  # alternately, so a slower minute of the machine touches both forms
-        now["body"].append(_least_ms(lambda: json_content(kwargs, "messages", parts), calls))
+        now["body"].append(_least_ms(lambda: json_array(parts, around=body_around(kwargs, "messages")), calls))
         before["body"].append(_least_ms(lambda: _concatenated(kwargs, "messages", parts), calls))
         now["naming"].append(_least_ms(lambda: images._naming(longer, dict(kept_now)), calls))
         before["naming"].append(_least_ms(lambda: _naming_by_identity(longer, dict(kept_before)), calls))
@@ -85,7 +85,7 @@ def figures(count: int, calls: int) -> list[Figure]:
         before["after"].append(_least_ms(lambda: list(itertools.islice(messages, start, None)), calls))
     note = f"{count:,} messages; least CPU of {calls} calls, three rounds"
     return [
-        Figure(f"request body ({size:.1f} MB): one join (json_content)", "ms", now["body"], note=note),
+        Figure(f"request body ({size:.1f} MB): one join (json_array)", "ms", now["body"], note=note),
         Figure("  ... concatenated with + (the code before)", "ms", before["body"], note=note),
         Figure("messages naming an image: kept start by one comparison (images._naming)", "ms", now["naming"], note=note),
         Figure("  ... by an identity test per message (the code before)", "ms", before["naming"], note=note),

@@ -11,7 +11,7 @@ from pathlib import Path
 from dominds.dialog.model import Dialog
 from dominds.driver.config import Config, ConfigCache
 from dominds.driver.messages import dialog_context_messages
-from dominds.llm.base import ChatMessage
+from dominds.llm.base import ChatMessage, SharedRun
 from dominds.taskdoc import TaskdocError, load_taskdoc
 from dominds.taskdoc_discovery import taskdoc_fingerprint
 from dominds.taskdoc_render import render_effective_taskdoc
@@ -134,12 +134,13 @@ def reminders_text(dialog: Dialog) -> str | None:
     )
 
 
-def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[ChatMessage]:
+def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> tuple[list[ChatMessage], SharedRun]:
+    """The context messages of the dialog's next generation, and what is known of them (``SharedRun``)."""
     head = memory_messages(cache, member.id)
     taskdoc = taskdoc_message(cache, dialog)
     if taskdoc is not None:
         head.append(taskdoc)
-    course = dialog_context_messages(dialog)  # a new list, ours to change
+    course, shared = dialog_context_messages(dialog)  # a new list, ours to change
     reminder = reminders_text(dialog)
     if reminder:
         # Just before the last user message, so the model reads them right before its turn. They move
@@ -147,7 +148,8 @@ def build_messages(cache: ConfigCache, dialog: Dialog, member: Member) -> list[C
         last_user = next((i for i in range(len(course) - 1, -1, -1) if course[i].role == "user"), None)
         insert_at = last_user if last_user is not None else len(course)
         course.insert(insert_at, ChatMessage(role="user", content=reminder, volatile=True))
+        shared = shared.before(insert_at)
     # The memory and Taskdoc messages go in front of the course's list: a move of its pointers, where
     # extending a list with the course was one more pass over every message of a long dialog.
     course[:0] = head
-    return course
+    return course, SharedRun(shared.run, len(head), shared.count)

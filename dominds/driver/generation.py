@@ -14,7 +14,7 @@ from typing import Any
 
 from dominds.dialog.model import Dialog
 from dominds.driver.context import build_messages, system_prompt
-from dominds.driver.images import attach_images, sees_images
+from dominds.driver.images import sees_images, with_images
 from dominds.driver.pressure import tell_context_pressure
 from dominds.driver.receiver import DialogReceiver, finish_event_fields
 from dominds.driver.request_record import RequestRecorder, TimedReceiver
@@ -31,6 +31,7 @@ from dominds.llm.base import (
     GenerationRequest,
     LlmError,
     ProviderRejected,
+    SharedRun,
     StreamBroken,
     StreamProtocolError,
     ToolSpec,
@@ -118,13 +119,17 @@ async def run_generation(
         if config.mcp is not None and not dialog.meta.fbr:
             await config.mcp.prepare(member.toolsets)  # lists the tools of MCP servers on first use
         tools = tools_for(member, dialog, config)
+        messages, shared_run = _with_images(
+            build_messages(engine.config, dialog, member), dialog, resolved.provider.api_type, resolved.model.request_info()
+        )
         request = GenerationRequest(
             provider_key=resolved.provider_key,
             provider_config=engine.provider_config_dict(resolved.provider),
             model_key=resolved.model_key,
             model_name=resolved.model.key,
             system_prompt=system_prompt(engine.config, config, dialog, member, sorted(tools)),
-            messages=_with_images(build_messages(engine.config, dialog, member), dialog, resolved.provider.api_type, resolved.model.request_info()),
+            messages=messages,
+            shared_run=shared_run,
             tools=[
                 *(ToolSpec(t.name, t.description, t.parameters) for t in tools.values()),
                 *tellask_tool_specs_for(member.tellask, dialog),
@@ -224,11 +229,13 @@ async def run_generation(
         tell_context_pressure(dialog, finish)  # after the generation's own events: the model reads it next
 
 
-def _with_images(messages: list[ChatMessage], dialog: Dialog, api_type: str, model_info: dict[str, Any]) -> list[ChatMessage]:
+def _with_images(
+    context: tuple[list[ChatMessage], SharedRun], dialog: Dialog, api_type: str, model_info: dict[str, Any]
+) -> tuple[list[ChatMessage], SharedRun | None]:
     """The messages with the images a vision-capable model sees (``images.py``); a text-only one reads the placeholders."""
     if not sees_images(api_type, model_info):
-        return messages
-    return attach_images(messages, dialog.files.dir, kept=dialog.course_cache)
+        return context
+    return with_images(*context, dialog.files.dir, kept=dialog.course_cache)
 
 
 def _keep_partial(receiver: DialogReceiver | None, finish: GenFinishRecord, why: IncompleteReason | None) -> None:

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dominds.llm.base import ChatMessage, ImagePart
+from dominds.llm.base import ChatMessage, ImagePart, SharedRun, known_same_start
 from dominds.mcp.results import ARTIFACTS_DIR, IMAGE_ARTIFACT_LINE
 
 IMAGE_BUDGET = 8
@@ -40,9 +40,23 @@ def attach_images(
 ) -> list[ChatMessage]:
     """``messages`` with the images their placeholder lines name, newest first, up to ``budget``;
     ``kept``: where the dialog keeps what it found for the next request (its course cache)."""
-    out = list(messages)
+    return with_images(messages, None, dialog_dir, budget=budget, kept=kept)[0]
+
+
+def with_images(
+    messages: list[ChatMessage],
+    shared: SharedRun | None,
+    dialog_dir: Path,
+    *,
+    budget: int = IMAGE_BUDGET,
+    kept: dict[str, Any] | None = None,
+) -> tuple[list[ChatMessage], SharedRun | None]:
+    """``attach_images``, and what is known of the messages (``shared``) once a message that names an
+    image is replaced by one that carries it (``messages`` itself when none is: the list is not copied)."""
+    out = messages
+    first_replaced = len(messages)
     left = budget
-    for index in reversed(_naming(messages, kept if kept is not None else {})):
+    for index in reversed(_naming(messages, kept if kept is not None else {}, shared)):
         message = out[index]
         if left <= 0:
             break
@@ -63,38 +77,47 @@ def attach_images(
             images.append(ImagePart(found["mime"], base64.b64encode(raw).decode("ascii"), found["name"]))
             left -= 1
         if images:
+            if out is messages:
+                out = list(messages)
             out[index] = replace(message, images=tuple(reversed(images)))
-    return out
+            first_replaced = index
+    if shared is not None and first_replaced < len(messages):
+        shared = shared.before(first_replaced)
+    return out, shared
 
 
 _KEPT_KEY = "image_naming"
 _TAIL = 32
 """How many messages at the end of the previous request are compared one by one with the new one's (the
-reminders move near the end every turn); the ones before are compared as one list."""
+reminders move near the end every turn), when the context builder said nothing of them; the ones before
+are compared as one list."""
 
 
-def _naming(messages: list[ChatMessage], kept: dict[str, Any]) -> list[int]:
+def _naming(messages: list[ChatMessage], kept: dict[str, Any], shared: SharedRun | None = None) -> list[int]:
     """Where the messages naming an artifact are. Found in C (a Python test of every message walked the
     whole course at each generation of a vision model), and only among the messages after those the
     previous request had in place: searching every message's text cost 4 ms a turn at 10,000 messages.
 
-    The previous request's start is recognised by one list comparison (in C, no call for an identical
-    item; an equal message names the same artifacts): comparing every message by identity
-    (``map(operator.is_, …)``, a call and a boolean per pair) cost 0.9 ms of a turn at 10,000 messages."""
+    The previous request's start is known from what the context builder said of both (``SharedRun``), or
+    else recognised by one list comparison (in C, no call for an identical item; an equal message names
+    the same artifacts): comparing every message by identity (``map(operator.is_, …)``, a call and a
+    boolean per pair) cost 0.9 ms of a turn at 10,000 messages. The previous request's list is kept as it
+    is (no request's list is changed once built): a copy of it was one more pass over every message."""
     found: list[int] = []
     start = 0
     before = kept.get(_KEPT_KEY)
     if before is not None:
-        head, tail, naming = before
-        if len(head) <= len(messages) and head == messages[: len(head)]:
-            start = len(head) + _same_count(tail, messages[len(head) :])
-        else:
-            start = _same_count(itertools.chain(head, tail), messages)
+        earlier, earlier_shared, naming = before
+        start = known_same_start(messages, shared, earlier, earlier_shared)
+        if not start:
+            start = max(0, len(earlier) - _TAIL)
+            if start > len(messages) or earlier[:start] != messages[:start]:
+                start = 0
+        start += _same_count(earlier[start:], messages[start:]) if start else _same_count(earlier, messages)
         found = [index for index in naming if index < start]
     rest = map(operator.contains, map(_CONTENT, messages[start:]), itertools.repeat(_MARKER))
     found.extend(itertools.compress(itertools.count(start), rest))
-    cut = max(0, len(messages) - _TAIL)
-    kept[_KEPT_KEY] = (messages[:cut], messages[cut:], found)
+    kept[_KEPT_KEY] = (messages, shared, found)
     return found
 
 

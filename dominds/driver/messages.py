@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dominds.dialog.model import Dialog
 from dominds.driver.texts import cut_reply_note
-from dominds.llm.base import ChatMessage
+from dominds.llm.base import ChatMessage, SharedRun
 from dominds.store.course_records import (
     AgentThoughtRecord,
     AgentWordsRecord,
@@ -45,15 +45,16 @@ def context_messages(records: list[CourseRecord]) -> list[ChatMessage]:
     return CourseMessages().feed(records).messages()
 
 
-def dialog_context_messages(dialog: Dialog) -> list[ChatMessage]:
+def dialog_context_messages(dialog: Dialog) -> tuple[list[ChatMessage], SharedRun]:
     """``context_messages`` of the dialog's current course, kept with the in-memory course and brought up
     to date with the records appended since the last generation: a turn converts its own records, not
-    the whole course again (that walk made a turn at 5,000 turns cost 20 times one at 10)."""
+    the whole course again (that walk made a turn at 5,000 turns cost 20 times one at 10); and what is
+    known of them (``CourseMessages.context``)."""
     records = dialog.records  # reads the course again if it was released (which empties the cache)
     cached = dialog.course_cache.get(_CACHE_KEY)
     if not isinstance(cached, CourseMessages):
         cached = dialog.course_cache[_CACHE_KEY] = CourseMessages()
-    return cached.feed(records[cached.seen :]).messages()
+    return cached.feed(records[cached.seen :]).context()
 
 
 _CACHE_KEY = "context_messages"
@@ -90,14 +91,18 @@ class CourseMessages:
         partner is awaited there): only the slots after them are filtered again for a generation."""
 
     def messages(self) -> list[ChatMessage]:
-        """A new list (callers insert into it). The slots before the first one still awaiting a partner
-        are filtered once and kept; filtering every slot at each generation (in C: a ChatMessage is
-        always truthy) was 1.3 ms of a turn at 5,000 turns."""
+        return self.context()[0]
+
+    def context(self) -> tuple[list[ChatMessage], SharedRun]:
+        """The messages, a new list (callers insert into it), and what is known of them: they start with
+        the settled ones, a list of this course's that only grows (``SharedRun``). The slots before the
+        first one still awaiting a partner are filtered once and kept; filtering every slot at each
+        generation (in C: a ChatMessage is always truthy) was 1.3 ms of a turn at 5,000 turns."""
         open_from = self._first_open_slot()
         if open_from > self._settled_count:
             self._settled.extend(filter(None, self._slots[self._settled_count : open_from]))
             self._settled_count = open_from
-        return [*self._settled, *filter(None, self._slots[self._settled_count :])]
+        return [*self._settled, *filter(None, self._slots[self._settled_count :])], SharedRun(self._settled, 0, len(self._settled))
 
     def _first_open_slot(self) -> int:
         """The first slot a later record may still fill or replace (``len(_slots)`` if none)."""

@@ -20,7 +20,7 @@ import httpx2
 from anthropic.lib.streaming import AsyncMessageStreamManager
 from anthropic.types import Message, RawMessageStreamEvent
 
-from dominds.llm.anthropic_request import anthropic_piece, request_params
+from dominds.llm.anthropic_request import anthropic_piece, request_body
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
 from dominds.llm.message_reuse import MessageReuse
 from dominds.llm.retry import (
@@ -35,7 +35,6 @@ from dominds.llm.sdk_clients import (
     REQUEST_TIMEOUT,
     HttpClientFactory,
     SdkGenerator,
-    json_content,
     sdk_http_client,
 )
 from dominds.store.course_records import FinishReason, Usage
@@ -87,8 +86,8 @@ IN_STREAM_ERROR_STATUS = {
 """An ``event: error`` arrives inside a 200 stream; its ``error.type`` says which status it stands for."""
 
 
-Prepared = tuple[dict[str, Any], list[bytes]]
-"""The body but its messages, and each message's JSON (``anthropic_request.request_params``)."""
+Prepared = bytes
+"""The request's body (``anthropic_request.request_body``)."""
 
 
 class AnthropicGenerator(SdkGenerator[anthropic.AsyncAnthropic, Prepared]):
@@ -111,7 +110,7 @@ class AnthropicGenerator(SdkGenerator[anthropic.AsyncAnthropic, Prepared]):
         self.messages = MessageReuse(anthropic_piece)
 
     def prepare(self, request: GenerationRequest, base_url: str) -> Prepared:
-        return request_params(request, self.messages)
+        return request_body(request, self.messages)
 
     async def stream_once(
         self, client: anthropic.AsyncAnthropic, prepared: Prepared, receiver: GenerationReceiver
@@ -135,7 +134,7 @@ async def _stream_once(
     raw = client.post(
         "/v1/messages",
         cast_to=Message,
-        content=json_content({**prepared[0], "stream": True}, "messages", prepared[1]),
+        content=prepared,
         stream=True,
         stream_cls=anthropic.AsyncStream[RawMessageStreamEvent],
     )
@@ -160,8 +159,7 @@ async def _create_once(
     client: anthropic.AsyncAnthropic, prepared: Prepared, receiver: GenerationReceiver
 ) -> GenerationResult:
     """``streaming: false``: one request; the finished blocks are then replayed to the receiver."""
-    content = json_content(prepared[0], "messages", prepared[1])
-    message = await client.post("/v1/messages", cast_to=Message, content=content)
+    message = await client.post("/v1/messages", cast_to=Message, content=prepared)
     blocks: list[Any] = list(message.content or [])  # told apart by ``type``, as they stream
     for block in blocks:
         kind = getattr(block, "type", None)

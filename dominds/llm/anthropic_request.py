@@ -19,12 +19,21 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Protocol
 
 from dominds.llm.base import ChatMessage, GenerationRequest, ImagePart
-from dominds.llm.message_reuse import Converted, MessageReuse, Piece, Position, converted_whole, encoded
+from dominds.llm.message_reuse import (
+    Converted,
+    MessageReuse,
+    Piece,
+    Position,
+    converted_whole,
+    encoded,
+    json_array,
+)
 from dominds.llm.params import merged_params
 from dominds.llm.retry import refuse_bad_params
+from dominds.llm.sdk_clients import body_around
 from dominds.llm.tool_history import CallIds, arguments_object, group_tool_turns
 
 DEFAULT_MAX_TOKENS = 8192
@@ -41,9 +50,9 @@ CACHEABLE_BLOCKS = frozenset({"text", "tool_result", "tool_use", "image", "docum
 """Blocks a ``cache_control`` may sit on (not thinking blocks)."""
 
 
-def request_params(request: GenerationRequest, reuse: MessageReuse) -> tuple[dict[str, Any], list[bytes]]:
-    """The body of one generation's ``POST /v1/messages`` but its messages, and the JSON of each message
-    (posted as built: ``sdk_clients.json_content``); ``reuse``: the generator's kept conversions."""
+def request_body(request: GenerationRequest, reuse: MessageReuse) -> bytes:
+    """The body of one generation's ``POST /v1/messages``, streamed or not as the request says (posted as
+    built: ``sdk_clients.body_around``); ``reuse``: the generator's kept conversions."""
     refuse_bad_params(request, "anthropic")
     params = merged_params(request.model_params, "anthropic")
     thinking = thinking_config(params)
@@ -60,8 +69,6 @@ def request_params(request: GenerationRequest, reuse: MessageReuse) -> tuple[dic
         "model": request.model_name,
         "max_tokens": max_tokens,
     }
-    converted = reuse.convert(request.messages)
-    messages = conversation_parts(converted, control if caching == "conversation" else None)
     if request.system_prompt.strip():
         system: dict[str, Any] = {"type": "text", "text": request.system_prompt}
         if caching != "off":
@@ -83,7 +90,10 @@ def request_params(request: GenerationRequest, reuse: MessageReuse) -> tuple[dic
     effort = params.get("effort") or (params.get("output_config") or {}).get("effort")
     if effort:
         kwargs["output_config"] = {**(params.get("output_config") or {}), "effort": effort}
-    return kwargs, messages
+    if request.streaming:
+        kwargs["stream"] = True
+    converted = reuse.convert(request.messages, shared=request.shared_run)
+    return conversation_json(converted, control if caching == "conversation" else None, body_around(kwargs, "messages"))
 
 
 def default_max_tokens(request: GenerationRequest) -> int:
@@ -107,37 +117,72 @@ def thinking_config(params: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def conversation_parts(converted: Converted, control: dict[str, Any] | None) -> list[bytes]:
-    """The JSON of each message of the conversation: the converted turns, opened by a user turn and
-    closed by one as the API wants, with cache breakpoints (``control``; none when ``None``).
+def conversation_json(
+    converted: Converted, control: dict[str, Any] | None, around: tuple[bytes, bytes] = (b"", b"")
+) -> bytes:
+    """The JSON of the conversation: the converted turns, opened by a user turn and closed by one as the
+    API wants, with cache breakpoints (``control``; none when ``None``); between the two ``around`` (the
+    request body's JSON before and after it).
 
-    The converted turns are shared with later requests: a turn that gets a breakpoint is copied."""
-    turns, parts, volatile = converted.outputs, converted.parts, converted.volatile
+    Built over the converted parts as they are (no copy of the list): a turn that gets a breakpoint is
+    encoded again, in the list for the time of the join only, since the list is kept for the next request."""
+    turns, parts = converted.outputs, converted.parts
     front = [] if turns and turns[0]["role"] == "user" else [_text_turn(CONVERSATION_START)]
-    if front:
-        volatile = {(t + 1, b) for t, b in volatile}
-    whole = front + turns
-    back = [] if whole[-1]["role"] == "user" else [_text_turn(CONTINUE_PROMPT)]
-    whole += back
-    parts = [*map(encoded, front), *parts, *map(encoded, back)]
-    if control is None:
-        return parts
+    back = [] if (turns or front)[-1]["role"] == "user" else [_text_turn(CONTINUE_PROMPT)]
+    whole = _Whole(front, turns, back)
     marked: dict[int, list[int]] = {}
-    for t, b in conversation_breakpoints(whole, volatile):
-        marked.setdefault(t, []).append(b)
+    if control is not None:
+        volatile = {(t + len(front), b) for t, b in converted.volatile} if front else converted.volatile
+        for t, b in conversation_breakpoints(whole, volatile):
+            marked.setdefault(t, []).append(b)
+    with_marks: dict[int, bytes] = {}
     for t, blocks in marked.items():
         content = list(whole[t]["content"])
         for b in blocks:
-            content[b] = {**content[b], "cache_control": dict(control)}
-        parts[t] = encoded({**whole[t], "content": content})
-    return parts
+            content[b] = {**content[b], "cache_control": dict(control or {})}
+        with_marks[t] = encoded({**whole[t], "content": content})
+    ends = [with_marks.get(t, encoded(turn)) for t, turn in enumerate(front)], [
+        with_marks.get(len(front) + len(turns) + t, encoded(turn)) for t, turn in enumerate(back)
+    ]
+    inside = {t - len(front): part for t, part in with_marks.items() if 0 <= t - len(front) < len(turns)}
+    plain = {t: parts[t] for t in inside}
+    try:
+        for t, part in inside.items():
+            parts[t] = part
+        return json_array(parts, *ends, around)
+    finally:
+        for t, part in plain.items():
+            parts[t] = part
+
+
+class _Turns(Protocol):
+    def __len__(self) -> int: ...
+    def __getitem__(self, t: int, /) -> dict[str, Any]: ...
+
+
+class _Whole:
+    """The turns of the conversation as sent, read in place: ``front``, ``turns``, then ``back``."""
+
+    def __init__(self, front: list[dict[str, Any]], turns: list[dict[str, Any]], back: list[dict[str, Any]]) -> None:
+        self._front, self._turns, self._back = front, turns, back
+
+    def __len__(self) -> int:
+        return len(self._front) + len(self._turns) + len(self._back)
+
+    def __getitem__(self, t: int) -> dict[str, Any]:
+        if t < 0:
+            t += len(self)
+        if t < len(self._front):
+            return self._front[t]
+        t -= len(self._front)
+        return self._turns[t] if t < len(self._turns) else self._back[t - len(self._turns)]
 
 
 def _text_turn(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
-def conversation_breakpoints(turns: list[dict[str, Any]], volatile: set[Position]) -> list[Position]:
+def conversation_breakpoints(turns: _Turns, volatile: set[Position]) -> list[Position]:
     """Where the conversation's cache breakpoints go (see the module docstring), at most three.
 
     - before the first volatile block (the reminders, which move between generations): the stable
@@ -163,7 +208,7 @@ def conversation_breakpoints(turns: list[dict[str, Any]], volatile: set[Position
 
 
 def _last_cacheable(
-    turns: list[dict[str, Any]], volatile: set[Position], before: Position, within_turn: bool = False
+    turns: _Turns, volatile: set[Position], before: Position, within_turn: bool = False
 ) -> list[Position]:
     """The last block before ``before`` a breakpoint may sit on (``[]`` if none), in ``before``'s turn
     only when ``within_turn``."""
@@ -183,8 +228,7 @@ def _last_cacheable(
 def to_anthropic_messages(messages: list[ChatMessage], control: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Neutral messages as the API's conversation, with cache breakpoints (``control``), converted whole
     (generators convert per new message, ``message_reuse.py``, to the same JSON)."""
-    parts = conversation_parts(converted_whole(anthropic_piece, messages), control)
-    return [json.loads(part) for part in parts]
+    return json.loads(conversation_json(converted_whole(anthropic_piece, messages), control))  # type: ignore[no-any-return]
 
 
 def anthropic_piece(messages: list[ChatMessage], calls: CallIds, key: object = None) -> Piece:

@@ -11,10 +11,17 @@ tool call, tool result or thinking of one generation on both sides (calls are gr
 and reasoning by generation). The call ids used before the cut are carried (``CallIds``), since a
 repeated id is re-keyed.
 
-A request reuses a kept conversion when its messages up to the kept cut are the same (a dialog's course
-gives the same message objects from one generation to the next; an equal message converts the same) and no tool call, tool
-result or thinking after the cut belongs to a generation before it; anything else is converted whole.
-The pieces together equal the conversion of the whole request at once
+A request reuses a kept conversion when its messages up to the kept cut are the same and no tool call,
+tool result or thinking after the cut belongs to a generation before it; anything else is converted
+whole. The messages up to the cut are known to be the same from what the context builder said of both
+requests (``SharedRun``: no pass over them), or else compared as one list (a dialog's course gives the
+same message objects from one generation to the next; an equal message converts the same).
+
+A reused conversion is taken over, not copied: its lists are cut back to the cut and grown in place (a
+copy of each, and of the messages up to the cut to compare the next request with, were passes over every
+message: 0.1-0.2 ms each at 10,000 messages on a cold cache, and the garbage collector walked each new
+list again). So a ``Converted`` is valid until the next ``convert``: a caller encodes what it sends at
+once (``json_array``). The pieces together equal the conversion of the whole request at once
 (``tests/llm/test_message_reuse.py``, a property test over every provider).
 """
 
@@ -29,7 +36,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dominds.llm.base import ChatMessage
+from dominds.llm.base import ChatMessage, SharedRun, known_same_start
 from dominds.llm.tool_history import CallIds
 
 KEPT = 16
@@ -57,7 +64,7 @@ key (``MessageReuse.convert``)."""
 @dataclass
 class Converted:
     outputs: list[dict[str, Any]]
-    """The request's messages in the API's shape (shared with later requests: never changed)."""
+    """The request's messages in the API's shape."""
     parts: list[bytes]
     """Each output's JSON (compact, UTF-8, as the SDKs encode)."""
     volatile: set[Position]
@@ -78,14 +85,14 @@ class _Cut:
 @dataclass
 class _Kept:
     key: Hashable
-    before_cut: list[ChatMessage]
-    """The request's messages up to its cut (none without one): a new request that starts with them (the
-    same objects, or equal ones, which convert the same) is recognised by one list comparison, in C with
-    no call for an identical item. Comparing them by identity (``map(operator.is_, …)``, a call and a
-    boolean per pair) cost 0.6-0.9 ms of a turn at 10,000 messages, and keeping a copy of every message
-    another pass."""
+    messages: list[ChatMessage]
+    """The request's messages, as given (no request's list is changed once built): a new request that
+    starts with them up to the cut is recognised from ``shared``, or else by one list comparison, in C
+    with no call for an identical item. Comparing them by identity (``map(operator.is_, …)``, a call and
+    a boolean per pair) cost 0.6-0.9 ms of a turn at 10,000 messages."""
+    shared: SharedRun | None
     converted: Converted
-    call_ids: list[str]
+    calls: CallIds
     cut: _Cut | None
 
 
@@ -114,6 +121,23 @@ def joined(head: bytes, parts: list[bytes], tail: bytes, separator: bytes) -> by
         parts[0], parts[-1] = first, last  # also when building a piece failed (no memory): the list is shared
 
 
+def json_array(
+    parts: list[bytes],
+    before: list[bytes] | None = None,
+    after: list[bytes] | None = None,
+    around: tuple[bytes, bytes] = (b"", b""),
+) -> bytes:
+    """The JSON array of the elements whose JSON are ``before``, ``parts`` and ``after``, between the two
+    ``around`` (a request body's JSON before and after it: ``sdk_clients.body_around``), in one join over
+    ``parts`` itself (``joined``): the body of a long dialog's request is copied once."""
+    before, after = before or [], after or []
+    if not parts:
+        return around[0] + b"[" + b",".join([*before, *after]) + b"]" + around[1]
+    head = around[0] + b"[" + b"".join(part + b"," for part in before)
+    tail = b"".join(b"," + part for part in after) + b"]" + around[1]
+    return joined(head, parts, tail, b",")
+
+
 def converted_whole(convert: Convert, messages: list[ChatMessage], key: Hashable = ()) -> Converted:
     """``messages`` converted in one piece, nothing kept or reused (what ``MessageReuse`` must equal)."""
     piece = convert(messages, CallIds(), key)
@@ -128,26 +152,26 @@ class MessageReuse:
         self._limit = kept
         self._kept: list[_Kept] = []
 
-    def convert(self, messages: list[ChatMessage], key: Hashable = ()) -> Converted:
-        """``messages`` converted; ``key``: whatever else the conversion depends on (compared by ``==``,
-        given to the conversion)."""
-        found = self._reusable(messages, key)
-        if found is not None:
-            self._kept.remove(found)  # superseded: only a request with its messages up to the cut finds it
+    def convert(self, messages: list[ChatMessage], key: Hashable = (), shared: SharedRun | None = None) -> Converted:
+        """``messages`` converted, valid until the next call (see the module docstring); ``key``: whatever
+        else the conversion depends on (compared by ``==``, given to the conversion); ``shared``: what the
+        context builder knows of the messages."""
+        found = self._reusable(messages, key, shared)
         outputs: list[dict[str, Any]] = []
         parts: list[bytes] = []
-        volatile: set[Position] = set()
         calls = CallIds()
         begin, bound = 0, -1
         new_cut: _Cut | None = None
         if found is not None and found.cut is not None:
+            self._kept.remove(found)  # taken over: its lists become this request's
             new_cut = cut = found.cut  # still a cut of these messages, if none comes later (only speed depends on it)
-            outputs = found.converted.outputs[: cut.outputs]
-            parts = found.converted.parts[: cut.outputs]
-            calls = CallIds.first(found.call_ids, cut.call_ids)
+            outputs, parts, calls = found.converted.outputs, found.converted.parts, found.calls
+            del outputs[cut.outputs :], parts[cut.outputs :]
+            calls.cut(cut.call_ids)
             begin, bound = cut.at, cut.bound
         next_cut = _last_cut(messages, begin, bound)
         ends = [begin, *([next_cut[0]] if next_cut else []), len(messages)]
+        volatile: set[Position] = set()
         for start, end in itertools.pairwise(ends):
             if next_cut is not None and start == next_cut[0]:
                 new_cut = _Cut(start, len(outputs), len(calls.order), next_cut[1])
@@ -156,23 +180,24 @@ class MessageReuse:
             outputs.extend(piece.outputs)
             parts.extend(map(encoded, piece.outputs))
         converted = Converted(outputs, parts, volatile)
-        self._kept.append(_Kept(key, messages[: new_cut.at] if new_cut else [], converted, calls.order, new_cut))
+        self._kept.append(_Kept(key, messages, shared, converted, calls, new_cut))
         del self._kept[: -self._limit]
         return converted
 
-    def _reusable(self, messages: list[ChatMessage], key: Hashable) -> _Kept | None:
+    def _reusable(self, messages: list[ChatMessage], key: Hashable, shared: SharedRun | None) -> _Kept | None:
         """The kept conversion whose cut ``messages`` can start from (the furthest one), if any."""
         best: _Kept | None = None
         for kept in reversed(self._kept):
             cut = kept.cut
             if cut is None or kept.key != key or cut.at >= len(messages) or (best and best.cut and best.cut.at >= cut.at):
                 continue
-            if kept.before_cut[-1] is not messages[cut.at - 1] or not _starts_turn(messages[cut.at - 1], messages[cut.at]):
+            if kept.messages[cut.at - 1] is not messages[cut.at - 1] or not _starts_turn(messages[cut.at - 1], messages[cut.at]):
                 # Cheap first: another dialog's kept conversion fails here. By identity: another dialog whose
                 # start is equal to this one's (the same first turns) passed an equality test, and its
                 # short cut cost a walk of every message after it (``_bound_after``), 1 ms at 10,000.
                 continue
-            if kept.before_cut == messages[: cut.at]:
+            same = known_same_start(messages, shared, kept.messages, kept.shared) >= cut.at
+            if same or kept.messages[: cut.at] == messages[: cut.at]:
                 if _bound_after(messages, cut.at) > cut.bound:
                     best = kept
         return best

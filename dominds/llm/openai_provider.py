@@ -23,7 +23,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult, ImagePart
-from dominds.llm.message_reuse import MessageReuse, Piece, encoded
+from dominds.llm.message_reuse import MessageReuse, Piece, encoded, json_array
 from dominds.llm.params import merged_params
 from dominds.llm.retry import (
     AttemptFailure,
@@ -37,7 +37,7 @@ from dominds.llm.sdk_clients import (
     REQUEST_TIMEOUT,
     HttpClientFactory,
     SdkGenerator,
-    json_content,
+    body_around,
     sdk_http_client,
 )
 from dominds.llm.tool_history import CallIds, group_tool_turns
@@ -57,7 +57,7 @@ FINISH_REASONS: dict[str, FinishReason] = {
 }
 
 
-class OpenAiSdkGenerator(SdkGenerator[openai.AsyncOpenAI, dict[str, Any]]):
+class OpenAiSdkGenerator(SdkGenerator[openai.AsyncOpenAI, bytes]):
     """What both OpenAI generators (Chat Completions, Responses) share: the ``openai`` SDK's client."""
 
     default_base_url = DEFAULT_BASE_URL
@@ -80,18 +80,22 @@ class OpenAiCompatibleGenerator(OpenAiSdkGenerator):
         super().__init__(retry_policy, http_client)
         self.messages = MessageReuse(chat_piece)
 
-    def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:
+    def prepare(self, request: GenerationRequest, base_url: str) -> bytes:
+        """The request's body, streamed or not as the request says."""
+        sent: dict[str, Any] = {"model": request.model_name}
+        if request.streaming:
+            sent |= {"stream": True, "stream_options": {"include_usage": True}}
+        sent["extra_body"] = request_extra(request, base_url)
         field = reasoning_field(request.provider_config.get("reasoningPassBack"))
-        parts = self.messages.convert(request.messages, field).parts
-        if request.system_prompt:
-            parts = [encoded({"role": "system", "content": request.system_prompt}), *parts]
-        return {"model": request.model_name, "messages": parts, "extra": request_extra(request, base_url)}
+        parts = self.messages.convert(request.messages, field, request.shared_run).parts
+        system = [encoded({"role": "system", "content": request.system_prompt})] if request.system_prompt else []
+        return json_array(parts, system, around=body_around(sent, "messages"))
 
-    async def stream_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
-        return await _stream_once(client, prepared["model"], prepared, receiver)
+    async def stream_once(self, client: openai.AsyncOpenAI, prepared: bytes, receiver: GenerationReceiver) -> GenerationResult:
+        return await _stream_once(client, prepared, receiver)
 
-    async def create_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
-        return await _create_once(client, prepared["model"], prepared, receiver)
+    async def create_once(self, client: openai.AsyncOpenAI, prepared: bytes, receiver: GenerationReceiver) -> GenerationResult:
+        return await _create_once(client, prepared, receiver)
 
     def classify(self, exc: Exception) -> AttemptFailure | None:
         return classify_error(exc)
@@ -104,18 +108,15 @@ class _ToolCallParts:
     arguments: str = ""
 
 
-async def _stream_once(
-    client: openai.AsyncOpenAI, model: str, body: dict[str, Any], receiver: GenerationReceiver
-) -> GenerationResult:
+async def _stream_once(client: openai.AsyncOpenAI, content: bytes, receiver: GenerationReceiver) -> GenerationResult:
     relay = _DeltaRelay(receiver)
     usage: Usage | None = None
     served_model: str | None = None
     finish_reason: str | None = None
-    sent = {"model": model, "stream": True, "stream_options": {"include_usage": True}, "extra_body": body["extra"]}
     stream = await client.post(
         "/chat/completions",
         cast_to=ChatCompletion,
-        content=json_content(sent, "messages", body["messages"]),
+        content=content,
         stream=True,
         stream_cls=openai.AsyncStream[ChatCompletionChunk],
     )
@@ -143,12 +144,8 @@ async def _stream_once(
     )
 
 
-async def _create_once(
-    client: openai.AsyncOpenAI, model: str, body: dict[str, Any], receiver: GenerationReceiver
-) -> GenerationResult:
+async def _create_once(client: openai.AsyncOpenAI, content: bytes, receiver: GenerationReceiver) -> GenerationResult:
     """``streaming: false``: one request; the finished message is replayed as if it had streamed."""
-    sent = {"model": model, "extra_body": body["extra"]}
-    content = json_content(sent, "messages", body["messages"])
     completion = await client.post("/chat/completions", cast_to=ChatCompletion, content=content)
     relay = _DeltaRelay(receiver)
     choice = completion.choices[0] if completion.choices else None

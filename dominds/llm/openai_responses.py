@@ -19,7 +19,7 @@ import openai
 from openai.types.responses import Response, ResponseStreamEvent
 
 from dominds.llm.base import ChatMessage, GenerationReceiver, GenerationRequest, GenerationResult, ImagePart
-from dominds.llm.message_reuse import MessageReuse, Piece
+from dominds.llm.message_reuse import MessageReuse, Piece, json_array
 from dominds.llm.openai_provider import OpenAiSdkGenerator, classify_error
 from dominds.llm.params import merged_params
 from dominds.llm.retry import (
@@ -29,7 +29,7 @@ from dominds.llm.retry import (
     is_billing_error,
     refuse_bad_params,
 )
-from dominds.llm.sdk_clients import HttpClientFactory, json_content
+from dominds.llm.sdk_clients import HttpClientFactory, body_around
 from dominds.llm.tool_history import CallIds, group_tool_turns
 from dominds.store.course_records import FinishReason, Usage
 
@@ -73,25 +73,29 @@ class OpenAiResponsesGenerator(OpenAiSdkGenerator):
         super().__init__(retry_policy, http_client)
         self.items = MessageReuse(responses_piece)
 
-    def prepare(self, request: GenerationRequest, base_url: str) -> dict[str, Any]:
-        return {"head": request_head(request), "input": self.items.convert(request.messages).parts}
+    def prepare(self, request: GenerationRequest, base_url: str) -> bytes:
+        """The request's body, streamed or not as the request says."""
+        head = request_head(request)
+        if request.streaming:
+            head["stream"] = True
+        return json_array(self.items.convert(request.messages, shared=request.shared_run).parts, around=body_around(head, "input"))
 
-    async def stream_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+    async def stream_once(self, client: openai.AsyncOpenAI, prepared: bytes, receiver: GenerationReceiver) -> GenerationResult:
         return await _stream_once(client, prepared, receiver)
 
-    async def create_once(self, client: openai.AsyncOpenAI, prepared: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+    async def create_once(self, client: openai.AsyncOpenAI, prepared: bytes, receiver: GenerationReceiver) -> GenerationResult:
         return await _create_once(client, prepared, receiver)
 
     def classify(self, exc: Exception) -> AttemptFailure | None:
         return _classify(exc)
 
 
-async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+async def _stream_once(client: openai.AsyncOpenAI, body: bytes, receiver: GenerationReceiver) -> GenerationResult:
     relay = _ItemRelay(receiver)
     stream = await client.post(
         "/responses",
         cast_to=Response,
-        content=json_content({**body["head"], "stream": True}, "input", body["input"]),
+        content=body,
         stream=True,
         stream_cls=openai.AsyncStream[ResponseStreamEvent],
     )
@@ -105,10 +109,9 @@ async def _stream_once(client: openai.AsyncOpenAI, body: dict[str, Any], receive
     return relay.result()
 
 
-async def _create_once(client: openai.AsyncOpenAI, body: dict[str, Any], receiver: GenerationReceiver) -> GenerationResult:
+async def _create_once(client: openai.AsyncOpenAI, body: bytes, receiver: GenerationReceiver) -> GenerationResult:
     """``streaming: false``: one request, then the finished items are replayed to the receiver."""
-    content = json_content(body["head"], "input", body["input"])
-    response = await client.post("/responses", cast_to=Response, content=content)
+    response = await client.post("/responses", cast_to=Response, content=body)
     relay = _ItemRelay(receiver)
     for item in response.output or []:
         await relay.whole_item(item)
@@ -255,7 +258,7 @@ def usage_of(usage: Any, *, partial: bool = False) -> Usage:
 
 def request_head(request: GenerationRequest) -> dict[str, Any]:
     """The body of one generation's ``POST /responses`` but its input (posted as built:
-    ``sdk_clients.json_content``)."""
+    ``sdk_clients.body_around``)."""
     refuse_bad_params(request, "openai-responses")
     params = merged_params(request.model_params, "openai-responses")
     body: dict[str, Any] = {

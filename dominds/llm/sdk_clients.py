@@ -30,7 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import httpx2
 
 from dominds.llm.base import GenerationReceiver, GenerationRequest, GenerationResult
-from dominds.llm.message_reuse import encoded, joined
+from dominds.llm.message_reuse import encoded
 from dominds.llm.retry import (
     AttemptFailure,
     EmptyReply,
@@ -48,10 +48,11 @@ REQUEST_TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 HttpClientFactory = Callable[[], httpx2.AsyncClient]
 
 
-def json_content(kwargs: dict[str, Any], name: str, parts: list[bytes]) -> bytes:
-    """The request body of an SDK call's keyword arguments (``extra_body`` merged in), as the JSON we post,
-    with ``name`` last: the array of ``parts``, its elements' JSON (the conversation, encoded per message
-    and kept: ``message_reuse.py``).
+def body_around(kwargs: dict[str, Any], name: str) -> tuple[bytes, bytes]:
+    """The JSON of a request body made of an SDK call's keyword arguments (``extra_body`` merged in) with
+    ``name`` last, but the value of ``name``: what goes before it and what after. Its value is the JSON of
+    the conversation, encoded per message and kept (``message_reuse.py``) and joined into the body once,
+    when the generation's request is prepared (``message_reuse.json_array``).
 
     Each generator posts its body through the client's ``post`` as content, not through the typed
     method: both SDKs walk every value of a typed request before sending it (the ``openai`` SDK matches
@@ -66,7 +67,7 @@ def json_content(kwargs: dict[str, Any], name: str, parts: list[bytes]) -> bytes
         body.update(extra)
     body.pop(name, None)
     head = encoded(body)
-    return joined(head[:-1] + (b"," if body else b"") + encoded(name) + b":[", parts, b"]}", b",")
+    return head[:-1] + (b"," if body else b"") + encoded(name) + b":", b"}"
 
 
 def sdk_http_client(sdk: Any, **options: Any) -> Any:

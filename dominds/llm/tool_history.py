@@ -27,15 +27,14 @@ class CallIds:
     order: list[str] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
 
-    @classmethod
-    def first(cls, order: list[str], count: int) -> CallIds:
-        """The ids of the first ``count`` calls of ``order`` (a new list: ``order`` is not changed)."""
-        kept = order[:count]
-        return cls(kept, set(kept))
-
     def add(self, call_id: str) -> None:
         self.order.append(call_id)
         self.seen.add(call_id)
+
+    def cut(self, count: int) -> None:
+        """Keep the first ``count`` ids only, in place (the ids are distinct: a repeated one is re-keyed)."""
+        self.seen.difference_update(self.order[count:])
+        del self.order[count:]
 
 
 def sanitize_tool_calls(messages: list[ChatMessage], calls: CallIds | None = None) -> list[ChatMessage]:

@@ -21,8 +21,8 @@ from fake_servers import FakeLlmServer, RecordedRequest, Reply, running_fake_ser
 from mcp_kit import stdio_server_yaml
 
 from dominds.driver.engine import Engine
-from dominds.driver.images import IMAGE_BUDGET, attach_images
-from dominds.llm.base import ChatMessage
+from dominds.driver.images import IMAGE_BUDGET, attach_images, with_images
+from dominds.llm.base import ChatMessage, SharedRun
 from dominds.mcp.results import save_artifact
 from dominds.rtws import Rtws
 
@@ -254,3 +254,51 @@ def test_images_found_from_a_kept_scan_of_long_requests_are_those_of_a_full_scan
         elif kind == "cut":
             del messages[number % (len(messages) + 1) :]
         assert attach_images(messages, directory, kept=kept) == attach_images(messages, directory), (kind, number)
+
+
+_RUN_STEP = st.one_of(
+    st.tuples(st.just("settle"), st.booleans(), st.integers(1, 40)),  # the run grows
+    st.tuples(st.just("pending"), st.booleans(), st.integers(0, 5)),  # new messages after the run
+    st.tuples(st.just("head"), st.booleans(), st.integers(0, 2)),  # the memory and Taskdoc messages change
+    st.tuples(st.just("new run"), st.booleans(), st.integers(1, 40)),  # a new course
+    st.tuples(st.just("unsaid"), st.booleans(), st.integers(0, 0)),  # the builder says nothing
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=st.lists(_RUN_STEP, min_size=1, max_size=12), image_every=st.integers(2, 9))
+def test_images_found_from_what_the_builder_says_requests_share_are_those_of_a_full_scan(
+    steps: list[tuple[str, bool, int]], image_every: int, saved_pictures: tuple[Path, list[str]]
+) -> None:
+    """The scan starts after the messages the context builder says a request shares with the previous
+    one (``SharedRun``: no comparison of them); a request's images equal a search of every message, and
+    what it says afterwards holds: its first messages up to the first one an image was attached to."""
+    directory, lines = saved_pictures
+    made = iter(range(10**6))
+
+    def message(names_image: bool) -> ChatMessage:
+        number = next(made)
+        text = lines[number % len(lines)] if names_image or number % image_every == 0 else f"plain {number}"
+        return ChatMessage(role="user", content=text)
+
+    kept: dict[str, object] = {}
+    run: list[ChatMessage] = [message(False) for _ in range(40)]
+    pending: list[ChatMessage] = []
+    head = [ChatMessage(role="user", content="[Taskdoc]")]
+    for kind, names_image, number in steps:
+        if kind == "settle":
+            run.extend([*pending, *(message(names_image) for _ in range(number))])
+            pending = []
+        elif kind == "pending":
+            pending = [message(names_image) for _ in range(number)]
+        elif kind == "head":
+            head = [ChatMessage(role="user", content=f"[Taskdoc] {number}") for _ in range(number)]
+        elif kind == "new run":
+            run, pending = [message(names_image) for _ in range(number)], []
+        messages = [*head, *run, *pending]
+        shared = None if kind == "unsaid" else SharedRun(run, len(head), len(run))
+        attached, told = with_images(messages, shared, directory, kept=kept)
+        assert attached == attach_images(messages, directory), kind
+        if told is not None:
+            assert all(a is b for a, b in zip(attached[told.start : told.start + told.count], run, strict=False)), kind
+            assert told.count == len(run) or attached[told.start + told.count].images, kind

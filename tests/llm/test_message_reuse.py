@@ -17,8 +17,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dominds.llm.anthropic_request import anthropic_piece, conversation_parts
-from dominds.llm.base import ChatMessage, ImagePart
+from dominds.llm.anthropic_request import anthropic_piece, conversation_json
+from dominds.llm.base import ChatMessage, ImagePart, SharedRun
 from dominds.llm.message_reuse import Convert, MessageReuse, converted_whole
 from dominds.llm.openai_provider import chat_piece
 from dominds.llm.openai_responses import responses_piece
@@ -102,7 +102,7 @@ def test_each_request_converted_per_new_message_equals_it_converted_whole(data: 
         assert got.volatile == whole.volatile
         assert got.outputs == whole.outputs
         if provider == "anthropic" and request:
-            assert conversation_parts(got, CONTROL) == conversation_parts(whole, CONTROL)
+            assert conversation_json(got, CONTROL) == conversation_json(whole, CONTROL)
 
 
 def user(text: str, genseq: int | None = None, **kw: Any) -> ChatMessage:
@@ -133,7 +133,7 @@ def converted_alike(*requests: list[ChatMessage]) -> None:
             got, whole = reuse.convert(request, key), converted_whole(convert, request, key)
             assert (got.parts, got.volatile) == (whole.parts, whole.volatile), (name, number)
             if name == "anthropic":
-                assert conversation_parts(got, CONTROL) == conversation_parts(whole, CONTROL), (name, number)
+                assert conversation_json(got, CONTROL) == conversation_json(whole, CONTROL), (name, number)
 
 
 def test_an_empty_assistant_text_is_no_cut_between_the_user_texts_around_it() -> None:
@@ -221,3 +221,113 @@ def test_a_dialog_equal_at_its_start_to_another_does_not_walk_the_others_short_c
         reuse.convert([*long, user("long next", 700 + n)])
         if n:
             assert walked_from and min(walked_from) > len(long) // 2, walked_from
+
+
+MEMORY = said("[team shared memory: a.md]\nwe ship on Fridays")
+"""A memory message: the same object at the head of every dialog of a member."""
+
+
+@st.composite
+def heads(draw: st.DrawFn) -> list[ChatMessage]:
+    """The messages before a course's: memories (one object every dialog shares), a Taskdoc (a new object
+    each request, sometimes edited)."""
+    head = [MEMORY] if draw(st.booleans()) else []
+    if draw(st.booleans()):
+        head.append(user(f"[Taskdoc]\n{draw(st.sampled_from(['goals', 'goals and more']))}"))
+    return head
+
+
+class _Course:
+    """A dialog's course as the context builder sees it: ``run`` the settled messages (a list that only
+    grows), ``pending`` the ones after them (a call awaiting its result, the newest turn)."""
+
+    def __init__(self) -> None:
+        self.run: list[ChatMessage] = []
+        self.pending: list[ChatMessage] = []
+
+    def request(self, head: list[ChatMessage], replaced: int | None, claim: bool) -> tuple[list[ChatMessage], SharedRun | None]:
+        """The request as ``driver/context.py`` builds it: the reminders before the last user message,
+        the head in front; ``replaced``: a message replaced by an equal-looking new one (an image
+        attached), which cuts the claim there."""
+        course = [*self.run, *self.pending]
+        shared = SharedRun(self.run, 0, len(self.run))
+        last_user = next((i for i in range(len(course) - 1, -1, -1) if course[i].role == "user"), None)
+        if last_user is not None:
+            course.insert(last_user, reminder())
+            shared = shared.before(last_user)
+        messages = [*head, *course]
+        shared = SharedRun(shared.run, len(head), shared.count)
+        if replaced is not None and messages:
+            at = replaced % len(messages)
+            old = messages[at]
+            messages[at] = ChatMessage(role=old.role, kind=old.kind, content=old.content, tool_call_id=old.tool_call_id,
+                                       tool_name=old.tool_name, arguments=old.arguments, provider_data=old.provider_data,
+                                       genseq=old.genseq, volatile=old.volatile, images=(IMAGE,) if old.role != "assistant" else ())  # fmt: skip
+            shared = shared.before(at)
+        return messages, shared if claim else None
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), provider=st.sampled_from(sorted(CONVERSIONS)))
+def test_requests_whose_shared_start_is_known_convert_as_whole(data: st.DataObject, provider: str) -> None:
+    """The same as converted whole when the context builder says which messages a dialog's requests share
+    (``SharedRun``): courses whose settled messages grow, whose pending ones settle in any number, with
+    heads that change or are shared with another dialog, a message replaced by a new object (an image
+    attached), a new course (a new run), or nothing said."""
+    convert, key = CONVERSIONS[provider]
+    reuse = MessageReuse(convert, kept=3)
+    courses = [_Course(), _Course()]
+    for genseq in range(1, data.draw(st.integers(2, 16)) + 1):
+        course = courses[data.draw(st.integers(0, 1))]
+        change = data.draw(st.sampled_from(["turn", "turn", "turn", "settle some", "new course", "same"]))
+        if change == "new course":
+            course.run, course.pending = [], []
+        if change in ("turn", "new course"):
+            course.run.extend(course.pending)
+            course.pending = [*data.draw(messages(genseq)), said("reply", genseq), user(f"question {genseq}", genseq)]
+        elif change == "settle some":
+            settled = data.draw(st.integers(0, len(course.pending)))
+            course.run.extend(course.pending[:settled])
+            course.pending = [*course.pending[settled:], *data.draw(messages(genseq))]
+        replaced = data.draw(st.none() | st.integers(0, 10_000))
+        request, shared = course.request(data.draw(heads()), replaced, data.draw(st.integers(0, 4)) > 0)
+        got = reuse.convert(request, key, shared)
+        whole = converted_whole(convert, request, key)
+        assert (got.parts, got.volatile, got.outputs) == (whole.parts, whole.volatile, whole.outputs)
+        if provider == "anthropic" and request:
+            assert conversation_json(got, CONTROL) == conversation_json(whole, CONTROL)
+
+
+class _SliceCounting(list[ChatMessage]):
+    """A request's messages that count the messages each slice of them copies."""
+
+    copied = 0
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            _SliceCounting.copied += len(range(*index.indices(len(self))))
+        return super().__getitem__(index)
+
+
+def test_a_long_dialogs_next_request_copies_no_list_of_its_messages() -> None:
+    """The bug: each request of a dialog at 5,000 turns copied its 10,000 messages several times in C
+    (to compare them with the previous request's, to keep them for the next one) and its converted
+    messages and their JSON twice more: 0.1-0.2 ms each on a cold cache, the turn 1.2x the cost of a
+    turn at 10 (``bench/bench_long.py --provider anthropic``). With the start the builder knows shared,
+    the next request slices only its newest messages; each provider's kept lists are taken over, not
+    copied."""
+    for name, (convert, key) in CONVERSIONS.items():
+        reuse = MessageReuse(convert)
+        course = _Course()
+        course.run = [m for n in range(1, 2000) for m in (user(f"q{n}", n), said(f"a{n}", n))]
+        kept_parts: list[bytes] = []
+        for n in range(2000, 2004):
+            course.run.extend(course.pending)
+            course.pending = [user(f"q{n}", n), said(f"a{n}", n), user(f"next {n}", n + 1)]
+            request, shared = course.request([MEMORY, user("[Taskdoc]\ngoals")], None, True)
+            _SliceCounting.copied = 0
+            got = reuse.convert(_SliceCounting(request), key, shared)
+            if n > 2000:
+                assert _SliceCounting.copied < 100, (name, _SliceCounting.copied)  # its last turns: 4,005 messages
+                assert got.parts is kept_parts, f"{name}: the kept JSON was copied"
+            kept_parts = got.parts
