@@ -14,11 +14,10 @@ from __future__ import annotations
 import itertools
 import json
 import operator
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from dominds.llm.base import ChatMessage, GenerationRequest, ToolSpec
+from dominds.llm.base import ChatMessage, GenerationRequest, SharedRun, ToolSpec, known_same_start
 from dominds.llm.message_reuse import joined
 
 KEPT_REQUESTS = 256
@@ -62,41 +61,24 @@ class NeutralBody:
 
 TAIL = 32
 """How many messages at the end of a kept request are compared one by one with a new request's (the
-reminders move near the end every turn); the ones before are compared as one list."""
+reminders move near the end every turn), when the context builder said nothing of them; the ones before
+are compared as one list."""
 
 
 @dataclass
 class _Kept:
-    head: list[ChatMessage]
-    """The request's messages but its last ``TAIL``: a new request that starts with them (the same objects,
-    or equal ones: equal messages have the same JSON) is recognised by one list comparison, in C with no
-    call for an identical item. Comparing every message by identity (``map(operator.is_not, …)``, a call
-    and a boolean per pair) cost 0.6-0.9 ms of a turn at 10,000 messages (``bench/bench_turn_parts.py``)."""
-    tail: list[ChatMessage]
+    messages: list[ChatMessage]
+    """The request's messages, as given (no request's list is changed once built): a new request that
+    starts with them is known from ``shared`` (``SharedRun``: no pass over them), or else recognised by
+    one list comparison (the same objects, or equal ones: equal messages have the same JSON), in C with
+    no call for an identical item. Comparing every message by identity (``map(operator.is_not, …)``, a
+    call and a boolean per pair) cost 0.6-0.9 ms of a turn at 10,000 messages
+    (``bench/bench_turn_parts.py``); a copy of them to keep, one more pass."""
+    shared: SharedRun | None
     parts: list[bytes]
     """Each message's JSON, UTF-8 (encoded once: encoding the joined text cost 3 ms of a turn at 10,000
     messages)."""
     content_chars: int
-
-    @property
-    def size(self) -> int:
-        return len(self.head) + len(self.tail)
-
-    def at(self, index: int) -> ChatMessage:
-        head = len(self.head)
-        return self.head[index] if index < head else self.tail[index - head]
-
-    def messages(self, start: int = 0) -> Iterator[ChatMessage]:
-        """The messages from ``start`` on."""
-        head = len(self.head)
-        if start >= head:
-            return iter(self.tail[start - head :])
-        return itertools.chain(self.head[start:], self.tail)
-
-    @classmethod
-    def of(cls, messages: list[ChatMessage], parts: list[bytes], content_chars: int, tail: int) -> _Kept:
-        cut = max(0, len(messages) - tail)
-        return cls(messages[:cut], messages[cut:], parts, content_chars)
 
 
 class NeutralBodies:
@@ -114,7 +96,7 @@ class NeutralBodies:
         return self.build(request).data
 
     def build(self, request: GenerationRequest) -> NeutralBody:
-        kept = self._message_parts(request.messages)
+        kept = self._message_parts(request.messages, request.shared_run)
         head = _dumps({"model": request.model_name, "system": request.system_prompt})
         tools = ", ".join(self._tool_json(tool) for tool in request.tools)
         tail = f'], "tools": [{tools}], "params": {_dumps(request.model_params)}, "stream": {_dumps(request.streaming)}}}'
@@ -135,27 +117,10 @@ class NeutralBodies:
         self._tools[key] = (tool.parameters, text)
         return text
 
-    def _message_parts(self, messages: list[ChatMessage]) -> _Kept:
-        # The kept request sharing the most messages in place (counted in C: no call per message). Only
-        # requests holding the new one's middle message in place are counted, when there are any: another
-        # dialog's never does, and counting all of 256 long ones would cost what the reuse saves.
-        kept = self._kept
-        middle = len(messages) // 2
-        if middle:
-            probe = messages[middle]
-            likely = [i for i, k in enumerate(kept) if k.size > middle and k.at(middle) is probe]
-        else:
-            likely = []
-        best, shared = -1, 0
-        if len(likely) == 1:
-            best = likely[0]  # the dialog's previous request: no count needed to choose it (a pass in C per message)
-        else:
-            for index in likely or range(len(kept)):
-                same = sum(map(operator.is_, kept[index].messages(), messages))
-                # Most messages in place, not just the memory and Taskdoc messages dialogs share: taking
-                # another dialog's kept request for those made both dialogs encode everything each turn.
-                if same > shared and same * 2 > len(messages):
-                    best, shared = index, same
+    def _message_parts(self, messages: list[ChatMessage], shared: SharedRun | None = None) -> _Kept:
+        best, start = self._known(messages, shared)
+        if best < 0:
+            best, start = self._compared(messages)
         if best < 0:
             parts = [_encoded(message) for message in messages]
             chars = sum(map(len, map(_CONTENT, messages)))
@@ -163,21 +128,58 @@ class NeutralBodies:
             before = self._kept.pop(best)
             parts = before.parts  # its own list: the kept request is replaced by this one
             del parts[len(messages) :]
-            chars = before.content_chars - sum(map(len, map(_CONTENT, before.messages(len(messages)))))
-            same_head = len(before.head)
-            start = same_head if same_head <= len(messages) and before.head == messages[:same_head] else 0
-            changed = map(operator.is_not, before.messages(start), messages[start:])
+            chars = before.content_chars - sum(map(len, map(_CONTENT, before.messages[len(messages) :])))
+            changed = map(operator.is_not, before.messages[start:], messages[start:])
             for place in itertools.compress(range(start, len(parts)), changed):
-                old = before.at(place)
+                old = before.messages[place]
                 parts[place] = _encoded(messages[place])
                 chars += len(messages[place].content) - len(old.content)
             added = messages[len(parts) :]
             parts.extend(_encoded(message) for message in added)
             chars += sum(map(len, map(_CONTENT, added)))
-        made = _Kept.of(messages, parts, chars, self._tail)
+        made = _Kept(messages, shared, parts, chars)
         self._kept.append(made)
         del self._kept[:-KEPT_REQUESTS]
         return made
+
+    def _known(self, messages: list[ChatMessage], shared: SharedRun | None) -> tuple[int, int]:
+        """The kept request the context builder says ``messages`` shares its start with, and how many
+        messages that start holds; (-1, 0) if it said nothing of one."""
+        if shared is not None:
+            for index in range(len(self._kept) - 1, -1, -1):
+                kept = self._kept[index]
+                same = known_same_start(messages, shared, kept.messages, kept.shared)
+                if same:
+                    return index, same
+        return -1, 0
+
+    def _compared(self, messages: list[ChatMessage]) -> tuple[int, int]:
+        """The kept request sharing the most messages in place (counted in C: no call per message), and
+        how many messages at its start are known equal. Only requests holding the new one's middle
+        message in place are counted, when there are any: another dialog's never does, and counting all
+        of 256 long ones would cost what the reuse saves."""
+        kept = self._kept
+        middle = len(messages) // 2
+        if middle:
+            probe = messages[middle]
+            likely = [i for i, k in enumerate(kept) if len(k.messages) > middle and k.messages[middle] is probe]
+        else:
+            likely = []
+        best, shared = -1, 0
+        if len(likely) == 1:
+            best = likely[0]  # the dialog's previous request: no count needed to choose it (a pass in C per message)
+        else:
+            for index in likely or range(len(kept)):
+                same = sum(map(operator.is_, kept[index].messages, messages))
+                # Most messages in place, not just the memory and Taskdoc messages dialogs share: taking
+                # another dialog's kept request for those made both dialogs encode everything each turn.
+                if same > shared and same * 2 > len(messages):
+                    best, shared = index, same
+        if best < 0:
+            return -1, 0
+        earlier = kept[best].messages
+        same_head = max(0, len(earlier) - self._tail)
+        return best, same_head if same_head <= len(messages) and earlier[:same_head] == messages[:same_head] else 0
 
 
 _CONTENT = operator.attrgetter("content")

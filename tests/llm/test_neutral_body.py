@@ -14,7 +14,7 @@ from fuzzing import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dominds.llm.base import ChatMessage, GenerationRequest, ImagePart, ToolSpec
+from dominds.llm.base import ChatMessage, GenerationRequest, ImagePart, SharedRun, ToolSpec
 from dominds.llm.neutral_body import NeutralBodies, message_json
 
 
@@ -133,6 +133,70 @@ def test_dialogs_sharing_their_memory_message_each_serialise_only_their_new_mess
             serialised.clear()
             assert bodies.body(request) == _whole(request)
             assert len(serialised) == (3 if turn == 0 else 1), f"turn {turn} of conversation {c}"
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["settle", "pending", "head", "new run", "unsaid", "other"]), st.lists(texts, max_size=4)),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_bodies_of_requests_whose_shared_start_is_known_equal_the_whole_requests_json(steps: list[tuple[str, list[str]]]) -> None:
+    """Two dialogs whose builder says which messages their requests share (``SharedRun``: the settled run
+    of a course, which only grows, after the memory and Taskdoc messages): the body reuses the kept JSON
+    on that knowledge alone, and is exact whatever changes: the run grows, messages after it come and go,
+    the head changes, a new course starts, or the builder says nothing."""
+    bodies = NeutralBodies()
+    memory = ChatMessage(role="assistant", content="[memory]")
+    dialogs = [{"run": [], "pending": [], "head": [memory]} for _ in range(2)]
+    which = 0
+    for kind, added in steps:
+        if kind == "other":
+            which = 1 - which
+        dialog = dialogs[which]
+        new = [ChatMessage(role="assistant" if i % 2 else "user", content=t) for i, t in enumerate(added)]
+        if kind == "settle":
+            dialog["run"].extend([*dialog["pending"], *new])
+            dialog["pending"] = []
+        elif kind == "pending":
+            dialog["pending"] = new
+        elif kind == "head":
+            dialog["head"] = [memory, ChatMessage(role="user", content=f"[Taskdoc] {''.join(added)}")]
+        elif kind == "new run":
+            dialog["run"], dialog["pending"] = new, []
+        messages = [*dialog["head"], *dialog["run"], *dialog["pending"]]
+        shared = None if kind == "unsaid" else SharedRun(dialog["run"], len(dialog["head"]), len(dialog["run"]))
+        request = replace(_request(messages), shared_run=shared)
+        built = bodies.build(request)
+        assert built.data == _whole(request), kind
+        assert built.content_chars == sum(len(m.content) for m in messages)
+
+
+def test_a_long_dialogs_next_body_copies_no_list_of_its_messages() -> None:
+    """The bug: each scripted request of a dialog at 5,000 turns copied its 10,000 messages to keep them
+    for the next request, and again to compare the next one with them (C passes of 0.1-0.2 ms each on a
+    cold cache). With the start the builder knows shared, only the newest messages are sliced."""
+
+    class SliceCounting(list[ChatMessage]):
+        copied = 0
+
+        def __getitem__(self, index: object) -> object:
+            if isinstance(index, slice):
+                SliceCounting.copied += len(range(*index.indices(len(self))))
+            return super().__getitem__(index)  # type: ignore[index]
+
+    bodies = NeutralBodies()
+    run = [ChatMessage(role="assistant" if i % 2 else "user", content=f"m{i}") for i in range(4000)]
+    for turn in range(3):
+        run.append(ChatMessage(role="user", content=f"q{turn}"))
+        messages = SliceCounting([*run, ChatMessage(role="user", content="[reminders]", volatile=True)])
+        SliceCounting.copied = 0
+        request = replace(_request(messages), shared_run=SharedRun(run, 0, len(run)))
+        assert bodies.body(request) == _whole(request)
+        if turn:
+            assert SliceCounting.copied < 20, SliceCounting.copied
 
 
 json_values = st.recursive(
