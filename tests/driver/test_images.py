@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -223,6 +223,18 @@ def saved_pictures(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list
     return directory, [save_artifact(directory, "d", f"shot-{i}", b"\x89PNG-%d" % i, "image/png") for i in range(20)]
 
 
+def _messages_naming(lines: list[str], image_every: int) -> Callable[[bool], ChatMessage]:
+    """A maker of new user messages: one naming a saved picture when asked, or every ``image_every``-th."""
+    made = iter(range(10**6))
+
+    def message(names_image: bool) -> ChatMessage:
+        number = next(made)
+        text = lines[number % len(lines)] if names_image or number % image_every == 0 else f"plain {number}"
+        return ChatMessage(role="user", content=text)
+
+    return message
+
+
 @settings(max_examples=60, deadline=None)
 @given(steps=st.lists(_STEP, min_size=1, max_size=12), image_every=st.integers(2, 9))
 def test_images_found_from_a_kept_scan_of_long_requests_are_those_of_a_full_scan(
@@ -233,12 +245,7 @@ def test_images_found_from_a_kept_scan_of_long_requests_are_those_of_a_full_scan
     that grow, replace a message (in the compared start or the tail), hold an equal copy, or are cut get
     the images of a search of every message after every step."""
     directory, lines = saved_pictures
-    made = iter(range(10**6))
-
-    def message(names_image: bool) -> ChatMessage:
-        number = next(made)
-        text = lines[number % len(lines)] if names_image or number % image_every == 0 else f"plain {number}"
-        return ChatMessage(role="user", content=text)
+    message = _messages_naming(lines, image_every)
 
     kept: dict[str, object] = {}
     messages = [message(False) for _ in range(40)]
@@ -274,12 +281,7 @@ def test_images_found_from_what_the_builder_says_requests_share_are_those_of_a_f
     one (``SharedRun``: no comparison of them); a request's images equal a search of every message, and
     what it says afterwards holds: its first messages up to the first one an image was attached to."""
     directory, lines = saved_pictures
-    made = iter(range(10**6))
-
-    def message(names_image: bool) -> ChatMessage:
-        number = next(made)
-        text = lines[number % len(lines)] if names_image or number % image_every == 0 else f"plain {number}"
-        return ChatMessage(role="user", content=text)
+    message = _messages_naming(lines, image_every)
 
     kept: dict[str, object] = {}
     run: list[ChatMessage] = [message(False) for _ in range(40)]
