@@ -96,6 +96,8 @@ class _Kept:
 
     def settle(self, count: int) -> None:
         """Join the JSON of the first ``count`` messages into ``settled`` (those already there stay)."""
+        if count <= len(self.ends):
+            return
         moved = self.parts[: count - len(self.ends)]
         if not moved:
             return
