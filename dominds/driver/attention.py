@@ -8,6 +8,7 @@ before recovery is served only when recovery will change nothing it shows).
 from __future__ import annotations
 
 from dominds.store.dialog_facts import Facts
+from dominds.store.index_entries import Tree
 
 RESUMABLE_REASONS = frozenset({"server_restart", "server_shutdown", "storage_error"})
 """Interruptions no person asked for: a crash, a graceful daemon stop, an earlier ``--no-resume`` start, or
@@ -34,3 +35,10 @@ def needs_attention(facts: Facts) -> bool:
         # before its revival (needsDrive) was saved. Without this it would wait forever.
         return True
     return bool(facts.get("inboundTellaskBacks"))
+
+
+def tree_at_rest(tree: Tree) -> bool:
+    """Whether recovery leaves a tree of ``run/`` as it is: settled by an earlier start (untouched since),
+    or no dialog of it needing attention. The front's early listing is served only when every tree is
+    (``server/listing.py``): recovery reconciles exactly the others, and may change what they show."""
+    return tree.settled or not any(needs_attention(entry.facts) for entry in tree.entries)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from dominds.dialog.model import Dialog, RootDialog
 from dominds.driver import questions, texts
-from dominds.driver.attention import RESUMABLE_REASONS, needs_attention
+from dominds.driver.attention import RESUMABLE_REASONS, tree_at_rest
 from dominds.driver.drive import answer_of, settled_obligation, start_new_course
 from dominds.driver.recovery_calls import (
     complete_dispatches,
@@ -87,7 +87,7 @@ def recover(
             # its signature, and a temp file is a new directory entry), and that start removed its temps:
             # reading every dialog's facts to find none cost a 10,000-dialog restart 1.3 of its 3.1 s.
             stale += sum(_remove_stray_temps(engine, e) for e in entries)
-        if tree.settled or not any(needs_attention(e.facts) for e in entries):
+        if tree_at_rest(tree):
             # At rest, and untouched since the daemon left it so: nothing to reconcile, nothing to load.
             for entry in entries:
                 for question in entry.facts.get("q4h") or () if "q4h.yaml" in entry.files else ():

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dominds.driver import price_sheet, usage
-from dominds.driver.attention import needs_attention
+from dominds.driver.attention import tree_at_rest
 from dominds.rtws import DIALOG_STATUSES, Rtws
 from dominds.server.memory import BIG_WORK_TREES, give_back_memory
 from dominds.store.derived import Derived
@@ -217,10 +217,9 @@ class Listing:
 
 
 def _refuse_unless_at_rest(index: DialogIndex) -> None:
-    """``NotAtRest`` when recovery may change a tree of ``run/``: it reconciles exactly the trees that are
-    neither settled nor at rest by their facts (``driver/recovery.py``), and may change what they show."""
+    """``NotAtRest`` when recovery may change a tree of ``run/`` (``driver/attention.tree_at_rest``)."""
     for tree in index.iter_trees(("run",)):
-        if not tree.settled and any(needs_attention(entry.facts) for entry in tree.entries):
+        if not tree_at_rest(tree):
             raise NotAtRest(tree.root.root_id)
 
 
